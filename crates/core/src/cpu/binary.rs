@@ -1,0 +1,254 @@
+//! CPU kernels of the binary pointwise operators and `where`.
+
+// Comparisons are generic over every dtype, bool included, where `a < b` is intended.
+#![allow(clippy::bool_comparison)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use half::{bf16, f16};
+
+use super::pointwise::{BLOCK, Cost, map2, map3};
+use super::simd::vectorized;
+use crate::dispatch::{Op, downcast_op};
+use crate::ops::{Binary, BinaryKind, Rounding};
+use crate::{DType, Element, Error, Result, Tensor, with_dtype};
+
+/// Floor division of floats, as PyTorch's `div_floor_floating`.
+#[inline(always)]
+fn div_floor_f64(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && (b < 0.0) != (m < 0.0) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let mut f = div.floor();
+        if div - f > 0.5 {
+            f += 1.0;
+        }
+        f
+    } else {
+        0.0f64.copysign(a / b)
+    }
+}
+
+#[inline(always)]
+fn max_nan(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+#[inline(always)]
+fn min_nan(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+#[inline(always)]
+fn f32_block(op: &Binary, x: &[f32], y: &[f32], o: &mut [f32]) {
+    use BinaryKind::*;
+    macro_rules! each {
+        ($f:expr) => {
+            for ((a, b), c) in x.iter().zip(y).zip(o.iter_mut()) {
+                let (a, b): (f32, f32) = (*a, *b);
+                *c = $f(a, b);
+            }
+        };
+    }
+    let alpha = op.alpha.to_f64() as f32;
+    match op.kind {
+        Add if alpha == 1.0 => each!(|a, b| a + b),
+        Add => each!(|a, b| a + alpha * b),
+        Sub if alpha == 1.0 => each!(|a, b| a - b),
+        Sub => each!(|a, b| a - alpha * b),
+        Mul => each!(|a: f32, b: f32| a * b),
+        Div => match op.rounding {
+            Rounding::None => each!(|a: f32, b: f32| a / b),
+            Rounding::Trunc => each!(|a: f32, b: f32| (a / b).trunc()),
+            Rounding::Floor => each!(|a: f32, b: f32| div_floor_f64(a as f64, b as f64) as f32),
+        },
+        Pow => each!(|a: f32, b: f32| a.powf(b)),
+        Maximum => each!(|a: f32, b: f32| {
+            let m = if a > b { a } else { b };
+            if a.is_nan() || b.is_nan() { f32::NAN } else { m }
+        }),
+        Minimum => each!(|a: f32, b: f32| {
+            let m = if a < b { a } else { b };
+            if a.is_nan() || b.is_nan() { f32::NAN } else { m }
+        }),
+        _ => unreachable!("predicates have bool outputs"),
+    }
+}
+
+fn f64_one(op: &Binary, a: f64, b: f64) -> f64 {
+    use BinaryKind::*;
+    let alpha = op.alpha.to_f64();
+    match op.kind {
+        Add => a + alpha * b,
+        Sub => a - alpha * b,
+        Mul => a * b,
+        Div => match op.rounding {
+            Rounding::None => a / b,
+            Rounding::Trunc => (a / b).trunc(),
+            Rounding::Floor => div_floor_f64(a, b),
+        },
+        Pow => a.powf(b),
+        Maximum => max_nan(a, b),
+        Minimum => min_nan(a, b),
+        _ => unreachable!("predicates have bool outputs"),
+    }
+}
+
+/// Integer arithmetic; `None` on division by zero.
+fn int_one(op: &Binary, a: i64, b: i64) -> Option<i64> {
+    use BinaryKind::*;
+    let alpha = op.alpha.to_i64();
+    Some(match op.kind {
+        Add => a.wrapping_add(alpha.wrapping_mul(b)),
+        Sub => a.wrapping_sub(alpha.wrapping_mul(b)),
+        Mul => a.wrapping_mul(b),
+        Div => {
+            if b == 0 {
+                return None;
+            }
+            let q = a.wrapping_div(b);
+            match op.rounding {
+                Rounding::Floor if (a % b != 0) && ((a < 0) != (b < 0)) => q - 1,
+                _ => q,
+            }
+        }
+        Pow => super::unary::int_pow(a, b),
+        Maximum => a.max(b),
+        Minimum => a.min(b),
+        _ => unreachable!("predicates have bool outputs"),
+    })
+}
+
+fn via_f32_2<H: Element>(op: &Binary, x: &[H], y: &[H], o: &mut [H]) {
+    let mut a = [0f32; BLOCK];
+    let mut b = [0f32; BLOCK];
+    let mut c = [0f32; BLOCK];
+    let n = x.len();
+    for i in 0..n {
+        a[i] = x[i].to_f64() as f32;
+        b[i] = y[i].to_f64() as f32;
+    }
+    f32_block(op, &a[..n], &b[..n], &mut c[..n]);
+    for i in 0..n {
+        o[i] = H::from_f64(c[i] as f64);
+    }
+}
+
+fn cost(kind: BinaryKind) -> Cost {
+    if kind == BinaryKind::Pow {
+        Cost::Heavy
+    } else {
+        Cost::Cheap
+    }
+}
+
+fn arith(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+    let name = op.kind.entry().name();
+    let c = cost(op.kind);
+    match a.dtype() {
+        DType::F32 => map2::<f32, f32, f32>(name, out, a, b, c, |x, y, o| vectorized(|| f32_block(op, x, y, o))),
+        DType::F64 => map2::<f64, f64, f64>(name, out, a, b, c, |x, y, o| {
+            for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
+                *r = f64_one(op, *p, *q);
+            }
+        }),
+        DType::F16 => map2::<f16, f16, f16>(name, out, a, b, c, |x, y, o| via_f32_2(op, x, y, o)),
+        DType::BF16 => map2::<bf16, bf16, bf16>(name, out, a, b, c, |x, y, o| via_f32_2(op, x, y, o)),
+        dt => {
+            let zero_div = AtomicBool::new(false);
+            with_dtype!(dt, T => {
+                map2::<T, T, T>(name, out, a, b, c, |x, y, o| {
+                    for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
+                        match int_one(op, p.to_i64(), q.to_i64()) {
+                            Some(v) => *r = T::from_i64(v),
+                            None => zero_div.store(true, Ordering::Relaxed),
+                        }
+                    }
+                })?
+            });
+            if zero_div.load(Ordering::Relaxed) {
+                return Err(Error::invalid(name, "ZeroDivisionError: integer division by zero"));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn predicate(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+    use BinaryKind::*;
+    let name = op.kind.entry().name();
+    let kind = op.kind;
+    with_dtype!(a.dtype(), T => {
+        map2::<T, T, bool>(name, out, a, b, Cost::Cheap, |x, y, o| {
+            macro_rules! each {
+                ($f:expr) => {
+                    for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
+                        *r = $f(*p, *q);
+                    }
+                };
+            }
+            match kind {
+                Eq => each!(|p: T, q: T| p == q),
+                Ne => each!(|p: T, q: T| p != q),
+                Lt => each!(|p: T, q: T| p < q),
+                Le => each!(|p: T, q: T| p <= q),
+                Gt => each!(|p: T, q: T| p > q),
+                Ge => each!(|p: T, q: T| p >= q),
+                LogicalAnd => each!(|p: T, q: T| p.is_nonzero() && q.is_nonzero()),
+                LogicalOr => each!(|p: T, q: T| p.is_nonzero() || q.is_nonzero()),
+                LogicalXor => each!(|p: T, q: T| p.is_nonzero() != q.is_nonzero()),
+                _ => unreachable!("arithmetic ops are not predicates"),
+            }
+        })
+    })
+}
+
+pub(crate) fn binary_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = downcast_op::<Binary>(op)?;
+    let (a, b, out) = (inputs[0], inputs[1], outputs[0]);
+    if op.kind.is_predicate() {
+        predicate(op, out, a, b)
+    } else if a.dtype() == DType::Bool {
+        // add/mul on bools are or/and; maximum/minimum likewise.
+        let kind = op.kind;
+        map2::<bool, bool, bool>(kind.entry().name(), out, a, b, Cost::Cheap, |x, y, o| {
+            for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
+                *r = match kind {
+                    BinaryKind::Mul | BinaryKind::Minimum => *p && *q,
+                    _ => *p || *q,
+                };
+            }
+        })
+    } else {
+        arith(op, out, a, b)
+    }
+}
+
+pub(crate) fn where_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let (c, x, y, out) = (inputs[0], inputs[1], inputs[2], outputs[0]);
+    with_dtype!(x.dtype(), T => {
+        map3::<bool, T, T, T>("where", out, c, x, y, Cost::Cheap, |m, p, q, r| {
+            for (((m, p), q), r) in m.iter().zip(p).zip(q).zip(r.iter_mut()) {
+                *r = if *m { *p } else { *q };
+            }
+        })
+    })
+}

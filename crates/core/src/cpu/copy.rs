@@ -1,0 +1,94 @@
+//! CPU kernels: casting copies and fills.
+
+use half::{bf16, f16};
+
+use super::pointwise::{Cost, fill_with, map1};
+use crate::dispatch::{Op, downcast_op};
+use crate::ops::Fill;
+use crate::{DType, Element, Result, Scalar, Tensor, with_dtype};
+
+/// Converts one element as a C++ `static_cast` would (bool: nonzero).
+#[inline(always)]
+pub(crate) fn convert<S: Element, D: Element>(v: S) -> D {
+    if D::DTYPE == DType::Bool {
+        D::from_i64(v.is_nonzero() as i64)
+    } else if D::DTYPE.is_floating_point() || S::DTYPE.is_floating_point() {
+        D::from_f64(v.to_f64())
+    } else {
+        D::from_i64(v.to_i64())
+    }
+}
+
+fn cast_block<S: Element, D: Element>(x: &[S], y: &mut [D]) {
+    match (S::DTYPE, D::DTYPE) {
+        (a, b) if a == b => {
+            // SAFETY: S and D are the same type here.
+            let x: &[D] = unsafe { std::slice::from_raw_parts(x.as_ptr() as *const D, x.len()) };
+            y.copy_from_slice(x);
+        }
+        (DType::F32, DType::F16) => {
+            // SAFETY: S is f32 and D is f16 in this arm.
+            let (x, y) = unsafe { (&*(x as *const [S] as *const [f32]), &mut *(y as *mut [D] as *mut [f16])) };
+            half::slice::HalfFloatSliceExt::convert_from_f32_slice(y, x);
+        }
+        (DType::F16, DType::F32) => {
+            // SAFETY: S is f16 and D is f32 in this arm.
+            let (x, y) = unsafe { (&*(x as *const [S] as *const [f16]), &mut *(y as *mut [D] as *mut [f32])) };
+            half::slice::HalfFloatSliceExt::convert_to_f32_slice(x, y);
+        }
+        (DType::F32, DType::BF16) => {
+            // SAFETY: S is f32 and D is bf16 in this arm.
+            let (x, y) = unsafe {
+                (
+                    &*(x as *const [S] as *const [f32]),
+                    &mut *(y as *mut [D] as *mut [bf16]),
+                )
+            };
+            half::slice::HalfFloatSliceExt::convert_from_f32_slice(y, x);
+        }
+        (DType::BF16, DType::F32) => {
+            // SAFETY: S is bf16 and D is f32 in this arm.
+            let (x, y) = unsafe {
+                (
+                    &*(x as *const [S] as *const [bf16]),
+                    &mut *(y as *mut [D] as *mut [f32]),
+                )
+            };
+            half::slice::HalfFloatSliceExt::convert_to_f32_slice(x, y);
+        }
+        _ => {
+            for (a, b) in x.iter().zip(y.iter_mut()) {
+                *b = convert::<S, D>(*a);
+            }
+        }
+    }
+}
+
+/// `out = cast(x)` elementwise (also plain strided copies).
+pub(crate) fn cast_into(out: &Tensor, x: &Tensor) -> Result<()> {
+    with_dtype!(x.dtype(), S => with_dtype!(out.dtype(), D => {
+        map1::<S, D>("_to_copy", out, x, Cost::Cheap, cast_block::<S, D>)
+    }))
+}
+
+pub(crate) fn cast_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    cast_into(outputs[0], inputs[0])
+}
+
+/// The value of a scalar as element type `T`.
+pub(crate) fn scalar_as<T: Element>(s: Scalar) -> T {
+    match s {
+        Scalar::Float(f) => T::from_f64(f),
+        Scalar::Int(i) => T::from_i64(i),
+        Scalar::Bool(b) => T::from_i64(b as i64),
+    }
+}
+
+pub(crate) fn fill_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &Fill = downcast_op(op)?;
+    let out = outputs[0];
+    with_dtype!(out.dtype(), T => {
+        let v: T = scalar_as(op.value);
+        fill_with::<T>("fill_", out, Cost::Cheap, |o| o.fill(v))
+    })
+}

@@ -1,0 +1,229 @@
+//! GEMM micro-kernels: `C[MR x NR] (+)= A_panel * B_panel` over `kc` steps,
+//! with A packed as `kc` columns of `MR` values and B as `kc` rows of `NR`.
+//!
+//! Each instruction set has its own register tile; the accumulation order
+//! over `k` is the same in all of them (one FMA chain per element), so
+//! results differ across instruction sets only by FMA rounding.
+
+/// A micro-kernel for element type `T`.
+pub(crate) trait MicroKernel<T>: Sync {
+    /// Rows of the register tile.
+    const MR: usize;
+    /// Columns of the register tile.
+    const NR: usize;
+    /// Computes the tile. `c` points to a full `MR x NR` tile with row stride `ldc`.
+    ///
+    /// # Safety
+    /// `a` holds `kc * MR`, `b` holds `kc * NR` elements; `c` is writable for the tile;
+    /// the CPU supports the kernel's instruction set.
+    unsafe fn run(kc: usize, a: *const T, b: *const T, c: *mut T, ldc: usize, accumulate: bool);
+}
+
+/// Portable fallback: 4 x 8 tile in plain arithmetic.
+pub(crate) struct Generic;
+
+macro_rules! generic_kernel {
+    ($t:ty) => {
+        impl MicroKernel<$t> for Generic {
+            const MR: usize = 4;
+            const NR: usize = 8;
+            unsafe fn run(kc: usize, a: *const $t, b: *const $t, c: *mut $t, ldc: usize, accumulate: bool) {
+                let mut acc = [[0 as $t; 8]; 4];
+                for p in 0..kc {
+                    for i in 0..4 {
+                        // SAFETY: per the contract.
+                        let av = unsafe { *a.add(p * 4 + i) };
+                        for j in 0..8 {
+                            acc[i][j] = av.mul_add(unsafe { *b.add(p * 8 + j) }, acc[i][j]);
+                        }
+                    }
+                }
+                for i in 0..4 {
+                    for j in 0..8 {
+                        // SAFETY: per the contract.
+                        unsafe {
+                            let d = c.add(i * ldc + j);
+                            *d = if accumulate { *d + acc[i][j] } else { acc[i][j] };
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+generic_kernel!(f32);
+generic_kernel!(f64);
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::*;
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::MicroKernel;
+
+    /// AVX-512 f32: 12 x 32 tile (24 zmm accumulators).
+    pub(crate) struct Avx512F32;
+
+    impl MicroKernel<f32> for Avx512F32 {
+        const MR: usize = 12;
+        const NR: usize = 32;
+        unsafe fn run(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+            // SAFETY: forwarded contract.
+            unsafe { avx512_f32(kc, a, b, c, ldc, accumulate) }
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn avx512_f32(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); 2]; 12];
+            let (mut a, mut b) = (a, b);
+            for _ in 0..kc {
+                let b0 = _mm512_loadu_ps(b);
+                let b1 = _mm512_loadu_ps(b.add(16));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm512_set1_ps(*a.add(i));
+                    row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
+                    row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
+                }
+                a = a.add(12);
+                b = b.add(32);
+            }
+            for (i, row) in acc.iter().enumerate() {
+                let cp = c.add(i * ldc);
+                let (mut v0, mut v1) = (row[0], row[1]);
+                if accumulate {
+                    v0 = _mm512_add_ps(v0, _mm512_loadu_ps(cp));
+                    v1 = _mm512_add_ps(v1, _mm512_loadu_ps(cp.add(16)));
+                }
+                _mm512_storeu_ps(cp, v0);
+                _mm512_storeu_ps(cp.add(16), v1);
+            }
+        }
+    }
+
+    /// AVX-512 f64: 12 x 16 tile.
+    pub(crate) struct Avx512F64;
+
+    impl MicroKernel<f64> for Avx512F64 {
+        const MR: usize = 12;
+        const NR: usize = 16;
+        unsafe fn run(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usize, accumulate: bool) {
+            // SAFETY: forwarded contract.
+            unsafe { avx512_f64(kc, a, b, c, ldc, accumulate) }
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn avx512_f64(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usize, accumulate: bool) {
+        unsafe {
+            let mut acc = [[_mm512_setzero_pd(); 2]; 12];
+            let (mut a, mut b) = (a, b);
+            for _ in 0..kc {
+                let b0 = _mm512_loadu_pd(b);
+                let b1 = _mm512_loadu_pd(b.add(8));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm512_set1_pd(*a.add(i));
+                    row[0] = _mm512_fmadd_pd(ai, b0, row[0]);
+                    row[1] = _mm512_fmadd_pd(ai, b1, row[1]);
+                }
+                a = a.add(12);
+                b = b.add(16);
+            }
+            for (i, row) in acc.iter().enumerate() {
+                let cp = c.add(i * ldc);
+                let (mut v0, mut v1) = (row[0], row[1]);
+                if accumulate {
+                    v0 = _mm512_add_pd(v0, _mm512_loadu_pd(cp));
+                    v1 = _mm512_add_pd(v1, _mm512_loadu_pd(cp.add(8)));
+                }
+                _mm512_storeu_pd(cp, v0);
+                _mm512_storeu_pd(cp.add(8), v1);
+            }
+        }
+    }
+
+    /// AVX2 f32: 6 x 16 tile (12 ymm accumulators).
+    pub(crate) struct Avx2F32;
+
+    impl MicroKernel<f32> for Avx2F32 {
+        const MR: usize = 6;
+        const NR: usize = 16;
+        unsafe fn run(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+            // SAFETY: forwarded contract.
+            unsafe { avx2_f32(kc, a, b, c, ldc, accumulate) }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_f32(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); 2]; 6];
+            let (mut a, mut b) = (a, b);
+            for _ in 0..kc {
+                let b0 = _mm256_loadu_ps(b);
+                let b1 = _mm256_loadu_ps(b.add(8));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm256_broadcast_ss(&*a.add(i));
+                    row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
+                    row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
+                }
+                a = a.add(6);
+                b = b.add(16);
+            }
+            for (i, row) in acc.iter().enumerate() {
+                let cp = c.add(i * ldc);
+                let (mut v0, mut v1) = (row[0], row[1]);
+                if accumulate {
+                    v0 = _mm256_add_ps(v0, _mm256_loadu_ps(cp));
+                    v1 = _mm256_add_ps(v1, _mm256_loadu_ps(cp.add(8)));
+                }
+                _mm256_storeu_ps(cp, v0);
+                _mm256_storeu_ps(cp.add(8), v1);
+            }
+        }
+    }
+
+    /// AVX2 f64: 6 x 8 tile.
+    pub(crate) struct Avx2F64;
+
+    impl MicroKernel<f64> for Avx2F64 {
+        const MR: usize = 6;
+        const NR: usize = 8;
+        unsafe fn run(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usize, accumulate: bool) {
+            // SAFETY: forwarded contract.
+            unsafe { avx2_f64(kc, a, b, c, ldc, accumulate) }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2_f64(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usize, accumulate: bool) {
+        unsafe {
+            let mut acc = [[_mm256_setzero_pd(); 2]; 6];
+            let (mut a, mut b) = (a, b);
+            for _ in 0..kc {
+                let b0 = _mm256_loadu_pd(b);
+                let b1 = _mm256_loadu_pd(b.add(4));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm256_broadcast_sd(&*a.add(i));
+                    row[0] = _mm256_fmadd_pd(ai, b0, row[0]);
+                    row[1] = _mm256_fmadd_pd(ai, b1, row[1]);
+                }
+                a = a.add(6);
+                b = b.add(8);
+            }
+            for (i, row) in acc.iter().enumerate() {
+                let cp = c.add(i * ldc);
+                let (mut v0, mut v1) = (row[0], row[1]);
+                if accumulate {
+                    v0 = _mm256_add_pd(v0, _mm256_loadu_pd(cp));
+                    v1 = _mm256_add_pd(v1, _mm256_loadu_pd(cp.add(4)));
+                }
+                _mm256_storeu_pd(cp, v0);
+                _mm256_storeu_pd(cp.add(4), v1);
+            }
+        }
+    }
+}

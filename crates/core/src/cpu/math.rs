@@ -1,0 +1,196 @@
+//! Branch-free f32 math that the compiler vectorises (Cephes-style range
+//! reduction and minimax polynomials, about 1 ulp), for the hot unary ops.
+//! f64 uses the standard library.
+
+/// e^x for f32, handling overflow, underflow (with subnormals), ±inf and NaN.
+#[inline(always)]
+pub(crate) fn exp_f32(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const C1: f32 = 0.693_359_4;
+    const C2: f32 = -2.121_944_4e-4;
+    let xc = x.clamp(-104.0, 89.0);
+    let n = (xc * LOG2E).round_ties_even();
+    let r = xc - n * C1 - n * C2;
+    let z = r * r;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1)
+        * r
+        + 0.5;
+    let y = p * z + r + 1.0;
+    // 2^n split in two factors so that n in [-150, 129] stays representable.
+    let ni = n as i32;
+    let n1 = ni >> 1;
+    let n2 = ni - n1;
+    let s1 = f32::from_bits(((n1 + 127) as u32) << 23);
+    let s2 = f32::from_bits(((n2 + 127) as u32) << 23);
+    let res = y * s1 * s2;
+    if x.is_nan() { x } else { res }
+}
+
+/// ln(x) for f32: -inf at 0, NaN below 0, inf at inf.
+#[inline(always)]
+pub(crate) fn log_f32(x: f32) -> f32 {
+    const SQRTHF: f32 = std::f32::consts::FRAC_1_SQRT_2;
+    // Normalise subnormals.
+    let sub = x < f32::MIN_POSITIVE;
+    let xs = if sub { x * 8_388_608.0 } else { x };
+    let bits = xs.to_bits();
+    let mut e = ((bits >> 23) & 0xff) as i32 - 126;
+    if sub {
+        e -= 23;
+    }
+    let mut m = f32::from_bits((bits & 0x007f_ffff) | 0x3f00_0000); // in [0.5, 1)
+    let small = m < SQRTHF;
+    e -= small as i32;
+    m = if small { m + m - 1.0 } else { m - 1.0 };
+    let z = m * m;
+    let mut y = (((((((7.037_683_6e-2 * m - 1.151_461e-1) * m + 1.167_699_9e-1) * m - 1.242_014_1e-1) * m
+        + 1.424_932_3e-1)
+        * m
+        - 1.666_805_8e-1)
+        * m
+        + 2.000_071_4e-1)
+        * m
+        - 2.499_999_4e-1)
+        * m
+        + 3.333_333e-1;
+    y *= m * z;
+    let ef = e as f32;
+    y += -2.121_944_4e-4 * ef;
+    y += -0.5 * z;
+    let r = m + y + 0.693_359_4 * ef;
+    if x.is_nan() || x < 0.0 {
+        f32::NAN
+    } else if x == 0.0 {
+        f32::NEG_INFINITY
+    } else if x == f32::INFINITY {
+        x
+    } else {
+        r
+    }
+}
+
+/// tanh(x) for f32.
+#[inline(always)]
+pub(crate) fn tanh_f32(x: f32) -> f32 {
+    let a = x.abs();
+    // Small |x|: odd polynomial (Cephes tanhf), accurate where 1 - 2/(e^2x+1) cancels.
+    let z = x * x;
+    let small = ((((-5.704_988_7e-3 * z + 2.063_909e-2) * z - 5.373_971_6e-2) * z + 1.333_144_2e-1) * z
+        - 3.333_332_8e-1)
+        * z
+        * x
+        + x;
+    let e = exp_f32(2.0 * a.min(20.0));
+    let large = 1.0 - 2.0 / (e + 1.0);
+    let large = if x < 0.0 { -large } else { large };
+    if a < 0.625 || x.is_nan() { small } else { large }
+}
+
+/// The logistic function 1 / (1 + e^-x).
+#[inline(always)]
+pub(crate) fn sigmoid_f32(x: f32) -> f32 {
+    1.0 / (1.0 + exp_f32(-x))
+}
+
+/// ln(1 + x), accurate near 0.
+#[inline(always)]
+pub(crate) fn log1p_f32(x: f32) -> f32 {
+    // log(u) * x / (u - 1) with u = 1 + x corrects the rounding of 1 + x.
+    let u = 1.0 + x;
+    let d = u - 1.0;
+    let l = log_f32(u);
+    if d == 0.0 {
+        x
+    } else if u == f32::INFINITY {
+        u
+    } else {
+        l * (x / d)
+    }
+}
+
+/// e^x - 1, accurate near 0.
+#[inline(always)]
+pub(crate) fn expm1_f32(x: f32) -> f32 {
+    // Kahan's trick: (u - 1) * x / ln(u) with u = e^x.
+    let u = exp_f32(x);
+    let um1 = u - 1.0;
+    if u == 1.0 {
+        x
+    } else if um1 == -1.0 {
+        -1.0
+    } else if u == f32::INFINITY {
+        u
+    } else {
+        um1 * x / log_f32(u)
+    }
+}
+
+/// GELU (erf form) in f32 the way PyTorch's vectorised CPU kernel computes
+/// it: `x/2 * (1 + erf(x/sqrt 2))` with the Abramowitz-Stegun 7.1.26 erf
+/// (absolute error 1.5e-7), which also makes `gelu(±inf)` NaN as in PyTorch.
+#[inline(always)]
+pub(crate) fn gelu_f32(x: f32) -> f32 {
+    let s = x * std::f32::consts::FRAC_1_SQRT_2;
+    let a = s.abs();
+    let t = 1.0 / (0.327_591_1 * a + 1.0);
+    let r = (((1.061_405_4 * t - 1.453_152) * t + 1.421_413_8) * t - 0.284_496_74) * t + 0.254_829_6;
+    let e = exp_f32(-(s * s));
+    let erf_abs = 1.0 - r * t * e;
+    let erf = if s < 0.0 { -erf_abs } else { erf_abs };
+    let y = x * 0.5 * (1.0 + erf);
+    if x.is_infinite() { f32::NAN } else { y }
+}
+
+/// The error function (scalar; not on a hot path yet).
+#[inline]
+pub(crate) fn erf_f32(x: f32) -> f32 {
+    libm::erff(x)
+}
+
+/// The error function in f64.
+#[inline]
+pub(crate) fn erf_f64(x: f64) -> f64 {
+    libm::erf(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ulps(a: f32, b: f32) -> u32 {
+        if a == b {
+            return 0;
+        }
+        (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
+    }
+
+    #[test]
+    fn exp_log_tanh_accuracy() {
+        let mut worst = [0u32; 3];
+        let mut x = -87.0f32;
+        while x < 88.0 {
+            worst[0] = worst[0].max(ulps(exp_f32(x), (x as f64).exp() as f32));
+            worst[2] = worst[2].max(ulps(tanh_f32(x), (x as f64).tanh() as f32));
+            x += 0.0137;
+        }
+        let mut x = 1e-30f32;
+        while x < 1e30 {
+            worst[1] = worst[1].max(ulps(log_f32(x), (x as f64).ln() as f32));
+            x *= 1.0173;
+        }
+        assert!(
+            worst[0] <= 2 && worst[1] <= 2 && worst[2] <= 4,
+            "worst ulps exp/log/tanh: {worst:?}"
+        );
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
+        assert!(exp_f32(f32::NAN).is_nan());
+        assert_eq!(exp_f32(-100.0), (-100.0f64).exp() as f32);
+        assert_eq!(log_f32(0.0), f32::NEG_INFINITY);
+        assert!(log_f32(-1.0).is_nan());
+        assert_eq!(log_f32(1e-40), (1e-40f32 as f64).ln() as f32);
+        assert_eq!(tanh_f32(f32::INFINITY), 1.0);
+        assert!((log1p_f32(1e-7) - 1e-7).abs() < 1e-13);
+        assert!((expm1_f32(1e-7) - 1e-7).abs() < 1e-13);
+    }
+}

@@ -1,0 +1,71 @@
+//! The CPU backend: one kernel per operator, registered into the operators'
+//! dispatch tables at start-up.
+//!
+//! Kernels receive inputs already type-promoted and outputs already
+//! allocated (structured kernels), lock the storages they touch through
+//! [`access`], and do the arithmetic with the pointwise engine, the
+//! reduction engine or the GEMM.
+
+mod access;
+mod binary;
+mod copy;
+mod factory;
+mod gemm;
+mod index;
+mod math;
+mod pointwise;
+mod reduce;
+pub mod simd;
+mod softmax;
+mod sort;
+mod unary;
+
+use crate::Result;
+use crate::dispatch::{DispatchKey, Kernel, OpEntry, Slot, StructuredFn};
+use crate::ops::{
+    binary as bin, copy as cp, factory as fac, index as idx, linalg, reduce as red, sort as srt, unary as un,
+};
+
+fn structured(entry: &'static OpEntry, f: StructuredFn) -> Result<()> {
+    entry.register(Slot::Key(DispatchKey::Cpu), Kernel::Structured(f))
+}
+
+/// Registers every CPU kernel.
+pub(crate) fn register_kernels() -> Result<()> {
+    structured(&cp::TO_COPY, copy::cast_kernel)?;
+    structured(&cp::FILL, copy::fill_kernel)?;
+    for k in crate::ops::ALL_UNARY {
+        structured(k.entry(), unary::unary_kernel)?;
+    }
+    structured(&un::POW_SCALAR, unary::pow_scalar_kernel)?;
+    structured(&un::CLAMP, unary::clamp_kernel)?;
+    structured(&un::SOFTPLUS, unary::softplus_kernel)?;
+    for k in crate::ops::ALL_BINARY {
+        structured(k.entry(), binary::binary_kernel)?;
+    }
+    structured(&bin::WHERE, binary::where_kernel)?;
+    for e in [&red::SUM, &red::PROD, &red::AMAX, &red::AMIN, &red::ALL, &red::ANY] {
+        structured(e, reduce::reduce_kernel)?;
+    }
+    for e in [&red::MAX_DIM, &red::MIN_DIM, &red::ARGMAX, &red::ARGMIN] {
+        structured(e, reduce::index_reduce_kernel)?;
+    }
+    structured(&red::CUMSUM, reduce::scan_kernel)?;
+    structured(&red::CUMPROD, reduce::scan_kernel)?;
+    structured(&crate::ops::softmax::SOFTMAX, softmax::softmax_kernel)?;
+    structured(&crate::ops::softmax::LOG_SOFTMAX, softmax::softmax_kernel)?;
+    structured(&linalg::MM, gemm::matmul_kernel)?;
+    structured(&linalg::BMM, gemm::matmul_kernel)?;
+    structured(&idx::GATHER, index::gather_kernel)?;
+    structured(&idx::SCATTER, index::scatter_kernel)?;
+    structured(&idx::SCATTER_ADD, index::scatter_kernel)?;
+    structured(&idx::INDEX_SELECT, index::index_select_kernel)?;
+    structured(&idx::INDEX, index::index_tensors_kernel)?;
+    idx::NONZERO.register(Slot::Key(DispatchKey::Cpu), Kernel::Functional(index::nonzero_kernel))?;
+    structured(&srt::SORT, sort::sort_kernel)?;
+    structured(&srt::TOPK, sort::topk_kernel)?;
+    structured(&fac::ARANGE, factory::arange_kernel)?;
+    structured(&fac::LINSPACE, factory::linspace_kernel)?;
+    structured(&fac::RANDOM, factory::random_kernel)?;
+    Ok(())
+}

@@ -1,0 +1,393 @@
+//! The pointwise engine: runs an elementwise function over operands of any
+//! strides (broadcast dims have stride 0).
+//!
+//! The iteration space is ordered by the output's strides and adjacent dims
+//! are merged where every operand allows. It is then cut into blocks of up to
+//! [`BLOCK`] elements. For each block, an operand whose elements lie
+//! contiguously in memory is passed in place; any other (strided, broadcast,
+//! or aliasing the output) is first gathered into a small buffer. The
+//! function therefore always sees plain contiguous slices and vectorises;
+//! results are written to the output in place or scattered from a buffer.
+//! Blocks are spread over threads in fixed chunks; each element's result
+//! depends only on its inputs, so the output is the same for any thread count.
+
+use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+use super::access::access;
+use crate::layout::{Dims, Layout};
+use crate::{Element, Result, Tensor};
+
+/// Elements per block.
+pub(crate) const BLOCK: usize = 1024;
+/// Most inputs a pointwise function takes.
+pub(crate) const MAX_INPUTS: usize = 4;
+
+/// How much work one element is, which sets the parallel grain.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Cost {
+    /// A load, an add, a store.
+    Cheap,
+    /// A transcendental function or more.
+    Heavy,
+}
+
+impl Cost {
+    fn grain(self) -> usize {
+        match self {
+            Cost::Cheap => 1 << 16,
+            Cost::Heavy => 1 << 13,
+        }
+    }
+}
+
+/// One operand: data pointer to its first element, strides in elements
+/// (already broadcast to the iteration shape), element size in bytes.
+#[derive(Clone)]
+pub(crate) struct Operand {
+    pub ptr: usize,
+    pub strides: Dims,
+    pub esize: usize,
+    /// Shares memory with the output (must be gathered before writing).
+    pub aliases_out: bool,
+}
+
+/// A block function: `n` contiguous elements at each input pointer, `n`
+/// writable elements at the output pointer.
+pub(crate) type BlockFn<'a> = dyn Fn(&[*const u8], *mut u8, usize) + Sync + 'a;
+
+struct Plan {
+    shape: Dims,
+    out_strides: Dims,
+    in_strides: SmallVec<[Dims; MAX_INPUTS]>,
+    /// Whether the output / each input is row-major contiguous over the whole
+    /// iteration space (then any linear range of it is one run of memory).
+    out_dense: bool,
+    in_dense: SmallVec<[bool; MAX_INPUTS]>,
+}
+
+fn plan(shape: &[usize], out: &Operand, ins: &[Operand]) -> Plan {
+    // Order dims by the output's strides, outermost first (stable for ties).
+    let mut order: SmallVec<[usize; 6]> = (0..shape.len()).collect();
+    order.sort_by(|&a, &b| out.strides[b].cmp(&out.strides[a]));
+    let permuted_shape: Dims = order.iter().map(|&d| shape[d]).collect();
+    let mut all: SmallVec<[Dims; 5]> = SmallVec::new();
+    all.push(order.iter().map(|&d| out.strides[d]).collect());
+    for op in ins {
+        all.push(order.iter().map(|&d| op.strides[d]).collect());
+    }
+    let refs: SmallVec<[&[usize]; 5]> = all.iter().map(|d| d.as_slice()).collect();
+    let (mut cshape, mut cstrides) = Layout::coalesce(&permuted_shape, &refs);
+    if cshape.is_empty() {
+        cshape.push(1);
+        for s in cstrides.iter_mut() {
+            s.push(0);
+        }
+    }
+    let out_strides = cstrides.remove(0);
+    let dense = crate::layout::contiguous_strides(&cshape);
+    let is_dense = |st: &Dims| st.iter().zip(&dense).zip(&cshape).all(|((a, b), &n)| n == 1 || a == b);
+    Plan {
+        out_dense: is_dense(&out_strides),
+        in_dense: cstrides.iter().map(is_dense).collect(),
+        shape: cshape,
+        out_strides,
+        in_strides: cstrides.into_iter().collect(),
+    }
+}
+
+/// Copies `n` elements of size `esize` with element stride `stride` from `src` to contiguous `dst`.
+///
+/// # Safety
+/// `src` must be valid for the strided reads and `dst` for `n * esize` bytes.
+#[inline]
+unsafe fn gather(src: *const u8, stride: usize, n: usize, esize: usize, dst: *mut u8) {
+    unsafe {
+        if stride == 1 {
+            std::ptr::copy_nonoverlapping(src, dst, n * esize);
+            return;
+        }
+        macro_rules! typed {
+            ($t:ty) => {{
+                let s = src as *const $t;
+                let d = dst as *mut $t;
+                if stride == 0 {
+                    let v = s.read_unaligned();
+                    for i in 0..n {
+                        d.add(i).write(v);
+                    }
+                } else {
+                    for i in 0..n {
+                        d.add(i).write(s.add(i * stride).read_unaligned());
+                    }
+                }
+            }};
+        }
+        match esize {
+            1 => typed!(u8),
+            2 => typed!(u16),
+            4 => typed!(u32),
+            _ => typed!(u64),
+        }
+    }
+}
+
+/// Copies `n` contiguous elements from `src` to `dst` with element stride `stride`.
+///
+/// # Safety
+/// As [`gather`], reversed.
+#[inline]
+unsafe fn scatter(src: *const u8, n: usize, esize: usize, dst: *mut u8, stride: usize) {
+    unsafe {
+        if stride == 1 {
+            std::ptr::copy_nonoverlapping(src, dst, n * esize);
+            return;
+        }
+        macro_rules! typed {
+            ($t:ty) => {{
+                let s = src as *const $t;
+                let d = dst as *mut $t;
+                for i in 0..n {
+                    d.add(i * stride).write_unaligned(s.add(i).read());
+                }
+            }};
+        }
+        match esize {
+            1 => typed!(u8),
+            2 => typed!(u16),
+            4 => typed!(u32),
+            _ => typed!(u64),
+        }
+    }
+}
+
+/// Runs `f` over the linear range `[start, end)` of the planned iteration space.
+fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end: usize, f: &BlockFn) {
+    let nd = p.shape.len();
+    let inner = p.shape[nd - 1];
+    let mut bufs: [[MaybeUninit<u64>; BLOCK]; MAX_INPUTS + 1] = [[MaybeUninit::uninit(); BLOCK]; MAX_INPUTS + 1];
+    let mut in_ptrs: SmallVec<[*const u8; MAX_INPUTS]> = SmallVec::new();
+    let mut pos = start;
+    while pos < end {
+        // Multi-index of `pos`.
+        let mut idx: SmallVec<[usize; 6]> = smallvec::smallvec![0; nd];
+        let mut rem = pos;
+        for d in (0..nd).rev() {
+            idx[d] = rem % p.shape[d];
+            rem /= p.shape[d];
+        }
+        let in_row = idx[nd - 1];
+        let remaining = end - pos;
+        // A block is either a piece of one row, or several whole rows.
+        let (n, rows_mode) = if in_row > 0 || inner >= BLOCK || remaining < inner {
+            ((inner - in_row).min(BLOCK).min(remaining), false)
+        } else {
+            let rows = (BLOCK / inner).min(remaining / inner);
+            (rows * inner, rows > 1)
+        };
+        let offset_of = |strides: &Dims, idx: &[usize]| -> usize { idx.iter().zip(strides).map(|(i, s)| i * s).sum() };
+        in_ptrs.clear();
+        for (k, op) in ins.iter().enumerate() {
+            let base = op.ptr + offset_of(&p.in_strides[k], &idx) * op.esize;
+            let st = p.in_strides[k][nd - 1];
+            if (p.in_dense[k] || (!rows_mode && (st == 1 || n == 1))) && !op.aliases_out {
+                in_ptrs.push(base as *const u8);
+            } else {
+                let dst = bufs[k].as_mut_ptr() as *mut u8;
+                if rows_mode {
+                    let mut ridx = idx.clone();
+                    let mut done = 0;
+                    while done < n {
+                        let b = op.ptr + offset_of(&p.in_strides[k], &ridx) * op.esize;
+                        // SAFETY: in-bounds by construction of the plan; dst has BLOCK slots.
+                        unsafe { gather(b as *const u8, st, inner, op.esize, dst.add(done * op.esize)) };
+                        done += inner;
+                        advance_row(&mut ridx, &p.shape);
+                    }
+                } else {
+                    // SAFETY: as above.
+                    unsafe { gather(base as *const u8, st, n, op.esize, dst) };
+                }
+                in_ptrs.push(dst as *const u8);
+            }
+        }
+        let ost = p.out_strides[nd - 1];
+        let obase = out.ptr + offset_of(&p.out_strides, &idx) * out.esize;
+        if p.out_dense || (!rows_mode && (ost == 1 || n == 1)) {
+            f(&in_ptrs, obase as *mut u8, n);
+        } else {
+            let ob = bufs[MAX_INPUTS].as_mut_ptr() as *mut u8;
+            f(&in_ptrs, ob, n);
+            if rows_mode {
+                let mut ridx = idx.clone();
+                let mut done = 0;
+                while done < n {
+                    let b = out.ptr + offset_of(&p.out_strides, &ridx) * out.esize;
+                    // SAFETY: in-bounds by construction.
+                    unsafe { scatter(ob.add(done * out.esize), inner, out.esize, b as *mut u8, ost) };
+                    done += inner;
+                    advance_row(&mut ridx, &p.shape);
+                }
+            } else {
+                // SAFETY: in-bounds by construction.
+                unsafe { scatter(ob, n, out.esize, obase as *mut u8, ost) };
+            }
+        }
+        pos += n;
+    }
+}
+
+/// Moves a multi-index whose last entry is 0 to the start of the next row.
+fn advance_row(idx: &mut [usize], shape: &[usize]) {
+    let nd = idx.len();
+    let mut d = nd - 1;
+    while d > 0 {
+        d -= 1;
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
+/// Runs `f` over every element of `shape` (see the module docs).
+pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: Cost, f: &BlockFn) {
+    let numel: usize = shape.iter().product();
+    if numel == 0 {
+        return;
+    }
+    debug_assert!(ins.len() <= MAX_INPUTS);
+    let p = plan(shape, out, ins);
+    let grain = cost.grain();
+    if numel <= grain || rayon::current_num_threads() == 1 {
+        run_range(&p, out, ins, 0, numel, f);
+    } else {
+        let tasks = numel.div_ceil(grain);
+        (0..tasks).into_par_iter().for_each(|t| {
+            run_range(&p, out, ins, t * grain, ((t + 1) * grain).min(numel), f);
+        });
+    }
+}
+
+fn operand(t: &Tensor, ptr: *const u8, shape: &[usize], out: &Tensor) -> Operand {
+    Operand {
+        ptr: ptr as usize,
+        strides: t.layout().broadcast_strides(shape),
+        esize: t.element_size(),
+        aliases_out: t.storage().same(out.storage()),
+    }
+}
+
+fn out_operand(out: &Tensor, ptr: *mut u8) -> Operand {
+    Operand {
+        ptr: ptr as usize,
+        strides: out.strides().into(),
+        esize: out.element_size(),
+        aliases_out: false,
+    }
+}
+
+/// Applies `f` blockwise: `out = f(a)`, `a` broadcast to `out`'s shape.
+pub(crate) fn map1<A: Element, O: Element>(
+    op: &'static str,
+    out: &Tensor,
+    a: &Tensor,
+    cost: Cost,
+    f: impl Fn(&[A], &mut [O]) + Sync,
+) -> Result<()> {
+    let acc = access(op, &[a], &[out])?;
+    let shape = out.shape();
+    let ins = [operand(a, acc.ins[0], shape, out)];
+    let block = |i: &[*const u8], o: *mut u8, n: usize| {
+        // SAFETY: the engine passes n valid, contiguous, non-overlapping elements.
+        let (x, y) = unsafe {
+            (
+                std::slice::from_raw_parts(i[0] as *const A, n),
+                std::slice::from_raw_parts_mut(o as *mut O, n),
+            )
+        };
+        f(x, y)
+    };
+    pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
+    Ok(())
+}
+
+/// Applies `f` blockwise: `out = f(a, b)` with broadcasting.
+pub(crate) fn map2<A: Element, B: Element, O: Element>(
+    op: &'static str,
+    out: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    cost: Cost,
+    f: impl Fn(&[A], &[B], &mut [O]) + Sync,
+) -> Result<()> {
+    let acc = access(op, &[a, b], &[out])?;
+    let shape = out.shape();
+    let ins = [operand(a, acc.ins[0], shape, out), operand(b, acc.ins[1], shape, out)];
+    let block = |i: &[*const u8], o: *mut u8, n: usize| {
+        // SAFETY: as in map1.
+        let (x, y, z) = unsafe {
+            (
+                std::slice::from_raw_parts(i[0] as *const A, n),
+                std::slice::from_raw_parts(i[1] as *const B, n),
+                std::slice::from_raw_parts_mut(o as *mut O, n),
+            )
+        };
+        f(x, y, z)
+    };
+    pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
+    Ok(())
+}
+
+/// Applies `f` blockwise: `out = f(a, b, c)` with broadcasting.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
+    op: &'static str,
+    out: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    cost: Cost,
+    f: impl Fn(&[A], &[B], &[C], &mut [O]) + Sync,
+) -> Result<()> {
+    let acc = access(op, &[a, b, c], &[out])?;
+    let shape = out.shape();
+    let ins = [
+        operand(a, acc.ins[0], shape, out),
+        operand(b, acc.ins[1], shape, out),
+        operand(c, acc.ins[2], shape, out),
+    ];
+    let block = |i: &[*const u8], o: *mut u8, n: usize| {
+        // SAFETY: as in map1.
+        let (x, y, z, w) = unsafe {
+            (
+                std::slice::from_raw_parts(i[0] as *const A, n),
+                std::slice::from_raw_parts(i[1] as *const B, n),
+                std::slice::from_raw_parts(i[2] as *const C, n),
+                std::slice::from_raw_parts_mut(o as *mut O, n),
+            )
+        };
+        f(x, y, z, w)
+    };
+    pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
+    Ok(())
+}
+
+/// Fills `out` blockwise from `f` (no inputs).
+pub(crate) fn fill_with<O: Element>(
+    op: &'static str,
+    out: &Tensor,
+    cost: Cost,
+    f: impl Fn(&mut [O]) + Sync,
+) -> Result<()> {
+    let acc = access(op, &[], &[out])?;
+    let block = |_: &[*const u8], o: *mut u8, n: usize| {
+        // SAFETY: as in map1.
+        f(unsafe { std::slice::from_raw_parts_mut(o as *mut O, n) })
+    };
+    pointwise(out.shape(), &out_operand(out, acc.outs[0]), &[], cost, &block);
+    Ok(())
+}

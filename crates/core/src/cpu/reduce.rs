@@ -1,0 +1,537 @@
+//! CPU reductions with a fixed blocking.
+//!
+//! Every output element reduces its inputs in the same order whatever the
+//! number of threads: the reduced index space is cut into chunks of
+//! [`CHUNK`] elements; each chunk is folded run by run (a run is a stretch
+//! along the innermost reduced dim, folded with a fixed set of lanes), and
+//! chunk results are merged left to right. Threads take whole outputs, or
+//! whole chunks of one output; neither changes the arithmetic.
+
+use half::{bf16, f16};
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+use super::access::access;
+use super::pointwise::BLOCK;
+use super::simd::vectorized;
+use crate::dispatch::{Op, downcast_op};
+use crate::layout::{Dims, Layout};
+use crate::ops::{IndexReduce, Reduce, ReduceKind, Scan};
+use crate::{DType, Element, Result, Tensor, with_dtype};
+
+/// Elements per chunk of one output's reduction.
+const CHUNK: usize = 1 << 14;
+/// Work (elements) below which a reduction runs on one thread.
+const PAR_MIN: usize = 1 << 15;
+/// Lanes of the contiguous folds (independent of the SIMD width, so every
+/// instruction set gives the same bits).
+const LANES: usize = 32;
+
+/// A reduction: folds contiguous slices of `T` into an accumulator.
+trait Reducer<T>: Sync {
+    type Acc: Copy + Send + Sync;
+    fn init(&self) -> Self::Acc;
+    fn fold(&self, xs: &[T]) -> Self::Acc;
+    fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+}
+
+/// Kept dims (in order) and reduced dims (merged where possible) of a layout.
+struct Plan {
+    outer_shape: Dims,
+    outer_strides: Dims,
+    inner_shape: Dims,
+    inner_strides: Dims,
+}
+
+fn plan(l: &Layout, dims: Option<&[usize]>) -> Plan {
+    let reduced = |d: usize| dims.is_none_or(|ds| ds.contains(&d));
+    let mut p = Plan {
+        outer_shape: Dims::new(),
+        outer_strides: Dims::new(),
+        inner_shape: Dims::new(),
+        inner_strides: Dims::new(),
+    };
+    let mut inner: SmallVec<[(usize, usize); 6]> = SmallVec::new();
+    for d in 0..l.ndim() {
+        if reduced(d) {
+            inner.push((l.shape[d], l.strides[d]));
+        } else {
+            p.outer_shape.push(l.shape[d]);
+            p.outer_strides.push(l.strides[d]);
+        }
+    }
+    // Innermost = smallest stride; then merge what is contiguous.
+    inner.sort_by_key(|a| std::cmp::Reverse(a.1));
+    let shape: Dims = inner.iter().map(|x| x.0).collect();
+    let strides: Dims = inner.iter().map(|x| x.1).collect();
+    let (s, st) = Layout::coalesce(&shape, &[&strides]);
+    p.inner_shape = s;
+    p.inner_strides = st.into_iter().next().unwrap_or_default();
+    p
+}
+
+fn offset_of(idx_linear: usize, shape: &[usize], strides: &[usize]) -> usize {
+    let mut rem = idx_linear;
+    let mut off = 0;
+    for d in (0..shape.len()).rev() {
+        off += (rem % shape[d]) * strides[d];
+        rem /= shape[d];
+    }
+    off
+}
+
+/// Folds the inner linear range `[start, end)` of one output at `base`.
+fn fold_range<T: Element, R: Reducer<T>>(
+    r: &R,
+    xp: *const T,
+    base: usize,
+    p: &Plan,
+    start: usize,
+    end: usize,
+) -> R::Acc {
+    let nd = p.inner_shape.len();
+    if nd == 0 {
+        // SAFETY: base is a valid element offset.
+        return r.fold(unsafe { std::slice::from_raw_parts(xp.add(base), 1) });
+    }
+    let inner = p.inner_shape[nd - 1];
+    let st = p.inner_strides[nd - 1];
+    let mut acc: Option<R::Acc> = None;
+    let mut buf = [T::default(); BLOCK];
+    let mut pos = start;
+    while pos < end {
+        let in_row = pos % inner;
+        let n = (inner - in_row).min(end - pos);
+        let off = base + offset_of(pos, &p.inner_shape, &p.inner_strides);
+        let mut done = 0;
+        while done < n {
+            let m = if st == 1 { n - done } else { (n - done).min(BLOCK) };
+            let part = if st == 1 {
+                // SAFETY: a contiguous run inside the tensor.
+                r.fold(unsafe { std::slice::from_raw_parts(xp.add(off + done), m) })
+            } else {
+                for (k, b) in buf[..m].iter_mut().enumerate() {
+                    // SAFETY: in-bounds strided element.
+                    *b = unsafe { *xp.add(off + (done + k) * st) };
+                }
+                r.fold(&buf[..m])
+            };
+            acc = Some(match acc {
+                None => part,
+                Some(a) => r.merge(a, part),
+            });
+            done += m;
+        }
+        pos += n;
+    }
+    acc.unwrap_or_else(|| r.init())
+}
+
+/// Runs reducer `r` over `x` into `out` (contiguous, one element per kept index).
+fn run<T: Element, O: Element, R: Reducer<T>>(
+    name: &'static str,
+    x: &Tensor,
+    out: &Tensor,
+    dims: Option<&[usize]>,
+    r: &R,
+    finish: impl Fn(R::Acc) -> O + Sync,
+) -> Result<()> {
+    let acc = access(name, &[x], &[out])?;
+    let p = plan(x.layout(), dims);
+    let xp = acc.ins[0] as usize;
+    let op = acc.outs[0] as usize;
+    let n_out: usize = p.outer_shape.iter().product();
+    let n_in: usize = p.inner_shape.iter().product();
+    let chunks = n_in.div_ceil(CHUNK).max(1);
+    let reduce_one = |o: usize, parallel_chunks: bool| -> O {
+        if n_in == 0 {
+            return finish(r.init());
+        }
+        let base = offset_of(o, &p.outer_shape, &p.outer_strides);
+        let chunk = |c: usize| fold_range(r, xp as *const T, base, &p, c * CHUNK, ((c + 1) * CHUNK).min(n_in));
+        let total = if parallel_chunks && chunks > 1 {
+            let parts: Vec<R::Acc> = (0..chunks).into_par_iter().map(chunk).collect();
+            parts.into_iter().reduce(|a, b| r.merge(a, b)).unwrap()
+        } else {
+            (1..chunks).fold(chunk(0), |a, c| r.merge(a, chunk(c)))
+        };
+        finish(total)
+    };
+    let write = |o: usize, v: O| {
+        // SAFETY: o < n_out, the contiguous output's length.
+        unsafe { *(op as *mut O).add(o) = v };
+    };
+    let work = n_out * n_in.max(1);
+    if work < PAR_MIN || rayon::current_num_threads() == 1 {
+        (0..n_out).for_each(|o| write(o, reduce_one(o, false)));
+    } else if n_out >= 16 || chunks == 1 {
+        (0..n_out).into_par_iter().for_each(|o| write(o, reduce_one(o, false)));
+    } else {
+        (0..n_out).for_each(|o| write(o, reduce_one(o, true)));
+    }
+    Ok(())
+}
+
+macro_rules! lane_fold {
+    ($xs:expr, $acc_t:ty, $init:expr, $load:expr, $op:expr) => {{
+        let xs = $xs;
+        let mut lanes = [$init; LANES];
+        let mut chunks = xs.chunks_exact(LANES);
+        for c in &mut chunks {
+            for i in 0..LANES {
+                lanes[i] = $op(lanes[i], $load(c[i]));
+            }
+        }
+        for (i, v) in chunks.remainder().iter().enumerate() {
+            lanes[i] = $op(lanes[i], $load(*v));
+        }
+        let mut w = LANES / 2;
+        while w > 0 {
+            for i in 0..w {
+                lanes[i] = $op(lanes[i], lanes[i + w]);
+            }
+            w /= 2;
+        }
+        lanes[0]
+    }};
+}
+
+/// Sum or product of floats, accumulating in f32 (f16/bf16/f32) or f64.
+struct FloatArith {
+    prod: bool,
+}
+
+impl Reducer<f32> for FloatArith {
+    type Acc = f32;
+    fn init(&self) -> f32 {
+        if self.prod { 1.0 } else { 0.0 }
+    }
+    fn fold(&self, xs: &[f32]) -> f32 {
+        if self.prod {
+            vectorized(|| lane_fold!(xs, f32, 1.0f32, |v: f32| v, |a: f32, b: f32| a * b))
+        } else {
+            vectorized(|| lane_fold!(xs, f32, 0.0f32, |v: f32| v, |a: f32, b: f32| a + b))
+        }
+    }
+    fn merge(&self, a: f32, b: f32) -> f32 {
+        if self.prod { a * b } else { a + b }
+    }
+}
+
+impl Reducer<f64> for FloatArith {
+    type Acc = f64;
+    fn init(&self) -> f64 {
+        if self.prod { 1.0 } else { 0.0 }
+    }
+    fn fold(&self, xs: &[f64]) -> f64 {
+        if self.prod {
+            vectorized(|| lane_fold!(xs, f64, 1.0f64, |v: f64| v, |a: f64, b: f64| a * b))
+        } else {
+            vectorized(|| lane_fold!(xs, f64, 0.0f64, |v: f64| v, |a: f64, b: f64| a + b))
+        }
+    }
+    fn merge(&self, a: f64, b: f64) -> f64 {
+        if self.prod { a * b } else { a + b }
+    }
+}
+
+macro_rules! half_arith {
+    ($t:ty) => {
+        impl Reducer<$t> for FloatArith {
+            type Acc = f32;
+            fn init(&self) -> f32 {
+                if self.prod { 1.0 } else { 0.0 }
+            }
+            fn fold(&self, xs: &[$t]) -> f32 {
+                if self.prod {
+                    lane_fold!(xs, f32, 1.0f32, |v: $t| v.to_f32(), |a: f32, b: f32| a * b)
+                } else {
+                    lane_fold!(xs, f32, 0.0f32, |v: $t| v.to_f32(), |a: f32, b: f32| a + b)
+                }
+            }
+            fn merge(&self, a: f32, b: f32) -> f32 {
+                if self.prod { a * b } else { a + b }
+            }
+        }
+    };
+}
+half_arith!(f16);
+half_arith!(bf16);
+
+/// Integer (and bool) sum or product in wrapping i64.
+struct IntArith {
+    prod: bool,
+}
+
+impl<T: Element> Reducer<T> for IntArith {
+    type Acc = i64;
+    fn init(&self) -> i64 {
+        self.prod as i64
+    }
+    fn fold(&self, xs: &[T]) -> i64 {
+        if self.prod {
+            xs.iter().fold(1i64, |a, v| a.wrapping_mul(v.to_i64()))
+        } else {
+            xs.iter().fold(0i64, |a, v| a.wrapping_add(v.to_i64()))
+        }
+    }
+    fn merge(&self, a: i64, b: i64) -> i64 {
+        if self.prod {
+            a.wrapping_mul(b)
+        } else {
+            a.wrapping_add(b)
+        }
+    }
+}
+
+/// Maximum or minimum; NaN wins.
+struct Extreme {
+    max: bool,
+}
+
+impl Extreme {
+    #[inline(always)]
+    fn pick<T: Element>(&self, a: T, b: T) -> T {
+        // A NaN compares false both ways and is not equal to itself.
+        #[allow(clippy::eq_op)]
+        let a_nan = a != a;
+        #[allow(clippy::eq_op)]
+        let b_nan = b != b;
+        if a_nan {
+            a
+        } else if b_nan || (self.max && b > a) || (!self.max && b < a) {
+            b
+        } else {
+            a
+        }
+    }
+}
+
+impl<T: Element> Reducer<T> for Extreme {
+    type Acc = T;
+    fn init(&self) -> T {
+        T::default()
+    }
+    fn fold(&self, xs: &[T]) -> T {
+        let mut it = xs.iter();
+        let first = *it.next().expect("extreme of an empty run");
+        if T::DTYPE == DType::F32 {
+            // SAFETY: T is f32 here.
+            let xs32: &[f32] = unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const f32, xs.len()) };
+            let max = self.max;
+            let v = vectorized(|| {
+                let mut lanes = [xs32[0]; 16];
+                let mut nan = false;
+                let mut c = xs32.chunks_exact(16);
+                for ch in &mut c {
+                    for i in 0..16 {
+                        let v = ch[i];
+                        nan |= v.is_nan();
+                        lanes[i] = if max {
+                            if v > lanes[i] { v } else { lanes[i] }
+                        } else if v < lanes[i] {
+                            v
+                        } else {
+                            lanes[i]
+                        };
+                    }
+                }
+                for &v in c.remainder() {
+                    nan |= v.is_nan();
+                    lanes[0] = if max {
+                        if v > lanes[0] { v } else { lanes[0] }
+                    } else if v < lanes[0] {
+                        v
+                    } else {
+                        lanes[0]
+                    };
+                }
+                if nan {
+                    f32::NAN
+                } else {
+                    lanes
+                        .iter()
+                        .fold(lanes[0], |a, &b| if max { a.max(b) } else { a.min(b) })
+                }
+            });
+            // SAFETY: T is f32.
+            return unsafe { *(&v as *const f32 as *const T) };
+        }
+        it.fold(first, |a, &b| self.pick(a, b))
+    }
+    fn merge(&self, a: T, b: T) -> T {
+        self.pick(a, b)
+    }
+}
+
+/// All / any of truth values.
+struct Truth {
+    all: bool,
+}
+
+impl<T: Element> Reducer<T> for Truth {
+    type Acc = bool;
+    fn init(&self) -> bool {
+        self.all
+    }
+    fn fold(&self, xs: &[T]) -> bool {
+        if self.all {
+            xs.iter().all(|v| v.is_nonzero())
+        } else {
+            xs.iter().any(|v| v.is_nonzero())
+        }
+    }
+    fn merge(&self, a: bool, b: bool) -> bool {
+        if self.all { a && b } else { a || b }
+    }
+}
+
+pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = downcast_op::<Reduce>(op)?;
+    let (x, out) = (inputs[0], outputs[0]);
+    let name = op.entry().name();
+    let dims = op.dims.as_deref();
+    match op.kind {
+        ReduceKind::Sum | ReduceKind::Prod => {
+            let prod = op.kind == ReduceKind::Prod;
+            match x.dtype() {
+                DType::F32 => run::<f32, f32, _>(name, x, out, dims, &FloatArith { prod }, |a| a),
+                DType::F64 => run::<f64, f64, _>(name, x, out, dims, &FloatArith { prod }, |a| a),
+                DType::F16 => run::<f16, f16, _>(name, x, out, dims, &FloatArith { prod }, f16::from_f32),
+                DType::BF16 => run::<bf16, bf16, _>(name, x, out, dims, &FloatArith { prod }, bf16::from_f32),
+                dt => with_dtype!(dt, T => with_dtype!(out.dtype(), O => {
+                    run::<T, O, _>(name, x, out, dims, &IntArith { prod }, O::from_i64)
+                })),
+            }
+        }
+        ReduceKind::Amax | ReduceKind::Amin => {
+            let r = Extreme {
+                max: op.kind == ReduceKind::Amax,
+            };
+            with_dtype!(x.dtype(), T => run::<T, T, _>(name, x, out, dims, &r, |a| a))
+        }
+        ReduceKind::All | ReduceKind::Any => {
+            let r = Truth {
+                all: op.kind == ReduceKind::All,
+            };
+            with_dtype!(x.dtype(), T => run::<T, bool, _>(name, x, out, dims, &r, |a| a))
+        }
+    }
+}
+
+/// max/min along a dim with indices; argmax/argmin (also over the flattened tensor).
+pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = downcast_op::<IndexReduce>(op)?;
+    let name = op.entry().name();
+    let (x, dim) = match op.dim {
+        Some(d) => (inputs[0].clone(), d),
+        None => (inputs[0].contiguous()?.reshape(&[-1])?, 0),
+    };
+    let (vals, idxs) = if op.with_values {
+        (Some(outputs[0]), outputs[1])
+    } else {
+        (None, outputs[0])
+    };
+    let mut outs: Vec<&Tensor> = vals.into_iter().collect();
+    outs.push(idxs);
+    let acc = access(name, &[&x], &outs)?;
+    let l = x.layout();
+    let n = l.shape[dim];
+    let st = l.strides[dim];
+    let outer_shape: Dims = (0..l.ndim()).filter(|&d| d != dim).map(|d| l.shape[d]).collect();
+    let outer_strides: Dims = (0..l.ndim()).filter(|&d| d != dim).map(|d| l.strides[d]).collect();
+    let n_out: usize = outer_shape.iter().product();
+    let xp = acc.ins[0] as usize;
+    let (vp, ip) = if op.with_values {
+        (acc.outs[0] as usize, acc.outs[1] as usize)
+    } else {
+        (0, acc.outs[0] as usize)
+    };
+    let ext = Extreme { max: op.max };
+    with_dtype!(x.dtype(), T => {
+        let one = |o: usize| {
+            let base = offset_of(o, &outer_shape, &outer_strides);
+            let xp = xp as *const T;
+            // SAFETY: in-bounds by the layout; n > 0 was checked by the shape rule.
+            let mut best = unsafe { *xp.add(base) };
+            let mut bi = 0usize;
+            #[allow(clippy::eq_op)]
+            if best == best {
+                for i in 1..n {
+                    let v = unsafe { *xp.add(base + i * st) };
+                    #[allow(clippy::eq_op)]
+                    let is_nan = v != v;
+                    if is_nan || ext.pick(best, v) != best {
+                        best = v;
+                        bi = i;
+                        if is_nan {
+                            break;
+                        }
+                    }
+                }
+            }
+            // SAFETY: o < n_out, the outputs' length.
+            unsafe {
+                if vp != 0 {
+                    *(vp as *mut T).add(o) = best;
+                }
+                *(ip as *mut i64).add(o) = bi as i64;
+            }
+        };
+        if n_out * n < PAR_MIN {
+            (0..n_out).for_each(one);
+        } else {
+            (0..n_out).into_par_iter().for_each(one);
+        }
+    });
+    Ok(())
+}
+
+/// cumsum / cumprod along a dim; floats accumulate in f64, integers in i64.
+pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = downcast_op::<Scan>(op)?;
+    let (x, out) = (inputs[0], outputs[0]);
+    let name = op.entry().name();
+    let acc = access(name, &[x], &[out])?;
+    let (l, ol) = (x.layout(), out.layout());
+    let d = op.dim;
+    let n = l.shape[d];
+    let (st, ost) = (l.strides[d], ol.strides[d]);
+    let others: SmallVec<[usize; 6]> = (0..l.ndim()).filter(|&k| k != d).collect();
+    let outer_shape: Dims = others.iter().map(|&k| l.shape[k]).collect();
+    let in_strides: Dims = others.iter().map(|&k| l.strides[k]).collect();
+    let out_strides: Dims = others.iter().map(|&k| ol.strides[k]).collect();
+    let n_out: usize = outer_shape.iter().product();
+    let (xp, op_) = (acc.ins[0] as usize, acc.outs[0] as usize);
+    let prod = op.prod;
+    with_dtype!(x.dtype(), T => {
+        let line = |o: usize| {
+            let ib = offset_of(o, &outer_shape, &in_strides);
+            let ob = offset_of(o, &outer_shape, &out_strides);
+            let (xp, yp) = (xp as *const T, op_ as *mut T);
+            if T::DTYPE.is_floating_point() {
+                let mut a = if prod { 1.0f64 } else { 0.0 };
+                for i in 0..n {
+                    // SAFETY: in-bounds by the layouts.
+                    let v = unsafe { *xp.add(ib + i * st) }.to_f64();
+                    a = if prod { a * v } else { a + v };
+                    unsafe { *yp.add(ob + i * ost) = T::from_f64(a) };
+                }
+            } else {
+                let mut a = prod as i64;
+                for i in 0..n {
+                    // SAFETY: in-bounds by the layouts.
+                    let v = unsafe { *xp.add(ib + i * st) }.to_i64();
+                    a = if prod { a.wrapping_mul(v) } else { a.wrapping_add(v) };
+                    unsafe { *yp.add(ob + i * ost) = T::from_i64(a) };
+                }
+            }
+        };
+        if n_out * n < PAR_MIN {
+            (0..n_out).for_each(line);
+        } else {
+            (0..n_out).into_par_iter().for_each(line);
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! Device backends: how memory of a device type is allocated and moved.
+//!
+//! Kernels are per operator (in each [`super::OpEntry`]); what is per device
+//! type is memory: allocation and copies to and from the host. A new backend
+//! implements [`Backend`], registers it with [`register_backend`] and adds
+//! kernels to the operators it supports.
+
+use std::sync::OnceLock;
+
+use super::key::DispatchKey;
+use crate::storage::{Buffer, CpuBuffer};
+use crate::{Device, Error, Result};
+
+/// Memory management of one device type.
+pub trait Backend: Send + Sync + 'static {
+    /// The device type's name (`cpu`, `cuda`, or the private-use name).
+    fn name(&self) -> &'static str;
+
+    /// Fails when `device` does not exist (e.g. a GPU index past the count).
+    fn check_device(&self, device: Device) -> Result<()> {
+        let _ = device;
+        Ok(())
+    }
+
+    /// `nbytes` of uninitialised (or, with `zeroed`, zero) memory on `device`.
+    fn allocate(&self, device: Device, nbytes: usize, zeroed: bool) -> Result<Buffer>;
+
+    /// A new buffer on `device` holding a copy of `bytes`.
+    fn copy_from_host(&self, device: Device, bytes: &[u8]) -> Result<Buffer>;
+
+    /// Copies `out.len()` bytes starting at byte `offset` of `buf` into `out`.
+    fn copy_to_host(&self, buf: &Buffer, offset: usize, out: &mut [u8]) -> Result<()>;
+}
+
+const NUM_BACKENDS: usize = DispatchKey::Autograd as usize;
+
+static BACKENDS: [OnceLock<&'static dyn Backend>; NUM_BACKENDS] = [const { OnceLock::new() }; NUM_BACKENDS];
+
+/// Registers the backend of a device type. `key` must be a backend key; each
+/// key takes one backend. For `PrivateUse1`, the backend's name becomes the
+/// device type's name (`Device::PrivateUse1(0)` prints as `name:0`).
+pub fn register_backend(key: DispatchKey, backend: &'static dyn Backend) -> Result<()> {
+    if !key.is_backend() {
+        return Err(Error::Registration {
+            what: format!("backend {}", backend.name()),
+            detail: format!("{key} is not a backend key"),
+        });
+    }
+    BACKENDS[key as usize].set(backend).map_err(|_| Error::Registration {
+        what: format!("backend {}", backend.name()),
+        detail: format!("a backend is already registered for {key}"),
+    })
+}
+
+/// The backend of `device`, or [`Error::DeviceUnavailable`].
+pub fn backend_for(device: Device) -> Result<&'static dyn Backend> {
+    super::ensure_init();
+    let key = DispatchKey::for_device(device);
+    match BACKENDS[key as usize].get() {
+        Some(b) => {
+            b.check_device(device)?;
+            Ok(*b)
+        }
+        None => Err(Error::DeviceUnavailable {
+            device,
+            reason: match device {
+                Device::Cuda(_) => "ferrotorch was built without the `cuda` feature".into(),
+                Device::PrivateUse1(_) => "no backend is registered for the private-use device type".into(),
+                _ => "its backend is not registered".into(),
+            },
+        }),
+    }
+}
+
+/// The name of the private-use device type (`privateuseone` until a backend registers).
+pub fn private_use1_name() -> &'static str {
+    BACKENDS[DispatchKey::PrivateUse1 as usize]
+        .get()
+        .map_or("privateuseone", |b| b.name())
+}
+
+/// Host memory.
+pub(crate) struct CpuBackend;
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn allocate(&self, _device: Device, nbytes: usize, zeroed: bool) -> Result<Buffer> {
+        Ok(Buffer::Cpu(CpuBuffer::new(nbytes, zeroed)))
+    }
+
+    fn copy_from_host(&self, _device: Device, bytes: &[u8]) -> Result<Buffer> {
+        let b = CpuBuffer::new(bytes.len(), false);
+        // SAFETY: fresh buffer of exactly bytes.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.as_ptr(), bytes.len()) };
+        Ok(Buffer::Cpu(b))
+    }
+
+    fn copy_to_host(&self, buf: &Buffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        let b = buf
+            .as_cpu()
+            .ok_or_else(|| Error::invalid("to", "CPU backend got a buffer of another device"))?;
+        out.copy_from_slice(&b.bytes()[offset..offset + out.len()]);
+        Ok(())
+    }
+}
+
+/// Shape-only tensors.
+pub(crate) struct MetaBackend;
+
+impl Backend for MetaBackend {
+    fn name(&self) -> &'static str {
+        "meta"
+    }
+
+    fn allocate(&self, _device: Device, _nbytes: usize, _zeroed: bool) -> Result<Buffer> {
+        Ok(Buffer::Meta)
+    }
+
+    fn copy_from_host(&self, _device: Device, _bytes: &[u8]) -> Result<Buffer> {
+        Ok(Buffer::Meta)
+    }
+
+    fn copy_to_host(&self, _buf: &Buffer, _offset: usize, _out: &mut [u8]) -> Result<()> {
+        Err(Error::NoData {
+            op: "to",
+            device: Device::Meta,
+        })
+    }
+}

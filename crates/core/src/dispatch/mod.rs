@@ -1,0 +1,346 @@
+//! The dispatcher: every operator call goes through here.
+//!
+//! A call ([`Call`]) carries an operator instance and its tensors. The
+//! dispatcher computes the call's key set (the backend key of the inputs'
+//! device, plus layer keys switched on for this thread, minus excluded ones),
+//! picks the highest key, and runs the kernel the operator's table
+//! ([`OpEntry`]) holds for it. Lookup is an array index; no strings are
+//! hashed and nothing is allocated on the way.
+//!
+//! Structured kernels get their outputs preallocated from the operator's
+//! shape rule, which is also how in-place and `out=` calls work (the
+//! outputs are given) and how the meta device runs every such operator
+//! without a kernel of its own.
+
+mod backend;
+mod key;
+mod op;
+
+use std::cell::Cell;
+use std::sync::{Once, OnceLock};
+
+use smallvec::SmallVec;
+
+pub use backend::{Backend, backend_for, private_use1_name, register_backend};
+pub use key::{ALL_KEYS, DispatchKey, DispatchKeySet, NUM_KEYS};
+pub use op::{
+    Call, FunctionalFn, Kernel, LayerFn, Op, OpClone, OpEntry, OutSpec, OutSpecs, Slot, StructuredFn, Tensors,
+    downcast_op, registered_ops,
+};
+
+use crate::{Device, Error, Result, Tensor};
+
+static INIT: Once = Once::new();
+
+/// Registers the built-in backends and kernels (runs once, on first use).
+#[inline]
+pub(crate) fn ensure_init() {
+    INIT.call_once(|| {
+        register_backend(DispatchKey::Cpu, &backend::CpuBackend).expect("cpu backend registered twice");
+        register_backend(DispatchKey::Meta, &backend::MetaBackend).expect("meta backend registered twice");
+        crate::cpu::register_kernels().expect("registering the CPU kernels failed");
+        crate::ops::register_composites().expect("registering the composite kernels failed");
+    });
+}
+
+static FALLBACKS: [OnceLock<LayerFn>; NUM_KEYS] = [const { OnceLock::new() }; NUM_KEYS];
+
+/// Registers the kernel a layer key runs for operators without a kernel of
+/// their own at that key (PyTorch's boxed fallback; e.g. the profiler).
+pub fn register_fallback(key: DispatchKey, f: LayerFn) -> Result<()> {
+    if key.is_backend() {
+        return Err(Error::Registration {
+            what: format!("fallback for {key}"),
+            detail: "fallbacks are for layer keys".into(),
+        });
+    }
+    FALLBACKS[key as usize].set(f).map_err(|_| Error::Registration {
+        what: format!("fallback for {key}"),
+        detail: "already registered".into(),
+    })
+}
+
+thread_local! {
+    static TLS_INCLUDED: Cell<DispatchKeySet> = const { Cell::new(DispatchKeySet::EMPTY) };
+    static TLS_EXCLUDED: Cell<DispatchKeySet> = const { Cell::new(DispatchKeySet::EMPTY) };
+}
+
+/// Restores the thread's included/excluded keys when dropped.
+#[must_use = "the keys are restored when the guard is dropped"]
+pub struct KeyGuard {
+    included: DispatchKeySet,
+    excluded: DispatchKeySet,
+}
+
+impl Drop for KeyGuard {
+    fn drop(&mut self) {
+        TLS_INCLUDED.with(|c| c.set(self.included));
+        TLS_EXCLUDED.with(|c| c.set(self.excluded));
+    }
+}
+
+fn guard() -> KeyGuard {
+    KeyGuard {
+        included: TLS_INCLUDED.with(Cell::get),
+        excluded: TLS_EXCLUDED.with(Cell::get),
+    }
+}
+
+/// Adds `keys` to every call on this thread until the guard drops
+/// (how autocast and the profiler switch themselves on).
+pub fn include_keys(keys: DispatchKeySet) -> KeyGuard {
+    let g = guard();
+    TLS_INCLUDED.with(|c| c.set(c.get().union(keys)));
+    g
+}
+
+/// Removes `keys` from every call on this thread until the guard drops
+/// (how a layer keeps itself out of the ops it runs).
+pub fn exclude_keys(keys: DispatchKeySet) -> KeyGuard {
+    let g = guard();
+    TLS_EXCLUDED.with(|c| c.set(c.get().union(keys)));
+    g
+}
+
+/// The device a call runs on: that of its tensors (0-d CPU tensors, like
+/// Python scalars, may join a call on any device), or the factory op's.
+pub fn call_device(call: &Call) -> Result<Device> {
+    let op_name = call.op.entry().name();
+    let all = call.inputs.iter().chain(call.out.unwrap_or(&[]).iter());
+    let mut device: Option<Device> = None;
+    let mut scalar_cpu = false;
+    for t in all {
+        let d = t.device();
+        if d == Device::Cpu && t.ndim() == 0 {
+            scalar_cpu = true;
+            continue;
+        }
+        match device {
+            None => device = Some(d),
+            Some(x) if x == d => {}
+            Some(x) => {
+                return Err(Error::DeviceMismatch {
+                    op: op_name,
+                    a: x,
+                    b: d,
+                });
+            }
+        }
+    }
+    if let Some(d) = call.op.device() {
+        match device {
+            Some(x) if x != d => {
+                return Err(Error::DeviceMismatch {
+                    op: op_name,
+                    a: x,
+                    b: d,
+                });
+            }
+            None if !scalar_cpu => {
+                backend_for(d)?;
+            }
+            _ => {}
+        }
+        return Ok(d);
+    }
+    Ok(device.unwrap_or(Device::Cpu))
+}
+
+/// Runs a call: computes its key set and runs the highest key's kernel.
+pub fn dispatch(call: &Call) -> Result<Tensors> {
+    ensure_init();
+    let device = call_device(call)?;
+    let mut keys = DispatchKeySet::of(DispatchKey::for_device(device));
+    for t in call.inputs {
+        keys = keys.union(t.layer_keys());
+    }
+    let keys = keys
+        .union(TLS_INCLUDED.with(Cell::get))
+        .minus(TLS_EXCLUDED.with(Cell::get));
+    redispatch(call, keys)
+}
+
+/// Runs a call with an explicit key set (what a layer kernel does with the
+/// keys below its own).
+pub fn redispatch(call: &Call, mut keys: DispatchKeySet) -> Result<Tensors> {
+    let entry = call.op.entry();
+    while let Some(key) = keys.highest() {
+        let below = keys.below(key);
+        if !key.is_backend() {
+            if let Some(Kernel::Layer(f)) = entry.kernel(Slot::Key(key)) {
+                return f(call, below);
+            }
+            if key == DispatchKey::Autograd
+                && let Some(k) = entry.kernel(Slot::Decomposition)
+            {
+                return run_kernel(call, k);
+            }
+            if let Some(f) = FALLBACKS[key as usize].get() {
+                return f(call, below);
+            }
+            keys = below;
+            continue;
+        }
+        let kernel = entry
+            .kernel(Slot::Key(key))
+            .or_else(|| entry.kernel(Slot::AnyBackend))
+            .or_else(|| entry.kernel(Slot::Decomposition));
+        return match kernel {
+            Some(k) => run_kernel(call, k),
+            None if key == DispatchKey::Meta => run_structured(call, None),
+            None => Err(Error::NoKernel {
+                op: entry.name(),
+                key: key.to_string(),
+                keys: keys.to_string(),
+            }),
+        };
+    }
+    Err(Error::NoKernel {
+        op: entry.name(),
+        key: "none".into(),
+        keys: keys.to_string(),
+    })
+}
+
+fn run_kernel(call: &Call, kernel: Kernel) -> Result<Tensors> {
+    match kernel {
+        Kernel::Structured(f) => run_structured(call, Some(f)),
+        Kernel::Functional(f) => match call.out {
+            None => f(call),
+            Some(out) => {
+                let results = f(&Call { out: None, ..*call })?;
+                write_results(call, out, &results)
+            }
+        },
+        Kernel::Layer(_) => Err(Error::invalid(call.op.entry().name(), "layer kernel in a backend slot")),
+    }
+}
+
+/// Copies computed results into the caller's outputs (casting if allowed).
+fn write_results(call: &Call, out: &[&Tensor], results: &[Tensor]) -> Result<Tensors> {
+    let name = call.op.entry().name();
+    if out.len() != results.len() {
+        return Err(Error::invalid(
+            name,
+            format!("expected {} output tensors, got {}", results.len(), out.len()),
+        ));
+    }
+    for (o, r) in out.iter().zip(results) {
+        check_out(name, o, r.shape(), r.dtype())?;
+        crate::ops::copy_into(o, r)?;
+    }
+    Ok(out.iter().map(|t| (*t).clone()).collect())
+}
+
+fn check_out(name: &'static str, o: &Tensor, shape: &[usize], dtype: crate::DType) -> Result<()> {
+    if o.shape() != shape {
+        return Err(Error::shape(
+            name,
+            o.shape(),
+            shape,
+            "the output's shape doesn't match the result's (broadcast) shape",
+        ));
+    }
+    if !o.dtype().can_cast_from(dtype) {
+        return Err(Error::DTypeMismatch {
+            op: name,
+            detail: format!(
+                "result type {dtype} can't be cast to the desired output type {}",
+                o.dtype()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Whether an output may be written while inputs are read from it.
+fn may_write_directly(call: &Call, o: &Tensor) -> bool {
+    call.inputs.iter().all(|i| {
+        !i.storage().same(o.storage()) || (call.op.alias_safe() && i.layout() == o.layout() && i.dtype() == o.dtype())
+    })
+}
+
+fn run_structured(call: &Call, f: Option<StructuredFn>) -> Result<Tensors> {
+    let device = call_device(call)?;
+    let specs = call.op.infer(call.inputs)?;
+    match call.out {
+        None => {
+            let outs: Tensors = specs
+                .iter()
+                .map(|s| Tensor::empty_for_spec(s, device))
+                .collect::<Result<_>>()?;
+            if let Some(f) = f {
+                let refs: SmallVec<[&Tensor; 2]> = outs.iter().collect();
+                f(call.op, call.inputs, &refs)?;
+            }
+            Ok(outs)
+        }
+        Some(out) => {
+            let name = call.op.entry().name();
+            if out.len() != specs.len() {
+                return Err(Error::invalid(
+                    name,
+                    format!("expected {} output tensors, got {}", specs.len(), out.len()),
+                ));
+            }
+            for (o, s) in out.iter().zip(&specs) {
+                check_out(name, o, &s.shape, s.dtype)?;
+            }
+            let direct = out
+                .iter()
+                .zip(&specs)
+                .all(|(o, s)| o.dtype() == s.dtype && may_write_directly(call, o));
+            if let Some(f) = f {
+                if direct {
+                    f(call.op, call.inputs, out)?;
+                } else {
+                    let tmp: Tensors = specs
+                        .iter()
+                        .map(|s| {
+                            Tensor::empty_for_spec(
+                                &crate::OutSpec {
+                                    strides: None,
+                                    ..s.clone()
+                                },
+                                device,
+                            )
+                        })
+                        .collect::<Result<_>>()?;
+                    let refs: SmallVec<[&Tensor; 2]> = tmp.iter().collect();
+                    f(call.op, call.inputs, &refs)?;
+                    for (o, t) in out.iter().zip(&tmp) {
+                        crate::ops::copy_into(o, t)?;
+                    }
+                }
+            }
+            for o in out {
+                o.bump_version();
+            }
+            Ok(out.iter().map(|t| (*t).clone()).collect())
+        }
+    }
+}
+
+/// Runs `op` on `inputs` and returns its single output.
+pub fn call1(op: &dyn Op, inputs: &[&Tensor]) -> Result<Tensor> {
+    let mut outs = dispatch(&Call { op, inputs, out: None })?;
+    if outs.is_empty() {
+        return Err(Error::invalid(op.entry().name(), "operator returned no output"));
+    }
+    Ok(outs.swap_remove(0))
+}
+
+/// Runs `op` on `inputs` and returns all its outputs.
+pub fn call(op: &dyn Op, inputs: &[&Tensor]) -> Result<Tensors> {
+    dispatch(&Call { op, inputs, out: None })
+}
+
+/// Runs `op` writing its result into `out` (in-place ops and `out=`).
+pub fn call_out(op: &dyn Op, inputs: &[&Tensor], out: &[&Tensor]) -> Result<()> {
+    dispatch(&Call {
+        op,
+        inputs,
+        out: Some(out),
+    })
+    .map(|_| ())
+}

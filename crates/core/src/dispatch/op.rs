@@ -1,0 +1,214 @@
+//! Operators: the [`Op`] trait, their dispatch tables ([`OpEntry`]) and kernels.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::{Mutex, OnceLock};
+
+use smallvec::SmallVec;
+
+use super::key::{DispatchKey, DispatchKeySet, NUM_KEYS};
+use crate::layout::Dims;
+use crate::{DType, Device, Error, Result, Tensor};
+
+/// The outputs of one operator call (most ops have one or two).
+pub type Tensors = SmallVec<[Tensor; 2]>;
+
+/// Shape, dtype and (optionally) strides of one output, as computed by an
+/// operator's shape rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutSpec {
+    /// Output shape.
+    pub shape: Dims,
+    /// Output dtype.
+    pub dtype: DType,
+    /// Output strides; `None` means contiguous.
+    pub strides: Option<Dims>,
+}
+
+impl OutSpec {
+    /// A contiguous output.
+    pub fn new(shape: impl Into<Dims>, dtype: DType) -> Self {
+        OutSpec {
+            shape: shape.into(),
+            dtype,
+            strides: None,
+        }
+    }
+}
+
+/// The output specs of one call.
+pub type OutSpecs = SmallVec<[OutSpec; 2]>;
+
+/// An operator instance: which operator, with which non-tensor arguments.
+///
+/// One struct per operator holds its attributes (`Sum { dims, keepdim }`)
+/// and declares, in one place, its dispatch table ([`Op::entry`]), its shape
+/// and dtype rule ([`Op::infer`]) and (with autograd) its backward formula.
+/// Kernels receive the instance as `&dyn Op` and downcast it with
+/// [`downcast_op`] to read the attributes.
+pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
+    /// The operator's dispatch table (shared by all instances).
+    fn entry(&self) -> &'static OpEntry;
+
+    /// Validates the inputs and returns the shape and dtype of each output.
+    /// Structured kernels (and the meta backend) rely on it; inputs reaching
+    /// it have already been type-promoted by the operator's front end.
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let _ = inputs;
+        Err(Error::invalid(self.entry().name(), "this operator has no shape rule"))
+    }
+
+    /// The device of a factory op (one without tensor inputs).
+    fn device(&self) -> Option<Device> {
+        None
+    }
+
+    /// True if the kernel may write an output that is also an input (pointwise
+    /// ops); otherwise in-place calls compute into a temporary first.
+    fn alias_safe(&self) -> bool {
+        false
+    }
+}
+
+/// Object-safe cloning of operator instances (implemented for every `Op + Clone`).
+pub trait OpClone {
+    /// A boxed copy of the instance.
+    fn clone_op(&self) -> Box<dyn Op>;
+}
+
+impl<T: Op + Clone> OpClone for T {
+    fn clone_op(&self) -> Box<dyn Op> {
+        Box::new(self.clone())
+    }
+}
+
+/// Downcasts an operator instance to its concrete type.
+pub fn downcast_op<T: Op>(op: &dyn Op) -> Result<&T> {
+    (op as &dyn Any)
+        .downcast_ref::<T>()
+        .ok_or_else(|| Error::invalid(op.entry().name(), "kernel received an instance of another operator"))
+}
+
+/// One operator call as it travels through the dispatcher.
+#[derive(Clone, Copy)]
+pub struct Call<'a> {
+    /// The operator instance.
+    pub op: &'a dyn Op,
+    /// Tensor inputs.
+    pub inputs: &'a [&'a Tensor],
+    /// Tensors to write the results into (in-place and `out=` calls).
+    pub out: Option<&'a [&'a Tensor]>,
+}
+
+/// A kernel that writes into outputs already allocated from [`Op::infer`].
+pub type StructuredFn = fn(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()>;
+/// A kernel that produces its outputs itself (views, decompositions).
+pub type FunctionalFn = fn(call: &Call) -> Result<Tensors>;
+/// A layer kernel (autograd, autocast, profiler): does its work around a
+/// redispatch to `keys` (the keys below its own).
+pub type LayerFn = fn(call: &Call, keys: DispatchKeySet) -> Result<Tensors>;
+
+/// A kernel in a dispatch table.
+#[derive(Clone, Copy, Debug)]
+pub enum Kernel {
+    /// Writes into preallocated outputs (PyTorch's structured kernels).
+    Structured(StructuredFn),
+    /// Returns its outputs.
+    Functional(FunctionalFn),
+    /// Wraps the keys below it.
+    Layer(LayerFn),
+}
+
+/// Where in a dispatch table a kernel is registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// For one dispatch key.
+    Key(DispatchKey),
+    /// For every backend that has no kernel of its own (PyTorch's
+    /// CompositeExplicitAutograd): view ops and ops written in terms of
+    /// other ops that still have their own backward formula.
+    AnyBackend,
+    /// A decomposition into other ops, used for every key including
+    /// autograd, which then differentiates through the decomposition
+    /// (PyTorch's CompositeImplicitAutograd).
+    Decomposition,
+}
+
+const NUM_SLOTS: usize = NUM_KEYS + 2;
+
+impl Slot {
+    fn index(self) -> usize {
+        match self {
+            Slot::Key(k) => k as usize,
+            Slot::AnyBackend => NUM_KEYS,
+            Slot::Decomposition => NUM_KEYS + 1,
+        }
+    }
+}
+
+/// The dispatch table of one operator: its name and a kernel slot per
+/// dispatch key. Declared once per operator as a `static`; kernels are added
+/// with [`OpEntry::register`], also from other crates.
+pub struct OpEntry {
+    name: &'static str,
+    slots: [OnceLock<Kernel>; NUM_SLOTS],
+    listed: OnceLock<()>,
+}
+
+static REGISTRY: Mutex<Vec<&'static OpEntry>> = Mutex::new(Vec::new());
+
+impl OpEntry {
+    /// An empty table for the operator `name` (e.g. `"add"`, `"mylib::foo"`).
+    pub const fn new(name: &'static str) -> Self {
+        OpEntry {
+            name,
+            slots: [const { OnceLock::new() }; NUM_SLOTS],
+            listed: OnceLock::new(),
+        }
+    }
+
+    /// The operator's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Adds a kernel. Each slot takes one kernel; registering a second one is
+    /// an error (as PyTorch's `TORCH_LIBRARY_IMPL` twice for one key).
+    pub fn register(&'static self, slot: Slot, kernel: Kernel) -> Result<()> {
+        if matches!(kernel, Kernel::Layer(_)) != matches!(slot, Slot::Key(k) if !k.is_backend()) {
+            return Err(Error::Registration {
+                what: format!("{} at {slot:?}", self.name),
+                detail: "layer kernels go to layer keys, compute kernels to backend keys".into(),
+            });
+        }
+        self.slots[slot.index()].set(kernel).map_err(|_| Error::Registration {
+            what: format!("{} at {slot:?}", self.name),
+            detail: "a kernel is already registered there".into(),
+        })?;
+        self.listed.get_or_init(|| REGISTRY.lock().unwrap().push(self));
+        Ok(())
+    }
+
+    /// The kernel in `slot`, if registered.
+    #[inline]
+    pub fn kernel(&self, slot: Slot) -> Option<Kernel> {
+        self.slots[slot.index()].get().copied()
+    }
+
+    /// Whether any kernel is registered for `slot`.
+    pub fn has_kernel(&self, slot: Slot) -> bool {
+        self.kernel(slot).is_some()
+    }
+}
+
+impl fmt::Debug for OpEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OpEntry({})", self.name)
+    }
+}
+
+/// Every operator that has at least one kernel registered, in registration order.
+pub fn registered_ops() -> Vec<&'static OpEntry> {
+    super::ensure_init();
+    REGISTRY.lock().unwrap().clone()
+}

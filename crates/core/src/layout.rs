@@ -1,0 +1,585 @@
+//! Shapes, strides and the arithmetic of views: broadcasting, dim
+//! normalisation, PyTorch's view-stride rule, contiguity tests.
+
+use smallvec::SmallVec;
+
+use crate::{Error, Result};
+
+/// A list of sizes or strides; up to six dims live inline without allocating.
+pub type Dims = SmallVec<[usize; 6]>;
+
+/// Where a tensor's elements sit in its storage: element `(i0, i1, ...)` is at
+/// `offset + i0*strides[0] + i1*strides[1] + ...` (in elements, not bytes).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// Size of each dimension.
+    pub shape: Dims,
+    /// Elements to skip to advance one step in each dimension (0 for broadcast dims).
+    pub strides: Dims,
+    /// Position of the first element in the storage.
+    pub offset: usize,
+}
+
+/// Row-major strides of a contiguous tensor of `shape`.
+pub fn contiguous_strides(shape: &[usize]) -> Dims {
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    let mut acc = 1usize;
+    for d in (0..shape.len()).rev() {
+        strides[d] = acc;
+        acc *= shape[d].max(1);
+    }
+    strides
+}
+
+/// Number of elements of a shape (1 for a 0-d tensor).
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Turns a possibly negative `dim` into an index in `[0, ndim)`.
+/// A 0-d tensor accepts -1 and 0, as in PyTorch.
+pub fn normalize_dim(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
+    let n = ndim.max(1) as i64;
+    let d = if dim < 0 { dim + n } else { dim };
+    if d < 0 || d >= n {
+        return Err(Error::DimOutOfRange { op, dim, ndim });
+    }
+    Ok(d as usize)
+}
+
+/// Like [`normalize_dim`] for a position where a new dim is inserted
+/// (`unsqueeze`, `stack`): valid range is `[-ndim-1, ndim]`.
+pub fn normalize_insert_dim(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
+    normalize_dim(op, dim, ndim + 1)
+}
+
+/// Normalises a list of dims and rejects repeats.
+pub fn normalize_dims(op: &'static str, dims: &[i64], ndim: usize) -> Result<Dims> {
+    let mut out = Dims::new();
+    for &d in dims {
+        let nd = normalize_dim(op, d, ndim)?;
+        if out.contains(&nd) {
+            return Err(Error::invalid(
+                op,
+                format!("dim {nd} appears multiple times in the list of dims"),
+            ));
+        }
+        out.push(nd);
+    }
+    Ok(out)
+}
+
+/// The broadcast shape of two shapes (NumPy / PyTorch rules).
+pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Dims> {
+    let n = a.len().max(b.len());
+    let mut out: Dims = smallvec::smallvec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(Error::shape(
+                op,
+                a,
+                b,
+                format!(
+                    "the size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
+                ),
+            ));
+        };
+    }
+    Ok(out)
+}
+
+/// Resolves a shape with at most one `-1` against `numel` (as `view`/`reshape`).
+pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Dims> {
+    let mut out = Dims::with_capacity(shape.len());
+    let mut infer_at = None;
+    let mut known = 1usize;
+    for (i, &s) in shape.iter().enumerate() {
+        if s == -1 {
+            if infer_at.is_some() {
+                return Err(Error::invalid(op, "only one dimension can be inferred"));
+            }
+            infer_at = Some(i);
+            out.push(1);
+        } else if s < 0 {
+            return Err(Error::invalid(op, format!("invalid shape dimension {s}")));
+        } else {
+            known *= s as usize;
+            out.push(s as usize);
+        }
+    }
+    let bad = || Error::invalid(op, format!("shape '{shape:?}' is invalid for input of size {numel}"));
+    match infer_at {
+        Some(i) => {
+            if known == 0 || !numel.is_multiple_of(known) {
+                return Err(bad());
+            }
+            out[i] = numel / known;
+        }
+        None if known != numel => return Err(bad()),
+        None => {}
+    }
+    Ok(out)
+}
+
+/// PyTorch's `computeStride`: strides that let a tensor of `old_shape` and
+/// `old_strides` be viewed as `new_shape` without copying, or `None` when
+/// some new dim would span two non-contiguous chunks.
+pub fn view_strides(old_shape: &[usize], old_strides: &[usize], new_shape: &[usize]) -> Option<Dims> {
+    if old_shape.is_empty() {
+        return Some(smallvec::smallvec![1; new_shape.len()]);
+    }
+    let n = numel(old_shape);
+    if n == 0 && old_shape == new_shape {
+        return Some(old_strides.into());
+    }
+    let mut new_strides: Dims = smallvec::smallvec![0; new_shape.len()];
+    if n == 0 {
+        for d in (0..new_shape.len()).rev() {
+            new_strides[d] = if d + 1 == new_shape.len() {
+                1
+            } else {
+                new_shape[d + 1].max(1) * new_strides[d + 1]
+            };
+        }
+        return Some(new_strides);
+    }
+    let mut view_d = new_shape.len() as isize - 1;
+    let mut chunk_base_stride = *old_strides.last().unwrap();
+    let mut tensor_numel = 1usize;
+    let mut view_numel = 1usize;
+    for tensor_d in (0..old_shape.len()).rev() {
+        tensor_numel *= old_shape[tensor_d];
+        let chunk_ends = tensor_d == 0
+            || (old_shape[tensor_d - 1] != 1 && old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+        if chunk_ends {
+            while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
+                new_strides[view_d as usize] = view_numel * chunk_base_stride;
+                view_numel *= new_shape[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if tensor_d > 0 {
+                chunk_base_stride = old_strides[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    if view_d != -1 {
+        return None;
+    }
+    Some(new_strides)
+}
+
+impl Layout {
+    /// A contiguous row-major layout of `shape` starting at offset 0.
+    pub fn contiguous(shape: &[usize]) -> Self {
+        Layout {
+            shape: shape.into(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// True when elements are laid out row-major without gaps (size-1 dims
+    /// may have any stride, as in PyTorch).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1usize;
+        for d in (0..self.shape.len()).rev() {
+            let s = self.shape[d];
+            if s == 0 {
+                return true;
+            }
+            if s != 1 {
+                if self.strides[d] != expected {
+                    return false;
+                }
+                expected *= s;
+            }
+        }
+        true
+    }
+
+    /// True when the elements occupy exactly `numel` consecutive storage
+    /// slots in some order of the dims (a permuted contiguous tensor).
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        if self.is_contiguous() {
+            return true;
+        }
+        let mut dims: SmallVec<[usize; 6]> = (0..self.ndim()).collect();
+        dims.sort_by_key(|&d| (self.strides[d], self.shape[d]));
+        let mut expected = 1usize;
+        for &d in &dims {
+            let s = self.shape[d];
+            if s == 1 {
+                continue;
+            }
+            if self.strides[d] != expected {
+                return false;
+            }
+            expected *= s;
+        }
+        true
+    }
+
+    /// One past the largest storage index this layout touches (its span from 0).
+    pub fn storage_end(&self) -> usize {
+        if self.numel() == 0 {
+            return self.offset;
+        }
+        self.offset
+            + self
+                .shape
+                .iter()
+                .zip(&self.strides)
+                .map(|(&s, &st)| (s - 1) * st)
+                .sum::<usize>()
+            + 1
+    }
+
+    /// Reorders the dims; `perm` must be a permutation of `0..ndim`.
+    pub fn permute(&self, op: &'static str, perm: &[i64]) -> Result<Layout> {
+        let nd = self.ndim();
+        if perm.len() != nd {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "number of dims don't match in permute: input has {nd} dims, got {} dims",
+                    perm.len()
+                ),
+            ));
+        }
+        let perm = normalize_dims(op, perm, nd)?;
+        Ok(Layout {
+            shape: perm.iter().map(|&p| self.shape[p]).collect(),
+            strides: perm.iter().map(|&p| self.strides[p]).collect(),
+            offset: self.offset,
+        })
+    }
+
+    /// Swaps two dims.
+    pub fn transpose(&self, op: &'static str, d0: i64, d1: i64) -> Result<Layout> {
+        let nd = self.ndim();
+        let a = normalize_dim(op, d0, nd)?;
+        let b = normalize_dim(op, d1, nd)?;
+        let mut l = self.clone();
+        if nd > 0 {
+            l.shape.swap(a, b);
+            l.strides.swap(a, b);
+        }
+        Ok(l)
+    }
+
+    /// Elements `start, start+step, ...` below `end` of one dim; `start`/`end`
+    /// may be negative (counted from the end) and are clamped like Python slices.
+    pub fn slice(&self, op: &'static str, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Layout> {
+        let d = normalize_dim(op, dim, self.ndim())?;
+        if self.ndim() == 0 {
+            return Err(Error::invalid(op, "cannot slice a 0-d tensor"));
+        }
+        if step <= 0 {
+            return Err(Error::invalid(op, format!("slice step must be positive, got {step}")));
+        }
+        let size = self.shape[d] as i64;
+        let clamp = |v: i64| -> i64 {
+            let v = if v < 0 { v + size } else { v };
+            v.clamp(0, size)
+        };
+        let s = start.map_or(0, clamp);
+        let e = end.map_or(size, clamp).max(s);
+        let len = ((e - s) + step - 1) / step;
+        let mut l = self.clone();
+        if len > 0 {
+            l.offset += s as usize * l.strides[d];
+        }
+        l.shape[d] = len as usize;
+        l.strides[d] *= step as usize;
+        Ok(l)
+    }
+
+    /// `length` elements of one dim starting at `start` (which may be negative).
+    pub fn narrow(&self, op: &'static str, dim: i64, start: i64, length: usize) -> Result<Layout> {
+        let d = normalize_dim(op, dim, self.ndim())?;
+        if self.ndim() == 0 {
+            return Err(Error::invalid(op, "narrow() cannot be applied to a 0-dim tensor"));
+        }
+        let size = self.shape[d] as i64;
+        let s = if start < 0 { start + size } else { start };
+        if s < 0 || s > size {
+            return Err(Error::IndexOutOfRange {
+                op,
+                index: start,
+                dim: d,
+                size: size as usize,
+            });
+        }
+        if s + length as i64 > size {
+            return Err(Error::invalid(
+                op,
+                format!("start ({start}) + length ({length}) exceeds dimension size ({size})"),
+            ));
+        }
+        let mut l = self.clone();
+        l.offset += s as usize * l.strides[d];
+        l.shape[d] = length;
+        Ok(l)
+    }
+
+    /// Removes dim `d` by fixing its index (`x[..., i, ...]`).
+    pub fn select(&self, op: &'static str, dim: i64, index: i64) -> Result<Layout> {
+        if self.ndim() == 0 {
+            return Err(Error::invalid(op, "select() cannot be applied to a 0-dim tensor"));
+        }
+        let d = normalize_dim(op, dim, self.ndim())?;
+        let size = self.shape[d] as i64;
+        let i = if index < 0 { index + size } else { index };
+        if i < 0 || i >= size {
+            return Err(Error::IndexOutOfRange {
+                op,
+                index,
+                dim: d,
+                size: size as usize,
+            });
+        }
+        let mut l = self.clone();
+        l.offset += i as usize * l.strides[d];
+        l.shape.remove(d);
+        l.strides.remove(d);
+        Ok(l)
+    }
+
+    /// Broadcasts to `shape` by giving new and size-1 dims stride 0;
+    /// `-1` keeps a dim's size.
+    pub fn expand(&self, op: &'static str, shape: &[i64]) -> Result<Layout> {
+        let nd = self.ndim();
+        if shape.len() < nd {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({nd})",
+                    shape.len()
+                ),
+            ));
+        }
+        let lead = shape.len() - nd;
+        let mut out_shape = Dims::with_capacity(shape.len());
+        let mut out_strides = Dims::with_capacity(shape.len());
+        for (i, &s) in shape.iter().enumerate() {
+            if i < lead {
+                if s < 0 {
+                    return Err(Error::invalid(
+                        op,
+                        format!(
+                            "the expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}"
+                        ),
+                    ));
+                }
+                out_shape.push(s as usize);
+                out_strides.push(0);
+                continue;
+            }
+            let d = i - lead;
+            let cur = self.shape[d];
+            if s == -1 || s as usize == cur {
+                out_shape.push(cur);
+                out_strides.push(self.strides[d]);
+            } else if cur == 1 && s >= 0 {
+                out_shape.push(s as usize);
+                out_strides.push(0);
+            } else {
+                return Err(Error::invalid(
+                    op,
+                    format!(
+                        "the expanded size of the tensor ({s}) must match the existing size ({cur}) at non-singleton dimension {i}. \
+                         Target sizes: {shape:?}. Tensor sizes: {:?}",
+                        self.shape.as_slice()
+                    ),
+                ));
+            }
+        }
+        Ok(Layout {
+            shape: out_shape,
+            strides: out_strides,
+            offset: self.offset,
+        })
+    }
+
+    /// Strides of this layout broadcast to `shape` (which must be a valid
+    /// broadcast target): new leading dims and expanded size-1 dims get stride 0.
+    pub fn broadcast_strides(&self, shape: &[usize]) -> Dims {
+        let lead = shape.len() - self.ndim();
+        let mut st: Dims = smallvec::smallvec![0; shape.len()];
+        for d in 0..self.ndim() {
+            st[lead + d] = if self.shape[d] == 1 && shape[lead + d] != 1 {
+                0
+            } else {
+                self.strides[d]
+            };
+        }
+        st
+    }
+
+    /// Inserts a size-1 dim at `dim`.
+    pub fn unsqueeze(&self, op: &'static str, dim: i64) -> Result<Layout> {
+        let d = normalize_insert_dim(op, dim, self.ndim())?;
+        let mut l = self.clone();
+        let stride = if d < self.ndim() {
+            self.strides[d] * self.shape[d]
+        } else {
+            1
+        };
+        l.shape.insert(d, 1);
+        l.strides.insert(d, stride);
+        Ok(l)
+    }
+
+    /// Removes the given size-1 dims (dims of other sizes are left alone, as
+    /// in PyTorch); `None` removes every size-1 dim.
+    pub fn squeeze(&self, op: &'static str, dims: Option<&[i64]>) -> Result<Layout> {
+        let nd = self.ndim();
+        let remove: Dims = match dims {
+            None => (0..nd).filter(|&d| self.shape[d] == 1).collect(),
+            Some(ds) => normalize_dims(op, ds, nd)?
+                .into_iter()
+                .filter(|&d| nd > 0 && self.shape[d] == 1)
+                .collect(),
+        };
+        let mut l = Layout {
+            shape: Dims::new(),
+            strides: Dims::new(),
+            offset: self.offset,
+        };
+        for d in 0..nd {
+            if !remove.contains(&d) {
+                l.shape.push(self.shape[d]);
+                l.strides.push(self.strides[d]);
+            }
+        }
+        Ok(l)
+    }
+
+    /// The same elements seen with `shape`, without copying; an error when the
+    /// strides make that impossible (use reshape).
+    pub fn view(&self, op: &'static str, shape: &[i64]) -> Result<Layout> {
+        let new_shape = infer_shape(op, shape, self.numel())?;
+        match view_strides(&self.shape, &self.strides, &new_shape) {
+            Some(strides) => Ok(Layout {
+                shape: new_shape,
+                strides,
+                offset: self.offset,
+            }),
+            None => Err(Error::InvalidView {
+                op,
+                shape: self.shape.to_vec(),
+                strides: self.strides.to_vec(),
+            }),
+        }
+    }
+
+    /// Merges adjacent dims that can be walked as one (`stride[d] == shape[d+1]*stride[d+1]`
+    /// for every given layout) and drops size-1 dims. Returns the merged
+    /// shape and, for each layout, its merged strides. All layouts must have `shape`.
+    pub fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Dims, SmallVec<[Dims; 4]>) {
+        let mut out_shape = Dims::new();
+        let mut out_strides: SmallVec<[Dims; 4]> = strides.iter().map(|_| Dims::new()).collect();
+        for d in 0..shape.len() {
+            let s = shape[d];
+            if s == 1 {
+                continue;
+            }
+            if let Some(&last) = out_shape.last() {
+                let mergeable = strides
+                    .iter()
+                    .zip(out_strides.iter())
+                    .all(|(st, os)| *os.last().unwrap() == st[d] * s);
+                if mergeable {
+                    *out_shape.last_mut().unwrap() = last * s;
+                    for (st, os) in strides.iter().zip(out_strides.iter_mut()) {
+                        *os.last_mut().unwrap() = st[d];
+                    }
+                    continue;
+                }
+            }
+            out_shape.push(s);
+            for (st, os) in strides.iter().zip(out_strides.iter_mut()) {
+                os.push(st[d]);
+            }
+        }
+        (out_shape, out_strides)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_rule_matches_pytorch() {
+        // a transposed 2x3 cannot be flattened
+        assert!(view_strides(&[3, 2], &[1, 3], &[6]).is_none());
+        // splitting a contiguous dim is fine
+        assert_eq!(view_strides(&[6], &[1], &[2, 3]).unwrap().as_slice(), &[3, 1]);
+        // a narrowed row keeps its stride
+        assert_eq!(
+            view_strides(&[2, 3], &[4, 1], &[2, 3, 1]).unwrap().as_slice(),
+            &[4, 1, 1]
+        );
+        // merging dims 1,2 of a permuted tensor whose inner dims are contiguous
+        assert_eq!(
+            view_strides(&[2, 3, 4], &[1, 8, 2], &[2, 12]).unwrap().as_slice(),
+            &[1, 2]
+        );
+    }
+
+    #[test]
+    fn broadcasting() {
+        assert_eq!(
+            broadcast_shapes("add", &[5, 1, 2], &[3, 1]).unwrap().as_slice(),
+            &[5, 3, 2]
+        );
+        let e = broadcast_shapes("add", &[2, 3], &[4]).unwrap_err();
+        assert!(e.to_string().contains("[2, 3] and [4]"));
+    }
+
+    #[test]
+    fn slicing_and_contiguity() {
+        let l = Layout::contiguous(&[7, 6, 4]);
+        let s = l.slice("slice", 0, Some(1), None, 2).unwrap();
+        assert_eq!(s.shape.as_slice(), &[3, 6, 4]);
+        assert_eq!(s.offset, 24);
+        assert!(!s.is_contiguous());
+        let s = l.slice("slice", 0, Some(-3), Some(-1), 1).unwrap();
+        assert_eq!(s.shape[0], 2);
+        let t = Layout::contiguous(&[3, 4]).transpose("t", 0, 1).unwrap();
+        assert!(!t.is_contiguous());
+        assert!(t.is_non_overlapping_and_dense());
+        let (shape, st) = Layout::coalesce(&[2, 3, 4], &[&[12, 4, 1]]);
+        assert_eq!(shape.as_slice(), &[24]);
+        assert_eq!(st[0].as_slice(), &[1]);
+    }
+
+    #[test]
+    fn infer_shapes() {
+        assert_eq!(infer_shape("view", &[9, -1, 1], 18).unwrap().as_slice(), &[9, 2, 1]);
+        assert!(infer_shape("view", &[-1, -1], 18).is_err());
+        assert!(infer_shape("view", &[5, -1], 18).is_err());
+    }
+}

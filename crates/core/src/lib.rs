@@ -1,0 +1,64 @@
+//! # ferrotorch-core
+//!
+//! The tensor core of ferrotorch: dtypes and storage, strided [`Tensor`]s
+//! with views, the [`dispatch`]er that routes every operator call to a
+//! kernel by dispatch key, operator declarations ([`ops`]) and the CPU
+//! backend. See `docs/architecture.md` for the map.
+//!
+//! ```
+//! use ferrotorch_core::Tensor;
+//! let x = Tensor::arange_step(0.0, 6.0, 1.0)?.reshape(&[2, 3])?;
+//! let y = x.softmax(-1)?.sum_dim(-1, false)?;
+//! assert!(y.to_vec::<f32>()?.iter().all(|v| (v - 1.0).abs() < 1e-6));
+//! # Ok::<(), ferrotorch_core::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod cpu;
+mod device;
+pub mod dispatch;
+mod dtype;
+mod error;
+pub mod layout;
+pub mod ops;
+pub mod random;
+mod scalar;
+pub mod storage;
+mod tensor;
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+pub use half;
+
+pub use device::Device;
+pub use dispatch::{OutSpec, Tensors};
+pub use dtype::{ALL_DTYPES, DType, Element};
+pub use error::{Error, Result};
+pub use layout::{Dims, Layout};
+pub use ops::{IntoDims, IntoOperand, Operand, Rounding, result_type};
+pub use random::{Generator, manual_seed};
+pub use scalar::Scalar;
+pub use tensor::{PrintOptions, Tensor, TensorData, TensorIndex, TensorOptions, VersionCounter, set_print_options};
+
+static DEFAULT_DTYPE: AtomicU8 = AtomicU8::new(6);
+
+/// The default floating-point dtype (f32 unless changed).
+pub fn default_dtype() -> DType {
+    ALL_DTYPES[DEFAULT_DTYPE.load(Ordering::Relaxed) as usize]
+}
+
+/// Sets the default floating-point dtype (`torch.set_default_dtype`); only
+/// floating-point dtypes are accepted.
+pub fn set_default_dtype(dtype: DType) -> Result<()> {
+    if !dtype.is_floating_point() {
+        return Err(Error::dtype(
+            "set_default_dtype",
+            dtype,
+            "only floating-point types are supported as the default type",
+        ));
+    }
+    let i = ALL_DTYPES.iter().position(|d| *d == dtype).unwrap_or(6);
+    DEFAULT_DTYPE.store(i as u8, Ordering::Relaxed);
+    Ok(())
+}

@@ -1,0 +1,414 @@
+//! Binary pointwise operators (arithmetic, comparisons, logical) and `where`.
+//!
+//! Front ends broadcast nothing themselves: they promote both operands to
+//! the common dtype (`torch.result_type`) and dispatch; the shape rule
+//! broadcasts, and kernels see inputs of one dtype.
+
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
+use crate::layout::broadcast_shapes;
+use crate::ops::promote::{IntoOperand, Operand, result_type};
+use crate::{DType, Error, Result, Scalar, Tensor};
+
+/// How `div` rounds (`rounding_mode` of `torch.div`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rounding {
+    /// True division; integers are promoted to float.
+    #[default]
+    None,
+    /// Rounds the quotient toward zero (C-style integer division).
+    Trunc,
+    /// Rounds the quotient down (Python's `//`).
+    Floor,
+}
+
+macro_rules! binary_kinds {
+    ($($(#[$doc:meta])* $kind:ident, $entry:ident, $name:literal;)*) => {
+        /// The binary pointwise operators.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum BinaryKind {
+            $($(#[$doc])* $kind,)*
+        }
+
+        $(
+            #[doc = concat!("Dispatch table of `", $name, "`.")]
+            pub static $entry: OpEntry = OpEntry::new($name);
+        )*
+
+        /// Every binary kind.
+        pub const ALL_BINARY: &[BinaryKind] = &[$(BinaryKind::$kind,)*];
+
+        impl BinaryKind {
+            /// The operator's dispatch table.
+            pub fn entry(self) -> &'static OpEntry {
+                match self {
+                    $(BinaryKind::$kind => &$entry,)*
+                }
+            }
+        }
+    };
+}
+
+binary_kinds! {
+    /// `a + alpha * b`.
+    Add, ADD, "add";
+    /// `a - alpha * b`.
+    Sub, SUB, "sub";
+    /// `a * b`.
+    Mul, MUL, "mul";
+    /// `a / b` with a rounding mode.
+    Div, DIV, "div";
+    /// `a ^ b`.
+    Pow, POW, "pow";
+    /// Elementwise maximum (NaN propagates).
+    Maximum, MAXIMUM, "maximum";
+    /// Elementwise minimum (NaN propagates).
+    Minimum, MINIMUM, "minimum";
+    /// `a == b`.
+    Eq, EQ, "eq";
+    /// `a != b`.
+    Ne, NE, "ne";
+    /// `a < b`.
+    Lt, LT, "lt";
+    /// `a <= b`.
+    Le, LE, "le";
+    /// `a > b`.
+    Gt, GT, "gt";
+    /// `a >= b`.
+    Ge, GE, "ge";
+    /// Both nonzero.
+    LogicalAnd, LOGICAL_AND, "logical_and";
+    /// Either nonzero.
+    LogicalOr, LOGICAL_OR, "logical_or";
+    /// Exactly one nonzero.
+    LogicalXor, LOGICAL_XOR, "logical_xor";
+}
+
+impl BinaryKind {
+    /// Whether the result is bool whatever the inputs.
+    pub fn is_predicate(self) -> bool {
+        use BinaryKind::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr | LogicalXor)
+    }
+
+    fn is_logical(self) -> bool {
+        matches!(
+            self,
+            BinaryKind::LogicalAnd | BinaryKind::LogicalOr | BinaryKind::LogicalXor
+        )
+    }
+}
+
+/// A binary pointwise operator instance.
+#[derive(Debug, Clone, Copy)]
+pub struct Binary {
+    /// Which operator.
+    pub kind: BinaryKind,
+    /// Multiplier of the second operand (add and sub).
+    pub alpha: Scalar,
+    /// Rounding of div.
+    pub rounding: Rounding,
+}
+
+impl Binary {
+    /// The operator with default attributes.
+    pub fn new(kind: BinaryKind) -> Self {
+        Binary {
+            kind,
+            alpha: Scalar::Int(1),
+            rounding: Rounding::None,
+        }
+    }
+}
+
+impl Op for Binary {
+    fn entry(&self) -> &'static OpEntry {
+        self.kind.entry()
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (a, b) = (inputs[0], inputs[1]);
+        let name = self.kind.entry().name();
+        if a.dtype() != b.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: name,
+                detail: format!("kernel inputs must share a dtype, got {} and {}", a.dtype(), b.dtype()),
+            });
+        }
+        let dt = a.dtype();
+        match self.kind {
+            BinaryKind::Sub if dt == DType::Bool => {
+                return Err(Error::dtype(
+                    name,
+                    dt,
+                    "subtraction with two bool tensors is not supported; use logical_xor",
+                ));
+            }
+            BinaryKind::Div if self.rounding == Rounding::None && !dt.is_floating_point() => {
+                return Err(Error::dtype(name, dt, "true division needs floating-point inputs"));
+            }
+            BinaryKind::Div | BinaryKind::Pow if dt == DType::Bool => {
+                return Err(Error::dtype(name, dt, "not supported for bool tensors"));
+            }
+            _ => {}
+        }
+        let shape = broadcast_shapes(name, a.shape(), b.shape())?;
+        let out_dt = if self.kind.is_predicate() { DType::Bool } else { dt };
+        Ok(smallvec::smallvec![broadcast_spec(&shape, &[a, b], out_dt)])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+}
+
+/// Output spec of a broadcasting pointwise op: contiguous unless the first
+/// input with the full shape is dense but permuted, whose memory order the
+/// output then follows (as PyTorch's TensorIterator does).
+pub(crate) fn broadcast_spec(shape: &[usize], inputs: &[&Tensor], dtype: DType) -> OutSpec {
+    let mut spec = OutSpec::new(shape, dtype);
+    if let Some(t) = inputs.iter().find(|t| t.shape() == shape)
+        && !t.is_contiguous()
+        && t.layout().is_non_overlapping_and_dense()
+    {
+        spec.strides = Some(t.strides().into());
+    }
+    spec
+}
+
+/// The dtype a binary op computes in, from the promoted dtype of its operands.
+fn compute_dtype(op: &Binary, promoted: DType) -> DType {
+    match op.kind {
+        BinaryKind::Div if op.rounding == Rounding::None && !promoted.is_floating_point() => crate::default_dtype(),
+        _ => promoted,
+    }
+}
+
+fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor)> {
+    if op.kind.is_logical() {
+        // Logical ops only look at truth values.
+        return Ok((a.to_tensor(DType::Bool)?, b.to_tensor(DType::Bool)?));
+    }
+    let dt = compute_dtype(op, result_type(&[a.clone(), b.clone()]));
+    Ok((a.to_tensor(dt)?, b.to_tensor(dt)?))
+}
+
+/// Runs `a <kind> b`.
+pub fn binary(kind: BinaryKind, a: &Tensor, b: Operand) -> Result<Tensor> {
+    binary_op(Binary::new(kind), a, b)
+}
+
+fn binary_op(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
+    let (x, y) = prepare(&op, Operand::Tensor(a), b)?;
+    call1(&op, &[&x, &y])
+}
+
+/// Runs `scalar <kind> b` (e.g. `2 ** x`).
+pub fn binary_scalar_lhs(kind: BinaryKind, a: Scalar, b: &Tensor) -> Result<Tensor> {
+    let op = Binary::new(kind);
+    let (x, y) = prepare(&op, Operand::Scalar(a), Operand::Tensor(b))?;
+    call1(&op, &[&x, &y])
+}
+
+/// Runs `a <kind>= b` in place.
+pub fn binary_(kind: BinaryKind, a: &Tensor, b: Operand) -> Result<Tensor> {
+    binary_op_(Binary::new(kind), a, b)
+}
+
+fn binary_op_(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
+    let (x, y) = prepare(&op, Operand::Tensor(a), b)?;
+    call_out(&op, &[&x, &y], &[a])?;
+    Ok(a.clone())
+}
+
+impl<'a> From<&'a Tensor> for Operand<'a> {
+    fn from(t: &'a Tensor) -> Self {
+        Operand::Tensor(t)
+    }
+}
+
+macro_rules! binary_methods {
+    ($($(#[$doc:meta])* $method:ident, $inplace:ident, $kind:ident;)*) => {
+        impl Tensor {
+            $(
+                $(#[$doc])*
+                pub fn $method<'a>(&self, other: impl IntoOperand<'a>) -> Result<Tensor> {
+                    binary(BinaryKind::$kind, self, other.into_operand())
+                }
+
+                #[doc = concat!("In-place `", stringify!($method), "`; returns `self`.")]
+                pub fn $inplace<'a>(&self, other: impl IntoOperand<'a>) -> Result<Tensor> {
+                    binary_(BinaryKind::$kind, self, other.into_operand())
+                }
+            )*
+        }
+    };
+}
+
+binary_methods! {
+    /// `self + other` (a tensor or a scalar), broadcasting and promoting.
+    add, add_, Add;
+    /// `self - other`.
+    sub, sub_, Sub;
+    /// `self * other`.
+    mul, mul_, Mul;
+    /// `self / other` (true division; integers give floats).
+    div, div_, Div;
+    /// Elementwise maximum; NaN propagates.
+    maximum, maximum_, Maximum;
+    /// Elementwise minimum; NaN propagates.
+    minimum, minimum_, Minimum;
+    /// `self == other` as bool.
+    eq, eq_, Eq;
+    /// `self != other` as bool.
+    ne, ne_, Ne;
+    /// `self < other` as bool.
+    lt, lt_, Lt;
+    /// `self <= other` as bool.
+    le, le_, Le;
+    /// `self > other` as bool.
+    gt, gt_, Gt;
+    /// `self >= other` as bool.
+    ge, ge_, Ge;
+    /// Elementwise logical and of truth values.
+    logical_and, logical_and_, LogicalAnd;
+    /// Elementwise logical or of truth values.
+    logical_or, logical_or_, LogicalOr;
+    /// Elementwise logical xor of truth values.
+    logical_xor, logical_xor_, LogicalXor;
+}
+
+impl Tensor {
+    /// `self + alpha * other` (`torch.add(input, other, alpha=alpha)`).
+    pub fn add_scaled<'a>(&self, other: impl IntoOperand<'a>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        binary_op(
+            alpha_op(BinaryKind::Add, alpha.into(), self)?,
+            self,
+            other.into_operand(),
+        )
+    }
+
+    /// In-place [`Tensor::add_scaled`].
+    pub fn add_scaled_<'a>(&self, other: impl IntoOperand<'a>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        binary_op_(
+            alpha_op(BinaryKind::Add, alpha.into(), self)?,
+            self,
+            other.into_operand(),
+        )
+    }
+
+    /// `self - alpha * other`.
+    pub fn sub_scaled<'a>(&self, other: impl IntoOperand<'a>, alpha: impl Into<Scalar>) -> Result<Tensor> {
+        binary_op(
+            alpha_op(BinaryKind::Sub, alpha.into(), self)?,
+            self,
+            other.into_operand(),
+        )
+    }
+
+    /// `self / other` rounded as `rounding` says (`torch.div(..., rounding_mode=...)`).
+    pub fn div_rounding<'a>(&self, other: impl IntoOperand<'a>, rounding: Rounding) -> Result<Tensor> {
+        let op = Binary {
+            rounding,
+            ..Binary::new(BinaryKind::Div)
+        };
+        binary_op(op, self, other.into_operand())
+    }
+
+    /// In-place [`Tensor::div_rounding`].
+    pub fn div_rounding_<'a>(&self, other: impl IntoOperand<'a>, rounding: Rounding) -> Result<Tensor> {
+        let op = Binary {
+            rounding,
+            ..Binary::new(BinaryKind::Div)
+        };
+        binary_op_(op, self, other.into_operand())
+    }
+
+    /// Elementwise logical not, as bool.
+    pub fn logical_not(&self) -> Result<Tensor> {
+        self.eq(Scalar::Int(0))
+    }
+
+    /// `where(condition, self, other)`: `self` where `condition` holds, else `other`.
+    pub fn where_cond<'a>(&self, condition: &Tensor, other: impl IntoOperand<'a>) -> Result<Tensor> {
+        where_(condition, Operand::Tensor(self), other.into_operand())
+    }
+
+    /// Fills the elements where `mask` holds with `value` (`masked_fill`);
+    /// `mask` broadcasts to `self`.
+    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let value = value.into();
+        if mask.dtype() != DType::Bool {
+            return Err(Error::dtype("masked_fill", mask.dtype(), "mask must be a bool tensor"));
+        }
+        let shape = broadcast_shapes("masked_fill", self.shape(), mask.shape())?;
+        if shape.as_slice() != self.shape() {
+            return Err(Error::shape(
+                "masked_fill",
+                self.shape(),
+                mask.shape(),
+                "mask must broadcast to the input",
+            ));
+        }
+        let v = Tensor::scalar_tensor(value, self.dtype());
+        call1(&Where, &[mask, &v, self])
+    }
+
+    /// In-place [`Tensor::masked_fill`].
+    pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let filled = self.masked_fill(mask, value)?;
+        self.copy_(&filled)
+    }
+}
+
+fn alpha_op(kind: BinaryKind, alpha: Scalar, a: &Tensor) -> Result<Binary> {
+    if alpha.is_float() && !a.dtype().is_floating_point() {
+        return Err(Error::invalid(
+            kind.entry().name(),
+            "for integral input tensors, argument alpha must not be a floating point number",
+        ));
+    }
+    Ok(Binary {
+        alpha,
+        ..Binary::new(kind)
+    })
+}
+
+/// Dispatch table of `where`.
+pub static WHERE: OpEntry = OpEntry::new("where");
+
+/// `where(condition, x, y)`, with inputs `[condition, x, y]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Where;
+
+impl Op for Where {
+    fn entry(&self) -> &'static OpEntry {
+        &WHERE
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (c, x, y) = (inputs[0], inputs[1], inputs[2]);
+        if c.dtype() != DType::Bool {
+            return Err(Error::dtype("where", c.dtype(), "condition must be a bool tensor"));
+        }
+        if x.dtype() != y.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: "where",
+                detail: format!("kernel inputs must share a dtype, got {} and {}", x.dtype(), y.dtype()),
+            });
+        }
+        let s = broadcast_shapes("where", c.shape(), x.shape())?;
+        let s = broadcast_shapes("where", &s, y.shape())?;
+        Ok(smallvec::smallvec![broadcast_spec(&s, &[x, y], x.dtype())])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+}
+
+/// `torch.where(condition, x, y)`: elements of `x` where `condition`, else of `y`.
+pub fn where_(condition: &Tensor, x: Operand, y: Operand) -> Result<Tensor> {
+    let dt = result_type(&[x.clone(), y.clone()]);
+    let (xt, yt) = (x.to_tensor(dt)?, y.to_tensor(dt)?);
+    call1(&Where, &[condition, &xt, &yt])
+}

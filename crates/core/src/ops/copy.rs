@@ -1,0 +1,237 @@
+//! Copies, casts, fills and device transfers.
+
+use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, backend_for, call_out, call1};
+use crate::layout::{Dims, Layout};
+use crate::storage::Storage;
+use crate::{DType, Device, Error, Result, Scalar, Tensor};
+
+/// Declaration of `_to_copy`: elementwise copy with a dtype cast.
+pub static TO_COPY: OpEntry = OpEntry::new("_to_copy");
+/// Declaration of `fill_`: writes one value everywhere (also `zeros`, `ones`, `full`).
+pub static FILL: OpEntry = OpEntry::new("fill");
+/// Declaration of `_to_device`: copy to another device.
+pub static TO_DEVICE: OpEntry = OpEntry::new("_to_device");
+
+/// Copy with cast to `dtype`; the output keeps the input's strides when
+/// `preserve_strides` and the input is dense (PyTorch's `preserve_format`),
+/// else it is contiguous.
+#[derive(Debug, Clone)]
+pub struct Cast {
+    /// Output dtype.
+    pub dtype: DType,
+    /// Keep a dense input's memory order.
+    pub preserve_strides: bool,
+}
+
+impl Op for Cast {
+    fn entry(&self) -> &'static OpEntry {
+        &TO_COPY
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        let mut spec = OutSpec::new(x.dims(), self.dtype);
+        if self.preserve_strides && !x.is_contiguous() && x.layout().is_non_overlapping_and_dense() {
+            spec.strides = Some(x.strides().into());
+        }
+        Ok(smallvec::smallvec![spec])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+}
+
+/// Fill with a constant; also the factory behind `zeros`/`ones`/`full`.
+#[derive(Debug, Clone)]
+pub struct Fill {
+    /// The value.
+    pub value: Scalar,
+    /// Output shape.
+    pub shape: Dims,
+    /// Output dtype.
+    pub dtype: DType,
+    /// Output device.
+    pub device: Device,
+}
+
+impl Op for Fill {
+    fn entry(&self) -> &'static OpEntry {
+        &FILL
+    }
+
+    fn infer(&self, _inputs: &[&Tensor]) -> Result<OutSpecs> {
+        Ok(smallvec::smallvec![OutSpec::new(self.shape.clone(), self.dtype)])
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.device)
+    }
+}
+
+/// Copy to another device (contiguous result).
+#[derive(Debug, Clone)]
+pub struct ToDevice {
+    /// Target device.
+    pub device: Device,
+}
+
+impl Op for ToDevice {
+    fn entry(&self) -> &'static OpEntry {
+        &TO_DEVICE
+    }
+}
+
+fn to_device_kernel(call: &Call) -> Result<Tensors> {
+    let op: &ToDevice = crate::dispatch::downcast_op(call.op)?;
+    let x = call.inputs[0];
+    let target = op.device;
+    let src = x.contiguous()?;
+    let es = src.element_size();
+    let nbytes = src.numel() * es;
+    let dst_backend = backend_for(target)?;
+    let buffer = if src.device() == Device::Meta || target == Device::Meta {
+        if target != Device::Meta {
+            return Err(Error::NoData {
+                op: "to",
+                device: Device::Meta,
+            });
+        }
+        dst_backend.allocate(target, nbytes, false)?
+    } else {
+        let mut bytes = vec![0u8; nbytes];
+        {
+            let guard = src.storage().read();
+            backend_for(src.device())?.copy_to_host(&guard, src.storage_offset() * es, &mut bytes)?;
+        }
+        dst_backend.copy_from_host(target, &bytes)?
+    };
+    let storage = Storage::new(target, nbytes, buffer);
+    Ok(smallvec::smallvec![Tensor::from_parts(
+        storage,
+        Layout::contiguous(src.shape()),
+        src.dtype()
+    )])
+}
+
+pub(crate) fn register() -> Result<()> {
+    TO_DEVICE.register(Slot::AnyBackend, Kernel::Functional(to_device_kernel))
+}
+
+/// Writes `src` (broadcast to `dst`'s shape, cast to its dtype, moved to its
+/// device) into `dst`.
+pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let src = if src.device() != dst.device() && !(src.ndim() == 0 && src.device() == Device::Cpu) {
+        src.to_device(dst.device())?
+    } else {
+        src.clone()
+    };
+    let src = if src.shape() != dst.shape() {
+        let shape: Vec<i64> = dst.shape().iter().map(|&s| s as i64).collect();
+        src.expand(&shape).map_err(|_| {
+            Error::shape(
+                "copy_",
+                dst.shape(),
+                src.shape(),
+                "source must broadcast to the destination",
+            )
+        })?
+    } else {
+        src
+    };
+    call_out(
+        &Cast {
+            dtype: dst.dtype(),
+            preserve_strides: false,
+        },
+        &[&src],
+        &[dst],
+    )
+}
+
+impl Tensor {
+    /// Converts to `dtype` (returns `self` when it already has it).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        call1(
+            &Cast {
+                dtype,
+                preserve_strides: true,
+            },
+            &[self],
+        )
+    }
+
+    /// Moves to `device` (returns `self` when it is already there).
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        call1(&ToDevice { device }, &[self])
+    }
+
+    /// Moves to `device` (PyTorch's `tensor.to(device)`).
+    pub fn to(&self, device: Device) -> Result<Tensor> {
+        self.to_device(device)
+    }
+
+    /// Copies to the CPU.
+    pub fn cpu(&self) -> Result<Tensor> {
+        self.to_device(Device::Cpu)
+    }
+
+    /// A copy with its own storage, keeping a dense tensor's memory order.
+    pub fn clone_tensor(&self) -> Result<Tensor> {
+        call1(
+            &Cast {
+                dtype: self.dtype(),
+                preserve_strides: true,
+            },
+            &[self],
+        )
+    }
+
+    /// `self` if contiguous, else a contiguous copy.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        call1(
+            &Cast {
+                dtype: self.dtype(),
+                preserve_strides: false,
+            },
+            &[self],
+        )
+    }
+
+    /// Copies `src` into `self` in place (broadcasting, casting and moving
+    /// across devices as needed); returns `self`.
+    pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
+        copy_into(self, src)?;
+        Ok(self.clone())
+    }
+
+    /// Sets every element to `value` (cast to the tensor's dtype) in place; returns `self`.
+    pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        let value = value.into();
+        call_out(
+            &Fill {
+                value,
+                shape: self.dims(),
+                dtype: self.dtype(),
+                device: self.device(),
+            },
+            &[],
+            &[self],
+        )?;
+        Ok(self.clone())
+    }
+
+    /// Sets every element to zero in place; returns `self`.
+    pub fn zero_(&self) -> Result<Tensor> {
+        self.fill_(Scalar::Int(0))
+    }
+}

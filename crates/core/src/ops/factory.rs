@@ -1,0 +1,139 @@
+//! Factory operators without tensor inputs: `arange`, `linspace` and random
+//! sampling (`zeros`/`ones`/`full` use [`crate::ops::Fill`]).
+
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs};
+use crate::layout::Dims;
+use crate::random::Generator;
+use crate::{DType, Device, Result};
+
+/// Dispatch table of `arange`.
+pub static ARANGE: OpEntry = OpEntry::new("arange");
+/// Dispatch table of `linspace`.
+pub static LINSPACE: OpEntry = OpEntry::new("linspace");
+/// Dispatch table of the random samplers.
+pub static RANDOM: OpEntry = OpEntry::new("random");
+
+/// `start, start + step, ...` (`len` values), computed in f64 (i64 for integer dtypes).
+#[derive(Debug, Clone)]
+pub struct Arange {
+    /// First value.
+    pub start: f64,
+    /// Increment.
+    pub step: f64,
+    /// Number of values.
+    pub len: usize,
+    /// Output dtype.
+    pub dtype: DType,
+    /// Output device.
+    pub device: Device,
+}
+
+impl Op for Arange {
+    fn entry(&self) -> &'static OpEntry {
+        &ARANGE
+    }
+
+    fn infer(&self, _inputs: &[&crate::Tensor]) -> Result<OutSpecs> {
+        Ok(smallvec::smallvec![OutSpec::new(
+            Dims::from_slice(&[self.len]),
+            self.dtype
+        )])
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.device)
+    }
+}
+
+/// `steps` evenly spaced values from `start` to `end` inclusive.
+#[derive(Debug, Clone)]
+pub struct Linspace {
+    /// First value.
+    pub start: f64,
+    /// Last value.
+    pub end: f64,
+    /// Number of values.
+    pub steps: usize,
+    /// Output dtype.
+    pub dtype: DType,
+    /// Output device.
+    pub device: Device,
+}
+
+impl Op for Linspace {
+    fn entry(&self) -> &'static OpEntry {
+        &LINSPACE
+    }
+
+    fn infer(&self, _inputs: &[&crate::Tensor]) -> Result<OutSpecs> {
+        Ok(smallvec::smallvec![OutSpec::new(
+            Dims::from_slice(&[self.steps]),
+            self.dtype
+        )])
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.device)
+    }
+}
+
+/// A probability distribution to sample from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Distribution {
+    /// Uniform on `[low, high)`.
+    Uniform {
+        /// Lower bound.
+        low: f64,
+        /// Upper bound.
+        high: f64,
+    },
+    /// Gaussian.
+    Normal {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation.
+        std: f64,
+    },
+    /// Uniform integers in `[low, high)`.
+    RandInt {
+        /// Lower bound.
+        low: i64,
+        /// Upper bound (exclusive).
+        high: i64,
+    },
+    /// 1 with probability `p`, else 0.
+    Bernoulli {
+        /// Probability of 1.
+        p: f64,
+    },
+}
+
+/// Fresh samples of a distribution; draws are sequential from the generator
+/// (the global one when `None`), matching PyTorch's CPU sampling.
+#[derive(Debug, Clone)]
+pub struct Random {
+    /// What to sample.
+    pub dist: Distribution,
+    /// Output shape.
+    pub shape: Dims,
+    /// Output dtype.
+    pub dtype: DType,
+    /// Output device.
+    pub device: Device,
+    /// Explicit generator.
+    pub generator: Option<Generator>,
+}
+
+impl Op for Random {
+    fn entry(&self) -> &'static OpEntry {
+        &RANDOM
+    }
+
+    fn infer(&self, _inputs: &[&crate::Tensor]) -> Result<OutSpecs> {
+        Ok(smallvec::smallvec![OutSpec::new(self.shape.clone(), self.dtype)])
+    }
+
+    fn device(&self) -> Option<Device> {
+        Some(self.device)
+    }
+}

@@ -1,0 +1,380 @@
+//! Index-driven operators: gather, scatter / scatter_add, index_select,
+//! advanced (integer-tensor) indexing, nonzero; and the composites tril,
+//! triu and one_hot.
+
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
+use crate::layout::{Dims, broadcast_shapes, normalize_dim};
+use crate::{DType, Error, Result, Scalar, Tensor};
+
+/// Dispatch table of `gather`.
+pub static GATHER: OpEntry = OpEntry::new("gather");
+/// Dispatch table of `scatter`.
+pub static SCATTER: OpEntry = OpEntry::new("scatter");
+/// Dispatch table of `scatter_add`.
+pub static SCATTER_ADD: OpEntry = OpEntry::new("scatter_add");
+/// Dispatch table of `index_select`.
+pub static INDEX_SELECT: OpEntry = OpEntry::new("index_select");
+/// Dispatch table of `index` (advanced indexing).
+pub static INDEX: OpEntry = OpEntry::new("index");
+/// Dispatch table of `nonzero`.
+pub static NONZERO: OpEntry = OpEntry::new("nonzero");
+
+fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
+    if index.dtype() != DType::I64 && index.dtype() != DType::I32 {
+        return Err(Error::dtype(
+            op,
+            index.dtype(),
+            "index must be an int64 (or int32) tensor",
+        ));
+    }
+    Ok(())
+}
+
+/// `out[i][j][k] = x[index[i][j][k]][j][k]` (for `dim` 0), inputs `[x, index]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Gather {
+    /// The normalised dim.
+    pub dim: usize,
+}
+
+impl Op for Gather {
+    fn entry(&self) -> &'static OpEntry {
+        &GATHER
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (x, index) = (inputs[0], inputs[1]);
+        check_index_dtype("gather", index)?;
+        if index.ndim() != x.ndim() && !(x.ndim() == 0 && index.ndim() <= 1) {
+            return Err(Error::shape(
+                "gather",
+                x.shape(),
+                index.shape(),
+                "index must have as many dims as the input",
+            ));
+        }
+        for d in 0..index.ndim().min(x.ndim()) {
+            if d != self.dim && index.shape()[d] > x.shape()[d] {
+                return Err(Error::shape(
+                    "gather",
+                    x.shape(),
+                    index.shape(),
+                    format!("size of index at dim {d} must not exceed the input's"),
+                ));
+            }
+        }
+        Ok(smallvec::smallvec![OutSpec::new(index.dims(), x.dtype())])
+    }
+}
+
+/// `out = x` with `out[index[i][j]][j] = src[i][j]` (dim 0), or `+=` when
+/// `add`; inputs `[x, index, src]`. Equal indices under `add` accumulate
+/// in a fixed order.
+#[derive(Debug, Clone, Copy)]
+pub struct Scatter {
+    /// The normalised dim.
+    pub dim: usize,
+    /// Accumulate instead of overwrite.
+    pub add: bool,
+}
+
+impl Op for Scatter {
+    fn entry(&self) -> &'static OpEntry {
+        if self.add { &SCATTER_ADD } else { &SCATTER }
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (x, index, src) = (inputs[0], inputs[1], inputs[2]);
+        let name = self.entry().name();
+        check_index_dtype(name, index)?;
+        if x.dtype() != src.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: name,
+                detail: format!(
+                    "expected self and src to have the same dtype, got {} and {}",
+                    x.dtype(),
+                    src.dtype()
+                ),
+            });
+        }
+        if index.ndim() != x.ndim() || (src.ndim() != index.ndim() && src.numel() > 1) {
+            return Err(Error::shape(
+                name,
+                x.shape(),
+                index.shape(),
+                "index, src and self must have the same number of dims",
+            ));
+        }
+        for d in 0..index.ndim() {
+            if (d != self.dim && index.shape()[d] > x.shape()[d])
+                || (src.ndim() == index.ndim() && index.shape()[d] > src.shape()[d])
+            {
+                return Err(Error::shape(
+                    name,
+                    index.shape(),
+                    src.shape(),
+                    format!(
+                        "size of index at dim {d} must not exceed the sizes of src and (except at dim {}) self",
+                        self.dim
+                    ),
+                ));
+            }
+        }
+        Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())])
+    }
+}
+
+/// Picks entries of `x` along `dim` by a 1-D index; inputs `[x, index]`.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexSelect {
+    /// The normalised dim.
+    pub dim: usize,
+}
+
+impl Op for IndexSelect {
+    fn entry(&self) -> &'static OpEntry {
+        &INDEX_SELECT
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (x, index) = (inputs[0], inputs[1]);
+        check_index_dtype("index_select", index)?;
+        if index.ndim() > 1 {
+            return Err(Error::shape(
+                "index_select",
+                x.shape(),
+                index.shape(),
+                "index must be a vector",
+            ));
+        }
+        let mut shape = x.dims();
+        if x.ndim() > 0 {
+            shape[self.dim] = index.numel();
+        }
+        Ok(smallvec::smallvec![OutSpec::new(shape, x.dtype())])
+    }
+}
+
+/// Advanced indexing of `count` consecutive dims starting at `start` by
+/// index tensors of one (broadcast) shape; inputs `[x, idx_0, ..., idx_{count-1}]`.
+/// The output replaces the indexed dims with the index shape.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexTensors {
+    /// First indexed dim.
+    pub start: usize,
+}
+
+impl Op for IndexTensors {
+    fn entry(&self) -> &'static OpEntry {
+        &INDEX
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        let idx = &inputs[1..];
+        if idx.is_empty() || self.start + idx.len() > x.ndim() {
+            return Err(Error::invalid(
+                "index",
+                format!("too many indices for tensor of dimension {}", x.ndim()),
+            ));
+        }
+        let mut bshape = Dims::new();
+        for t in idx {
+            check_index_dtype("index", t)?;
+            bshape = broadcast_shapes("index", &bshape, t.shape())?;
+        }
+        let mut shape: Dims = x.shape()[..self.start].into();
+        shape.extend_from_slice(&bshape);
+        shape.extend_from_slice(&x.shape()[self.start + idx.len()..]);
+        Ok(smallvec::smallvec![OutSpec::new(shape, x.dtype())])
+    }
+}
+
+/// Indices of the nonzero elements as a `[n, ndim]` int64 tensor
+/// (data-dependent shape: a functional kernel per backend).
+#[derive(Debug, Clone, Copy)]
+pub struct Nonzero;
+
+impl Op for Nonzero {
+    fn entry(&self) -> &'static OpEntry {
+        &NONZERO
+    }
+}
+
+impl Tensor {
+    /// `torch.gather(self, dim, index)`.
+    pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        let d = normalize_dim("gather", dim, self.ndim())?;
+        call1(&Gather { dim: d }, &[self, index])
+    }
+
+    fn scatter_impl(&self, dim: i64, index: &Tensor, src: &Tensor, add: bool, inplace: bool) -> Result<Tensor> {
+        let d = normalize_dim("scatter", dim, self.ndim())?;
+        let src = src.to_dtype(self.dtype())?;
+        let op = Scatter { dim: d, add };
+        if inplace {
+            call_out(&op, &[self, index, &src], &[self])?;
+            Ok(self.clone())
+        } else {
+            call1(&op, &[self, index, &src])
+        }
+    }
+
+    /// A copy of `self` with `src` written at `index` along `dim`.
+    pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        self.scatter_impl(dim, index, src, false, false)
+    }
+
+    /// A copy of `self` with `value` written at `index` along `dim`.
+    pub fn scatter_value(&self, dim: i64, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let v = Tensor::scalar_tensor(value.into(), self.dtype());
+        self.scatter_impl(dim, index, &v, false, false)
+    }
+
+    /// In-place [`Tensor::scatter`].
+    pub fn scatter_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        self.scatter_impl(dim, index, src, false, true)
+    }
+
+    /// A copy of `self` with `src` added at `index` along `dim`.
+    pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        self.scatter_impl(dim, index, src, true, false)
+    }
+
+    /// In-place [`Tensor::scatter_add`].
+    pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        self.scatter_impl(dim, index, src, true, true)
+    }
+
+    /// Entries of `dim` picked by the 1-D `index`.
+    pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        let d = normalize_dim("index_select", dim, self.ndim())?;
+        call1(&IndexSelect { dim: d }, &[self, index])
+    }
+
+    /// Advanced indexing (`x[idx0, idx1, ...]` with `None` for `:`), as
+    /// `aten::index`: bool masks become their nonzero positions; when the
+    /// indexed dims are not adjacent, the index dims come first in the result.
+    pub fn index(&self, indices: &[Option<Tensor>]) -> Result<Tensor> {
+        if indices.len() > self.ndim() {
+            return Err(Error::invalid(
+                "index",
+                format!("too many indices for tensor of dimension {}", self.ndim()),
+            ));
+        }
+        // Expand bool masks into one long index per masked dim.
+        let mut expanded: Vec<Option<Tensor>> = Vec::new();
+        for (pos, ix) in indices.iter().enumerate() {
+            match ix {
+                Some(t) if t.dtype() == DType::Bool || t.dtype() == DType::U8 => {
+                    let d = expanded.len();
+                    for k in 0..t.ndim() {
+                        if self.shape()[d + k] != t.shape()[k] {
+                            return Err(Error::shape(
+                                "index",
+                                self.shape(),
+                                t.shape(),
+                                format!("the shape of the mask at index {pos} does not match the indexed tensor"),
+                            ));
+                        }
+                    }
+                    let nz = t.nonzero()?;
+                    for k in 0..t.ndim() {
+                        expanded.push(Some(nz.select(1, k as i64)?));
+                    }
+                }
+                other => expanded.push(other.clone()),
+            }
+        }
+        let positions: Vec<usize> = expanded
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.is_some())
+            .map(|(i, _)| i)
+            .collect();
+        let Some(&first) = positions.first() else {
+            return self.alias();
+        };
+        let adjacent = positions.windows(2).all(|w| w[1] == w[0] + 1);
+        let (x, start) = if adjacent {
+            (self.clone(), first)
+        } else {
+            let mut perm: Vec<i64> = positions.iter().map(|&p| p as i64).collect();
+            perm.extend((0..self.ndim() as i64).filter(|d| !positions.contains(&(*d as usize))));
+            (self.permute(&perm)?, 0)
+        };
+        let idx: Vec<&Tensor> = positions.iter().map(|&p| expanded[p].as_ref().unwrap()).collect();
+        let mut inputs = vec![&x];
+        inputs.extend(idx);
+        call1(&IndexTensors { start }, &inputs)
+    }
+
+    /// Indices of nonzero elements, `[n, ndim]` int64.
+    pub fn nonzero(&self) -> Result<Tensor> {
+        call1(&Nonzero, &[self])
+    }
+
+    /// Lower triangle of the last two dims (`diagonal` shifts it); the rest is zero.
+    pub fn tril(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle(diagonal, false)
+    }
+
+    /// Upper triangle of the last two dims (`diagonal` shifts it); the rest is zero.
+    pub fn triu(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle(diagonal, true)
+    }
+
+    fn triangle(&self, k: i64, upper: bool) -> Result<Tensor> {
+        let name = if upper { "triu" } else { "tril" };
+        if self.ndim() < 2 {
+            return Err(Error::invalid(name, "input tensor must have at least 2 dimensions"));
+        }
+        let n = self.shape()[self.ndim() - 2] as i64;
+        let m = self.shape()[self.ndim() - 1] as i64;
+        let opts = crate::TensorOptions::new().dtype(DType::I64).device(self.device());
+        let rows = opts.arange(0, n, 1)?.unsqueeze(1)?;
+        let cols = opts.arange(0, m, 1)?.unsqueeze(0)?;
+        let diff = cols.sub(&rows)?;
+        let keep = if upper { diff.ge(k)? } else { diff.le(k)? };
+        let zero = Tensor::scalar_tensor(Scalar::Int(0), self.dtype());
+        crate::ops::binary::where_(&keep, self.into(), (&zero).into())
+    }
+
+    /// One-hot encoding of an int64 tensor: a new last dim of size
+    /// `num_classes` (or max + 1 when `None`).
+    pub fn one_hot(&self, num_classes: Option<usize>) -> Result<Tensor> {
+        if self.dtype() != DType::I64 {
+            return Err(Error::dtype(
+                "one_hot",
+                self.dtype(),
+                "one_hot is only applicable to index (int64) tensors",
+            ));
+        }
+        let c = match num_classes {
+            Some(c) => c,
+            None if self.numel() == 0 => {
+                return Err(Error::invalid(
+                    "one_hot",
+                    "can not infer total number of classes from empty tensor",
+                ));
+            }
+            None => self.max()?.item::<i64>()?.max(-1) as usize + 1,
+        };
+        if self.numel() > 0 {
+            let (lo, hi) = (self.min()?.item::<i64>()?, self.max()?.item::<i64>()?);
+            if lo < 0 || hi >= c as i64 {
+                return Err(Error::invalid(
+                    "one_hot",
+                    format!("class values must be in [0, {c}), got [{lo}, {hi}]"),
+                ));
+            }
+        }
+        let mut shape: Vec<usize> = self.shape().to_vec();
+        shape.push(c);
+        let z = crate::TensorOptions::new()
+            .dtype(DType::I64)
+            .device(self.device())
+            .zeros(&shape)?;
+        z.scatter_value(-1, &self.unsqueeze(-1)?, 1)
+    }
+}

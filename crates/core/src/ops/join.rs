@@ -1,0 +1,134 @@
+//! `cat` and `stack`.
+
+use crate::dispatch::{Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, call1, downcast_op};
+use crate::layout::{normalize_dim, normalize_insert_dim};
+use crate::ops::promote::{Operand, result_type};
+use crate::{Error, Result, Tensor};
+
+/// Dispatch table of `cat`.
+pub static CAT: OpEntry = OpEntry::new("cat");
+
+/// Concatenation along `dim` of tensors with equal other dims.
+#[derive(Debug, Clone, Copy)]
+pub struct Cat {
+    /// The normalised dim.
+    pub dim: usize,
+}
+
+impl Op for Cat {
+    fn entry(&self) -> &'static OpEntry {
+        &CAT
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let first = inputs
+            .first()
+            .ok_or_else(|| Error::invalid("cat", "expected a non-empty list of tensors"))?;
+        let mut shape = first.dims();
+        let mut total = 0;
+        for t in inputs {
+            if t.ndim() != first.ndim() {
+                return Err(Error::shape(
+                    "cat",
+                    first.shape(),
+                    t.shape(),
+                    "tensors must have the same number of dimensions",
+                ));
+            }
+            if t.dtype() != first.dtype() {
+                return Err(Error::DTypeMismatch {
+                    op: "cat",
+                    detail: format!(
+                        "kernel inputs must share a dtype, got {} and {}",
+                        first.dtype(),
+                        t.dtype()
+                    ),
+                });
+            }
+            for d in 0..t.ndim() {
+                if d != self.dim && t.shape()[d] != first.shape()[d] {
+                    return Err(Error::shape(
+                        "cat",
+                        first.shape(),
+                        t.shape(),
+                        format!("sizes of tensors must match except in dimension {}", self.dim),
+                    ));
+                }
+            }
+            total += t.shape()[self.dim];
+        }
+        shape[self.dim] = total;
+        Ok(smallvec::smallvec![OutSpec::new(shape, first.dtype())])
+    }
+}
+
+/// Backend-independent: each input is copied into its slice of the output.
+fn cat_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &Cat = downcast_op(op)?;
+    let out = outputs[0];
+    let mut start = 0;
+    for t in inputs {
+        let len = t.shape()[op.dim];
+        if len > 0 {
+            out.narrow(op.dim as i64, start as i64, len)?.copy_(t)?;
+        }
+        start += len;
+    }
+    Ok(())
+}
+
+pub(crate) fn register() -> Result<()> {
+    CAT.register(Slot::AnyBackend, Kernel::Structured(cat_kernel))
+}
+
+impl Tensor {
+    /// Concatenates `tensors` along `dim` (promoting to a common dtype).
+    /// 1-D empty tensors are skipped, as in PyTorch.
+    pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
+        let kept: Vec<&Tensor> = tensors
+            .iter()
+            .copied()
+            .filter(|t| !(t.ndim() == 1 && t.numel() == 0))
+            .collect();
+        let Some(first) = kept.first() else {
+            return match tensors.first() {
+                Some(t) => t.clone_tensor(),
+                None => Err(Error::invalid("cat", "expected a non-empty list of tensors")),
+            };
+        };
+        if first.ndim() == 0 {
+            return Err(Error::invalid("cat", "zero-dimensional tensor cannot be concatenated"));
+        }
+        let d = normalize_dim("cat", dim, first.ndim())?;
+        let ops: Vec<Operand> = kept.iter().map(|t| Operand::Tensor(t)).collect();
+        let dt = result_type(&ops);
+        let cast: Vec<Tensor> = kept.iter().map(|t| t.to_dtype(dt)).collect::<Result<_>>()?;
+        let refs: Vec<&Tensor> = cast.iter().collect();
+        call1(&Cat { dim: d }, &refs)
+    }
+
+    /// Stacks equally shaped `tensors` along a new dim `dim`.
+    pub fn stack(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::invalid("stack", "expects a non-empty list of tensors"))?;
+        let d = normalize_insert_dim("stack", dim, first.ndim())?;
+        for t in tensors {
+            if t.shape() != first.shape() {
+                return Err(Error::shape(
+                    "stack",
+                    first.shape(),
+                    t.shape(),
+                    "stack expects each tensor to be equal size",
+                ));
+            }
+        }
+        let unsq: Vec<Tensor> = tensors.iter().map(|t| t.unsqueeze(d as i64)).collect::<Result<_>>()?;
+        let refs: Vec<&Tensor> = unsq.iter().collect();
+        let ops: Vec<Operand> = refs.iter().map(|t| Operand::Tensor(t)).collect();
+        let dt = result_type(&ops);
+        let cast: Vec<Tensor> = refs.iter().map(|t| t.to_dtype(dt)).collect::<Result<_>>()?;
+        let refs: Vec<&Tensor> = cast.iter().collect();
+        call1(&Cat { dim: d }, &refs)
+    }
+}

@@ -1,0 +1,43 @@
+//! Operator declarations and front ends.
+//!
+//! One module per family. Each operator is declared once: a struct (its
+//! attributes) implementing [`crate::dispatch::Op`] with its dispatch table and
+//! shape/dtype rule, plus its `Tensor` methods. Kernels live per backend
+//! (`crate::cpu` for the CPU); backend-independent kernels (views, `cat`,
+//! device copies) are registered here.
+
+pub mod binary;
+pub mod copy;
+pub mod factory;
+pub mod index;
+pub mod join;
+pub mod linalg;
+mod overloads;
+pub mod promote;
+pub mod reduce;
+pub mod softmax;
+pub mod sort;
+pub mod unary;
+pub mod view;
+
+pub use binary::{ALL_BINARY, Binary, BinaryKind, Rounding, Where};
+pub(crate) use copy::copy_into;
+pub use copy::{Cast, Fill, ToDevice};
+pub use factory::{Arange, Distribution, Linspace, Random};
+pub use index::{Gather, IndexSelect, IndexTensors, Nonzero, Scatter};
+pub use join::Cat;
+pub use linalg::{MatMul, Mm};
+pub use promote::{IntoOperand, Operand, result_type};
+pub use reduce::{IndexReduce, IntoDims, Reduce, ReduceKind, Scan};
+pub use softmax::Softmax;
+pub use sort::{Sort, TopK};
+pub use unary::{ALL_UNARY, Clamp, Domain, PowScalar, Softplus, Unary, UnaryKind};
+pub use view::{ViewKind, ViewOp};
+
+/// Registers the backend-independent kernels.
+pub(crate) fn register_composites() -> crate::Result<()> {
+    view::register()?;
+    join::register()?;
+    copy::register()?;
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! Operands that are tensors or scalars, and PyTorch's `result_type`.
+
+use crate::{DType, Device, Result, Scalar, Tensor};
+
+/// An argument that may be a tensor or a plain number (`x + y`, `x + 2.0`).
+#[derive(Debug, Clone)]
+pub enum Operand<'a> {
+    /// A tensor.
+    Tensor(&'a Tensor),
+    /// A number (a "wrapped number" for type promotion).
+    Scalar(Scalar),
+}
+
+/// Conversion into an [`Operand`]: implemented for `&Tensor` and the
+/// numeric types, so `a.add(&b)` and `a.add(2.5)` both work.
+pub trait IntoOperand<'a> {
+    /// The operand.
+    fn into_operand(self) -> Operand<'a>;
+}
+
+impl<'a> IntoOperand<'a> for &'a Tensor {
+    fn into_operand(self) -> Operand<'a> {
+        Operand::Tensor(self)
+    }
+}
+
+impl<'a> IntoOperand<'a> for Operand<'a> {
+    fn into_operand(self) -> Operand<'a> {
+        self
+    }
+}
+
+macro_rules! scalar_operand {
+    ($($t:ty),*) => {$(
+        impl<'a> IntoOperand<'a> for $t {
+            fn into_operand(self) -> Operand<'a> {
+                Operand::Scalar(Scalar::from(self))
+            }
+        }
+    )*};
+}
+scalar_operand!(f32, f64, i32, i64, u8, bool, usize, Scalar, half::f16, half::bf16);
+
+impl Operand<'_> {
+    /// The operand as a tensor of `dtype` (a 0-d CPU tensor for a scalar,
+    /// which may join calls on any device, as in PyTorch).
+    pub fn to_tensor(&self, dtype: DType) -> Result<Tensor> {
+        match self {
+            Operand::Tensor(t) => t.to_dtype(dtype),
+            Operand::Scalar(s) => Ok(Tensor::scalar_tensor(*s, dtype)),
+        }
+    }
+
+    /// The device of a tensor operand.
+    pub fn device(&self) -> Option<Device> {
+        match self {
+            Operand::Tensor(t) => Some(t.device()),
+            Operand::Scalar(_) => None,
+        }
+    }
+}
+
+fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (None, l) => l,
+        (Some(h), None) => Some(h),
+        (Some(h), Some(l)) => {
+            if h.is_floating_point() {
+                Some(h)
+            } else if h == DType::Bool || l.is_floating_point() {
+                Some(h.promote(l))
+            } else {
+                Some(h)
+            }
+        }
+    }
+}
+
+/// `torch.result_type`: the dtype an operation on these operands computes
+/// in. Tensors with dims outrank 0-d tensors, which outrank scalars; a
+/// lower-ranked operand only matters when its category (bool < integer <
+/// float) is higher.
+pub fn result_type(operands: &[Operand]) -> DType {
+    let (mut dim, mut zero, mut wrapped) = (None::<DType>, None::<DType>, None::<DType>);
+    let up = |acc: &mut Option<DType>, d: DType| *acc = Some(acc.map_or(d, |a| a.promote(d)));
+    for o in operands {
+        match o {
+            Operand::Tensor(t) if t.ndim() > 0 => up(&mut dim, t.dtype()),
+            Operand::Tensor(t) => up(&mut zero, t.dtype()),
+            Operand::Scalar(s) => up(&mut wrapped, s.wrapped_dtype()),
+        }
+    }
+    combine(dim, combine(zero, wrapped)).unwrap_or(crate::default_dtype())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_type_rules() {
+        let i32t = Tensor::zeros_dtype(&[2], DType::I32).unwrap();
+        let f16t = Tensor::zeros_dtype(&[2], DType::F16).unwrap();
+        let f64z = Tensor::zeros_dtype(&[], DType::F64).unwrap();
+        let f32t = Tensor::zeros(&[2]).unwrap();
+        let b = Tensor::zeros_dtype(&[2], DType::Bool).unwrap();
+        let s = |x: Scalar| Operand::Scalar(x);
+        let t = Operand::Tensor;
+        assert_eq!(result_type(&[t(&i32t), s(Scalar::Float(2.5))]), DType::F32);
+        assert_eq!(result_type(&[t(&i32t), s(Scalar::Int(2))]), DType::I32);
+        assert_eq!(result_type(&[t(&f16t), s(Scalar::Float(2.5))]), DType::F16);
+        assert_eq!(result_type(&[t(&f32t), t(&f64z)]), DType::F32);
+        assert_eq!(result_type(&[t(&i32t), t(&f64z)]), DType::F64);
+        assert_eq!(result_type(&[t(&b), s(Scalar::Int(2))]), DType::I64);
+        assert_eq!(result_type(&[t(&b), t(&b)]), DType::Bool);
+    }
+}

@@ -1,0 +1,541 @@
+//! Reductions: sum, prod, amax/amin, all/any, max/min with indices,
+//! argmax/argmin, cumsum/cumprod, and composites built on them (mean,
+//! var/std, logsumexp, norm).
+
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
+use crate::layout::{Dims, normalize_dim, normalize_dims};
+use crate::{DType, Error, Result, Scalar, Tensor};
+
+/// Dims to reduce over: one dim, several, or (with `None`) all.
+pub trait IntoDims {
+    /// The dims (negative values count from the end).
+    fn into_dims(self) -> Vec<i64>;
+}
+
+impl IntoDims for i64 {
+    fn into_dims(self) -> Vec<i64> {
+        vec![self]
+    }
+}
+
+impl IntoDims for i32 {
+    fn into_dims(self) -> Vec<i64> {
+        vec![self as i64]
+    }
+}
+
+impl IntoDims for usize {
+    fn into_dims(self) -> Vec<i64> {
+        vec![self as i64]
+    }
+}
+
+impl IntoDims for &[i64] {
+    fn into_dims(self) -> Vec<i64> {
+        self.to_vec()
+    }
+}
+
+impl<const N: usize> IntoDims for [i64; N] {
+    fn into_dims(self) -> Vec<i64> {
+        self.to_vec()
+    }
+}
+
+impl<const N: usize> IntoDims for &[i64; N] {
+    fn into_dims(self) -> Vec<i64> {
+        self.to_vec()
+    }
+}
+
+impl IntoDims for Vec<i64> {
+    fn into_dims(self) -> Vec<i64> {
+        self
+    }
+}
+
+/// The reductions with an identity (or none needed) over any set of dims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    /// Sum.
+    Sum,
+    /// Product.
+    Prod,
+    /// Maximum (NaN propagates).
+    Amax,
+    /// Minimum (NaN propagates).
+    Amin,
+    /// All elements nonzero.
+    All,
+    /// Any element nonzero.
+    Any,
+}
+
+/// Dispatch table of `sum`.
+pub static SUM: OpEntry = OpEntry::new("sum");
+/// Dispatch table of `prod`.
+pub static PROD: OpEntry = OpEntry::new("prod");
+/// Dispatch table of `amax`.
+pub static AMAX: OpEntry = OpEntry::new("amax");
+/// Dispatch table of `amin`.
+pub static AMIN: OpEntry = OpEntry::new("amin");
+/// Dispatch table of `all`.
+pub static ALL: OpEntry = OpEntry::new("all");
+/// Dispatch table of `any`.
+pub static ANY: OpEntry = OpEntry::new("any");
+
+/// A reduction over `dims` (all dims when `None`).
+#[derive(Debug, Clone)]
+pub struct Reduce {
+    /// Which reduction.
+    pub kind: ReduceKind,
+    /// Normalised dims, or `None` for all.
+    pub dims: Option<Dims>,
+    /// Keep reduced dims as size 1.
+    pub keepdim: bool,
+    /// Output dtype for sum/prod (default: i64 for integer inputs, else the input's).
+    pub dtype: Option<DType>,
+}
+
+/// Output shape of reducing `shape` over `dims` (all when `None`).
+pub(crate) fn reduced_shape(shape: &[usize], dims: Option<&[usize]>, keepdim: bool) -> Dims {
+    let mut out = Dims::new();
+    for (d, &s) in shape.iter().enumerate() {
+        let reduced = dims.is_none_or(|ds| ds.contains(&d));
+        if !reduced {
+            out.push(s);
+        } else if keepdim {
+            out.push(1);
+        }
+    }
+    out
+}
+
+impl Op for Reduce {
+    fn entry(&self) -> &'static OpEntry {
+        match self.kind {
+            ReduceKind::Sum => &SUM,
+            ReduceKind::Prod => &PROD,
+            ReduceKind::Amax => &AMAX,
+            ReduceKind::Amin => &AMIN,
+            ReduceKind::All => &ALL,
+            ReduceKind::Any => &ANY,
+        }
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        let name = self.entry().name();
+        let dt = match self.kind {
+            ReduceKind::Sum | ReduceKind::Prod => self.dtype.unwrap_or(if x.dtype().is_integral(true) {
+                DType::I64
+            } else {
+                x.dtype()
+            }),
+            ReduceKind::Amax | ReduceKind::Amin => x.dtype(),
+            ReduceKind::All | ReduceKind::Any => DType::Bool,
+        };
+        if self.dtype.is_some() && x.dtype() != dt {
+            return Err(Error::DTypeMismatch {
+                op: name,
+                detail: format!(
+                    "kernel input must already have the output dtype {dt}, got {}",
+                    x.dtype()
+                ),
+            });
+        }
+        let shape = reduced_shape(x.shape(), self.dims.as_deref(), self.keepdim);
+        if matches!(self.kind, ReduceKind::Amax | ReduceKind::Amin) && x.numel() == 0 {
+            let empty_reduced = match &self.dims {
+                None => true,
+                Some(ds) => ds.iter().any(|&d| x.shape()[d] == 0),
+            };
+            if empty_reduced {
+                return Err(Error::invalid(
+                    name,
+                    "cannot reduce over a zero-size dimension: the operation has no identity",
+                ));
+            }
+        }
+        Ok(smallvec::smallvec![OutSpec::new(shape, dt)])
+    }
+}
+
+/// Normalises optional dims (an empty list means all dims, as in PyTorch).
+fn norm_dims(op: &'static str, dims: Option<Vec<i64>>, ndim: usize) -> Result<Option<Dims>> {
+    match dims {
+        None => Ok(None),
+        Some(d) if d.is_empty() => Ok(None),
+        Some(d) => {
+            let nd = normalize_dims(op, &d, ndim)?;
+            Ok(if ndim == 0 { Some(Dims::new()) } else { Some(nd) })
+        }
+    }
+}
+
+fn reduce(x: &Tensor, kind: ReduceKind, dims: Option<Vec<i64>>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let op = Reduce {
+        kind,
+        dims: None,
+        keepdim,
+        dtype,
+    };
+    let dims = norm_dims(op.entry().name(), dims, x.ndim())?;
+    let x = match dtype {
+        Some(d) => x.to_dtype(d)?,
+        None => x.clone(),
+    };
+    call1(&Reduce { dims, ..op }, &[&x])
+}
+
+/// Dispatch table of `max.dim`.
+pub static MAX_DIM: OpEntry = OpEntry::new("max_dim");
+/// Dispatch table of `min.dim`.
+pub static MIN_DIM: OpEntry = OpEntry::new("min_dim");
+/// Dispatch table of `argmax`.
+pub static ARGMAX: OpEntry = OpEntry::new("argmax");
+/// Dispatch table of `argmin`.
+pub static ARGMIN: OpEntry = OpEntry::new("argmin");
+
+/// Max/min along one dim with the index where it occurs (the first one on
+/// ties; a NaN counts as the maximum and the minimum).
+#[derive(Debug, Clone)]
+pub struct IndexReduce {
+    /// True for max, false for min.
+    pub max: bool,
+    /// Return the values too (`max(dim)`) or only the indices (`argmax`).
+    pub with_values: bool,
+    /// The dim, or `None` for the flattened tensor (argmax only).
+    pub dim: Option<usize>,
+    /// Keep the dim as size 1.
+    pub keepdim: bool,
+}
+
+impl Op for IndexReduce {
+    fn entry(&self) -> &'static OpEntry {
+        match (self.max, self.with_values) {
+            (true, true) => &MAX_DIM,
+            (false, true) => &MIN_DIM,
+            (true, false) => &ARGMAX,
+            (false, false) => &ARGMIN,
+        }
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        let name = self.entry().name();
+        if x.dtype() == DType::Bool && !self.with_values {
+            return Err(Error::dtype(name, x.dtype(), "not implemented for bool"));
+        }
+        let shape = match self.dim {
+            Some(d) => {
+                if x.ndim() > 0 && x.shape()[d] == 0 {
+                    return Err(Error::invalid(
+                        name,
+                        format!("expected reduction dim {d} to have non-zero size"),
+                    ));
+                }
+                reduced_shape(x.shape(), Some(&[d]), self.keepdim)
+            }
+            None => {
+                if x.numel() == 0 {
+                    return Err(Error::invalid(name, "expected a non-empty tensor"));
+                }
+                reduced_shape(x.shape(), None, self.keepdim)
+            }
+        };
+        let mut specs: OutSpecs = smallvec::smallvec![];
+        if self.with_values {
+            specs.push(OutSpec::new(shape.clone(), x.dtype()));
+        }
+        specs.push(OutSpec::new(shape, DType::I64));
+        Ok(specs)
+    }
+}
+
+/// Dispatch table of `cumsum`.
+pub static CUMSUM: OpEntry = OpEntry::new("cumsum");
+/// Dispatch table of `cumprod`.
+pub static CUMPROD: OpEntry = OpEntry::new("cumprod");
+
+/// Running sum or product along one dim (floats accumulate in f64, as PyTorch's CPU kernel).
+#[derive(Debug, Clone)]
+pub struct Scan {
+    /// True for cumprod, false for cumsum.
+    pub prod: bool,
+    /// The normalised dim.
+    pub dim: usize,
+}
+
+impl Op for Scan {
+    fn entry(&self) -> &'static OpEntry {
+        if self.prod { &CUMPROD } else { &CUMSUM }
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        let dt = if x.dtype().is_integral(true) {
+            DType::I64
+        } else {
+            x.dtype()
+        };
+        if x.dtype() != dt {
+            return Err(Error::DTypeMismatch {
+                op: self.entry().name(),
+                detail: format!("kernel input must already be {dt}"),
+            });
+        }
+        Ok(smallvec::smallvec![OutSpec::new(x.dims(), dt)])
+    }
+}
+
+fn float_input(op: &'static str, x: &Tensor) -> Result<()> {
+    if x.dtype().is_floating_point() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            x.dtype(),
+            "could not infer output dtype: input dtype must be floating point",
+        ))
+    }
+}
+
+fn count(x: &Tensor, dims: &Option<Dims>) -> usize {
+    match dims {
+        None => x.numel(),
+        Some(ds) => ds.iter().map(|&d| x.shape().get(d).copied().unwrap_or(1)).product(),
+    }
+}
+
+impl Tensor {
+    /// Sum of all elements (integers sum to i64).
+    pub fn sum(&self) -> Result<Tensor> {
+        reduce(self, ReduceKind::Sum, None, false, None)
+    }
+
+    /// Sum over `dims`.
+    pub fn sum_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceKind::Sum, Some(dims.into_dims()), keepdim, None)
+    }
+
+    /// Sum over `dims` (all when `None`) computed in `dtype`.
+    pub fn sum_dtype(&self, dims: Option<Vec<i64>>, keepdim: bool, dtype: DType) -> Result<Tensor> {
+        reduce(self, ReduceKind::Sum, dims, keepdim, Some(dtype))
+    }
+
+    /// Product of all elements.
+    pub fn prod(&self) -> Result<Tensor> {
+        reduce(self, ReduceKind::Prod, None, false, None)
+    }
+
+    /// Product over `dims`.
+    pub fn prod_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceKind::Prod, Some(dims.into_dims()), keepdim, None)
+    }
+
+    /// Maximum over `dims` (the gradient is shared among ties).
+    pub fn amax(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceKind::Amax, Some(dims.into_dims()), keepdim, None)
+    }
+
+    /// Minimum over `dims`.
+    pub fn amin(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceKind::Amin, Some(dims.into_dims()), keepdim, None)
+    }
+
+    /// The largest element (`torch.max(x)`).
+    pub fn max(&self) -> Result<Tensor> {
+        reduce(self, ReduceKind::Amax, None, false, None)
+    }
+
+    /// The smallest element (`torch.min(x)`).
+    pub fn min(&self) -> Result<Tensor> {
+        reduce(self, ReduceKind::Amin, None, false, None)
+    }
+
+    /// Whether every element is nonzero.
+    pub fn all(&self) -> Result<Tensor> {
+        reduce(self, ReduceKind::All, None, false, None)
+    }
+
+    /// `all` over `dims`.
+    pub fn all_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceKind::All, Some(dims.into_dims()), keepdim, None)
+    }
+
+    /// Whether some element is nonzero.
+    pub fn any(&self) -> Result<Tensor> {
+        reduce(self, ReduceKind::Any, None, false, None)
+    }
+
+    /// `any` over `dims`.
+    pub fn any_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceKind::Any, Some(dims.into_dims()), keepdim, None)
+    }
+
+    fn index_reduce(&self, max: bool, with_values: bool, dim: Option<i64>, keepdim: bool) -> Result<Vec<Tensor>> {
+        let op = IndexReduce {
+            max,
+            with_values,
+            dim: None,
+            keepdim,
+        };
+        let dim = match dim {
+            Some(d) => {
+                let nd = normalize_dim(op.entry().name(), d, self.ndim())?;
+                Some(if self.ndim() == 0 { usize::MAX } else { nd })
+            }
+            None => None,
+        };
+        if dim == Some(usize::MAX) {
+            // 0-d: the value itself, index 0.
+            let idx = Tensor::scalar_tensor(Scalar::Int(0), DType::I64).to_device(self.device())?;
+            return Ok(if with_values {
+                vec![self.clone_tensor()?, idx]
+            } else {
+                vec![idx]
+            });
+        }
+        Ok(call(&IndexReduce { dim, ..op }, &[self])?.into_vec())
+    }
+
+    /// Maximum along `dim` and its index (`torch.max(x, dim)`); the first
+    /// index on ties.
+    pub fn max_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let mut v = self.index_reduce(true, true, Some(dim), keepdim)?;
+        let i = v.pop().unwrap();
+        Ok((v.pop().unwrap(), i))
+    }
+
+    /// Minimum along `dim` and its index.
+    pub fn min_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let mut v = self.index_reduce(false, true, Some(dim), keepdim)?;
+        let i = v.pop().unwrap();
+        Ok((v.pop().unwrap(), i))
+    }
+
+    /// Index of the maximum along `dim`, or in the flattened tensor when `None`.
+    pub fn argmax(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        Ok(self.index_reduce(true, false, dim, keepdim)?.remove(0))
+    }
+
+    /// Index of the minimum along `dim`, or in the flattened tensor when `None`.
+    pub fn argmin(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        Ok(self.index_reduce(false, false, dim, keepdim)?.remove(0))
+    }
+
+    /// Running sum along `dim` (integers accumulate in i64).
+    pub fn cumsum(&self, dim: i64) -> Result<Tensor> {
+        self.scan(false, dim)
+    }
+
+    /// Running product along `dim`.
+    pub fn cumprod(&self, dim: i64) -> Result<Tensor> {
+        self.scan(true, dim)
+    }
+
+    fn scan(&self, prod: bool, dim: i64) -> Result<Tensor> {
+        let name = if prod { "cumprod" } else { "cumsum" };
+        let d = normalize_dim(name, dim, self.ndim())?;
+        let x = if self.dtype().is_integral(true) {
+            self.to_dtype(DType::I64)?
+        } else {
+            self.clone()
+        };
+        if x.ndim() == 0 {
+            return x.clone_tensor();
+        }
+        call1(&Scan { prod, dim: d }, &[&x])
+    }
+
+    /// Mean of all elements (floating point only).
+    pub fn mean(&self) -> Result<Tensor> {
+        float_input("mean", self)?;
+        self.sum()?.div(self.numel() as f64)
+    }
+
+    /// Mean over `dims`.
+    pub fn mean_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+        float_input("mean", self)?;
+        let dims = norm_dims("mean", Some(dims.into_dims()), self.ndim())?;
+        let n = count(self, &dims);
+        self.sum_dim(dims_vec(&dims, self.ndim()), keepdim)?.div(n as f64)
+    }
+
+    /// Variance of all elements with Bessel's `correction` (1 = unbiased).
+    pub fn var(&self, correction: f64) -> Result<Tensor> {
+        self.var_dim(None, correction, false)
+    }
+
+    /// Variance over `dims` (all when `None`) with `correction`.
+    pub fn var_dim(&self, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        float_input("var", self)?;
+        let dims = norm_dims("var", dims, self.ndim())?;
+        let dv = dims_vec(&dims, self.ndim());
+        let n = count(self, &dims) as f64;
+        let mean = self.sum_dim(dv.clone(), true)?.div(n)?;
+        let dev = self.sub(&mean)?;
+        let ss = dev.mul(&dev)?.sum_dim(dv, keepdim)?;
+        ss.div((n - correction).max(0.0))
+    }
+
+    /// Standard deviation of all elements with `correction`.
+    pub fn std(&self, correction: f64) -> Result<Tensor> {
+        self.var(correction)?.sqrt()
+    }
+
+    /// Standard deviation over `dims` with `correction`.
+    pub fn std_dim(&self, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        self.var_dim(dims, correction, keepdim)?.sqrt()
+    }
+
+    /// `log(sum(exp(x)))` over `dims`, computed stably.
+    pub fn logsumexp(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+        let x = if self.is_floating_point() {
+            self.clone()
+        } else {
+            self.to_dtype(crate::default_dtype())?
+        };
+        let dims = dims.into_dims();
+        let m = x.amax(dims.clone(), true)?;
+        let m = m.masked_fill(&m.abs()?.eq(f64::INFINITY)?, 0.0)?;
+        let s = x.sub(&m)?.exp()?.sum_dim(dims.clone(), keepdim)?.log()?;
+        let m = if keepdim { m } else { m.squeeze_dims(&dims)? };
+        s.add(&m)
+    }
+
+    /// The `p`-norm of all elements (`p` = 2 is the Euclidean norm; inf and
+    /// -inf give max/min of |x|; 0 counts nonzeros).
+    pub fn norm(&self, p: f64) -> Result<Tensor> {
+        self.norm_dim(p, None, false)
+    }
+
+    /// The `p`-norm over `dims` (all when `None`).
+    pub fn norm_dim(&self, p: f64, dims: Option<Vec<i64>>, keepdim: bool) -> Result<Tensor> {
+        float_input("norm", self)?;
+        let dims = norm_dims("norm", dims, self.ndim())?;
+        let dv = dims_vec(&dims, self.ndim());
+        let a = self.abs()?;
+        if p == 2.0 {
+            self.mul(self)?.sum_dim(dv, keepdim)?.sqrt()
+        } else if p == 1.0 {
+            a.sum_dim(dv, keepdim)
+        } else if p == f64::INFINITY {
+            a.amax(dv, keepdim)
+        } else if p == f64::NEG_INFINITY {
+            a.amin(dv, keepdim)
+        } else if p == 0.0 {
+            a.ne(0.0)?.to_dtype(self.dtype())?.sum_dim(dv, keepdim)
+        } else {
+            a.pow(p)?.sum_dim(dv, keepdim)?.pow(1.0 / p)
+        }
+    }
+}
+
+fn dims_vec(dims: &Option<Dims>, ndim: usize) -> Vec<i64> {
+    match dims {
+        None => (0..ndim as i64).collect(),
+        Some(d) => d.iter().map(|&x| x as i64).collect(),
+    }
+}

@@ -1,0 +1,94 @@
+//! `sort`, `argsort` and `topk`.
+
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call};
+use crate::layout::normalize_dim;
+use crate::{DType, Error, Result, Tensor};
+
+/// Dispatch table of `sort`.
+pub static SORT: OpEntry = OpEntry::new("sort");
+/// Dispatch table of `topk`.
+pub static TOPK: OpEntry = OpEntry::new("topk");
+
+/// Sorts along `dim`; outputs values and int64 indices. Sorting is stable
+/// (equal elements keep their order) and NaN sorts above every number.
+#[derive(Debug, Clone, Copy)]
+pub struct Sort {
+    /// The normalised dim.
+    pub dim: usize,
+    /// Largest first.
+    pub descending: bool,
+}
+
+impl Op for Sort {
+    fn entry(&self) -> &'static OpEntry {
+        &SORT
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        Ok(smallvec::smallvec![
+            OutSpec::new(x.dims(), x.dtype()),
+            OutSpec::new(x.dims(), DType::I64)
+        ])
+    }
+}
+
+/// The `k` largest (or smallest) entries along `dim`, with their indices,
+/// in sorted order.
+#[derive(Debug, Clone, Copy)]
+pub struct TopK {
+    /// How many.
+    pub k: usize,
+    /// The normalised dim.
+    pub dim: usize,
+    /// Largest (true) or smallest.
+    pub largest: bool,
+}
+
+impl Op for TopK {
+    fn entry(&self) -> &'static OpEntry {
+        &TOPK
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        let size = if x.ndim() == 0 { 1 } else { x.shape()[self.dim] };
+        if self.k > size {
+            return Err(Error::invalid(
+                "topk",
+                format!("selected index k ({}) out of range for dim of size {size}", self.k),
+            ));
+        }
+        let mut shape = x.dims();
+        if x.ndim() > 0 {
+            shape[self.dim] = self.k;
+        }
+        Ok(smallvec::smallvec![
+            OutSpec::new(shape.clone(), x.dtype()),
+            OutSpec::new(shape, DType::I64)
+        ])
+    }
+}
+
+impl Tensor {
+    /// Sorted values and their original indices along `dim` (stable).
+    pub fn sort(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        let d = normalize_dim("sort", dim, self.ndim())?;
+        let mut v = call(&Sort { dim: d, descending }, &[self])?;
+        let i = v.pop().unwrap();
+        Ok((v.pop().unwrap(), i))
+    }
+
+    /// Indices that sort `dim` (stable).
+    pub fn argsort(&self, dim: i64, descending: bool) -> Result<Tensor> {
+        Ok(self.sort(dim, descending)?.1)
+    }
+
+    /// The `k` largest (`largest`) or smallest entries along `dim` and their indices, sorted.
+    pub fn topk(&self, k: usize, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+        let d = normalize_dim("topk", dim, self.ndim())?;
+        let mut v = call(&TopK { k, dim: d, largest }, &[self])?;
+        let i = v.pop().unwrap();
+        Ok((v.pop().unwrap(), i))
+    }
+}

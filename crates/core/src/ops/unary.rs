@@ -1,0 +1,366 @@
+//! Unary pointwise operators: declarations and front ends.
+//!
+//! Each [`UnaryKind`] is one operator with its own dispatch table; the
+//! output has the input's shape, dtype and (for dense inputs) strides.
+
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
+use crate::{DType, Error, Result, Scalar, Tensor};
+
+/// Which values an operator accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    /// Floating point; integer and bool inputs are promoted to the default float dtype.
+    Float,
+    /// Any number; bool is rejected.
+    Numeric,
+}
+
+macro_rules! unary_kinds {
+    ($($(#[$doc:meta])* $kind:ident, $entry:ident, $name:literal, $method:ident, $inplace:ident, $domain:ident;)*) => {
+        /// The unary pointwise operators.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum UnaryKind {
+            $($(#[$doc])* $kind,)*
+        }
+
+        $(
+            #[doc = concat!("Dispatch table of `", $name, "`.")]
+            pub static $entry: OpEntry = OpEntry::new($name);
+        )*
+
+        /// Every unary kind.
+        pub const ALL_UNARY: &[UnaryKind] = &[$(UnaryKind::$kind,)*];
+
+        impl UnaryKind {
+            /// The operator's dispatch table.
+            pub fn entry(self) -> &'static OpEntry {
+                match self {
+                    $(UnaryKind::$kind => &$entry,)*
+                }
+            }
+
+            /// Which inputs the operator accepts.
+            pub fn domain(self) -> Domain {
+                match self {
+                    $(UnaryKind::$kind => Domain::$domain,)*
+                }
+            }
+        }
+
+        impl Tensor {
+            $(
+                $(#[$doc])*
+                pub fn $method(&self) -> Result<Tensor> {
+                    unary(UnaryKind::$kind, self)
+                }
+
+                #[doc = concat!("In-place `", $name, "`; returns `self`.")]
+                pub fn $inplace(&self) -> Result<Tensor> {
+                    unary_(UnaryKind::$kind, self)
+                }
+            )*
+        }
+    };
+}
+
+unary_kinds! {
+    /// `-x`.
+    Neg, NEG, "neg", neg, neg_, Numeric;
+    /// `|x|`.
+    Abs, ABS, "abs", abs, abs_, Numeric;
+    /// `e^x`.
+    Exp, EXP, "exp", exp, exp_, Float;
+    /// Natural logarithm.
+    Log, LOG, "log", log, log_, Float;
+    /// `ln(1 + x)`, accurate near 0.
+    Log1p, LOG1P, "log1p", log1p, log1p_, Float;
+    /// `e^x - 1`, accurate near 0.
+    Expm1, EXPM1, "expm1", expm1, expm1_, Float;
+    /// Square root.
+    Sqrt, SQRT, "sqrt", sqrt, sqrt_, Float;
+    /// `1 / sqrt(x)`.
+    Rsqrt, RSQRT, "rsqrt", rsqrt, rsqrt_, Float;
+    /// `1 / x`.
+    Reciprocal, RECIPROCAL, "reciprocal", reciprocal, reciprocal_, Float;
+    /// Sine.
+    Sin, SIN, "sin", sin, sin_, Float;
+    /// Cosine.
+    Cos, COS, "cos", cos, cos_, Float;
+    /// Hyperbolic tangent.
+    Tanh, TANH, "tanh", tanh, tanh_, Float;
+    /// Logistic sigmoid `1 / (1 + e^-x)`.
+    Sigmoid, SIGMOID, "sigmoid", sigmoid, sigmoid_, Float;
+    /// The error function.
+    Erf, ERF, "erf", erf, erf_, Float;
+    /// `max(x, 0)`.
+    Relu, RELU, "relu", relu, relu_, Numeric;
+    /// GELU with the exact erf form, `x * Φ(x)`.
+    Gelu, GELU, "gelu", gelu, gelu_, Float;
+    /// GELU with the tanh approximation (`approximate='tanh'`).
+    GeluTanh, GELU_TANH, "gelu_tanh", gelu_tanh, gelu_tanh_, Float;
+    /// SiLU (swish), `x * sigmoid(x)`.
+    Silu, SILU, "silu", silu, silu_, Float;
+    /// Rounds down.
+    Floor, FLOOR, "floor", floor, floor_, Numeric;
+    /// Rounds up.
+    Ceil, CEIL, "ceil", ceil, ceil_, Numeric;
+    /// Rounds half to even, as `torch.round`.
+    Round, ROUND, "round", round, round_, Numeric;
+    /// Rounds toward zero.
+    Trunc, TRUNC, "trunc", trunc, trunc_, Numeric;
+    /// -1, 0 or 1 (0 for zero and NaN, as PyTorch's CPU kernel).
+    Sign, SIGN, "sign", sign, sign_, Numeric;
+}
+
+/// A unary pointwise operator instance.
+#[derive(Debug, Clone, Copy)]
+pub struct Unary(pub UnaryKind);
+
+impl Op for Unary {
+    fn entry(&self) -> &'static OpEntry {
+        self.0.entry()
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        check_domain(self.0, x.dtype())?;
+        Ok(smallvec::smallvec![same_layout_spec(x, x.dtype())])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+}
+
+/// Output spec of a pointwise op: the input's shape, and its strides when it
+/// is dense but not contiguous (so `exp(x.t())` stays transposed, as in PyTorch).
+pub(crate) fn same_layout_spec(x: &Tensor, dtype: DType) -> OutSpec {
+    let mut spec = OutSpec::new(x.dims(), dtype);
+    if !x.is_contiguous() && x.layout().is_non_overlapping_and_dense() {
+        spec.strides = Some(x.strides().into());
+    }
+    spec
+}
+
+fn check_domain(kind: UnaryKind, dtype: DType) -> Result<()> {
+    let name = kind.entry().name();
+    match kind.domain() {
+        Domain::Float if !dtype.is_floating_point() => Err(Error::dtype(name, dtype, "expects a floating-point input")),
+        Domain::Numeric if dtype == DType::Bool => Err(Error::dtype(name, dtype, "not supported for bool tensors")),
+        _ => Ok(()),
+    }
+}
+
+fn promoted(kind: UnaryKind, x: &Tensor) -> Result<Tensor> {
+    if kind.domain() == Domain::Float && !x.dtype().is_floating_point() {
+        x.to_dtype(crate::default_dtype())
+    } else {
+        Ok(x.clone())
+    }
+}
+
+/// Runs a unary operator (integer inputs of float operators are promoted).
+pub fn unary(kind: UnaryKind, x: &Tensor) -> Result<Tensor> {
+    let xp = promoted(kind, x)?;
+    call1(&Unary(kind), &[&xp])
+}
+
+/// Runs a unary operator in place.
+pub fn unary_(kind: UnaryKind, x: &Tensor) -> Result<Tensor> {
+    let xp = promoted(kind, x)?;
+    call_out(&Unary(kind), &[&xp], &[x])?;
+    Ok(x.clone())
+}
+
+/// Dispatch table of `pow` with a scalar exponent.
+pub static POW_SCALAR: OpEntry = OpEntry::new("pow_scalar");
+/// Dispatch table of `clamp`.
+pub static CLAMP: OpEntry = OpEntry::new("clamp");
+/// Dispatch table of `softplus`.
+pub static SOFTPLUS: OpEntry = OpEntry::new("softplus");
+
+/// `x ^ exponent` for a scalar exponent. Exponents 0, 0.5, 1, 2, 3, -0.5,
+/// -1, -2 take exact special cases, as in PyTorch.
+#[derive(Debug, Clone, Copy)]
+pub struct PowScalar {
+    /// The exponent.
+    pub exponent: Scalar,
+}
+
+impl Op for PowScalar {
+    fn entry(&self) -> &'static OpEntry {
+        &POW_SCALAR
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        if !x.dtype().is_floating_point() && self.exponent.is_float() {
+            return Err(Error::dtype(
+                "pow",
+                x.dtype(),
+                "a float exponent needs a floating-point input",
+            ));
+        }
+        if !x.dtype().is_floating_point() && self.exponent.to_i64() < 0 {
+            return Err(Error::invalid(
+                "pow",
+                "integers to negative integer powers are not allowed",
+            ));
+        }
+        Ok(smallvec::smallvec![same_layout_spec(x, x.dtype())])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+}
+
+/// Clamps into `[min, max]` (either bound optional; NaN stays NaN; with
+/// `min > max` every element becomes `max`, as in PyTorch).
+#[derive(Debug, Clone, Copy)]
+pub struct Clamp {
+    /// Lower bound.
+    pub min: Option<Scalar>,
+    /// Upper bound.
+    pub max: Option<Scalar>,
+}
+
+impl Op for Clamp {
+    fn entry(&self) -> &'static OpEntry {
+        &CLAMP
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        if self.min.is_none() && self.max.is_none() {
+            return Err(Error::invalid(
+                "clamp",
+                "at least one of 'min' or 'max' must not be None",
+            ));
+        }
+        if x.dtype() == DType::Bool {
+            return Err(Error::dtype("clamp", x.dtype(), "not supported for bool tensors"));
+        }
+        Ok(smallvec::smallvec![same_layout_spec(x, x.dtype())])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+}
+
+/// `log(1 + e^(beta x)) / beta`, linear above `threshold` (as `F.softplus`).
+#[derive(Debug, Clone, Copy)]
+pub struct Softplus {
+    /// Sharpness.
+    pub beta: f64,
+    /// Above `beta * x > threshold` the function is the identity.
+    pub threshold: f64,
+}
+
+impl Op for Softplus {
+    fn entry(&self) -> &'static OpEntry {
+        &SOFTPLUS
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        if !x.dtype().is_floating_point() {
+            return Err(Error::dtype("softplus", x.dtype(), "expects a floating-point input"));
+        }
+        Ok(smallvec::smallvec![same_layout_spec(x, x.dtype())])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+}
+
+fn pow_dtype(x: &Tensor, e: Scalar) -> DType {
+    crate::ops::result_type(&[crate::ops::Operand::Tensor(x), crate::ops::Operand::Scalar(e)])
+}
+
+impl Tensor {
+    /// `self ^ exponent` where the exponent is a tensor or a scalar
+    /// (`x.pow(2)`, `x.pow(0.5)`, `x.pow(&e)`), broadcasting and promoting.
+    pub fn pow<'a>(&self, exponent: impl crate::ops::IntoOperand<'a>) -> Result<Tensor> {
+        match exponent.into_operand() {
+            crate::ops::Operand::Scalar(e) => {
+                let x = self.to_dtype(pow_dtype(self, e))?;
+                call1(&PowScalar { exponent: e }, &[&x])
+            }
+            crate::ops::Operand::Tensor(t) => crate::ops::binary::binary(crate::ops::BinaryKind::Pow, self, t.into()),
+        }
+    }
+
+    /// In-place [`Tensor::pow`].
+    pub fn pow_<'a>(&self, exponent: impl crate::ops::IntoOperand<'a>) -> Result<Tensor> {
+        match exponent.into_operand() {
+            crate::ops::Operand::Scalar(e) => {
+                let x = self.to_dtype(pow_dtype(self, e))?;
+                call_out(&PowScalar { exponent: e }, &[&x], &[self])?;
+                Ok(self.clone())
+            }
+            crate::ops::Operand::Tensor(t) => crate::ops::binary::binary_(crate::ops::BinaryKind::Pow, self, t.into()),
+        }
+    }
+
+    /// `base ^ self` for a scalar base (`torch.pow(2.0, x)`).
+    pub fn scalar_pow(base: impl Into<Scalar>, exponent: &Tensor) -> Result<Tensor> {
+        crate::ops::binary::binary_scalar_lhs(crate::ops::BinaryKind::Pow, base.into(), exponent)
+    }
+
+    /// Clamps into `[min, max]`; either bound may be `None`.
+    pub fn clamp(&self, min: Option<impl Into<Scalar>>, max: Option<impl Into<Scalar>>) -> Result<Tensor> {
+        let (op, x) = clamp_args(self, min.map(Into::into), max.map(Into::into))?;
+        call1(&op, &[&x])
+    }
+
+    /// In-place [`Tensor::clamp`].
+    pub fn clamp_(&self, min: Option<impl Into<Scalar>>, max: Option<impl Into<Scalar>>) -> Result<Tensor> {
+        let (op, x) = clamp_args(self, min.map(Into::into), max.map(Into::into))?;
+        call_out(&op, &[&x], &[self])?;
+        Ok(self.clone())
+    }
+
+    /// `clamp(min=min)`.
+    pub fn clamp_min(&self, min: impl Into<Scalar>) -> Result<Tensor> {
+        self.clamp(Some(min), None::<f64>)
+    }
+
+    /// `clamp(max=max)`.
+    pub fn clamp_max(&self, max: impl Into<Scalar>) -> Result<Tensor> {
+        self.clamp(None::<f64>, Some(max))
+    }
+
+    /// `F.softplus(x, beta, threshold)`.
+    pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        let x = promoted(UnaryKind::Exp, self)?;
+        call1(&Softplus { beta, threshold }, &[&x])
+    }
+
+    /// `F.gelu(x, approximate)` with `approximate` `"none"` or `"tanh"`.
+    pub fn gelu_approx(&self, approximate: &str) -> Result<Tensor> {
+        match approximate {
+            "none" => self.gelu(),
+            "tanh" => self.gelu_tanh(),
+            other => Err(Error::invalid(
+                "gelu",
+                format!("approximate must be 'none' or 'tanh', got '{other}'"),
+            )),
+        }
+    }
+
+    /// `x * x`.
+    pub fn square(&self) -> Result<Tensor> {
+        self.pow(2)
+    }
+}
+
+fn clamp_args(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<(Clamp, Tensor)> {
+    let mut ops = vec![crate::ops::Operand::Tensor(x)];
+    ops.extend(min.map(crate::ops::Operand::Scalar));
+    ops.extend(max.map(crate::ops::Operand::Scalar));
+    let dt = crate::ops::result_type(&ops);
+    Ok((Clamp { min, max }, x.to_dtype(dt)?))
+}

@@ -1,0 +1,404 @@
+//! View operators: new shapes and strides over the same storage, no copy.
+//!
+//! Every view kind is an operator of its own (so autograd can give each its
+//! backward formula) sharing one backend-independent kernel that computes
+//! the new [`Layout`]. `reshape`, `flatten`, `t`, `split`... are front ends
+//! built on them.
+
+use crate::dispatch::{Call, Kernel, Op, OpEntry, Slot, Tensors, call1, downcast_op};
+use crate::layout::{Layout, normalize_dim};
+use crate::{Error, Result, Tensor};
+
+/// What a view does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ViewKind {
+    /// `view(shape)`; one entry may be -1.
+    View(Vec<i64>),
+    /// `permute(dims)`.
+    Permute(Vec<i64>),
+    /// `transpose(d0, d1)`.
+    Transpose(i64, i64),
+    /// `expand(shape)`; -1 keeps a size.
+    Expand(Vec<i64>),
+    /// Python slicing of one dim.
+    Slice {
+        /// The dim.
+        dim: i64,
+        /// First index (may be negative).
+        start: Option<i64>,
+        /// One past the last index (may be negative).
+        end: Option<i64>,
+        /// Step (positive).
+        step: i64,
+    },
+    /// `narrow(dim, start, length)`.
+    Narrow {
+        /// The dim.
+        dim: i64,
+        /// First index (may be negative).
+        start: i64,
+        /// Number of elements.
+        length: usize,
+    },
+    /// `select(dim, index)`: removes the dim.
+    Select {
+        /// The dim.
+        dim: i64,
+        /// The index (may be negative).
+        index: i64,
+    },
+    /// `squeeze(dims)`; `None` drops every size-1 dim.
+    Squeeze(Option<Vec<i64>>),
+    /// `unsqueeze(dim)`.
+    Unsqueeze(i64),
+    /// `as_strided(size, stride, offset)`.
+    AsStrided {
+        /// Shape.
+        shape: Vec<usize>,
+        /// Strides in elements.
+        strides: Vec<usize>,
+        /// Storage offset in elements.
+        offset: usize,
+    },
+    /// `alias()`: the same layout (what `detach` returns).
+    Alias,
+}
+
+/// Dispatch table of `view`.
+pub static VIEW: OpEntry = OpEntry::new("view");
+/// Dispatch table of `permute`.
+pub static PERMUTE: OpEntry = OpEntry::new("permute");
+/// Dispatch table of `transpose`.
+pub static TRANSPOSE: OpEntry = OpEntry::new("transpose");
+/// Dispatch table of `expand`.
+pub static EXPAND: OpEntry = OpEntry::new("expand");
+/// Dispatch table of `slice`.
+pub static SLICE: OpEntry = OpEntry::new("slice");
+/// Dispatch table of `narrow`.
+pub static NARROW: OpEntry = OpEntry::new("narrow");
+/// Dispatch table of `select`.
+pub static SELECT: OpEntry = OpEntry::new("select");
+/// Dispatch table of `squeeze`.
+pub static SQUEEZE: OpEntry = OpEntry::new("squeeze");
+/// Dispatch table of `unsqueeze`.
+pub static UNSQUEEZE: OpEntry = OpEntry::new("unsqueeze");
+/// Dispatch table of `as_strided`.
+pub static AS_STRIDED: OpEntry = OpEntry::new("as_strided");
+/// Dispatch table of `alias`.
+pub static ALIAS: OpEntry = OpEntry::new("alias");
+
+/// Every view operator's table.
+pub const VIEW_ENTRIES: [&OpEntry; 11] = [
+    &VIEW,
+    &PERMUTE,
+    &TRANSPOSE,
+    &EXPAND,
+    &SLICE,
+    &NARROW,
+    &SELECT,
+    &SQUEEZE,
+    &UNSQUEEZE,
+    &AS_STRIDED,
+    &ALIAS,
+];
+
+/// A view operator instance.
+#[derive(Debug, Clone)]
+pub struct ViewOp(pub ViewKind);
+
+impl ViewOp {
+    /// The layout of the view of a tensor with layout `l`.
+    pub fn apply(&self, l: &Layout, storage_elems: usize) -> Result<Layout> {
+        let name = self.entry().name();
+        match &self.0 {
+            ViewKind::View(shape) => l.view(name, shape),
+            ViewKind::Permute(p) => l.permute(name, p),
+            ViewKind::Transpose(a, b) => l.transpose(name, *a, *b),
+            ViewKind::Expand(shape) => l.expand(name, shape),
+            ViewKind::Slice { dim, start, end, step } => l.slice(name, *dim, *start, *end, *step),
+            ViewKind::Narrow { dim, start, length } => l.narrow(name, *dim, *start, *length),
+            ViewKind::Select { dim, index } => l.select(name, *dim, *index),
+            ViewKind::Squeeze(dims) => l.squeeze(name, dims.as_deref()),
+            ViewKind::Unsqueeze(d) => l.unsqueeze(name, *d),
+            ViewKind::AsStrided { shape, strides, offset } => {
+                if shape.len() != strides.len() {
+                    return Err(Error::invalid(
+                        name,
+                        format!(
+                            "mismatch in length of strides ({}) and shape ({})",
+                            strides.len(),
+                            shape.len()
+                        ),
+                    ));
+                }
+                let nl = Layout {
+                    shape: shape.as_slice().into(),
+                    strides: strides.as_slice().into(),
+                    offset: *offset,
+                };
+                if nl.numel() > 0 && nl.storage_end() > storage_elems {
+                    return Err(Error::invalid(
+                        name,
+                        format!(
+                            "setting a view with size {shape:?}, stride {strides:?}, offset {offset} needs {} elements \
+                             but the storage holds {storage_elems}",
+                            nl.storage_end()
+                        ),
+                    ));
+                }
+                Ok(nl)
+            }
+            ViewKind::Alias => Ok(l.clone()),
+        }
+    }
+}
+
+impl Op for ViewOp {
+    fn entry(&self) -> &'static OpEntry {
+        match &self.0 {
+            ViewKind::View(_) => &VIEW,
+            ViewKind::Permute(_) => &PERMUTE,
+            ViewKind::Transpose(..) => &TRANSPOSE,
+            ViewKind::Expand(_) => &EXPAND,
+            ViewKind::Slice { .. } => &SLICE,
+            ViewKind::Narrow { .. } => &NARROW,
+            ViewKind::Select { .. } => &SELECT,
+            ViewKind::Squeeze(_) => &SQUEEZE,
+            ViewKind::Unsqueeze(_) => &UNSQUEEZE,
+            ViewKind::AsStrided { .. } => &AS_STRIDED,
+            ViewKind::Alias => &ALIAS,
+        }
+    }
+}
+
+fn view_kernel(call: &Call) -> Result<Tensors> {
+    let op: &ViewOp = downcast_op(call.op)?;
+    let x = call.inputs[0];
+    let elems = x.storage().nbytes() / x.element_size();
+    let layout = op.apply(x.layout(), elems)?;
+    Ok(smallvec::smallvec![x.view_with_layout(layout)])
+}
+
+pub(crate) fn register() -> Result<()> {
+    for e in VIEW_ENTRIES {
+        e.register(Slot::AnyBackend, Kernel::Functional(view_kernel))?;
+    }
+    Ok(())
+}
+
+fn view_op(x: &Tensor, kind: ViewKind) -> Result<Tensor> {
+    call1(&ViewOp(kind), &[x])
+}
+
+fn to_i64(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&s| s as i64).collect()
+}
+
+impl Tensor {
+    /// The same elements with another shape, never copying; an error when
+    /// the strides do not allow it (then use [`Tensor::reshape`]). One entry may be -1.
+    pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
+        view_op(self, ViewKind::View(shape.to_vec()))
+    }
+
+    /// Like [`Tensor::view`], copying only when the strides require it.
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let target = crate::layout::infer_shape("reshape", shape, self.numel())?;
+        if crate::layout::view_strides(self.shape(), self.strides(), &target).is_some() {
+            self.view(shape)
+        } else {
+            self.contiguous()?.view(shape)
+        }
+    }
+
+    /// Reorders the dims.
+    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+        view_op(self, ViewKind::Permute(dims.to_vec()))
+    }
+
+    /// Swaps two dims.
+    pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
+        view_op(self, ViewKind::Transpose(dim0, dim1))
+    }
+
+    /// Transpose of a matrix (a 0-d or 1-d tensor is returned as is).
+    pub fn t(&self) -> Result<Tensor> {
+        match self.ndim() {
+            0 | 1 => view_op(self, ViewKind::Alias),
+            2 => self.transpose(0, 1),
+            n => Err(Error::invalid(
+                "t",
+                format!("t() expects a tensor with <= 2 dimensions, but self is {n}D"),
+            )),
+        }
+    }
+
+    /// Broadcasts to `shape` without copying (-1 keeps a size).
+    pub fn expand(&self, shape: &[i64]) -> Result<Tensor> {
+        view_op(self, ViewKind::Expand(shape.to_vec()))
+    }
+
+    /// Broadcasts to `other`'s shape.
+    pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.expand(&to_i64(other.shape()))
+    }
+
+    /// Broadcasts to a shape given as sizes.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        self.expand(&to_i64(shape))
+    }
+
+    /// `self[start:end:step]` along `dim` (Python slice semantics).
+    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+        view_op(self, ViewKind::Slice { dim, start, end, step })
+    }
+
+    /// `length` elements of `dim` from `start`.
+    pub fn narrow(&self, dim: i64, start: i64, length: usize) -> Result<Tensor> {
+        view_op(self, ViewKind::Narrow { dim, start, length })
+    }
+
+    /// The slice at `index` of `dim`, which is removed.
+    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        view_op(self, ViewKind::Select { dim, index })
+    }
+
+    /// Removes every size-1 dim.
+    pub fn squeeze(&self) -> Result<Tensor> {
+        view_op(self, ViewKind::Squeeze(None))
+    }
+
+    /// Removes `dim` if its size is 1.
+    pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
+        view_op(self, ViewKind::Squeeze(Some(vec![dim])))
+    }
+
+    /// Removes those of `dims` whose size is 1.
+    pub fn squeeze_dims(&self, dims: &[i64]) -> Result<Tensor> {
+        view_op(self, ViewKind::Squeeze(Some(dims.to_vec())))
+    }
+
+    /// Inserts a size-1 dim at `dim`.
+    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
+        view_op(self, ViewKind::Unsqueeze(dim))
+    }
+
+    /// A view with explicit sizes, strides and storage offset (checked
+    /// against the storage's size).
+    pub fn as_strided(&self, shape: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
+        view_op(
+            self,
+            ViewKind::AsStrided {
+                shape: shape.to_vec(),
+                strides: strides.to_vec(),
+                offset,
+            },
+        )
+    }
+
+    /// Another tensor handle over the same data and layout (a view).
+    pub fn alias(&self) -> Result<Tensor> {
+        view_op(self, ViewKind::Alias)
+    }
+
+    /// Merges dims `start_dim..=end_dim` into one.
+    pub fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return self.reshape(&[1]);
+        }
+        let s = normalize_dim("flatten", start_dim, self.ndim())?;
+        let e = normalize_dim("flatten", end_dim, self.ndim())?;
+        if s > e {
+            return Err(Error::invalid("flatten", "start_dim cannot come after end_dim"));
+        }
+        let mut shape: Vec<i64> = to_i64(&self.shape()[..s]);
+        shape.push(self.shape()[s..=e].iter().product::<usize>() as i64);
+        shape.extend(to_i64(&self.shape()[e + 1..]));
+        self.reshape(&shape)
+    }
+
+    /// Splits `dim` into `sizes` (one entry may be -1).
+    pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+        let d = normalize_dim("unflatten", dim, self.ndim())?;
+        let inner = crate::layout::infer_shape("unflatten", sizes, self.shape()[d])?;
+        let mut shape: Vec<i64> = to_i64(&self.shape()[..d]);
+        shape.extend(to_i64(&inner));
+        shape.extend(to_i64(&self.shape()[d + 1..]));
+        self.view(&shape)
+    }
+
+    /// Splits `dim` into pieces of `size` (the last may be smaller).
+    pub fn split(&self, size: usize, dim: i64) -> Result<Vec<Tensor>> {
+        let d = normalize_dim("split", dim, self.ndim())?;
+        if self.ndim() == 0 {
+            return Err(Error::invalid("split", "split expects at least a 1-dimensional tensor"));
+        }
+        let n = self.shape()[d];
+        if size == 0 && n != 0 {
+            return Err(Error::invalid(
+                "split",
+                "split_size can only be 0 if dimension size is 0",
+            ));
+        }
+        let mut out = Vec::new();
+        let mut start = 0;
+        loop {
+            let len = size.min(n - start);
+            out.push(self.narrow(d as i64, start as i64, len)?);
+            start += len;
+            if start >= n {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Splits `dim` into pieces of the given sizes, which must sum to its size.
+    pub fn split_sizes(&self, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
+        let d = normalize_dim("split_with_sizes", dim, self.ndim())?;
+        let n = self.shape().get(d).copied().unwrap_or(1);
+        if sizes.iter().sum::<usize>() != n {
+            return Err(Error::invalid(
+                "split_with_sizes",
+                format!("split_sizes {sizes:?} must sum to the size of dim {d} ({n})"),
+            ));
+        }
+        let mut start = 0;
+        sizes
+            .iter()
+            .map(|&len| {
+                let t = self.narrow(d as i64, start as i64, len);
+                start += len;
+                t
+            })
+            .collect()
+    }
+
+    /// Splits `dim` into `chunks` pieces of equal size (the last may be
+    /// smaller; fewer pieces when the size does not allow more), as `torch.chunk`.
+    pub fn chunk(&self, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
+        if chunks == 0 {
+            return Err(Error::invalid("chunk", "chunk expects `chunks` to be greater than 0"));
+        }
+        let d = normalize_dim("chunk", dim, self.ndim())?;
+        let n = self.shape().get(d).copied().unwrap_or(1);
+        self.split(n.div_ceil(chunks).max(1), dim)
+    }
+
+    /// The slices along `dim`, each without that dim.
+    pub fn unbind(&self, dim: i64) -> Result<Vec<Tensor>> {
+        let d = normalize_dim("unbind", dim, self.ndim())?;
+        if self.ndim() == 0 {
+            return Err(Error::invalid(
+                "unbind",
+                "dimension specified as 0 but tensor has no dimensions",
+            ));
+        }
+        (0..self.shape()[d]).map(|i| self.select(d as i64, i as i64)).collect()
+    }
+
+    /// The shape as signed sizes (for passing to `view`/`expand`).
+    pub fn shape_i64(&self) -> Vec<i64> {
+        to_i64(self.shape())
+    }
+}

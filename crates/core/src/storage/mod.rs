@@ -1,0 +1,140 @@
+//! Storage: the bytes behind tensors, shared by every view of them.
+
+mod cpu_alloc;
+
+use std::any::Any;
+use std::fmt;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+pub use cpu_alloc::{CpuBuffer, MemoryStats, empty_cache, memory_stats, reset_peak_memory_stats};
+
+use crate::Device;
+
+/// Memory owned by a non-CPU backend (a CUDA allocation, a toy device's Vec).
+pub trait DeviceBuffer: Any + Send + Sync {
+    /// Size in bytes.
+    fn len(&self) -> usize;
+    /// True for a zero-byte buffer.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// For downcasting in the backend's kernels.
+    fn as_any(&self) -> &dyn Any;
+    /// For downcasting in the backend's kernels.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// The memory of one storage.
+pub enum Buffer {
+    /// Host memory.
+    Cpu(CpuBuffer),
+    /// No memory at all (meta tensors).
+    Meta,
+    /// Memory of another backend.
+    Device(Box<dyn DeviceBuffer>),
+}
+
+impl Buffer {
+    /// The CPU buffer, if this is host memory.
+    pub fn as_cpu(&self) -> Option<&CpuBuffer> {
+        match self {
+            Buffer::Cpu(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The backend buffer downcast to `T`, if it is one.
+    pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
+        match self {
+            Buffer::Device(b) => b.as_any().downcast_ref(),
+            _ => None,
+        }
+    }
+
+    /// The backend buffer downcast to `T`, mutably.
+    pub fn downcast_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        match self {
+            Buffer::Device(b) => b.as_any_mut().downcast_mut(),
+            _ => None,
+        }
+    }
+}
+
+struct StorageImpl {
+    device: Device,
+    nbytes: usize,
+    data: RwLock<Buffer>,
+}
+
+/// Reference-counted bytes on one device. Cloning a `Storage` shares it.
+///
+/// Readers and writers go through a lock, so concurrent use from several
+/// threads is safe; kernels take the locks of all operands of one call in a
+/// fixed order (see `cpu::access`), so calls never deadlock each other.
+#[derive(Clone)]
+pub struct Storage(Arc<StorageImpl>);
+
+impl Storage {
+    /// Wraps a buffer of `nbytes` bytes on `device`.
+    pub fn new(device: Device, nbytes: usize, buffer: Buffer) -> Storage {
+        Storage(Arc::new(StorageImpl {
+            device,
+            nbytes,
+            data: RwLock::new(buffer),
+        }))
+    }
+
+    /// Fresh host memory of `nbytes`, zeroed when `zeroed`.
+    pub fn cpu(nbytes: usize, zeroed: bool) -> Storage {
+        Storage::new(Device::Cpu, nbytes, Buffer::Cpu(CpuBuffer::new(nbytes, zeroed)))
+    }
+
+    /// Host memory holding a copy of `bytes`.
+    pub fn cpu_from_bytes(bytes: &[u8]) -> Storage {
+        let buf = CpuBuffer::new(bytes.len(), false);
+        // SAFETY: the new buffer has exactly bytes.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_ptr(), bytes.len()) };
+        Storage::new(Device::Cpu, bytes.len(), Buffer::Cpu(buf))
+    }
+
+    /// The device of the memory.
+    pub fn device(&self) -> Device {
+        self.0.device
+    }
+
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.0.nbytes
+    }
+
+    /// Shared access to the buffer.
+    pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
+        self.0.data.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Exclusive access to the buffer.
+    pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
+        self.0.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when both handles share the same memory.
+    pub fn same(&self, other: &Storage) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// An address identifying this storage (for lock ordering and alias checks).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// Number of handles (tensors and views) sharing the storage.
+    pub fn ref_count(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+}
+
+impl fmt::Debug for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Storage({} bytes on {})", self.nbytes(), self.device())
+    }
+}

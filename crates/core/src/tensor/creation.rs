@@ -1,0 +1,415 @@
+//! Creating tensors: constants, ranges, random samples, `*_like`.
+
+use crate::dispatch::call1;
+use crate::layout::{Dims, Layout};
+use crate::ops::{Arange, Distribution, Fill, Linspace, Random};
+use crate::random::Generator;
+use crate::storage::Storage;
+use crate::{DType, Device, Error, Result, Scalar, Tensor};
+
+/// dtype, device and generator for creation functions (PyTorch's keyword
+/// arguments), used as a builder:
+///
+/// ```
+/// use ferrotorch_core::{DType, Device, TensorOptions};
+/// let t = TensorOptions::new().dtype(DType::F64).zeros(&[2, 3])?;
+/// assert_eq!(t.dtype(), DType::F64);
+/// let m = TensorOptions::new().device(Device::Meta).randn(&[1024, 1024])?;
+/// assert_eq!(m.shape(), &[1024, 1024]); // shape only, no memory
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TensorOptions {
+    dtype: Option<DType>,
+    device: Device,
+    generator: Option<Generator>,
+}
+
+impl TensorOptions {
+    /// Defaults: the default dtype, the CPU, the global generator.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Options matching an existing tensor's dtype and device (for `*_like`).
+    pub fn like(t: &Tensor) -> Self {
+        TensorOptions {
+            dtype: Some(t.dtype()),
+            device: t.device(),
+            generator: None,
+        }
+    }
+
+    /// Sets the dtype.
+    pub fn dtype(mut self, dtype: DType) -> Self {
+        self.dtype = Some(dtype);
+        self
+    }
+
+    /// Sets the device.
+    pub fn device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// Samples from `generator` instead of the global one.
+    pub fn generator(mut self, generator: &Generator) -> Self {
+        self.generator = Some(generator.clone());
+        self
+    }
+
+    fn dt(&self) -> DType {
+        self.dtype.unwrap_or_else(crate::default_dtype)
+    }
+
+    /// Every element `value`; without a dtype set, the dtype follows the
+    /// value (bool, int64, or the default float dtype), as `torch.full`.
+    pub fn full(&self, shape: &[usize], value: impl Into<Scalar>) -> Result<Tensor> {
+        let value = value.into();
+        let dtype = self.dtype.unwrap_or_else(|| match value {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => crate::default_dtype(),
+        });
+        self.fill(shape, value, dtype)
+    }
+
+    fn fill(&self, shape: &[usize], value: Scalar, dtype: DType) -> Result<Tensor> {
+        call1(
+            &Fill {
+                value,
+                shape: shape.into(),
+                dtype,
+                device: self.device,
+            },
+            &[],
+        )
+    }
+
+    /// Zeros.
+    pub fn zeros(&self, shape: &[usize]) -> Result<Tensor> {
+        self.fill(shape, Scalar::Int(0), self.dt())
+    }
+
+    /// Ones.
+    pub fn ones(&self, shape: &[usize]) -> Result<Tensor> {
+        self.fill(shape, Scalar::Int(1), self.dt())
+    }
+
+    /// A tensor whose contents are unspecified in PyTorch; ferrotorch zeroes
+    /// it, so no read ever sees memory it has not written.
+    pub fn empty(&self, shape: &[usize]) -> Result<Tensor> {
+        self.zeros(shape)
+    }
+
+    /// `start, start + step, ...` below `end`. Integer arguments give int64
+    /// unless a dtype is set; float arguments give the default float dtype.
+    pub fn arange(&self, start: impl Into<Scalar>, end: impl Into<Scalar>, step: impl Into<Scalar>) -> Result<Tensor> {
+        let (start, end, step) = (start.into(), end.into(), step.into());
+        let any_float = start.is_float() || end.is_float() || step.is_float();
+        let dtype = self
+            .dtype
+            .unwrap_or(if any_float { crate::default_dtype() } else { DType::I64 });
+        let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+        if st == 0.0 {
+            return Err(Error::invalid("arange", "step must be nonzero"));
+        }
+        if !(s.is_finite() && e.is_finite()) {
+            return Err(Error::invalid("arange", format!("unsupported range: {s} -> {e}")));
+        }
+        if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+            return Err(Error::invalid(
+                "arange",
+                "upper bound and larger bound inconsistent with step sign",
+            ));
+        }
+        let len = if any_float {
+            ((e - s) / st).ceil() as usize
+        } else {
+            let (si, ei, sti) = (start.to_i64(), end.to_i64(), step.to_i64());
+            ((ei - si + sti - sti.signum()) / sti).max(0) as usize
+        };
+        call1(
+            &Arange {
+                start: s,
+                step: st,
+                len,
+                dtype,
+                device: self.device,
+            },
+            &[],
+        )
+    }
+
+    /// `steps` evenly spaced values from `start` to `end`, both included.
+    pub fn linspace(&self, start: f64, end: f64, steps: usize) -> Result<Tensor> {
+        call1(
+            &Linspace {
+                start,
+                end,
+                steps,
+                dtype: self.dt(),
+                device: self.device,
+            },
+            &[],
+        )
+    }
+
+    /// An `n x m` matrix with ones on the diagonal.
+    pub fn eye(&self, n: usize, m: usize) -> Result<Tensor> {
+        let z = self.zeros(&[n, m])?;
+        if n.min(m) > 0 {
+            z.as_strided(&[n.min(m)], &[m + 1], 0)?.fill_(Scalar::Int(1))?;
+        }
+        Ok(z)
+    }
+
+    fn random(&self, shape: &[usize], dist: Distribution, dtype: DType) -> Result<Tensor> {
+        call1(
+            &Random {
+                dist,
+                shape: shape.into(),
+                dtype,
+                device: self.device,
+                generator: self.generator.clone(),
+            },
+            &[],
+        )
+    }
+
+    fn float_dt(&self, op: &'static str) -> Result<DType> {
+        let dt = self.dt();
+        if !dt.is_floating_point() {
+            return Err(Error::dtype(op, dt, "expects a floating-point dtype"));
+        }
+        Ok(dt)
+    }
+
+    /// Uniform samples in `[0, 1)`.
+    pub fn rand(&self, shape: &[usize]) -> Result<Tensor> {
+        self.uniform(shape, 0.0, 1.0)
+    }
+
+    /// Uniform samples in `[low, high)`.
+    pub fn uniform(&self, shape: &[usize], low: f64, high: f64) -> Result<Tensor> {
+        let dt = self.float_dt("uniform")?;
+        if low > high {
+            return Err(Error::invalid(
+                "uniform",
+                format!("expects from <= to, got from={low} > to={high}"),
+            ));
+        }
+        self.random(shape, Distribution::Uniform { low, high }, dt)
+    }
+
+    /// Standard normal samples.
+    pub fn randn(&self, shape: &[usize]) -> Result<Tensor> {
+        self.normal(shape, 0.0, 1.0)
+    }
+
+    /// Normal samples with `mean` and `std`.
+    pub fn normal(&self, shape: &[usize], mean: f64, std: f64) -> Result<Tensor> {
+        let dt = self.float_dt("normal")?;
+        if std < 0.0 {
+            return Err(Error::invalid(
+                "normal",
+                format!("expects std >= 0.0, but found std {std}"),
+            ));
+        }
+        self.random(shape, Distribution::Normal { mean, std }, dt)
+    }
+
+    /// Uniform integers in `[low, high)` (int64 unless a dtype is set).
+    pub fn randint(&self, low: i64, high: i64, shape: &[usize]) -> Result<Tensor> {
+        if low >= high {
+            return Err(Error::invalid(
+                "randint",
+                format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"),
+            ));
+        }
+        self.random(
+            shape,
+            Distribution::RandInt { low, high },
+            self.dtype.unwrap_or(DType::I64),
+        )
+    }
+
+    /// 0/1 samples, 1 with probability `p`.
+    pub fn bernoulli(&self, shape: &[usize], p: f64) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(Error::invalid(
+                "bernoulli",
+                format!("expects 0 <= p <= 1, but got p={p}"),
+            ));
+        }
+        self.random(shape, Distribution::Bernoulli { p }, self.dt())
+    }
+}
+
+fn opts(dtype: DType) -> TensorOptions {
+    TensorOptions::new().dtype(dtype)
+}
+
+impl Tensor {
+    /// A 0-d CPU tensor holding `value` as `dtype`.
+    pub fn scalar_tensor(value: Scalar, dtype: DType) -> Tensor {
+        let es = dtype.element_size();
+        let storage = Storage::cpu(es, false);
+        {
+            let g = storage.write();
+            let p = g.as_cpu().expect("fresh CPU storage").as_ptr();
+            crate::with_dtype!(dtype, T => {
+                let v: T = match value {
+                    Scalar::Float(f) => <T as crate::Element>::from_f64(f),
+                    Scalar::Int(i) => <T as crate::Element>::from_i64(i),
+                    Scalar::Bool(b) => <T as crate::Element>::from_i64(b as i64),
+                };
+                // SAFETY: the buffer holds one element of T.
+                unsafe { (p as *mut T).write(v) };
+            });
+        }
+        Tensor::from_parts(storage, Layout::contiguous(&[]), dtype)
+    }
+
+    /// Zeros of the default dtype on the CPU.
+    pub fn zeros(shape: &[usize]) -> Result<Tensor> {
+        TensorOptions::new().zeros(shape)
+    }
+
+    /// Zeros of `dtype` on the CPU.
+    pub fn zeros_dtype(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        opts(dtype).zeros(shape)
+    }
+
+    /// Ones of the default dtype on the CPU.
+    pub fn ones(shape: &[usize]) -> Result<Tensor> {
+        TensorOptions::new().ones(shape)
+    }
+
+    /// `value` everywhere (dtype from the value: bool, int64, or the default float).
+    pub fn full(shape: &[usize], value: impl Into<Scalar>) -> Result<Tensor> {
+        TensorOptions::new().full(shape, value)
+    }
+
+    /// Zero-initialised tensor (`torch.empty` gives uninitialised memory;
+    /// ferrotorch never hands out memory it has not written).
+    pub fn empty(shape: &[usize]) -> Result<Tensor> {
+        TensorOptions::new().empty(shape)
+    }
+
+    /// `0, 1, ..., end - 1` as int64.
+    pub fn arange(end: i64) -> Result<Tensor> {
+        TensorOptions::new().arange(0, end, 1)
+    }
+
+    /// `start, start + step, ...` below `end` (see [`TensorOptions::arange`]).
+    pub fn arange_step(start: impl Into<Scalar>, end: impl Into<Scalar>, step: impl Into<Scalar>) -> Result<Tensor> {
+        TensorOptions::new().arange(start, end, step)
+    }
+
+    /// `steps` evenly spaced values from `start` to `end`.
+    pub fn linspace(start: f64, end: f64, steps: usize) -> Result<Tensor> {
+        TensorOptions::new().linspace(start, end, steps)
+    }
+
+    /// The `n x n` identity matrix.
+    pub fn eye(n: usize) -> Result<Tensor> {
+        TensorOptions::new().eye(n, n)
+    }
+
+    /// Uniform samples in `[0, 1)` from the global generator.
+    pub fn rand(shape: &[usize]) -> Result<Tensor> {
+        TensorOptions::new().rand(shape)
+    }
+
+    /// Standard normal samples from the global generator.
+    pub fn randn(shape: &[usize]) -> Result<Tensor> {
+        TensorOptions::new().randn(shape)
+    }
+
+    /// Uniform int64 samples in `[low, high)`.
+    pub fn randint(low: i64, high: i64, shape: &[usize]) -> Result<Tensor> {
+        TensorOptions::new().randint(low, high, shape)
+    }
+
+    /// Normal samples with `mean` and `std`.
+    pub fn normal(mean: f64, std: f64, shape: &[usize]) -> Result<Tensor> {
+        TensorOptions::new().normal(shape, mean, std)
+    }
+
+    /// 0/1 samples where each element of `self` is the probability of a 1.
+    pub fn bernoulli(&self) -> Result<Tensor> {
+        if !self.is_floating_point() {
+            return Err(Error::dtype(
+                "bernoulli",
+                self.dtype(),
+                "expects floating-point probabilities",
+            ));
+        }
+        let u = TensorOptions::like(self).dtype(DType::F32).rand(self.shape())?;
+        u.lt(&self.to_dtype(DType::F32)?)?.to_dtype(self.dtype())
+    }
+
+    /// Zeros with `self`'s shape, dtype and device.
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        TensorOptions::like(self).zeros(self.shape())
+    }
+
+    /// Ones with `self`'s shape, dtype and device.
+    pub fn ones_like(&self) -> Result<Tensor> {
+        TensorOptions::like(self).ones(self.shape())
+    }
+
+    /// `value` with `self`'s shape, dtype and device.
+    pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        TensorOptions::like(self).full(self.shape(), value)
+    }
+
+    /// A tensor like `self` (zeroed).
+    pub fn empty_like(&self) -> Result<Tensor> {
+        TensorOptions::like(self).empty(self.shape())
+    }
+
+    /// Uniform samples like `self`.
+    pub fn rand_like(&self) -> Result<Tensor> {
+        TensorOptions::like(self).rand(self.shape())
+    }
+
+    /// Standard normal samples like `self`.
+    pub fn randn_like(&self) -> Result<Tensor> {
+        TensorOptions::like(self).randn(self.shape())
+    }
+
+    /// Random integers in `[low, high)` like `self`.
+    pub fn randint_like(&self, low: i64, high: i64) -> Result<Tensor> {
+        TensorOptions::like(self).randint(low, high, self.shape())
+    }
+
+    /// A tensor with the given data, shape and dtype `T`.
+    pub fn from_vec<T: crate::Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != data.len() {
+            return Err(Error::invalid(
+                "from_vec",
+                format!("shape {shape:?} has {n} elements but the data has {}", data.len()),
+            ));
+        }
+        Ok(Self::from_elems(&data, shape.into()))
+    }
+
+    /// A 1-d tensor copying `data`.
+    pub fn from_slice<T: crate::Element>(data: &[T]) -> Tensor {
+        Self::from_elems(data, Dims::from_slice(&[data.len()]))
+    }
+
+    /// A 0-d tensor holding `value`.
+    pub fn scalar<T: crate::Element>(value: T) -> Tensor {
+        Self::from_elems(&[value], Dims::new())
+    }
+
+    pub(crate) fn from_elems<T: crate::Element>(data: &[T], shape: Dims) -> Tensor {
+        // SAFETY: T is a plain-old-data element type; reading its bytes is fine.
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
+        Tensor::from_parts(Storage::cpu_from_bytes(bytes), Layout::contiguous(&shape), T::DTYPE)
+    }
+}

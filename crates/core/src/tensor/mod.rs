@@ -1,0 +1,233 @@
+//! [`Tensor`]: a strided view of a shared storage.
+
+mod access;
+mod creation;
+mod display;
+mod index;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use access::TensorData;
+pub use creation::TensorOptions;
+pub use display::{PrintOptions, set_print_options};
+pub use index::TensorIndex;
+
+use crate::dispatch::{DispatchKeySet, OutSpec, backend_for};
+use crate::layout::{Dims, Layout};
+use crate::storage::Storage;
+use crate::{DType, Device, Result};
+
+/// The version counter of a storage's tensors: bumped by every in-place
+/// write, shared by all views of one base (autograd checks it to catch
+/// in-place changes to tensors it saved).
+#[derive(Debug, Clone, Default)]
+pub struct VersionCounter(Arc<AtomicU64>);
+
+impl VersionCounter {
+    /// The current version.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Records one in-place write.
+    pub fn bump(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// True when both counters are the same counter.
+    pub fn same(&self, other: &VersionCounter) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+pub(crate) struct TensorImpl {
+    pub(crate) storage: Storage,
+    pub(crate) layout: Layout,
+    pub(crate) dtype: DType,
+    pub(crate) version: VersionCounter,
+}
+
+/// An n-dimensional array of one [`DType`] on one [`Device`].
+///
+/// A `Tensor` is a cheap handle (an `Arc`): cloning it gives another handle
+/// to the same tensor, as assigning a tensor does in Python. Views
+/// (`view`, `permute`, slicing, `expand`, ...) share the storage and its
+/// version counter; nothing is copied. Every fallible operation returns
+/// [`Result`]; the operator overloads (`&a + &b`) panic with the same message
+/// instead, which is their only difference from the methods (`a.add(&b)`).
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]).reshape(&[2, 2])?;
+/// let b = a.t()?.matmul(&a)?;
+/// assert_eq!(b.to_vec::<f32>()?, vec![10.0, 14.0, 14.0, 20.0]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+impl Tensor {
+    /// Builds a tensor from its parts (a new version counter).
+    pub fn from_parts(storage: Storage, layout: Layout, dtype: DType) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            storage,
+            layout,
+            dtype,
+            version: VersionCounter::default(),
+        }))
+    }
+
+    /// A view of this tensor's storage with another layout (shares the
+    /// version counter). The layout must stay inside the storage.
+    pub fn view_with_layout(&self, layout: Layout) -> Tensor {
+        debug_assert!(
+            layout.numel() == 0
+                || self.storage().device() == Device::Meta
+                || layout.storage_end() * self.dtype().element_size() <= self.storage().nbytes()
+        );
+        Tensor(Arc::new(TensorImpl {
+            storage: self.0.storage.clone(),
+            layout,
+            dtype: self.0.dtype,
+            version: self.0.version.clone(),
+        }))
+    }
+
+    /// Uninitialised memory for an output described by `spec` on `device`.
+    pub fn empty_for_spec(spec: &OutSpec, device: Device) -> Result<Tensor> {
+        let layout = match &spec.strides {
+            Some(st) => Layout {
+                shape: spec.shape.clone(),
+                strides: st.clone(),
+                offset: 0,
+            },
+            None => Layout::contiguous(&spec.shape),
+        };
+        let nbytes = if layout.numel() == 0 {
+            0
+        } else {
+            layout.storage_end() * spec.dtype.element_size()
+        };
+        let storage = if device == Device::Cpu {
+            Storage::cpu(nbytes, false)
+        } else {
+            Storage::new(device, nbytes, backend_for(device)?.allocate(device, nbytes, false)?)
+        };
+        Ok(Tensor::from_parts(storage, layout, spec.dtype))
+    }
+
+    /// Size of each dimension (`tensor.shape`).
+    pub fn shape(&self) -> &[usize] {
+        &self.0.layout.shape
+    }
+
+    /// Size of one dimension; negative `dim` counts from the end.
+    pub fn size(&self, dim: i64) -> Result<usize> {
+        let d = crate::layout::normalize_dim("size", dim, self.ndim())?;
+        Ok(if self.ndim() == 0 { 1 } else { self.shape()[d] })
+    }
+
+    /// Strides in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.0.layout.strides
+    }
+
+    /// Stride of one dimension.
+    pub fn stride(&self, dim: i64) -> Result<usize> {
+        let d = crate::layout::normalize_dim("stride", dim, self.ndim())?;
+        Ok(if self.ndim() == 0 { 1 } else { self.strides()[d] })
+    }
+
+    /// Offset of the first element in the storage, in elements.
+    pub fn storage_offset(&self) -> usize {
+        self.0.layout.offset
+    }
+
+    /// Shape, strides and offset.
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+
+    /// Number of dimensions (`dim()` in PyTorch).
+    pub fn ndim(&self) -> usize {
+        self.0.layout.shape.len()
+    }
+
+    /// Number of dimensions (PyTorch's name).
+    pub fn dim(&self) -> usize {
+        self.ndim()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// Bytes per element.
+    pub fn element_size(&self) -> usize {
+        self.0.dtype.element_size()
+    }
+
+    /// The device of the storage.
+    pub fn device(&self) -> Device {
+        self.0.storage.device()
+    }
+
+    /// The shared storage.
+    pub fn storage(&self) -> &Storage {
+        &self.0.storage
+    }
+
+    /// Whether the elements are laid out row-major without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.0.layout.is_contiguous()
+    }
+
+    /// True for floating-point dtypes.
+    pub fn is_floating_point(&self) -> bool {
+        self.0.dtype.is_floating_point()
+    }
+
+    /// The shape as a `Dims` (for building new shapes).
+    pub fn dims(&self) -> Dims {
+        self.0.layout.shape.clone()
+    }
+
+    /// The version counter shared with all views of this tensor's base.
+    pub fn version_counter(&self) -> &VersionCounter {
+        &self.0.version
+    }
+
+    /// The current version (`tensor._version`).
+    pub fn version(&self) -> u64 {
+        self.0.version.get()
+    }
+
+    /// Records an in-place write (done by the dispatcher for in-place calls).
+    pub fn bump_version(&self) {
+        self.0.version.bump();
+    }
+
+    /// True when both handles are the same tensor (not merely equal values).
+    pub fn is_same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Layer dispatch keys this tensor asks for (autograd adds its key here).
+    #[inline]
+    pub(crate) fn layer_keys(&self) -> DispatchKeySet {
+        DispatchKeySet::EMPTY
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}

@@ -1,0 +1,188 @@
+//! An out-of-tree extension of ferrotorch, written only against the public
+//! API of `ferrotorch-core` (as a third-party crate would be):
+//!
+//! - a custom operator, `demo::scaled_square` (`alpha * x * x`), declared
+//!   with its shape rule and given a CPU kernel through the registry;
+//! - a toy device backend (`toydev`, in the `PrivateUse1` slot) whose memory
+//!   is a plain `Vec<u8>`, with kernels for `add`, `fill` and the custom op.
+//!
+//! Call [`register`] once; after that `Tensor::to(Device::PrivateUse1(0))`,
+//! `a.add(&b)` on toy tensors and `scaled_square(&x, 3.0)` work through the
+//! normal dispatcher.
+
+use std::any::Any;
+use std::sync::Once;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ferrotorch_core::dispatch::{
+    Backend, DispatchKey, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, call1, downcast_op, register_backend,
+};
+use ferrotorch_core::ops::{Binary, BinaryKind, Fill};
+use ferrotorch_core::storage::{Buffer, DeviceBuffer};
+use ferrotorch_core::{DType, Device, Error, Result, Tensor};
+
+/// Dispatch table of the custom operator.
+pub static SCALED_SQUARE: OpEntry = OpEntry::new("demo::scaled_square");
+
+/// `alpha * x * x`, elementwise, for f32 tensors.
+#[derive(Debug, Clone)]
+pub struct ScaledSquare {
+    /// The factor.
+    pub alpha: f32,
+}
+
+impl Op for ScaledSquare {
+    fn entry(&self) -> &'static OpEntry {
+        &SCALED_SQUARE
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        if x.dtype() != DType::F32 {
+            return Err(Error::dtype("demo::scaled_square", x.dtype(), "only f32 is supported"));
+        }
+        Ok([OutSpec::new(x.dims(), DType::F32)].into_iter().collect())
+    }
+}
+
+/// Runs the custom operator through the dispatcher.
+pub fn scaled_square(x: &Tensor, alpha: f32) -> Result<Tensor> {
+    call1(&ScaledSquare { alpha }, &[x])
+}
+
+/// How many kernels ran on the toy device (to show calls really went there).
+pub static TOY_KERNEL_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// Memory of the toy device.
+pub struct ToyBuffer(pub Vec<u8>);
+
+impl DeviceBuffer for ToyBuffer {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// The toy device type.
+pub struct ToyBackend;
+
+impl Backend for ToyBackend {
+    fn name(&self) -> &'static str {
+        "toydev"
+    }
+
+    fn check_device(&self, device: Device) -> Result<()> {
+        if device.index() > 0 {
+            return Err(Error::DeviceUnavailable {
+                device,
+                reason: "the toy backend has a single device".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn allocate(&self, _device: Device, nbytes: usize, _zeroed: bool) -> Result<Buffer> {
+        Ok(Buffer::Device(Box::new(ToyBuffer(vec![0; nbytes]))))
+    }
+
+    fn copy_from_host(&self, _device: Device, bytes: &[u8]) -> Result<Buffer> {
+        Ok(Buffer::Device(Box::new(ToyBuffer(bytes.to_vec()))))
+    }
+
+    fn copy_to_host(&self, buf: &Buffer, offset: usize, out: &mut [u8]) -> Result<()> {
+        let b = buf
+            .downcast_ref::<ToyBuffer>()
+            .ok_or_else(|| Error::invalid("to", "not a toy buffer"))?;
+        out.copy_from_slice(&b.0[offset..offset + out.len()]);
+        Ok(())
+    }
+}
+
+/// The f32 values of a contiguous tensor (on the toy device, or a 0-d CPU scalar).
+fn read_f32(t: &Tensor) -> Result<Vec<f32>> {
+    if t.device() == Device::Cpu {
+        return t.to_vec::<f32>();
+    }
+    if !t.is_contiguous() || t.dtype() != DType::F32 {
+        return Err(Error::invalid("toydev", "toy kernels take contiguous f32 tensors only"));
+    }
+    let g = t.storage().read();
+    let b = g
+        .downcast_ref::<ToyBuffer>()
+        .ok_or_else(|| Error::invalid("toydev", "not a toy buffer"))?;
+    let start = t.storage_offset() * 4;
+    Ok(b.0[start..start + t.numel() * 4]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+fn write_f32(t: &Tensor, vals: &[f32]) -> Result<()> {
+    let mut g = t.storage().write();
+    let b = g
+        .downcast_mut::<ToyBuffer>()
+        .ok_or_else(|| Error::invalid("toydev", "not a toy buffer"))?;
+    let start = t.storage_offset() * 4;
+    for (i, v) in vals.iter().enumerate() {
+        b.0[start + 4 * i..start + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    TOY_KERNEL_CALLS.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+fn toy_add(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &Binary = downcast_op(op)?;
+    if op.kind != BinaryKind::Add {
+        return Err(Error::invalid("toydev", "only add is implemented"));
+    }
+    let alpha = op.alpha.to_f64() as f32;
+    let (a, b) = (read_f32(inputs[0])?, read_f32(inputs[1])?);
+    let n = outputs[0].numel();
+    let pick = |v: &[f32], i: usize| if v.len() == 1 { v[0] } else { v[i] };
+    if (a.len() != n && a.len() != 1) || (b.len() != n && b.len() != 1) {
+        return Err(Error::invalid("toydev", "toy add broadcasts only scalars"));
+    }
+    let out: Vec<f32> = (0..n).map(|i| pick(&a, i) + alpha * pick(&b, i)).collect();
+    write_f32(outputs[0], &out)
+}
+
+fn toy_fill(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &Fill = downcast_op(op)?;
+    write_f32(outputs[0], &vec![op.value.to_f64() as f32; outputs[0].numel()])
+}
+
+fn toy_scaled_square(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &ScaledSquare = downcast_op(op)?;
+    let x = read_f32(inputs[0])?;
+    write_f32(outputs[0], &x.iter().map(|v| op.alpha * v * v).collect::<Vec<_>>())
+}
+
+fn cpu_scaled_square(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &ScaledSquare = downcast_op(op)?;
+    // A CPU kernel may be written with other operators.
+    let y = inputs[0].mul(inputs[0])?.mul(op.alpha as f64)?;
+    outputs[0].copy_(&y).map(|_| ())
+}
+
+/// Registers the custom operator's kernels and the toy backend (idempotent).
+pub fn register() -> Result<()> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        result = (|| {
+            register_backend(DispatchKey::PrivateUse1, &ToyBackend)?;
+            let pu = Slot::Key(DispatchKey::PrivateUse1);
+            SCALED_SQUARE.register(Slot::Key(DispatchKey::Cpu), Kernel::Structured(cpu_scaled_square))?;
+            SCALED_SQUARE.register(pu, Kernel::Structured(toy_scaled_square))?;
+            BinaryKind::Add.entry().register(pu, Kernel::Structured(toy_add))?;
+            ferrotorch_core::ops::copy::FILL.register(pu, Kernel::Structured(toy_fill))?;
+            Ok(())
+        })();
+    });
+    result
+}

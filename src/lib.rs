@@ -1,0 +1,15 @@
+//! # ferrotorch
+//!
+//! PyTorch's programming model in Rust. This facade re-exports the crates of
+//! the workspace; today that is the tensor core ([`ferrotorch_core`]).
+//!
+//! ```
+//! use ferrotorch::{Tensor, manual_seed};
+//! manual_seed(0);
+//! let a = Tensor::randn(&[2, 3])?;
+//! let b = a.matmul(&a.t()?)?;
+//! assert_eq!(b.shape(), &[2, 2]);
+//! # Ok::<(), ferrotorch::Error>(())
+//! ```
+
+pub use ferrotorch_core::*;
