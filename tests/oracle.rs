@@ -1,15 +1,29 @@
-//! Checks ferrotorch against values PyTorch computed (`tests/oracle/*.json`,
-//! or the folder named by `ORACLE_DIR`).
+//! Checks ferrotorch against values PyTorch computed: the shared oracle
+//! (`tests/oracle/*.json`, or the folder named by `ORACLE_DIR`) in test
+//! `oracle`, and the extra core-op cases (`tests/oracle_extra/*.json`, written
+//! by `tests/gen_extra_oracle.py`, or the folder named by `ORACLE_EXTRA_DIR`)
+//! in test `oracle_extra`.
 //!
 //! Every case of every file runs. A case whose operator ferrotorch does not
 //! have yet is skipped by name (never silently); a case that runs and
 //! disagrees fails the test. The test ends by printing one line per file:
 //! `oracle unary.json: 57 passed, 2 skipped: name1, name2`.
+//!
+//! The extra suite is stricter: output dtypes must match exactly, and
+//! tolerances follow the output dtype (f16, bf16, f64). Cases listed in
+//! [`KNOWN_FAILING`] (wrong for a cause in code under concurrent change) are
+//! reported as "known failing" instead of failing the test; one that starts
+//! passing fails the test until it is removed from the list.
 
 use std::path::PathBuf;
 
-use ferrotorch::{DType, Rounding, Tensor, TensorIndex};
+use ferrotorch::half::{bf16, f16};
+use ferrotorch::{DType, Generator, Operand, Rounding, Scalar, Tensor, TensorIndex, TensorOptions};
 use serde_json::Value;
+
+/// Extra cases that fail because of a ferrotorch bug in code this test's
+/// authors may not change right now; each entry names the case and the cause.
+const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 /// What happened to one case.
 enum Outcome {
@@ -19,10 +33,10 @@ enum Outcome {
     Fail(String),
 }
 
-fn oracle_dir() -> PathBuf {
-    match std::env::var_os("ORACLE_DIR") {
+fn oracle_dir(var: &str, default: &str) -> PathBuf {
+    match std::env::var_os(var) {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oracle"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(default),
     }
 }
 
@@ -53,6 +67,23 @@ fn tensor(v: &Value) -> Tensor {
         "float64" => Tensor::from_vec(data.iter().map(num).collect(), &shape).unwrap(),
         "int64" => Tensor::from_vec(data.iter().map(|x| x.as_i64().unwrap()).collect(), &shape).unwrap(),
         "bool" => Tensor::from_vec(data.iter().map(|x| x.as_bool().unwrap()).collect(), &shape).unwrap(),
+        "int32" => Tensor::from_vec(
+            data.iter()
+                .map(|x| i32::try_from(x.as_i64().unwrap()).unwrap())
+                .collect(),
+            &shape,
+        )
+        .unwrap(),
+        "uint8" => Tensor::from_vec(
+            data.iter()
+                .map(|x| u8::try_from(x.as_i64().unwrap()).unwrap())
+                .collect(),
+            &shape,
+        )
+        .unwrap(),
+        // f16 / bf16 values are written as their exact value: the conversion is exact.
+        "float16" => Tensor::from_vec(data.iter().map(|x| f16::from_f64(num(x))).collect(), &shape).unwrap(),
+        "bfloat16" => Tensor::from_vec(data.iter().map(|x| bf16::from_f64(num(x))).collect(), &shape).unwrap(),
         other => panic!("unsupported dtype {other}"),
     }
 }
@@ -79,12 +110,57 @@ fn tolerance(op: &str) -> (f64, f64) {
     }
 }
 
-fn compare(name: &str, got: &Tensor, want: &Tensor, rtol: f64, atol: f64) -> Result<(), String> {
+/// Tolerance of the extra suite, by operator and output dtype: f32 as the
+/// shared oracle (with scans, products, norms, `dot` and `mv` counted as
+/// reductions), f16 and bf16 within their precision (eps 2^-10 and 2^-7),
+/// f64 close to its precision, random normal samples within f32 rounding;
+/// casts, fills and uniform samples exactly.
+fn tolerance_extra(op: &str, dtype: DType) -> (f64, f64) {
+    let short = op.rsplit('.').next().unwrap();
+    let reduce_like = [
+        "sum",
+        "mean",
+        "var",
+        "std",
+        "prod",
+        "norm",
+        "cumsum",
+        "cumprod",
+        "logsumexp",
+        "softmax",
+        "log_softmax",
+        "matmul",
+        "mm",
+        "bmm",
+        "dot",
+        "mv",
+    ]
+    .contains(&short);
+    match (short, dtype) {
+        // Casts and fills have one correctly converted result, as do uniform samples.
+        ("to" | "full" | "rand", _) => (0.0, 0.0),
+        ("randn" | "normal", DType::F32) => (1e-5, 1e-6),
+        ("randn" | "normal", DType::F64) => (1e-12, 1e-12),
+        (_, DType::F16) => (2e-3, 1e-4),
+        (_, DType::BF16) => (1e-2, 1e-3),
+        (_, DType::F64) if reduce_like => (1e-10, 1e-12),
+        (_, DType::F64) => (1e-12, 1e-14),
+        _ if reduce_like => (1e-4, 1e-5),
+        _ => tolerance(op),
+    }
+}
+
+/// Compares `got` with `want`: integer and bool outputs exactly, floats within
+/// `rtol`/`atol` (NaN equals NaN). With `strict`, float dtypes must match too.
+fn compare(name: &str, got: &Tensor, want: &Tensor, rtol: f64, atol: f64, strict: bool) -> Result<(), String> {
     if got.shape() != want.shape() {
         return Err(format!("{name}: shape {:?}, expected {:?}", got.shape(), want.shape()));
     }
+    if strict && got.dtype() != want.dtype() {
+        return Err(format!("{name}: dtype {}, expected {}", got.dtype(), want.dtype()));
+    }
     match want.dtype() {
-        DType::I64 | DType::Bool => {
+        DType::I64 | DType::I32 | DType::U8 | DType::Bool => {
             if got.dtype() != want.dtype() {
                 return Err(format!("{name}: dtype {}, expected {}", got.dtype(), want.dtype()));
             }
@@ -137,7 +213,8 @@ fn input<'a>(case: &Value, inputs: &'a [Tensor], name: &str) -> Option<&'a Tenso
     inputs.get(i)
 }
 
-fn index_items(v: &Value) -> Vec<TensorIndex> {
+/// Index items of `__getitem__`; `{"tensor": k}` is the k-th input (extra suite).
+fn index_items(v: &Value, inputs: &[Tensor]) -> Vec<TensorIndex> {
     v.as_array()
         .unwrap()
         .iter()
@@ -145,6 +222,9 @@ fn index_items(v: &Value) -> Vec<TensorIndex> {
             Value::Null => TensorIndex::NewAxis,
             Value::String(s) if s == "..." => TensorIndex::Ellipsis,
             Value::Number(n) => TensorIndex::Int(n.as_i64().unwrap()),
+            Value::Object(o) if o.contains_key("tensor") => {
+                TensorIndex::Tensor(inputs[o["tensor"].as_u64().unwrap() as usize].clone())
+            }
             Value::Object(o) => {
                 let s = o["slice"].as_array().unwrap();
                 let opt = |x: &Value| x.as_i64();
@@ -219,9 +299,10 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         }
         "maximum" => one(x().maximum(other())),
         "minimum" => one(x().minimum(other())),
-        "sum" => one(match dims("dim") {
-            Some(d) => x().sum_dim(d, keepdim),
-            None => x().sum(),
+        "sum" => one(match (dims("dim"), kw(case, "dtype")) {
+            (d, Some(dt)) => x().sum_dtype(d, keepdim, dtype_of(dt)?),
+            (Some(d), None) => x().sum_dim(d, keepdim),
+            (None, None) => x().sum(),
         }),
         "mean" => one(match dims("dim") {
             Some(d) => x().mean_dim(d, keepdim),
@@ -268,7 +349,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
             kw(case, "start_dim").and_then(Value::as_i64).unwrap_or(0),
             kw(case, "end_dim").and_then(Value::as_i64).unwrap_or(-1),
         )),
-        "__getitem__" => one(x().get(&index_items(kw(case, "index").unwrap()))),
+        "__getitem__" => one(x().get(&index_items(kw(case, "index").unwrap(), inputs))),
         "cat" | "stack" => {
             let refs: Vec<&Tensor> = inputs.iter().collect();
             let d = kw(case, "dim").and_then(Value::as_i64).unwrap_or(0);
@@ -287,8 +368,23 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "gather" => one(x().gather(kw(case, "dim")?.as_i64()?, input(case, inputs, "index")?)),
         "index_select" => one(x().index_select(kw(case, "dim")?.as_i64()?, input(case, inputs, "index")?)),
         "where" => {
-            one(input(case, inputs, "input")?
-                .where_cond(input(case, inputs, "condition")?, input(case, inputs, "other")?))
+            // Either branch may be a scalar (`self` / `other` in kwargs).
+            let branch = |name: &str, alt: &str| -> Option<Operand> {
+                match input(case, inputs, name) {
+                    Some(t) => Some(Operand::Tensor(t)),
+                    None => Some(Operand::Scalar(scalar_of(kw(case, name).or(kw(case, alt))?))),
+                }
+            };
+            // The method form `x.where(condition, y)` names the first branch `self`.
+            let first = match input(case, inputs, "self") {
+                Some(t) => Some(Operand::Tensor(t)),
+                None => branch("input", "self"),
+            };
+            one(ferrotorch::ops::binary::where_(
+                input(case, inputs, "condition")?,
+                first?,
+                branch("other", "other")?,
+            ))
         }
         "masked_fill" => one(x().masked_fill(input(case, inputs, "mask")?, scalar_of(kw(case, "value")?))),
         "split" => {
@@ -310,20 +406,206 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
             kw(case, "start")?.as_i64()?,
             kw(case, "length")?.as_u64()? as usize,
         )),
+        "floor" => unary(Tensor::floor),
+        "ceil" => unary(Tensor::ceil),
+        "round" => unary(Tensor::round),
+        "trunc" => unary(Tensor::trunc),
+        "sign" => unary(Tensor::sign),
+        "log1p" => unary(Tensor::log1p),
+        "expm1" => unary(Tensor::expm1),
+        "rsqrt" => unary(Tensor::rsqrt),
+        "reciprocal" => unary(Tensor::reciprocal),
+        "erf" => unary(Tensor::erf),
+        "logical_not" => unary(Tensor::logical_not),
+        "contiguous" => unary(Tensor::contiguous),
+        "t" => unary(Tensor::t),
+        "softplus" => one(x().softplus(
+            kw(case, "beta").map(num).unwrap_or(1.0),
+            kw(case, "threshold").map(num).unwrap_or(20.0),
+        )),
+        "clamp" => one(x().clamp(kw(case, "min").map(scalar_of), kw(case, "max").map(scalar_of))),
+        "eq" => one(x().eq(other())),
+        "ne" => one(x().ne(other())),
+        "lt" => one(x().lt(other())),
+        "le" => one(x().le(other())),
+        "gt" => one(x().gt(other())),
+        "ge" => one(x().ge(other())),
+        "logical_and" => one(x().logical_and(other())),
+        "logical_or" => one(x().logical_or(other())),
+        "logical_xor" => one(x().logical_xor(other())),
+        "prod" => one(match kw(case, "dim") {
+            Some(d) => x().prod_dim(d.as_i64()?, keepdim),
+            None => x().prod(),
+        }),
+        "all" | "any" => {
+            let all = short == "all";
+            one(match (kw(case, "dim"), all) {
+                (Some(d), true) => x().all_dim(dims_of(d), keepdim),
+                (Some(d), false) => x().any_dim(dims_of(d), keepdim),
+                (None, true) => x().all(),
+                (None, false) => x().any(),
+            })
+        }
+        "cumsum" => one(x().cumsum(kw(case, "dim")?.as_i64()?)),
+        "cumprod" => one(x().cumprod(kw(case, "dim")?.as_i64()?)),
+        "norm" => one(x().norm_dim(kw(case, "p").map(num).unwrap_or(2.0), dims("dim"), keepdim)),
+        "sort" | "argsort" => {
+            // ferrotorch sorts stably; cases with ties ask PyTorch for `stable=True`.
+            let d = kw(case, "dim").and_then(Value::as_i64).unwrap_or(-1);
+            let desc = kw(case, "descending").and_then(Value::as_bool).unwrap_or(false);
+            if short == "sort" {
+                Some(x().sort(d, desc).map(|(v, i)| vec![v, i]))
+            } else {
+                one(x().argsort(d, desc))
+            }
+        }
+        "topk" => Some(
+            x().topk(
+                kw(case, "k")?.as_u64()? as usize,
+                kw(case, "dim").and_then(Value::as_i64).unwrap_or(-1),
+                kw(case, "largest").and_then(Value::as_bool).unwrap_or(true),
+            )
+            .map(|(v, i)| vec![v, i]),
+        ),
+        "scatter" | "scatter_add" => {
+            let d = kw(case, "dim")?.as_i64()?;
+            let index = input(case, inputs, "index")?;
+            match (input(case, inputs, "src"), short == "scatter_add") {
+                (Some(src), true) => one(x().scatter_add(d, index, src)),
+                (Some(src), false) => one(x().scatter(d, index, src)),
+                (None, false) => one(x().scatter_value(d, index, scalar_of(kw(case, "value")?))),
+                (None, true) => None,
+            }
+        }
+        "one_hot" => {
+            let c = kw(case, "num_classes").and_then(Value::as_i64).unwrap_or(-1);
+            one(x().one_hot(usize::try_from(c).ok()))
+        }
+        "tril" => one(x().tril(kw(case, "diagonal").and_then(Value::as_i64).unwrap_or(0))),
+        "triu" => one(x().triu(kw(case, "diagonal").and_then(Value::as_i64).unwrap_or(0))),
+        "arange" => one(options(case)?.arange(
+            kw(case, "start").map(scalar_of).unwrap_or(Scalar::Int(0)),
+            scalar_of(kw(case, "end")?),
+            kw(case, "step").map(scalar_of).unwrap_or(Scalar::Int(1)),
+        )),
+        "linspace" => one(options(case)?.linspace(
+            num(kw(case, "start")?),
+            num(kw(case, "end")?),
+            kw(case, "steps")?.as_u64()? as usize,
+        )),
+        "eye" => {
+            let n = kw(case, "n")?.as_u64()? as usize;
+            let m = kw(case, "m").and_then(Value::as_u64).map_or(n, |m| m as usize);
+            one(options(case)?.eye(n, m))
+        }
+        "dot" => one(x().dot(input(case, inputs, "tensor")?)),
+        "outer" => one(x().outer(input(case, inputs, "vec2")?)),
+        "mv" => one(x().mv(input(case, inputs, "vec")?)),
+        "to" => one(x().to_dtype(dtype_of(kw(case, "dtype")?)?)),
+        "view" => one(x().view(&dims("size")?)),
+        "full" => {
+            let size: Vec<usize> = dims("size")?.iter().map(|&d| d as usize).collect();
+            one(options(case)?.full(&size, scalar_of(kw(case, "fill_value")?)))
+        }
+        "bernoulli" => {
+            // `Tensor::bernoulli` draws from the global generator; no other
+            // test in this binary draws random numbers.
+            ferrotorch::manual_seed(kw(case, "seed")?.as_u64()?);
+            one(x().bernoulli())
+        }
+        "unbind" => Some(x().unbind(kw(case, "dim").and_then(Value::as_i64).unwrap_or(0))),
+        "rand" | "randn" | "randint" | "normal" => {
+            // `seed` stands for `torch.manual_seed(seed)` before the call; a
+            // fresh generator with that seed is the same state, without
+            // touching the global generator other tests may use.
+            let seed = kw(case, "seed")?.as_u64()?;
+            let opts = options(case)?.generator(&Generator::new(seed));
+            let size: Vec<usize> = dims("size")?.iter().map(|&d| d as usize).collect();
+            one(match short {
+                "rand" => opts.rand(&size),
+                "randn" => opts.randn(&size),
+                "randint" => opts.randint(
+                    kw(case, "low").and_then(Value::as_i64).unwrap_or(0),
+                    kw(case, "high")?.as_i64()?,
+                    &size,
+                ),
+                _ => opts.normal(&size, num(kw(case, "mean")?), num(kw(case, "std")?)),
+            })
+        }
         _ => None,
     }
 }
 
-fn run_case(case: &Value) -> Outcome {
+fn dtype_of(v: &Value) -> Option<DType> {
+    DType::from_name(v.as_str()?)
+}
+
+/// Creation options from the case's `dtype` kwarg (`None` if it is unknown).
+fn options(case: &Value) -> Option<TensorOptions> {
+    Some(match kw(case, "dtype") {
+        Some(d) => TensorOptions::new().dtype(dtype_of(d)?),
+        None => TensorOptions::new(),
+    })
+}
+
+/// Kind "chain": each step (a `torch.Tensor` method) applies to the previous
+/// result; a step's `input_names` (default `["self"]`) binds further case
+/// inputs by name after the running value.
+fn run_chain(case: &Value, inputs: &[Tensor]) -> Option<Run> {
+    let mut cur = inputs[..1].to_vec();
+    for step in case["steps"].as_array()? {
+        let names = step.get("input_names").cloned().unwrap_or(serde_json::json!(["self"]));
+        let mut step_inputs = cur[..1].to_vec();
+        for n in names.as_array()?.iter().skip(1) {
+            step_inputs.push(input(case, inputs, n.as_str()?)?.clone());
+        }
+        let step_case = serde_json::json!({
+            "name": case["name"],
+            "op": step["op"],
+            "kwargs": step["kwargs"],
+            "input_names": names,
+        });
+        match run_op(&step_case, &step_inputs)? {
+            Ok(v) => cur = v,
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(cur))
+}
+
+/// Which suite a case belongs to: the shared oracle, or the stricter extra one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Suite {
+    Shared,
+    Extra,
+}
+
+fn run_case(case: &Value, suite: Suite) -> Outcome {
     let name = case["name"].as_str().unwrap_or("?").to_string();
     let kind = case.get("kind").and_then(Value::as_str).unwrap_or("op");
-    if kind != "op" {
-        return Outcome::Skip(format!("{name} (kind {kind} needs autograd/optim)"));
+    match (kind, suite) {
+        ("op", _) | ("chain" | "error", Suite::Extra) => {}
+        _ => return Outcome::Skip(format!("{name} (kind {kind} needs autograd/optim)")),
     }
     let inputs: Vec<Tensor> = case["inputs"].as_array().unwrap().iter().map(tensor).collect();
-    let Some(result) = run_op(case, &inputs) else {
+    let result = if case.get("steps").is_some() {
+        run_chain(case, &inputs)
+    } else {
+        run_op(case, &inputs)
+    };
+    let Some(result) = result else {
         return Outcome::Skip(name);
     };
+    if kind == "error" {
+        // PyTorch rejects the call; ferrotorch must return an error too.
+        return match result {
+            Ok(_) => Outcome::Fail(format!(
+                "{name}: succeeded, but PyTorch raises \"{}\"",
+                case["error"].as_str().unwrap_or("?")
+            )),
+            Err(_) => Outcome::Pass,
+        };
+    }
     let got = match result {
         Ok(g) => g,
         Err(e) => return Outcome::Fail(format!("{name}: error: {e}")),
@@ -335,19 +617,27 @@ fn run_case(case: &Value) -> Outcome {
     if got.len() != want.len() {
         return Outcome::Fail(format!("{name}: {} outputs, expected {}", got.len(), want.len()));
     }
-    let (rtol, atol) = tolerance(case["op"].as_str().unwrap());
+    // A chain is judged by its last step.
+    let op = match case["steps"].as_array().and_then(|s| s.last()) {
+        Some(last) if kind == "chain" => last["op"].as_str().unwrap(),
+        _ => case["op"].as_str().unwrap(),
+    };
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        if let Err(e) = compare(&format!("{name}[{i}]"), g, w, rtol, atol) {
+        let (rtol, atol) = match suite {
+            Suite::Shared => tolerance(op),
+            Suite::Extra => tolerance_extra(op, w.dtype()),
+        };
+        if let Err(e) = compare(&format!("{name}[{i}]"), g, w, rtol, atol, suite == Suite::Extra) {
             return Outcome::Fail(e);
         }
     }
     Outcome::Pass
 }
 
-#[test]
-fn oracle() {
-    let dir = oracle_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// Runs every case of every JSON file in `dir`, prints one line per file
+/// (`{label} {file}: N passed, M skipped: ...`) and returns the failures.
+fn run_suite(label: &str, dir: &std::path::Path, suite: Suite) -> Vec<String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot read oracle dir {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
@@ -360,37 +650,68 @@ fn oracle() {
         let text = std::fs::read_to_string(f).unwrap();
         let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let fname = f.file_name().unwrap().to_string_lossy().to_string();
-        let (mut passed, mut skipped) = (0, Vec::new());
+        let (mut passed, mut skipped, mut known) = (0, Vec::new(), Vec::new());
         match doc.get("cases").and_then(Value::as_array) {
             Some(cases) => {
                 for case in cases {
-                    match run_case(case) {
-                        Outcome::Pass => passed += 1,
-                        Outcome::Skip(n) => skipped.push(n),
-                        Outcome::Fail(msg) => failures.push(format!("{fname}: {msg}")),
+                    let name = case["name"].as_str().unwrap_or("?");
+                    let known_failing = suite == Suite::Extra && KNOWN_FAILING.iter().any(|(n, _)| *n == name);
+                    match (run_case(case, suite), known_failing) {
+                        (Outcome::Pass, false) => passed += 1,
+                        (Outcome::Pass, true) => {
+                            failures.push(format!("{fname}: {name}: passes now; remove it from KNOWN_FAILING"))
+                        }
+                        (Outcome::Skip(n), _) => skipped.push(n),
+                        (Outcome::Fail(_), true) => known.push(name.to_string()),
+                        (Outcome::Fail(msg), false) => failures.push(format!("{fname}: {msg}")),
                     }
                 }
             }
             None => skipped.push("whole file (no `cases`: model-level reference, needs nn)".to_string()),
         }
-        let line = if skipped.is_empty() {
-            format!("oracle {fname}: {passed} passed, 0 skipped")
+        let mut line = if skipped.is_empty() {
+            format!("{label} {fname}: {passed} passed, 0 skipped")
         } else {
             format!(
-                "oracle {fname}: {passed} passed, {} skipped: {}",
+                "{label} {fname}: {passed} passed, {} skipped: {}",
                 skipped.len(),
                 skipped.join(", ")
             )
         };
+        if !known.is_empty() {
+            line += &format!("; {} known failing: {}", known.len(), known.join(", "));
+        }
         summary.push(line);
     }
     for l in &summary {
         println!("{l}");
     }
+    failures
+}
+
+#[test]
+fn oracle() {
+    let dir = oracle_dir("ORACLE_DIR", "tests/oracle");
+    let failures = run_suite("oracle", &dir, Suite::Shared);
     println!("oracle: forward outputs are checked; `grads` entries wait for autograd");
     assert!(
         failures.is_empty(),
         "{} oracle mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn oracle_extra() {
+    let dir = oracle_dir("ORACLE_EXTRA_DIR", "tests/oracle_extra");
+    let failures = run_suite("oracle_extra", &dir, Suite::Extra);
+    for (name, cause) in KNOWN_FAILING {
+        println!("oracle_extra: known failing {name}: {cause}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} oracle_extra mismatches:\n{}",
         failures.len(),
         failures.join("\n")
     );

@@ -252,8 +252,9 @@ macro_rules! float_element {
 }
 float_element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32);
 float_element!(f64, F64, |x: f64| x, |v: f64| v);
-float_element!(f16, F16, |x: f16| x.to_f64(), f16::from_f64);
-float_element!(bf16, BF16, |x: bf16| x.to_f64(), bf16::from_f64);
+// Like c10::Half / c10::BFloat16, doubles round to f32 first, then to 16 bits.
+float_element!(f16, F16, |x: f16| x.to_f64(), |v: f64| f16::from_f32(v as f32));
+float_element!(bf16, BF16, |x: bf16| x.to_f64(), |v: f64| bf16::from_f32(v as f32));
 
 /// Calls `$body` with the type alias `$T` bound to the Rust type of `$dtype`.
 ///

@@ -202,6 +202,9 @@ impl Layout {
     /// True when elements are laid out row-major without gaps (size-1 dims
     /// may have any stride, as in PyTorch).
     pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
         let mut expected = 1usize;
         for d in (0..self.shape.len()).rev() {
             let s = self.shape[d];
@@ -242,17 +245,25 @@ impl Layout {
 
     /// One past the largest storage index this layout touches (its span from 0).
     pub fn storage_end(&self) -> usize {
+        self.checked_storage_end().unwrap_or(usize::MAX)
+    }
+
+    /// [`Layout::storage_end`], or `None` when it overflows `usize`.
+    pub fn checked_storage_end(&self) -> Option<usize> {
         if self.numel() == 0 {
-            return self.offset;
+            return Some(self.offset);
         }
-        self.offset
-            + self
-                .shape
-                .iter()
-                .zip(&self.strides)
-                .map(|(&s, &st)| (s - 1) * st)
-                .sum::<usize>()
-            + 1
+        let mut end = self.offset.checked_add(1)?;
+        for (&s, &st) in self.shape.iter().zip(&self.strides) {
+            end = end.checked_add((s - 1).checked_mul(st)?)?;
+        }
+        Some(end)
+    }
+
+    /// Whether two elements of this layout share a storage slot in an
+    /// obvious way (a dim of size > 1 with stride 0, as after `expand`).
+    pub fn has_internal_overlap(&self) -> bool {
+        self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0)
     }
 
     /// Reorders the dims; `perm` must be a permutation of `0..ndim`.
@@ -305,7 +316,7 @@ impl Layout {
         };
         let s = start.map_or(0, clamp);
         let e = end.map_or(size, clamp).max(s);
-        let len = ((e - s) + step - 1) / step;
+        let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         let mut l = self.clone();
         if len > 0 {
             l.offset += s as usize * l.strides[d];

@@ -92,8 +92,7 @@ impl GeneratorState {
         (self.next_u64() & ((1u64 << 53) - 1)) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
-    /// Uniform in [0, 1) with `digits` random bits from one 32-bit draw
-    /// (11 for f16, 8 for bf16).
+    /// Uniform in [0, 1) with `digits` (at most 24) random bits from one 32-bit draw.
     pub fn uniform_bits(&mut self, digits: u32) -> f32 {
         (self.next_u32() & ((1 << digits) - 1)) as f32 / (1u32 << digits) as f32
     }

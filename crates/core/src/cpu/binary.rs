@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use half::{bf16, f16};
 
 use super::pointwise::{BLOCK, Cost, map2, map3};
-use super::simd::vectorized;
+use super::simd::multiversion;
 use crate::dispatch::{Op, downcast_op};
 use crate::ops::{Binary, BinaryKind, Rounding};
 use crate::{DType, Element, Error, Result, Tensor, with_dtype};
@@ -93,6 +93,13 @@ fn f32_block(op: &Binary, x: &[f32], y: &[f32], o: &mut [f32]) {
     }
 }
 
+multiversion! {
+    /// A block of an f32 binary op, vectorised for the CPU.
+    fn binary_f32(op: &Binary, x: &[f32], y: &[f32], o: &mut [f32]) {
+        f32_block(op, x, y, o)
+    }
+}
+
 fn f64_one(op: &Binary, a: f64, b: f64) -> f64 {
     use BinaryKind::*;
     let alpha = op.alpha.to_f64();
@@ -146,7 +153,7 @@ fn via_f32_2<H: Element>(op: &Binary, x: &[H], y: &[H], o: &mut [H]) {
         a[i] = x[i].to_f64() as f32;
         b[i] = y[i].to_f64() as f32;
     }
-    f32_block(op, &a[..n], &b[..n], &mut c[..n]);
+    binary_f32(op, &a[..n], &b[..n], &mut c[..n]);
     for i in 0..n {
         o[i] = H::from_f64(c[i] as f64);
     }
@@ -164,7 +171,7 @@ fn arith(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     let name = op.kind.entry().name();
     let c = cost(op.kind);
     match a.dtype() {
-        DType::F32 => map2::<f32, f32, f32>(name, out, a, b, c, |x, y, o| vectorized(|| f32_block(op, x, y, o))),
+        DType::F32 => map2::<f32, f32, f32>(name, out, a, b, c, |x, y, o| binary_f32(op, x, y, o)),
         DType::F64 => map2::<f64, f64, f64>(name, out, a, b, c, |x, y, o| {
             for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
                 *r = f64_one(op, *p, *q);

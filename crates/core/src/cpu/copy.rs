@@ -7,11 +7,33 @@ use crate::dispatch::{Op, downcast_op};
 use crate::ops::Fill;
 use crate::{DType, Element, Result, Scalar, Tensor, with_dtype};
 
+/// `v` rounded (to nearest even) to f16 or bf16, as an exact f64.
+#[inline(always)]
+pub(crate) fn round_to_half(v: f32, dtype: DType) -> f64 {
+    // `from_f32` rounds on all bits; `bf16::from_f64` would first drop the
+    // low 32 bits of the f64.
+    if dtype == DType::BF16 {
+        bf16::from_f32(v).to_f64()
+    } else {
+        f16::from_f32(v).to_f64()
+    }
+}
+
 /// Converts one element as a C++ `static_cast` would (bool: nonzero).
+/// f16 and bf16 convert through f32, as `c10::Half` / `c10::BFloat16` do,
+/// so f64 and integer values round twice, exactly as in PyTorch.
 #[inline(always)]
 pub(crate) fn convert<S: Element, D: Element>(v: S) -> D {
     if D::DTYPE == DType::Bool {
         D::from_i64(v.is_nonzero() as i64)
+    } else if matches!(D::DTYPE, DType::F16 | DType::BF16) {
+        let f = if S::DTYPE.is_floating_point() {
+            v.to_f64() as f32
+        } else {
+            v.to_i64() as f32
+        };
+        // The rounded value is exact in D: from_f64 does not round again.
+        D::from_f64(round_to_half(f, D::DTYPE))
     } else if D::DTYPE.is_floating_point() || S::DTYPE.is_floating_point() {
         D::from_f64(v.to_f64())
     } else {
@@ -75,11 +97,11 @@ pub(crate) fn cast_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor])
     cast_into(outputs[0], inputs[0])
 }
 
-/// The value of a scalar as element type `T`.
+/// The value of a scalar as element type `T` (converted as [`convert`] does).
 pub(crate) fn scalar_as<T: Element>(s: Scalar) -> T {
     match s {
-        Scalar::Float(f) => T::from_f64(f),
-        Scalar::Int(i) => T::from_i64(i),
+        Scalar::Float(f) => convert::<f64, T>(f),
+        Scalar::Int(i) => convert::<i64, T>(i),
         Scalar::Bool(b) => T::from_i64(b as i64),
     }
 }

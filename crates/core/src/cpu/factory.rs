@@ -50,10 +50,17 @@ pub(crate) fn linspace_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tens
     let steps = l.steps;
     let half = steps / 2;
     with_dtype!(out.dtype(), T => {
-        if T::DTYPE == DType::F64 || !T::DTYPE.is_floating_point() {
-            let step = if steps > 1 { (l.end - l.start) / (steps - 1) as f64 } else { 0.0 };
+        if steps == 1 {
+            // A single value is `start` (PyTorch fills with it).
+            let v = if T::DTYPE.is_floating_point() { l.start } else { l.start.trunc() };
+            fill_contiguous::<T>("linspace", out, |_| T::from_f64(v))
+        } else if T::DTYPE == DType::F64 || !T::DTYPE.is_floating_point() {
+            // Integer outputs convert start and end to the integer type
+            // first, then step in f64 (as PyTorch).
+            let (s, e) = if T::DTYPE.is_floating_point() { (l.start, l.end) } else { (l.start.trunc(), l.end.trunc()) };
+            let step = if steps > 1 { (e - s) / (steps - 1) as f64 } else { 0.0 };
             fill_contiguous::<T>("linspace", out, |i| {
-                T::from_f64(if i < half { l.start + step * i as f64 } else { l.end - step * (steps - i - 1) as f64 })
+                T::from_f64(if i < half { s + step * i as f64 } else { e - step * (steps - i - 1) as f64 })
             })
         } else {
             let (s, e) = (l.start as f32, l.end as f32);
@@ -65,13 +72,21 @@ pub(crate) fn linspace_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tens
     })
 }
 
-/// A uniform draw in [0, 1) with the precision PyTorch uses for `dtype`, as f64.
+/// A uniform draw in [0, 1) with the precision PyTorch uses for `dtype`, as
+/// f64: 53 bits for f64, else 24 bits (f16 and bf16 draw as f32 and round).
 fn uniform01(g: &mut GeneratorState, dtype: DType) -> f64 {
     match dtype {
         DType::F64 => g.uniform_f64(),
-        DType::F16 => g.uniform_bits(11) as f64,
-        DType::BF16 => g.uniform_bits(8) as f64,
         _ => g.uniform_f32() as f64,
+    }
+}
+
+/// `v` rounded to f16 or bf16 through f32, as PyTorch converts (other dtypes: unchanged).
+fn reduced(v: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => f16::from_f32(v as f32).to_f64(),
+        DType::BF16 => bf16::from_f32(v as f32).to_f64(),
+        _ => v,
     }
 }
 
@@ -112,13 +127,29 @@ pub(crate) fn random_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor
                 if dt == DType::F64 {
                     u * (high - low) + low
                 } else {
-                    (u as f32 * (high - low) as f32 + low as f32) as f64
+                    let v = (u as f32 * (high - low) as f32 + low as f32) as f64;
+                    // f16 / bf16: a value that rounds up to `high` becomes
+                    // `low`, keeping samples in [low, high) as PyTorch does.
+                    if matches!(dt, DType::F16 | DType::BF16) && reduced(v, dt) == reduced(high, dt) {
+                        low
+                    } else {
+                        v
+                    }
                 }
             })
             .collect(),
         Distribution::Normal { mean, std } => {
             if n >= 16 {
-                let mut d: Vec<f64> = (0..n).map(|_| uniform01(&mut g, dt)).collect();
+                // f32 and f64 draw n uniforms before the blocks of 16; f16 and
+                // bf16 only those of the full blocks (then the tail's 16).
+                let drawn = if matches!(dt, DType::F16 | DType::BF16) {
+                    n - n % 16
+                } else {
+                    n
+                };
+                let mut d: Vec<f64> = (0..n)
+                    .map(|i| if i < drawn { uniform01(&mut g, dt) } else { 0.0 })
+                    .collect();
                 let single = dt != DType::F64;
                 let mut i = 0;
                 while i + 16 <= n {
@@ -147,8 +178,9 @@ pub(crate) fn random_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor
     };
     drop(g);
     match dt {
-        DType::F16 => fill_contiguous::<f16>("random", out, |i| f16::from_f64(values[i])),
-        DType::BF16 => fill_contiguous::<bf16>("random", out, |i| bf16::from_f64(values[i])),
+        // Through f32 (PyTorch's conversion, rounding on all bits).
+        DType::F16 => fill_contiguous::<f16>("random", out, |i| f16::from_f32(values[i] as f32)),
+        DType::BF16 => fill_contiguous::<bf16>("random", out, |i| bf16::from_f32(values[i] as f32)),
         _ => with_dtype!(dt, T => fill_contiguous::<T>("random", out, |i| T::from_f64(values[i]))),
     }
 }

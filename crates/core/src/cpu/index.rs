@@ -171,14 +171,15 @@ pub(crate) fn index_select_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&T
     let idx = index_values(index)?;
     if x.ndim() == 0 {
         for &v in &idx {
-            check_bound("index_select", v, 0, 1, true)?;
+            check_bound("index_select", v, 0, 1, false)?;
         }
         return super::copy::cast_into(out, x);
     }
     let size = x.shape()[dim];
     let rows: Vec<usize> = idx
         .iter()
-        .map(|&v| check_bound("index_select", v, dim, size, true))
+        // Unlike indexing with `[]`, index_select rejects negative indices (as PyTorch).
+        .map(|&v| check_bound("index_select", v, dim, size, false))
         .collect::<Result<_>>()?;
     let mut xst = x.strides().to_vec();
     let dst = xst[dim];

@@ -8,7 +8,8 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const C1: f32 = 0.693_359_4;
     const C2: f32 = -2.121_944_4e-4;
-    let xc = x.clamp(-104.0, 89.0);
+    // NaN is replaced here (and restored at the end) so the conversion below is exact.
+    let xc = if x.is_nan() { 0.0 } else { x.clamp(-104.0, 89.0) };
     let n = (xc * LOG2E).round_ties_even();
     let r = xc - n * C1 - n * C2;
     let z = r * r;
@@ -17,7 +18,8 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
         + 0.5;
     let y = p * z + r + 1.0;
     // 2^n split in two factors so that n in [-150, 129] stays representable.
-    let ni = n as i32;
+    // SAFETY: n is an integer in [-151, 129] (x was clamped and is not NaN).
+    let ni: i32 = unsafe { n.to_int_unchecked() };
     let n1 = ni >> 1;
     let n2 = ni - n1;
     let s1 = f32::from_bits(((n1 + 127) as u32) << 23);
@@ -121,7 +123,7 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
     } else if u == f32::INFINITY {
         u
     } else {
-        um1 * x / log_f32(u)
+        um1 * (x / log_f32(u))
     }
 }
 

@@ -253,6 +253,33 @@ fn advance_row(idx: &mut [usize], shape: &[usize]) {
     }
 }
 
+/// Rows and columns of a tile of a transposing 2-D iteration (measured best
+/// on the bench's 3163 x 3163 transposed add).
+const TILE_ROWS: usize = 8;
+const TILE_COLS: usize = 512;
+
+/// Whether some input walks the 2-D iteration space transposed (its
+/// contiguous dim is the outer one), so that row-by-row iteration would
+/// touch one cache line per element of it.
+fn transposing(p: &Plan) -> bool {
+    p.shape.len() == 2 && p.in_strides.iter().any(|st| st[0] == 1 && st[1] > 1)
+}
+
+/// Runs tiles `[t0, t1)` of a 2-D iteration: `TILE_ROWS` rows of
+/// `TILE_COLS` columns at a time, so the transposed operand's cache lines are
+/// used whole before they are evicted.
+fn run_tiles(p: &Plan, out: &Operand, ins: &[Operand], t0: usize, t1: usize, f: &BlockFn) {
+    let (rows, cols) = (p.shape[0], p.shape[1]);
+    let tiles_c = cols.div_ceil(TILE_COLS);
+    for t in t0..t1 {
+        let (tr, tc) = (t / tiles_c, t % tiles_c);
+        let (c0, c1) = (tc * TILE_COLS, ((tc + 1) * TILE_COLS).min(cols));
+        for r in tr * TILE_ROWS..((tr + 1) * TILE_ROWS).min(rows) {
+            run_range(p, out, ins, r * cols + c0, r * cols + c1, f);
+        }
+    }
+}
+
 /// Runs `f` over every element of `shape` (see the module docs).
 pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: Cost, f: &BlockFn) {
     let numel: usize = shape.iter().product();
@@ -262,7 +289,20 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
     debug_assert!(ins.len() <= MAX_INPUTS);
     let p = plan(shape, out, ins);
     let grain = cost.grain();
-    if numel <= grain || rayon::current_num_threads() == 1 {
+    let serial = numel <= grain || rayon::current_num_threads() == 1;
+    if transposing(&p) && numel > TILE_ROWS * TILE_COLS {
+        let tiles = p.shape[0].div_ceil(TILE_ROWS) * p.shape[1].div_ceil(TILE_COLS);
+        if serial {
+            run_tiles(&p, out, ins, 0, tiles, f);
+        } else {
+            let per = (grain / (TILE_ROWS * TILE_COLS)).max(1);
+            (0..tiles.div_ceil(per)).into_par_iter().for_each(|g| {
+                run_tiles(&p, out, ins, g * per, ((g + 1) * per).min(tiles), f);
+            });
+        }
+        return;
+    }
+    if serial {
         run_range(&p, out, ins, 0, numel, f);
     } else {
         let tasks = numel.div_ceil(grain);

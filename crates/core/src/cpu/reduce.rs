@@ -13,7 +13,7 @@ use smallvec::SmallVec;
 
 use super::access::access;
 use super::pointwise::BLOCK;
-use super::simd::vectorized;
+use super::simd::multiversion;
 use crate::dispatch::{Op, downcast_op};
 use crate::layout::{Dims, Layout};
 use crate::ops::{IndexReduce, Reduce, ReduceKind, Scan};
@@ -196,6 +196,55 @@ macro_rules! lane_fold {
     }};
 }
 
+multiversion! {
+    fn sum_f32(xs: &[f32]) -> f32 {
+        lane_fold!(xs, f32, 0.0f32, |v: f32| v, |a: f32, b: f32| a + b)
+    }
+}
+
+multiversion! {
+    fn prod_f32(xs: &[f32]) -> f32 {
+        lane_fold!(xs, f32, 1.0f32, |v: f32| v, |a: f32, b: f32| a * b)
+    }
+}
+
+multiversion! {
+    fn sum_f64(xs: &[f64]) -> f64 {
+        lane_fold!(xs, f64, 0.0f64, |v: f64| v, |a: f64, b: f64| a + b)
+    }
+}
+
+multiversion! {
+    fn prod_f64(xs: &[f64]) -> f64 {
+        lane_fold!(xs, f64, 1.0f64, |v: f64| v, |a: f64, b: f64| a * b)
+    }
+}
+
+multiversion! {
+    /// Max (or min) of a non-empty f32 slice; NaN if any element is NaN.
+    fn extreme_f32(xs32: &[f32], max: bool) -> f32 {
+        let mut lanes = [xs32[0]; 16];
+        let mut nan = false;
+        let mut c = xs32.chunks_exact(16);
+        for ch in &mut c {
+            for i in 0..16 {
+                let v = ch[i];
+                nan |= v.is_nan();
+                lanes[i] = if max { if v > lanes[i] { v } else { lanes[i] } } else if v < lanes[i] { v } else { lanes[i] };
+            }
+        }
+        for &v in c.remainder() {
+            nan |= v.is_nan();
+            lanes[0] = if max { if v > lanes[0] { v } else { lanes[0] } } else if v < lanes[0] { v } else { lanes[0] };
+        }
+        if nan {
+            f32::NAN
+        } else {
+            lanes.iter().fold(lanes[0], |a, &b| if max { a.max(b) } else { a.min(b) })
+        }
+    }
+}
+
 /// Sum or product of floats, accumulating in f32 (f16/bf16/f32) or f64.
 struct FloatArith {
     prod: bool,
@@ -207,11 +256,7 @@ impl Reducer<f32> for FloatArith {
         if self.prod { 1.0 } else { 0.0 }
     }
     fn fold(&self, xs: &[f32]) -> f32 {
-        if self.prod {
-            vectorized(|| lane_fold!(xs, f32, 1.0f32, |v: f32| v, |a: f32, b: f32| a * b))
-        } else {
-            vectorized(|| lane_fold!(xs, f32, 0.0f32, |v: f32| v, |a: f32, b: f32| a + b))
-        }
+        if self.prod { prod_f32(xs) } else { sum_f32(xs) }
     }
     fn merge(&self, a: f32, b: f32) -> f32 {
         if self.prod { a * b } else { a + b }
@@ -224,11 +269,7 @@ impl Reducer<f64> for FloatArith {
         if self.prod { 1.0 } else { 0.0 }
     }
     fn fold(&self, xs: &[f64]) -> f64 {
-        if self.prod {
-            vectorized(|| lane_fold!(xs, f64, 1.0f64, |v: f64| v, |a: f64, b: f64| a * b))
-        } else {
-            vectorized(|| lane_fold!(xs, f64, 0.0f64, |v: f64| v, |a: f64, b: f64| a + b))
-        }
+        if self.prod { prod_f64(xs) } else { sum_f64(xs) }
     }
     fn merge(&self, a: f64, b: f64) -> f64 {
         if self.prod { a * b } else { a + b }
@@ -318,42 +359,7 @@ impl<T: Element> Reducer<T> for Extreme {
         if T::DTYPE == DType::F32 {
             // SAFETY: T is f32 here.
             let xs32: &[f32] = unsafe { std::slice::from_raw_parts(xs.as_ptr() as *const f32, xs.len()) };
-            let max = self.max;
-            let v = vectorized(|| {
-                let mut lanes = [xs32[0]; 16];
-                let mut nan = false;
-                let mut c = xs32.chunks_exact(16);
-                for ch in &mut c {
-                    for i in 0..16 {
-                        let v = ch[i];
-                        nan |= v.is_nan();
-                        lanes[i] = if max {
-                            if v > lanes[i] { v } else { lanes[i] }
-                        } else if v < lanes[i] {
-                            v
-                        } else {
-                            lanes[i]
-                        };
-                    }
-                }
-                for &v in c.remainder() {
-                    nan |= v.is_nan();
-                    lanes[0] = if max {
-                        if v > lanes[0] { v } else { lanes[0] }
-                    } else if v < lanes[0] {
-                        v
-                    } else {
-                        lanes[0]
-                    };
-                }
-                if nan {
-                    f32::NAN
-                } else {
-                    lanes
-                        .iter()
-                        .fold(lanes[0], |a, &b| if max { a.max(b) } else { a.min(b) })
-                }
-            });
+            let v = extreme_f32(xs32, self.max);
             // SAFETY: T is f32.
             return unsafe { *(&v as *const f32 as *const T) };
         }

@@ -49,30 +49,29 @@ pub fn isa() -> Isa {
     *ISA.get_or_init(detect)
 }
 
-/// Runs `f` compiled for the best available instruction set.
-#[inline(always)]
-pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match isa() {
-            // SAFETY: the features were detected at runtime.
-            Isa::Avx512 => unsafe { run_avx512(f) },
-            Isa::Avx2 => unsafe { run_avx2(f) },
-            Isa::Baseline => f(),
+/// Defines a function compiled three times (AVX-512, AVX2+FMA, baseline)
+/// that runs the best version for this CPU. Only the body is duplicated, so
+/// `#[inline(always)]` helpers it calls are vectorised for each instruction
+/// set (closures would not reliably be inlined into a `target_feature` function).
+macro_rules! multiversion {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
+                unsafe fn v512($($arg: $ty),*) $(-> $ret)? $body
+                #[target_feature(enable = "avx2,fma,f16c")]
+                unsafe fn v256($($arg: $ty),*) $(-> $ret)? $body
+                match $crate::cpu::simd::isa() {
+                    // SAFETY: the features were detected at runtime.
+                    $crate::cpu::simd::Isa::Avx512 => return unsafe { v512($($arg),*) },
+                    $crate::cpu::simd::Isa::Avx2 => return unsafe { v256($($arg),*) },
+                    $crate::cpu::simd::Isa::Baseline => {}
+                }
+            }
+            $body
         }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    f()
+    };
 }
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")]
-unsafe fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn run_avx2<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
+pub(crate) use multiversion;

@@ -6,39 +6,63 @@ use smallvec::SmallVec;
 
 use super::access::access;
 use super::math::{exp_f32, log_f32};
-use super::simd::vectorized;
+use super::simd::multiversion;
 use crate::dispatch::{Op, downcast_op};
 use crate::layout::Dims;
 use crate::ops::Softmax;
 use crate::{DType, Element, Error, Result, Tensor};
 
-/// Softmax of one contiguous f32 line into `y`, with 16 fixed lanes for the sum.
+/// Softmax of one contiguous f32 line into `y`, with 16 fixed lanes for the
+/// max and the sum (fixed-size chunks so the loops vectorise).
 #[inline(always)]
 fn line_f32(x: &[f32], y: &mut [f32], log: bool) {
-    let max = x
-        .iter()
-        .fold(f32::NEG_INFINITY, |m, &v| if v > m || v.is_nan() { v } else { m });
+    const L: usize = 16;
+    let mut mx = [f32::NEG_INFINITY; L];
+    let mut nan = false;
+    let xs = x.chunks_exact(L);
+    let xr = xs.remainder();
+    for c in xs {
+        for k in 0..L {
+            let v = c[k];
+            nan |= v.is_nan();
+            mx[k] = if v > mx[k] { v } else { mx[k] };
+        }
+    }
+    for (k, &v) in xr.iter().enumerate() {
+        nan |= v.is_nan();
+        mx[k] = if v > mx[k] { v } else { mx[k] };
+    }
     // A row of -inf (fully masked) gives NaN, as in PyTorch.
-    let mut lanes = [0f32; 16];
-    let mut i = 0;
-    while i + 16 <= x.len() {
-        for k in 0..16 {
-            let e = exp_f32(x[i + k] - max);
-            if !log {
-                y[i + k] = e;
+    let max = if nan {
+        f32::NAN
+    } else {
+        mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b))
+    };
+    let mut lanes = [0f32; L];
+    let split = x.len() - xr.len();
+    if log {
+        for c in x[..split].chunks_exact(L) {
+            for k in 0..L {
+                lanes[k] += exp_f32(c[k] - max);
             }
-            lanes[k] += e;
         }
-        i += 16;
+    } else {
+        for (c, o) in x[..split].chunks_exact(L).zip(y[..split].chunks_exact_mut(L)) {
+            for k in 0..L {
+                let e = exp_f32(c[k] - max);
+                o[k] = e;
+                lanes[k] += e;
+            }
+        }
     }
-    for k in i..x.len() {
-        let e = exp_f32(x[k] - max);
+    for (k, (v, o)) in x[split..].iter().zip(y[split..].iter_mut()).enumerate() {
+        let e = exp_f32(*v - max);
         if !log {
-            y[k] = e;
+            *o = e;
         }
-        lanes[k - i] += e;
+        lanes[k] += e;
     }
-    let mut w = 8;
+    let mut w = L / 2;
     while w > 0 {
         for k in 0..w {
             lanes[k] += lanes[k + w];
@@ -56,6 +80,13 @@ fn line_f32(x: &[f32], y: &mut [f32], log: bool) {
         for o in y.iter_mut() {
             *o *= inv;
         }
+    }
+}
+
+multiversion! {
+    /// [`line_f32`] vectorised for the CPU.
+    fn softmax_line_f32(x: &[f32], y: &mut [f32], log: bool) {
+        line_f32(x, y, log)
     }
 }
 
@@ -118,7 +149,7 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
                     std::slice::from_raw_parts_mut(yp.add(ob) as *mut f32, n),
                 )
             };
-            vectorized(|| line_f32(xs, ys, log));
+            softmax_line_f32(xs, ys, log);
             return;
         }
         // SAFETY: in-bounds strided reads.
@@ -126,7 +157,7 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
         if T::DTYPE != DType::F64 {
             let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
             let mut y32 = vec![0f32; n];
-            vectorized(|| line_f32(&x32, &mut y32, log));
+            softmax_line_f32(&x32, &mut y32, log);
             for (i, v) in y32.iter().enumerate() {
                 // SAFETY: in-bounds strided writes.
                 unsafe { *yp.add(ob + i * ost) = T::from_f64(*v as f64) };

@@ -8,7 +8,7 @@ use half::{bf16, f16};
 
 use super::math::*;
 use super::pointwise::{BLOCK, Cost, map1};
-use super::simd::vectorized;
+use super::simd::multiversion;
 use crate::dispatch::{Op, downcast_op};
 use crate::ops::{Clamp, PowScalar, Softplus, Unary, UnaryKind};
 use crate::{DType, Element, Error, Result, Scalar, Tensor};
@@ -60,6 +60,13 @@ fn f32_block(kind: UnaryKind, x: &[f32], y: &mut [f32]) {
         } else {
             0.0
         }),
+    }
+}
+
+multiversion! {
+    /// A block of an f32 unary op, vectorised for the CPU.
+    fn unary_f32(kind: UnaryKind, x: &[f32], y: &mut [f32]) {
+        f32_block(kind, x, y)
     }
 }
 
@@ -152,7 +159,7 @@ pub(crate) fn float_map(
     f64_fn: impl Fn(f64) -> f64 + Sync,
 ) -> Result<()> {
     match x.dtype() {
-        DType::F32 => map1::<f32, f32>(name, out, x, cost, |a, b| vectorized(|| f32_fn(a, b))),
+        DType::F32 => map1::<f32, f32>(name, out, x, cost, f32_fn),
         DType::F64 => map1::<f64, f64>(name, out, x, cost, |a, b| {
             for (s, d) in a.iter().zip(b.iter_mut()) {
                 *d = f64_fn(*s);
@@ -184,7 +191,7 @@ pub(crate) fn unary_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor])
             out,
             x,
             cost(kind),
-            |a, b| f32_block(kind, a, b),
+            |a, b| unary_f32(kind, a, b),
             |v| f64_one(kind, v),
         )
     } else {
@@ -276,6 +283,8 @@ pub(crate) fn clamp_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor])
         let lo = c.min.map_or(f64::NEG_INFINITY, Scalar::to_f64);
         let hi = c.max.map_or(f64::INFINITY, Scalar::to_f64);
         let (lo32, hi32) = (lo as f32, hi as f32);
+        // A NaN bound makes every element NaN, as in PyTorch.
+        let nan_bound = lo.is_nan() || hi.is_nan();
         // min(max(x, lo), hi) with NaN passing through.
         float_map(
             "clamp",
@@ -287,10 +296,24 @@ pub(crate) fn clamp_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor])
                     let v = *s;
                     let m = if v < lo32 { lo32 } else { v };
                     let m = if m > hi32 { hi32 } else { m };
-                    *d = if v.is_nan() { v } else { m };
+                    *d = if v.is_nan() {
+                        v
+                    } else if nan_bound {
+                        f32::NAN
+                    } else {
+                        m
+                    };
                 }
             },
-            move |v| if v.is_nan() { v } else { v.max(lo).min(hi) },
+            move |v| {
+                if v.is_nan() {
+                    v
+                } else if nan_bound {
+                    f64::NAN
+                } else {
+                    v.max(lo).min(hi)
+                }
+            },
         )
     } else {
         let lo = c.min.map_or(i64::MIN, Scalar::to_i64);

@@ -285,6 +285,13 @@ fn run_structured(call: &Call, f: Option<StructuredFn>) -> Result<Tensors> {
             }
             for (o, s) in out.iter().zip(&specs) {
                 check_out(name, o, &s.shape, s.dtype)?;
+                if !call.op.allows_overlapping_out() && o.layout().has_internal_overlap() {
+                    return Err(Error::invalid(
+                        name,
+                        "unsupported operation: more than one element of the written-to tensor refers to a single \
+                         memory location; clone() the tensor before performing the operation",
+                    ));
+                }
             }
             let direct = out
                 .iter()
@@ -293,6 +300,9 @@ fn run_structured(call: &Call, f: Option<StructuredFn>) -> Result<Tensors> {
             if let Some(f) = f {
                 if direct {
                     f(call.op, call.inputs, out)?;
+                    for o in out {
+                        o.bump_version();
+                    }
                 } else {
                     let tmp: Tensors = specs
                         .iter()
@@ -308,13 +318,15 @@ fn run_structured(call: &Call, f: Option<StructuredFn>) -> Result<Tensors> {
                         .collect::<Result<_>>()?;
                     let refs: SmallVec<[&Tensor; 2]> = tmp.iter().collect();
                     f(call.op, call.inputs, &refs)?;
+                    // The copies bump the versions.
                     for (o, t) in out.iter().zip(&tmp) {
                         crate::ops::copy_into(o, t)?;
                     }
                 }
-            }
-            for o in out {
-                o.bump_version();
+            } else {
+                for o in out {
+                    o.bump_version();
+                }
             }
             Ok(out.iter().map(|t| (*t).clone()).collect())
         }

@@ -68,6 +68,12 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     fn alias_safe(&self) -> bool {
         false
     }
+
+    /// True if an in-place call may write a tensor whose elements overlap
+    /// (an expanded view): only for ops writing one value everywhere (fill).
+    fn allows_overlapping_out(&self) -> bool {
+        false
+    }
 }
 
 /// Object-safe cloning of operator instances (implemented for every `Op + Clone`).

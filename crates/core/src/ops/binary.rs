@@ -183,13 +183,37 @@ fn compute_dtype(op: &Binary, promoted: DType) -> DType {
     }
 }
 
-fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor)> {
+/// Promotes the operands; returns them and, when the kernel computes in a
+/// wider dtype than the result, the result dtype to cast back to.
+fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor, Option<DType>)> {
     if op.kind.is_logical() {
         // Logical ops only look at truth values.
-        return Ok((a.to_tensor(DType::Bool)?, b.to_tensor(DType::Bool)?));
+        return Ok((a.to_tensor(DType::Bool)?, b.to_tensor(DType::Bool)?, None));
+    }
+    let is_bool = |o: &Operand| match o {
+        Operand::Tensor(t) => t.dtype() == DType::Bool,
+        Operand::Scalar(s) => matches!(s, Scalar::Bool(_)),
+    };
+    if op.kind == BinaryKind::Sub && (is_bool(&a) || is_bool(&b)) {
+        return Err(Error::dtype(
+            "sub",
+            DType::Bool,
+            "subtraction, the `-` operator, with a bool tensor is not supported; use `~` or logical_not() instead",
+        ));
     }
     let dt = compute_dtype(op, result_type(&[a.clone(), b.clone()]));
-    Ok((a.to_tensor(dt)?, b.to_tensor(dt)?))
+    // As PyTorch's CPU mul/div kernels for f16/bf16: a one-element operand of
+    // another dtype (a Python scalar, a 0-d or one-element tensor) keeps its
+    // value in f32 instead of being rounded to 16 bits first (add and sub round it).
+    let wide_scalar = |o: &Operand| match o {
+        Operand::Tensor(t) => t.numel() == 1 && t.dtype() != dt,
+        Operand::Scalar(_) => true,
+    };
+    let arith = matches!(op.kind, BinaryKind::Mul | BinaryKind::Div);
+    if arith && matches!(dt, DType::F16 | DType::BF16) && (wide_scalar(&a) || wide_scalar(&b)) {
+        return Ok((a.to_tensor(DType::F32)?, b.to_tensor(DType::F32)?, Some(dt)));
+    }
+    Ok((a.to_tensor(dt)?, b.to_tensor(dt)?, None))
 }
 
 /// Runs `a <kind> b`.
@@ -198,15 +222,23 @@ pub fn binary(kind: BinaryKind, a: &Tensor, b: Operand) -> Result<Tensor> {
 }
 
 fn binary_op(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
-    let (x, y) = prepare(&op, Operand::Tensor(a), b)?;
-    call1(&op, &[&x, &y])
+    let (x, y, cast) = prepare(&op, Operand::Tensor(a), b)?;
+    let r = call1(&op, &[&x, &y])?;
+    match cast {
+        Some(d) => r.to_dtype(d),
+        None => Ok(r),
+    }
 }
 
 /// Runs `scalar <kind> b` (e.g. `2 ** x`).
 pub fn binary_scalar_lhs(kind: BinaryKind, a: Scalar, b: &Tensor) -> Result<Tensor> {
     let op = Binary::new(kind);
-    let (x, y) = prepare(&op, Operand::Scalar(a), Operand::Tensor(b))?;
-    call1(&op, &[&x, &y])
+    let (x, y, cast) = prepare(&op, Operand::Scalar(a), Operand::Tensor(b))?;
+    let r = call1(&op, &[&x, &y])?;
+    match cast {
+        Some(d) => r.to_dtype(d),
+        None => Ok(r),
+    }
 }
 
 /// Runs `a <kind>= b` in place.
@@ -215,7 +247,7 @@ pub fn binary_(kind: BinaryKind, a: &Tensor, b: Operand) -> Result<Tensor> {
 }
 
 fn binary_op_(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
-    let (x, y) = prepare(&op, Operand::Tensor(a), b)?;
+    let (x, y, _) = prepare(&op, Operand::Tensor(a), b)?;
     call_out(&op, &[&x, &y], &[a])?;
     Ok(a.clone())
 }

@@ -67,6 +67,10 @@ impl Op for Fill {
     fn device(&self) -> Option<Device> {
         Some(self.device)
     }
+
+    fn allows_overlapping_out(&self) -> bool {
+        true
+    }
 }
 
 /// Copy to another device (contiguous result).
@@ -210,6 +214,13 @@ impl Tensor {
     /// Copies `src` into `self` in place (broadcasting, casting and moving
     /// across devices as needed); returns `self`.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
+        if self.layout().has_internal_overlap() {
+            return Err(Error::invalid(
+                "copy_",
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory \
+                 location; clone() the tensor before performing the operation",
+            ));
+        }
         copy_into(self, src)?;
         Ok(self.clone())
     }

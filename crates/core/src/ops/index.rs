@@ -210,6 +210,12 @@ impl Tensor {
 
     fn scatter_impl(&self, dim: i64, index: &Tensor, src: &Tensor, add: bool, inplace: bool) -> Result<Tensor> {
         let d = normalize_dim("scatter", dim, self.ndim())?;
+        if self.ndim() == 0 {
+            // A 0-d tensor scatters as a one-element vector.
+            let flat = |t: &Tensor| if t.ndim() == 0 { t.reshape(&[1]) } else { Ok(t.clone()) };
+            let r = flat(self)?.scatter_impl(0, &flat(index)?, &flat(src)?, add, inplace)?;
+            return if inplace { Ok(self.clone()) } else { r.reshape(&[]) };
+        }
         let src = src.to_dtype(self.dtype())?;
         let op = Scatter { dim: d, add };
         if inplace {

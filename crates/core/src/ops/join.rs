@@ -91,8 +91,12 @@ impl Tensor {
             .filter(|t| !(t.ndim() == 1 && t.numel() == 0))
             .collect();
         let Some(first) = kept.first() else {
+            let ops: Vec<Operand> = tensors.iter().map(|t| Operand::Tensor(t)).collect();
             return match tensors.first() {
-                Some(t) => t.clone_tensor(),
+                Some(t) => crate::TensorOptions::new()
+                    .dtype(result_type(&ops))
+                    .device(t.device())
+                    .zeros(&[0]),
                 None => Err(Error::invalid("cat", "expected a non-empty list of tensors")),
             };
         };
@@ -100,7 +104,8 @@ impl Tensor {
             return Err(Error::invalid("cat", "zero-dimensional tensor cannot be concatenated"));
         }
         let d = normalize_dim("cat", dim, first.ndim())?;
-        let ops: Vec<Operand> = kept.iter().map(|t| Operand::Tensor(t)).collect();
+        // Skipped empties still take part in type promotion, as in PyTorch.
+        let ops: Vec<Operand> = tensors.iter().map(|t| Operand::Tensor(t)).collect();
         let dt = result_type(&ops);
         let cast: Vec<Tensor> = kept.iter().map(|t| t.to_dtype(dt)).collect::<Result<_>>()?;
         let refs: Vec<&Tensor> = cast.iter().collect();

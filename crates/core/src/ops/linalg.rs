@@ -194,7 +194,7 @@ impl Tensor {
                 if b2.shape()[0] != k {
                     return Err(Error::shape("matmul", a.shape(), b.shape(), "inner dimensions differ"));
                 }
-                let rows = a.reshape(&[-1, k as i64])?;
+                let rows = a.reshape(&[a.shape()[..na - 1].iter().product::<usize>() as i64, k as i64])?;
                 let out = rows.mm(&b2)?;
                 let mut shape: Vec<i64> = a.shape()[..na - 1].iter().map(|&s| s as i64).collect();
                 if nb == 2 {

@@ -185,7 +185,12 @@ fn reduce(x: &Tensor, kind: ReduceKind, dims: Option<Vec<i64>>, keepdim: bool, d
         Some(d) => x.to_dtype(d)?,
         None => x.clone(),
     };
-    call1(&Reduce { dims, ..op }, &[&x])
+    let r = call1(&Reduce { dims, ..op }, &[&x])?;
+    if matches!(kind, ReduceKind::All | ReduceKind::Any) && x.dtype() == DType::U8 {
+        // PyTorch keeps uint8 for all/any of a uint8 tensor (legacy behaviour).
+        return r.to_dtype(DType::U8);
+    }
+    Ok(r)
 }
 
 /// Dispatch table of `max.dim`.
@@ -354,7 +359,7 @@ impl Tensor {
         reduce(self, ReduceKind::Amin, None, false, None)
     }
 
-    /// Whether every element is nonzero.
+    /// Whether every element is nonzero (bool; uint8 for a uint8 input, as PyTorch).
     pub fn all(&self) -> Result<Tensor> {
         reduce(self, ReduceKind::All, None, false, None)
     }
@@ -364,7 +369,7 @@ impl Tensor {
         reduce(self, ReduceKind::All, Some(dims.into_dims()), keepdim, None)
     }
 
-    /// Whether some element is nonzero.
+    /// Whether some element is nonzero (bool; uint8 for a uint8 input, as PyTorch).
     pub fn any(&self) -> Result<Tensor> {
         reduce(self, ReduceKind::Any, None, false, None)
     }
@@ -389,6 +394,9 @@ impl Tensor {
             None => None,
         };
         if dim == Some(usize::MAX) {
+            if self.dtype() == DType::Bool && !with_values {
+                return Err(Error::dtype(op.entry().name(), DType::Bool, "not implemented for bool"));
+            }
             // 0-d: the value itself, index 0.
             let idx = Tensor::scalar_tensor(Scalar::Int(0), DType::I64).to_device(self.device())?;
             return Ok(if with_values {
@@ -468,10 +476,21 @@ impl Tensor {
         self.var_dim(None, correction, false)
     }
 
-    /// Variance over `dims` (all when `None`) with `correction`.
+    /// Variance over `dims` (all when `None`) with `correction`. f16/bf16
+    /// inputs are computed in f32, as PyTorch does.
     pub fn var_dim(&self, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
-        float_input("var", self)?;
-        let dims = norm_dims("var", dims, self.ndim())?;
+        self.var_named("var", dims, correction, keepdim)
+    }
+
+    fn var_named(&self, name: &'static str, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        float_input(name, self)?;
+        if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            return self
+                .to_dtype(DType::F32)?
+                .var_named(name, dims, correction, keepdim)?
+                .to_dtype(self.dtype());
+        }
+        let dims = norm_dims(name, dims, self.ndim())?;
         let dv = dims_vec(&dims, self.ndim());
         let n = count(self, &dims) as f64;
         let mean = self.sum_dim(dv.clone(), true)?.div(n)?;
@@ -482,12 +501,18 @@ impl Tensor {
 
     /// Standard deviation of all elements with `correction`.
     pub fn std(&self, correction: f64) -> Result<Tensor> {
-        self.var(correction)?.sqrt()
+        self.std_dim(None, correction, false)
     }
 
     /// Standard deviation over `dims` with `correction`.
     pub fn std_dim(&self, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
-        self.var_dim(dims, correction, keepdim)?.sqrt()
+        if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            return self
+                .to_dtype(DType::F32)?
+                .std_dim(dims, correction, keepdim)?
+                .to_dtype(self.dtype());
+        }
+        self.var_named("std", dims, correction, keepdim)?.sqrt()
     }
 
     /// `log(sum(exp(x)))` over `dims`, computed stably.
@@ -498,6 +523,11 @@ impl Tensor {
             self.to_dtype(crate::default_dtype())?
         };
         let dims = dims.into_dims();
+        norm_dims("logsumexp", Some(dims.clone()), self.ndim())?;
+        if x.numel() == 0 {
+            // No maximum to subtract: log of an empty sum (-inf), as PyTorch.
+            return x.exp()?.sum_dim(dims, keepdim)?.log();
+        }
         let m = x.amax(dims.clone(), true)?;
         let m = m.masked_fill(&m.abs()?.eq(f64::INFINITY)?, 0.0)?;
         let s = x.sub(&m)?.exp()?.sum_dim(dims.clone(), keepdim)?.log()?;

@@ -52,6 +52,9 @@ impl Op for TopK {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
+        if x.dtype() == DType::Bool {
+            return Err(Error::dtype("topk", x.dtype(), "topk does not support bool dtypes"));
+        }
         let size = if x.ndim() == 0 { 1 } else { x.shape()[self.dim] };
         if self.k > size {
             return Err(Error::invalid(

@@ -146,7 +146,10 @@ fn check_domain(kind: UnaryKind, dtype: DType) -> Result<()> {
     let name = kind.entry().name();
     match kind.domain() {
         Domain::Float if !dtype.is_floating_point() => Err(Error::dtype(name, dtype, "expects a floating-point input")),
-        Domain::Numeric if dtype == DType::Bool => Err(Error::dtype(name, dtype, "not supported for bool tensors")),
+        // sign(bool) is the identity, as in PyTorch.
+        Domain::Numeric if dtype == DType::Bool && kind != UnaryKind::Sign => {
+            Err(Error::dtype(name, dtype, "not supported for bool tensors"))
+        }
         _ => Ok(()),
     }
 }

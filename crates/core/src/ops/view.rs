@@ -176,6 +176,21 @@ fn view_kernel(call: &Call) -> Result<Tensors> {
     let x = call.inputs[0];
     let elems = x.storage().nbytes() / x.element_size();
     let layout = op.apply(x.layout(), elems)?;
+    // Every view must stay inside its storage (also guards against overflow).
+    match layout.checked_storage_end() {
+        Some(end) if layout.numel() == 0 || end <= elems || x.device() == crate::Device::Meta => {}
+        _ => {
+            return Err(Error::invalid(
+                op.entry().name(),
+                format!(
+                    "the view (shape {:?}, strides {:?}, offset {}) would reach past the storage of {elems} elements",
+                    layout.shape.as_slice(),
+                    layout.strides.as_slice(),
+                    layout.offset
+                ),
+            ));
+        }
+    }
     Ok(smallvec::smallvec![x.view_with_layout(layout)])
 }
 
@@ -303,11 +318,11 @@ impl Tensor {
 
     /// Merges dims `start_dim..=end_dim` into one.
     pub fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+        let s = normalize_dim("flatten", start_dim, self.ndim())?;
+        let e = normalize_dim("flatten", end_dim, self.ndim())?;
         if self.ndim() == 0 {
             return self.reshape(&[1]);
         }
-        let s = normalize_dim("flatten", start_dim, self.ndim())?;
-        let e = normalize_dim("flatten", end_dim, self.ndim())?;
         if s > e {
             return Err(Error::invalid("flatten", "start_dim cannot come after end_dim"));
         }
@@ -320,6 +335,9 @@ impl Tensor {
     /// Splits `dim` into `sizes` (one entry may be -1).
     pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
         let d = normalize_dim("unflatten", dim, self.ndim())?;
+        if self.ndim() == 0 {
+            return Err(Error::invalid("unflatten", "cannot unflatten a 0-d tensor"));
+        }
         let inner = crate::layout::infer_shape("unflatten", sizes, self.shape()[d])?;
         let mut shape: Vec<i64> = to_i64(&self.shape()[..d]);
         shape.extend(to_i64(&inner));
@@ -382,7 +400,10 @@ impl Tensor {
         }
         let d = normalize_dim("chunk", dim, self.ndim())?;
         let n = self.shape().get(d).copied().unwrap_or(1);
-        self.split(n.div_ceil(chunks).max(1), dim)
+        if n == 0 {
+            return (0..chunks).map(|_| self.narrow(d as i64, 0, 0)).collect();
+        }
+        self.split(n.div_ceil(chunks), dim)
     }
 
     /// The slices along `dim`, each without that dim.

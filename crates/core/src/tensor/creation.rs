@@ -246,6 +246,16 @@ impl TensorOptions {
     }
 }
 
+/// `v` rounded (to nearest even) to f16 or bf16, as an exact f64 (so that
+/// `Element::from_f64` does not round again).
+fn round_to_half(v: f32, dtype: DType) -> f64 {
+    if dtype == DType::BF16 {
+        half::bf16::from_f32(v).to_f64()
+    } else {
+        half::f16::from_f32(v).to_f64()
+    }
+}
+
 fn opts(dtype: DType) -> TensorOptions {
     TensorOptions::new().dtype(dtype)
 }
@@ -258,8 +268,13 @@ impl Tensor {
         {
             let g = storage.write();
             let p = g.as_cpu().expect("fresh CPU storage").as_ptr();
+            // f16 and bf16 values round through f32, as `c10::Half` /
+            // `c10::BFloat16` convert (PyTorch rounds twice from f64).
+            let half = matches!(dtype, DType::F16 | DType::BF16);
             crate::with_dtype!(dtype, T => {
                 let v: T = match value {
+                    Scalar::Float(f) if half => <T as crate::Element>::from_f64(round_to_half(f as f32, dtype)),
+                    Scalar::Int(i) if half => <T as crate::Element>::from_f64(round_to_half(i as f32, dtype)),
                     Scalar::Float(f) => <T as crate::Element>::from_f64(f),
                     Scalar::Int(i) => <T as crate::Element>::from_i64(i),
                     Scalar::Bool(b) => <T as crate::Element>::from_i64(b as i64),

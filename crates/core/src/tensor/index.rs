@@ -145,6 +145,21 @@ impl Tensor {
                     d += 1;
                 }
                 TensorIndex::Ellipsis => d += self.ndim() - consumed,
+                // A 0-d integer tensor selects like an int; a 0-d bool (or
+                // uint8) tensor adds a dim of size 1 (true) or 0 (false), as
+                // PyTorch's indexing does.
+                TensorIndex::Tensor(t) if t.ndim() == 0 && t.dtype().is_integral(true) => {
+                    let v = t.item::<i64>()?;
+                    if t.dtype() == DType::Bool || t.dtype() == DType::U8 {
+                        x = x.unsqueeze(d as i64)?;
+                        let keep = if v != 0 { vec![0i64] } else { Vec::new() };
+                        let n = keep.len();
+                        advanced.push((d, Tensor::from_vec(keep, &[n])?.to_device(x.device())?));
+                        d += 1;
+                    } else {
+                        x = x.select(d as i64, v)?;
+                    }
+                }
                 TensorIndex::Tensor(t) => {
                     let width = if t.dtype() == DType::Bool || t.dtype() == DType::U8 {
                         t.ndim()

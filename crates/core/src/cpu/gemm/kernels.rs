@@ -5,8 +5,40 @@
 //! over `k` is the same in all of them (one FMA chain per element), so
 //! results differ across instruction sets only by FMA rounding.
 
+/// Packing with the kernel's tile sizes as constants (so the copy loops unroll).
+pub(crate) trait Packer<T> {
+    /// Packs one MR-row panel of A (see `pack_a_panel`).
+    fn pack_a(a: super::Mat<T>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut T);
+    /// Packs NR-column panels `[pj0, pj1)` of B (see `pack_b_panels`).
+    #[allow(clippy::too_many_arguments)]
+    fn pack_b(b: super::Mat<T>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut T);
+}
+
+macro_rules! packer {
+    ($k:ty, $t:ty, $mr:literal, $nr:literal) => {
+        impl Packer<$t> for $k {
+            fn pack_a(a: super::Mat<$t>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut $t) {
+                super::pack_a_panel::<$t, $mr>(a, i0, rows, p0, kc, dst)
+            }
+            fn pack_b(b: super::Mat<$t>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut $t) {
+                super::pack_b_panels::<$t, $nr>(b, p0, kc, n, pj0, pj1, dst)
+            }
+        }
+    };
+}
+packer!(Generic, f32, 4, 8);
+packer!(Generic, f64, 4, 8);
+#[cfg(target_arch = "x86_64")]
+packer!(Avx512F32, f32, 12, 32);
+#[cfg(target_arch = "x86_64")]
+packer!(Avx512F64, f64, 12, 16);
+#[cfg(target_arch = "x86_64")]
+packer!(Avx2F32, f32, 6, 16);
+#[cfg(target_arch = "x86_64")]
+packer!(Avx2F64, f64, 6, 8);
+
 /// A micro-kernel for element type `T`.
-pub(crate) trait MicroKernel<T>: Sync {
+pub(crate) trait MicroKernel<T>: Packer<T> + Sync {
     /// Rows of the register tile.
     const MR: usize;
     /// Columns of the register tile.
@@ -78,6 +110,10 @@ mod x86 {
     #[target_feature(enable = "avx512f")]
     unsafe fn avx512_f32(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
         unsafe {
+            for i in 0..12 {
+                _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc) as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + 16) as *const i8);
+            }
             let mut acc = [[_mm512_setzero_ps(); 2]; 12];
             let (mut a, mut b) = (a, b);
             for _ in 0..kc {

@@ -18,9 +18,27 @@ use super::simd::{Isa, isa};
 use crate::dispatch::Op;
 use crate::{DType, Element, Result, Tensor, with_dtype};
 
-const KC: usize = 256;
-const MC: usize = 96;
-const NC: usize = 512;
+/// Depth of one packed block (A micro-panels of `MR x KC` stay in L1).
+const KC: usize = 384;
+/// Columns of a tile (its B block of `KC x NC` stays in L2).
+const NC: usize = 480;
+/// Most rows of a tile.
+const MC_MAX: usize = 1536;
+
+/// Blocking `(kc, nc, mc_max)`, overridable with `FERROTORCH_GEMM_BLOCKING=kc,nc,mc`
+/// (for tuning on a new machine).
+fn blocking() -> (usize, usize, usize) {
+    static B: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
+    *B.get_or_init(|| {
+        std::env::var("FERROTORCH_GEMM_BLOCKING")
+            .ok()
+            .and_then(|v| {
+                let p: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+                (p.len() == 3 && p.iter().all(|&x| x > 0)).then(|| (p[0], p[1], p[2]))
+            })
+            .unwrap_or((KC, NC, MC_MAX))
+    })
+}
 
 /// A strided matrix view: element (i, j) at `ptr + i*rs + j*cs`.
 #[derive(Clone, Copy)]
@@ -44,37 +62,75 @@ impl<T> OutPtr<T> {
     }
 }
 
-/// A 64-byte aligned scratch buffer.
-struct Scratch<T> {
-    buf: Vec<T>,
-    off: usize,
+thread_local! {
+    /// Packing buffers kept per thread between calls: fresh memory would be
+    /// page-faulted and missed in cache on every call.
+    static SCRATCH: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-impl<T: Copy + Default> Scratch<T> {
+/// A 64-byte aligned scratch area of at least `n` elements of `T`, taken from
+/// this thread's cache (a nested call on the same thread gets its own).
+struct Scratch<T> {
+    buf: Vec<u64>,
+    off: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T> Scratch<T> {
     fn new(n: usize) -> Self {
-        let extra = 64 / std::mem::size_of::<T>();
-        let buf = vec![T::default(); n + extra];
-        let off = (buf.as_ptr() as usize).wrapping_neg() % 64 / std::mem::size_of::<T>();
-        Scratch { buf, off }
+        let words = (n * std::mem::size_of::<T>()).div_ceil(8) + 8;
+        let mut buf = SCRATCH.with(|c| c.take());
+        if buf.len() < words {
+            buf = vec![0u64; words];
+        }
+        let off = (buf.as_ptr() as usize).wrapping_neg() % 64 / 8;
+        Scratch {
+            buf,
+            off,
+            _t: std::marker::PhantomData,
+        }
     }
 
     fn as_mut_ptr(&mut self) -> *mut T {
-        self.buf[self.off..].as_mut_ptr()
+        self.buf[self.off..].as_mut_ptr() as *mut T
     }
 }
 
-/// Packs rows `[i0, i0 + mc)` and depth `[p0, p0 + kc)` of A into MR-row panels.
-fn pack_a<T: Copy + Default>(a: Mat<T>, i0: usize, mc: usize, p0: usize, kc: usize, mr: usize, dst: *mut T) {
-    let panels = mc.div_ceil(mr);
-    for pi in 0..panels {
-        let rows = mr.min(mc - pi * mr);
-        // SAFETY: dst holds panels * mr * kc elements; reads are inside A.
-        unsafe {
-            let d = dst.add(pi * mr * kc);
-            for p in 0..kc {
-                for r in 0..mr {
-                    *d.add(p * mr + r) = if r < rows {
-                        *a.ptr.add((i0 + pi * mr + r) * a.rs + (p0 + p) * a.cs)
+impl<T> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        SCRATCH.with(|c| {
+            let old = c.take();
+            c.set(if old.len() > buf.len() { old } else { buf });
+        });
+    }
+}
+
+/// Packs `rows <= MR` rows from `i0` and depth `[p0, p0 + kc)` of A into one
+/// MR-row panel (zero-padded): `dst[p * MR + r] = A[i0 + r][p0 + p]`.
+#[inline(always)]
+fn pack_a_panel<T: Copy + Default, const MR: usize>(
+    a: Mat<T>,
+    i0: usize,
+    rows: usize,
+    p0: usize,
+    kc: usize,
+    dst: *mut T,
+) {
+    // SAFETY (all blocks): dst holds MR * kc elements; reads are inside A.
+    if rows == MR {
+        let base: [*const T; MR] = std::array::from_fn(|r| unsafe { a.ptr.add((i0 + r) * a.rs + p0 * a.cs) });
+        for p in 0..kc {
+            for (r, row) in base.iter().enumerate() {
+                unsafe { *dst.add(p * MR + r) = *row.add(p * a.cs) };
+            }
+        }
+    } else {
+        for p in 0..kc {
+            for r in 0..MR {
+                unsafe {
+                    *dst.add(p * MR + r) = if r < rows {
+                        *a.ptr.add((i0 + r) * a.rs + (p0 + p) * a.cs)
                     } else {
                         T::default()
                     };
@@ -84,26 +140,36 @@ fn pack_a<T: Copy + Default>(a: Mat<T>, i0: usize, mc: usize, p0: usize, kc: usi
     }
 }
 
-/// Packs depth `[p0, p0 + kc)` and columns `[j0, j0 + nc)` of B into NR-column panels.
-fn pack_b<T: Copy + Default>(b: Mat<T>, p0: usize, kc: usize, j0: usize, nc: usize, nr: usize, dst: *mut T) {
-    let panels = nc.div_ceil(nr);
-    for pj in 0..panels {
-        let cols = nr.min(nc - pj * nr);
-        // SAFETY: dst holds panels * nr * kc elements; reads are inside B.
-        unsafe {
-            let d = dst.add(pj * nr * kc);
-            for p in 0..kc {
-                let src = b.ptr.add((p0 + p) * b.rs + (j0 + pj * nr) * b.cs);
-                let row = d.add(p * nr);
-                if b.cs == 1 {
-                    std::ptr::copy_nonoverlapping(src, row, cols);
+/// Packs depth `[p0, p0 + kc)` of the NR-column panels `[pj0, pj1)` of B
+/// (`n` columns in all; the last panel is zero-padded):
+/// `dst[pj * NR * kc + p * NR + j] = B[p0 + p][pj * NR + j]`. Rows of B are
+/// read in order, which keeps the reads sequential when B is row-major.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn pack_b_panels<T: Copy + Default, const NR: usize>(
+    b: Mat<T>,
+    p0: usize,
+    kc: usize,
+    n: usize,
+    pj0: usize,
+    pj1: usize,
+    dst: *mut T,
+) {
+    // SAFETY (all blocks): dst holds NR * kc elements per panel; reads are inside B.
+    for p in 0..kc {
+        let src_row = unsafe { b.ptr.add((p0 + p) * b.rs) };
+        for pj in pj0..pj1 {
+            let j0 = pj * NR;
+            let cols = NR.min(n - j0);
+            unsafe {
+                let src = src_row.add(j0 * b.cs);
+                let out = dst.add(pj * NR * kc + p * NR);
+                if cols == NR && b.cs == 1 {
+                    std::ptr::copy_nonoverlapping(src, out, NR);
                 } else {
-                    for j in 0..cols {
-                        *row.add(j) = *src.add(j * b.cs);
+                    for j in 0..NR {
+                        *out.add(j) = if j < cols { *src.add(j * b.cs) } else { T::default() };
                     }
-                }
-                for j in cols..nr {
-                    *row.add(j) = T::default();
                 }
             }
         }
@@ -131,52 +197,59 @@ where
         }
         return;
     }
+    let (kc_blk, nc_blk, mc_max) = blocking();
     let m_pad = m.div_ceil(mr) * mr;
     let n_pad = n.div_ceil(nr) * nr;
-    let kc_max = KC.min(k);
+    let kc_max = kc_blk.min(k);
     let mut ap = Scratch::<T>::new(m_pad * kc_max);
     let mut bp = Scratch::<T>::new(n_pad * kc_max);
     let (app, bpp) = (OutPtr(ap.as_mut_ptr()), OutPtr(bp.as_mut_ptr()));
-    let mc = MC.div_ceil(mr) * mr;
-    let nc = NC.div_ceil(nr) * nr;
-    let tiles_m = m.div_ceil(mc);
+    // Tiles: columns in B blocks of about `nc_blk` (equal widths), rows split
+    // so that there are at least two tiles per thread. Which thread computes
+    // which tile does not change any element's arithmetic.
+    let threads = if parallel { rayon::current_num_threads() } else { 1 };
+    let tiles_n = n.div_ceil(nc_blk);
+    let nc = n.div_ceil(tiles_n).div_ceil(nr) * nr;
     let tiles_n = n.div_ceil(nc);
+    let want_m = (2 * threads).div_ceil(tiles_n).max(m.div_ceil(mc_max));
+    let mc = m.div_ceil(want_m).div_ceil(mr).max(1) * mr;
+    let tiles_m = m.div_ceil(mc);
     let mut p0 = 0;
     while p0 < k {
-        let kc = KC.min(k - p0);
+        let kc = kc_blk.min(k - p0);
         let accumulate = p0 > 0;
-        // Pack A and B for this depth block.
         let a_panels = m_pad / mr;
         let b_panels = n_pad / nr;
-        let pack_a_panel = |pi: usize| {
+        let pack_a = |pi: usize| {
             let rows = mr.min(m - pi * mr);
-            pack_a(a, pi * mr, rows, p0, kc, mr, unsafe { app.get().add(pi * mr * kc) });
+            K::pack_a(a, pi * mr, rows, p0, kc, unsafe { app.get().add(pi * mr * kc) });
         };
-        let pack_b_panel = |pj: usize| {
-            let cols = nr.min(n - pj * nr);
-            pack_b(b, p0, kc, pj * nr, cols, nr, unsafe { bpp.get().add(pj * nr * kc) });
-        };
-        if parallel {
-            (0..a_panels).into_par_iter().for_each(pack_a_panel);
-            (0..b_panels).into_par_iter().for_each(pack_b_panel);
+        if parallel && threads > 1 {
+            (0..a_panels).into_par_iter().for_each(pack_a);
+            let per = b_panels.div_ceil(threads);
+            (0..threads).into_par_iter().for_each(|t| {
+                let (lo, hi) = ((t * per).min(b_panels), ((t + 1) * per).min(b_panels));
+                K::pack_b(b, p0, kc, n, lo, hi, bpp.get());
+            });
         } else {
-            (0..a_panels).for_each(pack_a_panel);
-            (0..b_panels).for_each(pack_b_panel);
+            (0..a_panels).for_each(pack_a);
+            K::pack_b(b, p0, kc, n, 0, b_panels, bpp.get());
         }
         let tile = |t: usize| {
-            let (ti, tj) = (t / tiles_n, t % tiles_n);
+            let (tj, ti) = (t / tiles_m, t % tiles_m);
             let (i_lo, i_hi) = (ti * mc, ((ti + 1) * mc).min(m));
             let (j_lo, j_hi) = (tj * nc, ((tj + 1) * nc).min(n));
             let mut edge = [T::default(); 16 * 32];
-            let mut j = j_lo;
-            while j < j_hi {
-                let cols = nr.min(j_hi - j);
-                // SAFETY: the packed panel for columns j.. exists.
-                let bpanel = unsafe { bpp.get().add((j / nr) * nr * kc) };
-                let mut i = i_lo;
-                while i < i_hi {
-                    let rows = mr.min(i_hi - i);
-                    let apanel = unsafe { app.get().add((i / mr) * mr * kc) };
+            // A micro-panel outer (stays in L1), B micro-panels inner (streamed from L2).
+            let mut i = i_lo;
+            while i < i_hi {
+                let rows = mr.min(i_hi - i);
+                // SAFETY: the packed panel for rows i.. exists.
+                let apanel = unsafe { app.get().add((i / mr) * mr * kc) };
+                let mut j = j_lo;
+                while j < j_hi {
+                    let cols = nr.min(j_hi - j);
+                    let bpanel = unsafe { bpp.get().add((j / nr) * nr * kc) };
                     // SAFETY: tile inside C; panels hold kc * MR / kc * NR values.
                     unsafe {
                         let cptr = c.get().add(i * ldc + j);
@@ -199,13 +272,13 @@ where
                             }
                         }
                     }
-                    i += mr;
+                    j += nr;
                 }
-                j += nr;
+                i += mr;
             }
         };
         let tiles = tiles_m * tiles_n;
-        if parallel && tiles > 1 {
+        if parallel && threads > 1 && tiles > 1 {
             (0..tiles).into_par_iter().for_each(tile);
         } else {
             (0..tiles).for_each(tile);

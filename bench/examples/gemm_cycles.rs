@@ -1,0 +1,27 @@
+//! Runs `iters` sgemm calls of size n on one thread, for `perf stat` cycle
+//! counts (flops per cycle are steadier than times on a shared machine):
+//! `perf stat -e cycles:u target/release/examples/gemm_cycles 1024 20`.
+
+fn main() -> ferrotorch::Result<()> {
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let (n, iters) = (
+        args.first().copied().unwrap_or(1024),
+        args.get(1).copied().unwrap_or(10),
+    );
+    let threads = args.get(2).copied().unwrap_or(1);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    pool.install(|| {
+        let a = ferrotorch::Tensor::randn(&[n, n])?;
+        let b = ferrotorch::Tensor::randn(&[n, n])?;
+        let t = std::time::Instant::now();
+        for _ in 0..iters {
+            std::hint::black_box(a.mm(&b)?);
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "n={n} iters={iters}: {:.1} GFLOP/s",
+            2.0 * (n as f64).powi(3) * iters as f64 / s / 1e9
+        );
+        Ok(())
+    })
+}

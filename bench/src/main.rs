@@ -1,0 +1,115 @@
+//! Times ferrotorch on the workloads of `bench/torch_ref.py`, the same way:
+//! warm-up, then the median of at least 5 blocks of at least 0.1 s each.
+//! Prints one line per figure: `figure<TAB>threads<TAB>seconds_per_iteration`.
+//!
+//! Usage: `ferrotorch-bench --threads N [--filter SUBSTRING]`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use ferrotorch::{Result, Tensor, manual_seed};
+
+/// Median seconds per call of `f`: warm-up, then >= 5 blocks of >= 0.1 s.
+fn time_it(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let warm = Instant::now();
+    while warm.elapsed().as_secs_f64() < 0.2 {
+        f()?;
+    }
+    let mut blocks = Vec::new();
+    while blocks.len() < 5 {
+        let start = Instant::now();
+        let mut iters = 0u64;
+        while start.elapsed().as_secs_f64() < 0.1 {
+            f()?;
+            iters += 1;
+        }
+        blocks.push(start.elapsed().as_secs_f64() / iters as f64);
+    }
+    blocks.sort_by(f64::total_cmp);
+    Ok(blocks[blocks.len() / 2])
+}
+
+/// One figure: its name and a setup that returns the timed closure.
+type Figure = (String, Box<dyn Fn() -> Result<Box<dyn FnMut() -> Result<()>>>>);
+
+fn figure<F>(name: &str, setup: F) -> Figure
+where
+    F: Fn() -> Result<Box<dyn FnMut() -> Result<()>>> + 'static,
+{
+    (name.to_string(), Box::new(setup))
+}
+
+fn figures() -> Vec<Figure> {
+    let mut v = Vec::new();
+    for n in [256usize, 512, 1024, 2048] {
+        v.push(figure(&format!("sgemm_{n}"), move || {
+            let (a, b) = (Tensor::randn(&[n, n])?, Tensor::randn(&[n, n])?);
+            Ok(Box::new(move || a.mm(&b).map(|c| drop(black_box(c)))))
+        }));
+    }
+    let n = 10_000_000;
+    let pair = move || -> Result<(Tensor, Tensor)> { Ok((Tensor::randn(&[n])?, Tensor::randn(&[n])?)) };
+    v.push(figure("add_1e7", move || {
+        let (a, b) = pair()?;
+        Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("mul_1e7", move || {
+        let (a, b) = pair()?;
+        Ok(Box::new(move || a.mul(&b).map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("exp_1e7", move || {
+        let (a, _) = pair()?;
+        Ok(Box::new(move || a.exp().map(|c| drop(black_box(c)))))
+    }));
+    let side = 3163;
+    v.push(figure("add_transposed_1e7", move || {
+        let (x, y) = (Tensor::randn(&[side, side])?, Tensor::randn(&[side, side])?);
+        Ok(Box::new(move || x.t()?.add(&y).map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("exp_transposed_1e7", move || {
+        let x = Tensor::randn(&[side, side])?;
+        Ok(Box::new(move || x.t()?.exp().map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("sum_rows_4096", || {
+        let m = Tensor::randn(&[4096, 4096])?;
+        Ok(Box::new(move || m.sum_dim(1, false).map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("softmax_rows_4096", || {
+        let m = Tensor::randn(&[4096, 4096])?;
+        Ok(Box::new(move || m.softmax(1).map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("add_1elem_overhead", || {
+        let (a, b) = (Tensor::randn(&[1])?, Tensor::randn(&[1])?);
+        Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))
+    }));
+    v
+}
+
+fn workloads(filter: &str, threads: usize) -> Result<()> {
+    manual_seed(0);
+    for (name, setup) in figures() {
+        if name.contains(filter) {
+            let mut f = setup()?;
+            let s = time_it(&mut *f)?;
+            println!("{name}\t{threads}\t{s:.9e}");
+        }
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let threads: usize = arg("--threads").and_then(|s| s.parse().ok()).unwrap_or(1);
+    let filter = arg("--filter").unwrap_or_default();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool");
+    pool.install(|| workloads(&filter, threads))
+}

@@ -1,0 +1,61 @@
+"""PyTorch side of bench/: the same workloads as src/main.rs, timed the same way.
+
+Prints one line per figure: figure<TAB>threads<TAB>seconds_per_iteration.
+Usage: python torch_ref.py --threads N [--filter SUBSTRING]
+"""
+import argparse
+import time
+
+import torch
+
+
+def time_it(f):
+    warm = time.perf_counter()
+    while time.perf_counter() - warm < 0.2:
+        f()
+    blocks = []
+    while len(blocks) < 5:
+        start = time.perf_counter()
+        iters = 0
+        while time.perf_counter() - start < 0.1:
+            f()
+            iters += 1
+        blocks.append((time.perf_counter() - start) / iters)
+    blocks.sort()
+    return blocks[len(blocks) // 2]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--filter", default="")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    def run(name, f):
+        if args.filter in name:
+            print(f"{name}\t{args.threads}\t{time_it(f):.9e}", flush=True)
+
+    with torch.inference_mode():
+        for n in (256, 512, 1024, 2048):
+            a, b = torch.randn(n, n), torch.randn(n, n)
+            run(f"sgemm_{n}", lambda: torch.mm(a, b))
+        n = 10_000_000
+        a, b = torch.randn(n), torch.randn(n)
+        run("add_1e7", lambda: a + b)
+        run("mul_1e7", lambda: a * b)
+        run("exp_1e7", lambda: torch.exp(a))
+        side = 3163
+        x, y = torch.randn(side, side), torch.randn(side, side)
+        run("add_transposed_1e7", lambda: x.t() + y)
+        run("exp_transposed_1e7", lambda: torch.exp(x.t()))
+        m = torch.randn(4096, 4096)
+        run("sum_rows_4096", lambda: m.sum(dim=1))
+        run("softmax_rows_4096", lambda: torch.softmax(m, dim=1))
+        s1, s2 = torch.randn(1), torch.randn(1)
+        run("add_1elem_overhead", lambda: s1 + s2)
+
+
+if __name__ == "__main__":
+    main()

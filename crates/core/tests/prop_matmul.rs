@@ -1,0 +1,182 @@
+//! Property tests of `matmul` (and `mm` / `bmm` / `mv` / `dot` where the
+//! shapes fit) with PyTorch's rules: 1-D operands gain and lose a dim, batch
+//! dims broadcast; operands are strided (transposed, sliced, expanded);
+//! dtypes f32 / f64 / f16 / bf16 / i64 / i32 / u8. Checked against a naive
+//! triple loop (f64 for floats, wrapping i64 for integers).
+
+mod common;
+
+use common::*;
+use ferrotorch_core::{DType, Tensor};
+use proptest::prelude::*;
+
+/// `matmul(a, b)` by PyTorch's rules, or `None` where PyTorch raises.
+/// Each output element also gets `sum |a_ip * b_pj|` for the tolerance.
+fn matmul_ref(a: &Nd<V>, b: &Nd<V>, dt: DType) -> Option<(Nd<V>, Vec<f64>)> {
+    let (na, nb) = (a.ndim(), b.ndim());
+    if na == 0 || nb == 0 {
+        return None;
+    }
+    let a2 = if na == 1 { a.unsqueeze(0) } else { a.clone() };
+    let b2 = if nb == 1 { b.unsqueeze(1) } else { b.clone() };
+    let (ra, rb) = (a2.ndim(), b2.ndim());
+    let (n, k) = (a2.shape[ra - 2], a2.shape[ra - 1]);
+    let (k2, m) = (b2.shape[rb - 2], b2.shape[rb - 1]);
+    if k != k2 {
+        return None;
+    }
+    let batch = broadcast_shapes(&a2.shape[..ra - 2], &b2.shape[..rb - 2])?;
+    let mut sa = batch.clone();
+    sa.extend([n, k]);
+    let mut sb = batch.clone();
+    sb.extend([k, m]);
+    let (a3, b3) = (a2.broadcast_to(&sa), b2.broadcast_to(&sb));
+    let mut shape = batch.clone();
+    shape.extend([n, m]);
+    let mut mags = Vec::new();
+    let out = Nd::from_fn(&shape, |i| {
+        let nb_ = batch.len();
+        let mut ia = i[..nb_].to_vec();
+        ia.extend([i[nb_], 0]);
+        let mut ib = i[..nb_].to_vec();
+        ib.extend([0, i[nb_ + 1]]);
+        if is_float(dt) {
+            let (mut s, mut mag) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                ia[nb_ + 1] = p;
+                ib[nb_] = p;
+                let t = a3.at(&ia).f() * b3.at(&ib).f();
+                s += t;
+                mag += t.abs();
+            }
+            mags.push(mag);
+            cast(V::F(s), dt)
+        } else {
+            let mut s = 0i64;
+            for p in 0..k {
+                ia[nb_ + 1] = p;
+                ib[nb_] = p;
+                s = s.wrapping_add(a3.at(&ia).i().wrapping_mul(b3.at(&ib).i()));
+            }
+            mags.push(0.0);
+            cast(V::I(s), dt)
+        }
+    });
+    let mut out = out;
+    if na == 1 {
+        let d = out.ndim() - 2;
+        out = out.squeeze_dims(&[d]);
+    }
+    if nb == 1 {
+        let d = out.ndim() - 1;
+        out = out.squeeze_dims(&[d]);
+    }
+    Some((out, mags))
+}
+
+/// Operand shapes: matrix sizes n, k, m, each operand 1-D, 2-D or batched
+/// (batch dims that broadcast against each other), sometimes with a
+/// mismatched inner size.
+fn shapes() -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
+    (
+        0usize..=5,
+        0usize..=5,
+        0usize..=5,
+        0usize..=3,
+        0usize..=3,
+        shape(2, 3),
+        any::<u32>(),
+        any::<u32>(),
+        0usize..=2,
+        0usize..=2,
+        0u8..16,
+    )
+        .prop_map(|(n, k, m, ra, rb, batch, ma, mb, ka, kb, bad)| {
+            let ba = broadcastable_to(&batch, ka, ma);
+            let bb = broadcastable_to(&batch, kb, mb);
+            let kb_ = if bad == 0 { k + 1 } else { k };
+            let a = match ra {
+                0 => vec![k],
+                1 => vec![n, k],
+                _ => [ba, vec![n, k]].concat(),
+            };
+            let b = match rb {
+                0 => vec![kb_],
+                1 => vec![kb_, m],
+                _ => [bb, vec![kb_, m]].concat(),
+            };
+            (a, b)
+        })
+}
+
+fn tolerance(dt: DType) -> (f64, f64) {
+    // (relative, per unit of sum |a*b|): f16/bf16/f32 accumulate in f32.
+    match dt {
+        DType::F64 => (4.0 * eps(dt), 1e-13),
+        DType::F32 | DType::F16 | DType::BF16 => (eps(dt), 1e-5),
+        _ => (0.0, 0.0),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// matmul of strided operands agrees with the triple loop, or fails
+    /// naming the op exactly when PyTorch raises.
+    #[test]
+    fn matmul((sa, sb) in shapes(), dt in prop::sample::select(vec![DType::F32, DType::F64, DType::I64, DType::F16, DType::BF16, DType::I32, DType::U8]),
+              ra in recipe(), rb in recipe(), seed in any::<u64>(), wild in any::<bool>()) {
+        let mut rng = Prng(seed);
+        let vals = match (wild, is_float(dt)) {
+            (true, false) => Vals::Wild,
+            (true, true) => Vals::Dense,
+            _ => Vals::Small,
+        };
+        let (a, av) = strided(dt, &sa, &ra, &mut rng, vals);
+        let (b, bv) = strided(dt, &sb, &rb, &mut rng, vals);
+        let what = format!("matmul({dt}{sa:?} strides {:?}, {sb:?} strides {:?})", a.strides(), b.strides());
+        let got = no_panic(&what, || a.matmul(&b))?;
+        let Some((want, mags)) = matmul_ref(&av, &bv, dt) else {
+            return expect_err(&what, got, &["matmul", "mm", "bmm", "dot", "mv"]);
+        };
+        let got = got.map_err(|e| TestCaseError::fail(format!("{what}: unexpected error: {e}")))?;
+        prop_assert_eq!(got.dtype(), dt);
+        let (rtol, unit) = tolerance(dt);
+        check_close(&what, &read(&got), &want, &|i| unit * mags[i], rtol)?;
+
+        // The dedicated entry points agree where their shapes apply.
+        let direct = match (sa.len(), sb.len()) {
+            (2, 2) => Some(("mm", no_panic("mm", || a.mm(&b))?)),
+            (3, 3) if sa[0] == sb[0] => Some(("bmm", no_panic("bmm", || a.bmm(&b))?)),
+            (2, 1) => Some(("mv", no_panic("mv", || a.mv(&b))?)),
+            (1, 1) => Some(("dot", no_panic("dot", || a.dot(&b))?)),
+            _ => None,
+        };
+        if let Some((name, r)) = direct {
+            let r = r.map_err(|e| TestCaseError::fail(format!("{name}: unexpected error: {e}")))?;
+            check_close(&format!("{name}: {what}"), &read(&r), &want, &|i| unit * mags[i], rtol)?;
+        }
+    }
+
+    /// Mixed dtypes and bool are errors naming the op.
+    #[test]
+    fn matmul_dtype_errors(n in 1usize..4, da in prop::sample::select(DTYPES.to_vec()), db in prop::sample::select(DTYPES.to_vec())) {
+        prop_assume!(da != db || da == DType::Bool);
+        let a = make(da, &Nd::new(&[n, n], vec![V::I(1); n * n]));
+        let b = make(db, &Nd::new(&[n, n], vec![V::I(1); n * n]));
+        expect_err("matmul", no_panic("matmul", || a.matmul(&b))?, &["matmul", "mm"])?;
+        expect_err("mm", no_panic("mm", || a.mm(&b))?, &["mm"])?;
+    }
+}
+
+#[test]
+fn matmul_reference_sanity() {
+    // [[1, 2], [3, 4]] @ [5, 6] = [17, 39]
+    let a = Nd::new(&[2, 2], vec![V::F(1.0), V::F(2.0), V::F(3.0), V::F(4.0)]);
+    let b = Nd::new(&[2], vec![V::F(5.0), V::F(6.0)]);
+    let (r, _) = matmul_ref(&a, &b, DType::F64).unwrap();
+    assert_eq!(r.data, vec![V::F(17.0), V::F(39.0)]);
+    let t = make(DType::F64, &a).matmul(&make(DType::F64, &b)).unwrap();
+    assert_eq!(read(&t).data, r.data);
+    let _ = Tensor::zeros(&[1]);
+}

@@ -1,0 +1,74 @@
+//! Same inputs, same bits: every result is identical for thread pools of 1,
+//! 2, 3 and 8 threads and from run to run (a promise PyTorch does not make).
+
+use ferrotorch::{Generator, Result, Tensor, TensorOptions};
+
+fn bits(t: &Tensor) -> Vec<u64> {
+    t.to_vec::<f64>().unwrap().into_iter().map(f64::to_bits).collect()
+}
+
+/// Runs every workload and returns the bit patterns of all results.
+fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
+    let g = Generator::new(1234);
+    let o = TensorOptions::new().generator(&g);
+    let big = o.randn(&[1 << 22])?; // 4M elements: many reduction chunks
+    let m = o.randn(&[777, 1031])?;
+    let a = o.randn(&[301, 517])?;
+    let b = o.randn(&[517, 403])?;
+    let ba = o.randn(&[6, 65, 130])?;
+    let bb = o.randn(&[6, 130, 97])?;
+    let c = o.randn(&[3, 100_003])?;
+    let mut out = Vec::new();
+    let mut push = |name: &str, t: Tensor| out.push((name.to_string(), bits(&t)));
+    push("sum_all", big.sum()?);
+    push("sum_rows", m.sum_dim(1, false)?);
+    push("sum_cols", m.sum_dim(0, false)?);
+    push("sum_transposed", m.t()?.sum_dim(1, false)?);
+    push("mean_all", big.mean()?);
+    push("mean_dims", m.mean_dim([0, 1], true)?);
+    push("var_all", big.var(1.0)?);
+    push("var_rows", m.var_dim(Some(vec![1]), 1.0, false)?);
+    push("std_cols", m.std_dim(Some(vec![0]), 0.0, false)?);
+    push("logsumexp", m.logsumexp(1, false)?);
+    push("norm", big.norm(2.0)?);
+    push("prod", c.mul(1e-3)?.add(1.0)?.prod_dim(1, false)?);
+    push("softmax_rows", m.softmax(1)?);
+    push("softmax_cols", m.softmax(0)?);
+    push("log_softmax", m.log_softmax(-1)?);
+    push("matmul", a.matmul(&b)?);
+    push("matmul_transposed", b.t()?.matmul(&a.t()?)?);
+    push("bmm", ba.bmm(&bb)?);
+    push("matmul_big", o.randn(&[1100, 700])?.matmul(&o.randn(&[700, 900])?)?);
+    push("cumsum_long", big.cumsum(0)?);
+    push("cumsum_rows", m.cumsum(1)?);
+    push("cumsum_cols", m.cumsum(0)?);
+    push("exp_add", big.exp()?.add(&big)?);
+    push("amax", m.amax(1, false)?);
+    Ok(out)
+}
+
+fn in_pool(threads: usize) -> Vec<(String, Vec<u64>)> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(workloads)
+        .unwrap()
+}
+
+#[test]
+fn bitwise_identical_for_any_thread_count() {
+    let reference = in_pool(1);
+    assert!(reference.iter().all(|(_, b)| !b.is_empty()));
+    for threads in [2, 3, 8, 1, 2] {
+        let got = in_pool(threads);
+        for ((name, want), (_, have)) in reference.iter().zip(&got) {
+            assert!(
+                want == have,
+                "{name}: results differ between 1 and {threads} threads ({} of {} elements)",
+                want.iter().zip(have).filter(|(a, b)| a != b).count(),
+                want.len()
+            );
+        }
+    }
+}
