@@ -25,7 +25,7 @@ const CHUNK: usize = 1 << 14;
 const PAR_MIN: usize = 1 << 15;
 /// Lanes of the contiguous folds (independent of the SIMD width, so every
 /// instruction set gives the same bits).
-const LANES: usize = 32;
+const LANES: usize = 64;
 
 /// A reduction: folds contiguous slices of `T` into an accumulator.
 trait Reducer<T>: Sync {
@@ -97,7 +97,8 @@ fn fold_range<T: Element, R: Reducer<T>>(
     let inner = p.inner_shape[nd - 1];
     let st = p.inner_strides[nd - 1];
     let mut acc: Option<R::Acc> = None;
-    let mut buf = [T::default(); BLOCK];
+    // Gather buffer for strided runs (not initialised: only written slots are read).
+    let mut buf = [std::mem::MaybeUninit::<T>::uninit(); BLOCK];
     let mut pos = start;
     while pos < end {
         let in_row = pos % inner;
@@ -112,9 +113,10 @@ fn fold_range<T: Element, R: Reducer<T>>(
             } else {
                 for (k, b) in buf[..m].iter_mut().enumerate() {
                     // SAFETY: in-bounds strided element.
-                    *b = unsafe { *xp.add(off + (done + k) * st) };
+                    b.write(unsafe { *xp.add(off + (done + k) * st) });
                 }
-                r.fold(&buf[..m])
+                // SAFETY: the first m slots were just written.
+                r.fold(unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const T, m) })
             };
             acc = Some(match acc {
                 None => part,

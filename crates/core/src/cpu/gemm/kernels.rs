@@ -29,7 +29,19 @@ macro_rules! packer {
 packer!(Generic, f32, 4, 8);
 packer!(Generic, f64, 4, 8);
 #[cfg(target_arch = "x86_64")]
-packer!(Avx512F32, f32, 12, 32);
+impl Packer<f32> for Avx512F32 {
+    fn pack_a(a: super::Mat<f32>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32) {
+        if rows == 12 && a.cs == 1 {
+            // SAFETY: 12 rows of kc elements are inside A; dst holds 12 * kc.
+            unsafe { x86::pack_a_f32_12(a.ptr.add(i0 * a.rs + p0), a.rs, kc, dst) }
+        } else {
+            super::pack_a_panel::<f32, 12>(a, i0, rows, p0, kc, dst)
+        }
+    }
+    fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+        super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj0, pj1, dst)
+    }
+}
 #[cfg(target_arch = "x86_64")]
 packer!(Avx512F64, f64, 12, 16);
 #[cfg(target_arch = "x86_64")]
@@ -137,6 +149,69 @@ mod x86 {
                 _mm512_storeu_ps(cp, v0);
                 _mm512_storeu_ps(cp.add(16), v1);
             }
+        }
+    }
+
+    /// Packs 12 rows (`lda` apart, unit stride) of `kc` values into a 12-row
+    /// panel (`dst[p * 12 + r] = a[r * lda + p]`) with 16 x 16 register transposes.
+    ///
+    /// # Safety
+    /// The rows are readable, `dst` holds `12 * kc` values, the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn pack_a_f32_12(a: *const f32, lda: usize, kc: usize, dst: *mut f32) {
+        unsafe {
+            let full = kc - kc % 16;
+            let mut p = 0;
+            while p < full {
+                let mut r: [__m512; 16] = [_mm512_setzero_ps(); 16];
+                for (i, v) in r.iter_mut().enumerate().take(12) {
+                    *v = _mm512_loadu_ps(a.add(i * lda + p));
+                }
+                let cols = transpose16(r);
+                for (q, col) in cols.iter().enumerate() {
+                    _mm512_mask_storeu_ps(dst.add((p + q) * 12), 0x0fff, *col);
+                }
+                p += 16;
+            }
+            for p in full..kc {
+                for r in 0..12 {
+                    *dst.add(p * 12 + r) = *a.add(r * lda + p);
+                }
+            }
+        }
+    }
+
+    /// Transposes a 16 x 16 block held as 16 row vectors into 16 column vectors.
+    #[inline(always)]
+    unsafe fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
+        unsafe {
+            let mut t = [_mm512_setzero_ps(); 16];
+            for i in 0..8 {
+                t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+            }
+            let mut u = [_mm512_setzero_ps(); 16];
+            for g in 0..4 {
+                let b = 4 * g;
+                u[b] = _mm512_shuffle_ps::<0x44>(t[b], t[b + 2]);
+                u[b + 1] = _mm512_shuffle_ps::<0xEE>(t[b], t[b + 2]);
+                u[b + 2] = _mm512_shuffle_ps::<0x44>(t[b + 1], t[b + 3]);
+                u[b + 3] = _mm512_shuffle_ps::<0xEE>(t[b + 1], t[b + 3]);
+            }
+            let mut v = [_mm512_setzero_ps(); 16];
+            for h in 0..2 {
+                let (b, o) = (8 * h, 8 * h);
+                for j in 0..4 {
+                    v[o + j] = _mm512_shuffle_f32x4::<0x88>(u[b + j], u[b + 4 + j]);
+                    v[o + 4 + j] = _mm512_shuffle_f32x4::<0xDD>(u[b + j], u[b + 4 + j]);
+                }
+            }
+            let mut w = [_mm512_setzero_ps(); 16];
+            for j in 0..8 {
+                w[j] = _mm512_shuffle_f32x4::<0x88>(v[j], v[8 + j]);
+                w[8 + j] = _mm512_shuffle_f32x4::<0xDD>(v[j], v[8 + j]);
+            }
+            w
         }
     }
 
@@ -261,5 +336,27 @@ mod x86 {
                 _mm256_storeu_pd(cp.add(4), v1);
             }
         }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    #[test]
+    fn simd_pack_matches_scalar_pack() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let (rows, lda, kc) = (12, 53, 37);
+        let a: Vec<f32> = (0..rows * lda).map(|i| i as f32).collect();
+        let mut fast = vec![0f32; 12 * kc];
+        let mut slow = vec![0f32; 12 * kc];
+        unsafe { super::x86::pack_a_f32_12(a.as_ptr().add(3), lda, kc, fast.as_mut_ptr()) };
+        let m = super::super::Mat {
+            ptr: a.as_ptr(),
+            rs: lda,
+            cs: 1,
+        };
+        super::super::pack_a_panel::<f32, 12>(m, 0, 12, 3, kc, slow.as_mut_ptr());
+        assert_eq!(fast, slow);
     }
 }

@@ -1,11 +1,13 @@
 //! Matrix multiplication on the CPU, BLIS style.
 //!
-//! For each block of `KC` steps of the inner dimension, B is packed into
-//! panels of `NR` columns and A into panels of `MR` rows (zero-padded), then
-//! tiles of `MC` rows by `NC` columns are computed in parallel, each tile by
-//! the micro-kernel over its panels. The inner dimension is never split
-//! across threads and every output element accumulates its `KC` blocks in
-//! order, so the result is identical for any number of threads.
+//! The inner dimension is cut into blocks of `KC`; for each, B is packed
+//! into panels of `NR` columns and A into panels of `MR` rows (zero-padded).
+//! Threads split the rows of C (or its columns when there are few rows):
+//! each packs its own A panels and walks column blocks of about `NC`, with
+//! one A micro-panel in L1 streaming over the block's B panels in L2 through
+//! the register-tiled micro-kernel (`kernels.rs`). The inner dimension is
+//! never split across threads and every output element accumulates its `KC`
+//! blocks in order, so the result is identical for any number of threads.
 
 mod kernels;
 
@@ -19,24 +21,24 @@ use crate::dispatch::Op;
 use crate::{DType, Element, Result, Tensor, with_dtype};
 
 /// Depth of one packed block (A micro-panels of `MR x KC` stay in L1).
-const KC: usize = 384;
-/// Columns of a tile (its B block of `KC x NC` stays in L2).
+const KC: usize = 256;
+/// Columns of a block (its B panels, `KC x NC`, stay in L2).
 const NC: usize = 480;
-/// Most rows of a tile.
-const MC_MAX: usize = 1536;
+/// Up to this many multiply-adds (`m * n * k`), each thread packs the shared operand itself.
+const PRIVATE_PACK_MAX: usize = 1 << 30;
 
-/// Blocking `(kc, nc, mc_max)`, overridable with `FERROTORCH_GEMM_BLOCKING=kc,nc,mc`
+/// Blocking `(kc, nc)`, overridable with `FERROTORCH_GEMM_BLOCKING=kc,nc`
 /// (for tuning on a new machine).
-fn blocking() -> (usize, usize, usize) {
-    static B: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
+fn blocking() -> (usize, usize) {
+    static B: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
     *B.get_or_init(|| {
         std::env::var("FERROTORCH_GEMM_BLOCKING")
             .ok()
             .and_then(|v| {
                 let p: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-                (p.len() == 3 && p.iter().all(|&x| x > 0)).then(|| (p[0], p[1], p[2]))
+                (p.len() == 2 && p.iter().all(|&x| x > 0)).then(|| (p[0], p[1]))
             })
-            .unwrap_or((KC, NC, MC_MAX))
+            .unwrap_or((KC, NC))
     })
 }
 
@@ -65,7 +67,7 @@ impl<T> OutPtr<T> {
 thread_local! {
     /// Packing buffers kept per thread between calls: fresh memory would be
     /// page-faulted and missed in cache on every call.
-    static SCRATCH: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+    static SCRATCH: std::cell::RefCell<Vec<Vec<u64>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A 64-byte aligned scratch area of at least `n` elements of `T`, taken from
@@ -79,7 +81,15 @@ struct Scratch<T> {
 impl<T> Scratch<T> {
     fn new(n: usize) -> Self {
         let words = (n * std::mem::size_of::<T>()).div_ceil(8) + 8;
-        let mut buf = SCRATCH.with(|c| c.take());
+        let pooled = SCRATCH.with(|c| {
+            let mut pool = c.borrow_mut();
+            let best = pool
+                .iter()
+                .position(|b| b.len() >= words)
+                .or(if pool.is_empty() { None } else { Some(0) });
+            best.map(|i| pool.swap_remove(i))
+        });
+        let mut buf = pooled.unwrap_or_default();
         if buf.len() < words {
             buf = vec![0u64; words];
         }
@@ -100,8 +110,13 @@ impl<T> Drop for Scratch<T> {
     fn drop(&mut self) {
         let buf = std::mem::take(&mut self.buf);
         SCRATCH.with(|c| {
-            let old = c.take();
-            c.set(if old.len() > buf.len() { old } else { buf });
+            let mut pool = c.borrow_mut();
+            pool.push(buf);
+            // Keep the largest few buffers only.
+            if pool.len() > 3 {
+                pool.sort_by_key(|b| std::cmp::Reverse(b.len()));
+                pool.truncate(3);
+            }
         });
     }
 }
@@ -177,6 +192,11 @@ fn pack_b_panels<T: Copy + Default, const NR: usize>(
 }
 
 /// `C = A * B` for `A: m x k`, `B: k x n`, `C: m x n` with row stride `ldc` (unit column stride).
+///
+/// The work is split over threads by rows of C when there are enough MR-row
+/// panels (else by columns). The operand all threads share (B, or A) is
+/// packed once for every depth block up front; each thread packs its own
+/// part of the other operand per depth block and computes its C block.
 #[allow(clippy::too_many_arguments)]
 fn gemm_with<T, K>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: *mut T, ldc: usize, parallel: bool)
 where
@@ -197,93 +217,144 @@ where
         }
         return;
     }
-    let (kc_blk, nc_blk, mc_max) = blocking();
-    let m_pad = m.div_ceil(mr) * mr;
-    let n_pad = n.div_ceil(nr) * nr;
-    let kc_max = kc_blk.min(k);
-    let mut ap = Scratch::<T>::new(m_pad * kc_max);
-    let mut bp = Scratch::<T>::new(n_pad * kc_max);
-    let (app, bpp) = (OutPtr(ap.as_mut_ptr()), OutPtr(bp.as_mut_ptr()));
-    // Tiles: columns in B blocks of about `nc_blk` (equal widths), rows split
-    // so that there are at least two tiles per thread. Which thread computes
-    // which tile does not change any element's arithmetic.
+    let (kc_blk, nc_blk) = blocking();
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
-    let tiles_n = n.div_ceil(nc_blk);
-    let nc = n.div_ceil(tiles_n).div_ceil(nr) * nr;
-    let tiles_n = n.div_ceil(nc);
-    let want_m = (2 * threads).div_ceil(tiles_n).max(m.div_ceil(mc_max));
-    let mc = m.div_ceil(want_m).div_ceil(mr).max(1) * mr;
-    let tiles_m = m.div_ceil(mc);
-    let mut p0 = 0;
-    while p0 < k {
-        let kc = kc_blk.min(k - p0);
-        let accumulate = p0 > 0;
-        let a_panels = m_pad / mr;
-        let b_panels = n_pad / nr;
-        let pack_a = |pi: usize| {
-            let rows = mr.min(m - pi * mr);
-            K::pack_a(a, pi * mr, rows, p0, kc, unsafe { app.get().add(pi * mr * kc) });
-        };
-        if parallel && threads > 1 {
-            (0..a_panels).into_par_iter().for_each(pack_a);
-            let per = b_panels.div_ceil(threads);
-            (0..threads).into_par_iter().for_each(|t| {
-                let (lo, hi) = ((t * per).min(b_panels), ((t + 1) * per).min(b_panels));
-                K::pack_b(b, p0, kc, n, lo, hi, bpp.get());
-            });
+    let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
+    let (m_pad, n_pad) = (m_panels * mr, n_panels * nr);
+    let kblocks = k.div_ceil(kc_blk);
+    let block = |kb: usize| (kb * kc_blk, kc_blk.min(k - kb * kc_blk));
+    let by_rows = m_panels >= threads || m_panels >= n_panels;
+    let tasks = threads.min(if by_rows { m_panels } else { n_panels }).max(1);
+    // Small products: every task packs the shared operand itself, so the call
+    // needs one fork-join instead of two (waking idle threads costs more than
+    // packing twice).
+    let private = tasks > 1 && m * n * k <= PRIVATE_PACK_MAX;
+    let shared_len = if by_rows { n_pad } else { m_pad };
+    // The shared operand, packed for all depth blocks: block kb starts at
+    // p0 * padded size, panel q of it at q * (MR or NR) * kc.
+    let mut shared = Scratch::<T>::new(if private { 0 } else { k * shared_len });
+    let sp = OutPtr(shared.as_mut_ptr());
+    let pack_shared = |job: usize| {
+        let (kb, part) = (job / tasks, job % tasks);
+        let (p0, kc) = block(kb);
+        let panels = if by_rows { n_panels } else { m_panels };
+        let per = panels.div_ceil(tasks);
+        let (lo, hi) = ((part * per).min(panels), ((part + 1) * per).min(panels));
+        if by_rows {
+            // SAFETY: the block's region of the shared buffer.
+            K::pack_b(b, p0, kc, n, lo, hi, unsafe { sp.get().add(p0 * n_pad) });
         } else {
-            (0..a_panels).for_each(pack_a);
-            K::pack_b(b, p0, kc, n, 0, b_panels, bpp.get());
+            for pi in lo..hi {
+                let rows = mr.min(m - pi * mr);
+                K::pack_a(a, pi * mr, rows, p0, kc, unsafe {
+                    sp.get().add(p0 * m_pad + pi * mr * kc)
+                });
+            }
         }
-        let tile = |t: usize| {
-            let (tj, ti) = (t / tiles_m, t % tiles_m);
-            let (i_lo, i_hi) = (ti * mc, ((ti + 1) * mc).min(m));
-            let (j_lo, j_hi) = (tj * nc, ((tj + 1) * nc).min(n));
-            let mut edge = [T::default(); 16 * 32];
-            // A micro-panel outer (stays in L1), B micro-panels inner (streamed from L2).
-            let mut i = i_lo;
-            while i < i_hi {
-                let rows = mr.min(i_hi - i);
-                // SAFETY: the packed panel for rows i.. exists.
-                let apanel = unsafe { app.get().add((i / mr) * mr * kc) };
-                let mut j = j_lo;
-                while j < j_hi {
-                    let cols = nr.min(j_hi - j);
-                    let bpanel = unsafe { bpp.get().add((j / nr) * nr * kc) };
-                    // SAFETY: tile inside C; panels hold kc * MR / kc * NR values.
-                    unsafe {
-                        let cptr = c.get().add(i * ldc + j);
-                        if rows == mr && cols == nr {
-                            K::run(kc, apanel, bpanel, cptr, ldc, accumulate);
-                        } else {
-                            let e = edge.as_mut_ptr();
-                            if accumulate {
-                                for r in 0..rows {
-                                    for q in 0..cols {
-                                        *e.add(r * nr + q) = *cptr.add(r * ldc + q);
+    };
+    if private {
+        // Each task packs what it needs.
+    } else if tasks > 1 {
+        (0..kblocks * tasks).into_par_iter().for_each(pack_shared);
+    } else {
+        (0..kblocks * tasks).for_each(pack_shared);
+    }
+    // One task: panels [lo, hi) of its split dimension, all depth blocks.
+    let task = |t: usize| {
+        let split = if by_rows { m_panels } else { n_panels };
+        let per = split.div_ceil(tasks);
+        let (lo, hi) = ((t * per).min(split), ((t + 1) * per).min(split));
+        if lo >= hi {
+            return;
+        }
+        let own_len = (hi - lo) * if by_rows { mr } else { nr };
+        let mut own = Scratch::<T>::new(own_len * kc_blk.min(k));
+        let op = own.as_mut_ptr();
+        let mut own_shared = Scratch::<T>::new(if private { shared_len * kc_blk.min(k) } else { 0 });
+        let osp = own_shared.as_mut_ptr();
+        let mut edge = [T::default(); 16 * 32];
+        for kb in 0..kblocks {
+            let (p0, kc) = block(kb);
+            let accumulate = kb > 0;
+            // Pack this task's part of the other operand for the block.
+            if by_rows {
+                for pi in lo..hi {
+                    let rows = mr.min(m - pi * mr);
+                    K::pack_a(a, pi * mr, rows, p0, kc, unsafe { op.add((pi - lo) * mr * kc) });
+                }
+            } else {
+                K::pack_b(b, p0, kc, n, lo, hi, op.wrapping_sub(lo * nr * kc));
+            }
+            let shared_block: *const T = if private {
+                if by_rows {
+                    K::pack_b(b, p0, kc, n, 0, n_panels, osp);
+                } else {
+                    for pi in 0..m_panels {
+                        let rows = mr.min(m - pi * mr);
+                        K::pack_a(a, pi * mr, rows, p0, kc, unsafe { osp.add(pi * mr * kc) });
+                    }
+                }
+                osp
+            } else {
+                // SAFETY: the block's region of the shared buffer.
+                unsafe { sp.get().add(p0 * shared_len) }
+            };
+            let (a_base, a_first) = if by_rows {
+                (op as *const T, lo)
+            } else {
+                (shared_block, 0)
+            };
+            let (b_base, b_first) = if by_rows {
+                (shared_block, 0)
+            } else {
+                (op as *const T, lo)
+            };
+            let (i_lo, i_hi) = if by_rows { (lo, hi) } else { (0, m_panels) };
+            let (j_lo, j_hi) = if by_rows { (0, n_panels) } else { (lo, hi) };
+            // Column blocks of about `nc_blk` keep the B panels of a block in L2
+            // while every A panel (L1) streams over them.
+            let nc_panels = (nc_blk / nr).max(1);
+            let mut jc = j_lo;
+            while jc < j_hi {
+                let jc_end = (jc + nc_panels).min(j_hi);
+                for pi in i_lo..i_hi {
+                    let rows = mr.min(m - pi * mr);
+                    // SAFETY: packed panels exist for every index used; tiles are inside C.
+                    let apanel = unsafe { a_base.add((pi - a_first) * mr * kc) };
+                    for pj in jc..jc_end {
+                        let cols = nr.min(n - pj * nr);
+                        let bpanel = unsafe { b_base.add((pj - b_first) * nr * kc) };
+                        unsafe {
+                            let cptr = c.get().add(pi * mr * ldc + pj * nr);
+                            if rows == mr && cols == nr {
+                                K::run(kc, apanel, bpanel, cptr, ldc, accumulate);
+                            } else {
+                                let e = edge.as_mut_ptr();
+                                if accumulate {
+                                    for r in 0..rows {
+                                        for q in 0..cols {
+                                            *e.add(r * nr + q) = *cptr.add(r * ldc + q);
+                                        }
                                     }
                                 }
-                            }
-                            K::run(kc, apanel, bpanel, e, nr, accumulate);
-                            for r in 0..rows {
-                                for q in 0..cols {
-                                    *cptr.add(r * ldc + q) = *e.add(r * nr + q);
+                                K::run(kc, apanel, bpanel, e, nr, accumulate);
+                                for r in 0..rows {
+                                    for q in 0..cols {
+                                        *cptr.add(r * ldc + q) = *e.add(r * nr + q);
+                                    }
                                 }
                             }
                         }
                     }
-                    j += nr;
                 }
-                i += mr;
+                jc = jc_end;
             }
-        };
-        let tiles = tiles_m * tiles_n;
-        if parallel && threads > 1 && tiles > 1 {
-            (0..tiles).into_par_iter().for_each(tile);
-        } else {
-            (0..tiles).for_each(tile);
         }
-        p0 += kc;
+    };
+    if tasks > 1 {
+        (0..tasks).into_par_iter().for_each(task);
+    } else {
+        task(0);
     }
 }
 
