@@ -580,12 +580,238 @@ enum Suite {
     Extra,
 }
 
+/// `L = sum_i sum(out_i * W_i)` over the outputs that have a weight.
+fn weighted_loss(outputs: &[Tensor], weights: &Value) -> ferrotorch::Result<Option<Tensor>> {
+    let ws: Vec<Option<Tensor>> = match weights {
+        Value::Array(list) if list.first().is_some_and(|v| v.is_object() || v.is_null()) => {
+            list.iter().map(|w| (!w.is_null()).then(|| tensor(w))).collect()
+        }
+        Value::Null => return Ok(None),
+        single => vec![Some(tensor(single))],
+    };
+    let mut loss: Option<Tensor> = None;
+    for (o, w) in outputs.iter().zip(ws) {
+        let Some(w) = w else { continue };
+        let term = o.mul(&w)?.sum()?;
+        loss = Some(match loss {
+            Some(l) => l.add(&term)?,
+            None => term,
+        });
+    }
+    Ok(loss)
+}
+
+/// The inputs with `requires_grad` set where the case has a gradient.
+fn grad_inputs(case: &Value, inputs: &[Tensor]) -> Option<(Vec<Tensor>, Vec<usize>)> {
+    let grads = case.get("grads")?.as_array()?;
+    let mut diff = Vec::new();
+    let xs = inputs
+        .iter()
+        .zip(grads)
+        .enumerate()
+        .map(|(i, (t, g))| {
+            if g.is_null() {
+                t.clone()
+            } else {
+                diff.push(i);
+                t.detach().requires_grad_(true).unwrap()
+            }
+        })
+        .collect();
+    (!diff.is_empty()).then_some((xs, diff))
+}
+
+fn grad_opts() -> ferrotorch::autograd::GradOptions<'static> {
+    ferrotorch::autograd::GradOptions {
+        allow_unused: true,
+        ..Default::default()
+    }
+}
+
+/// Checks `grads`: d/d(input) of `sum(output * W)`.
+fn check_grads(case: &Value, name: &str, inputs: &[Tensor], rtol: f64, atol: f64) -> Result<(), String> {
+    let Some((xs, diff)) = grad_inputs(case, inputs) else {
+        return Ok(());
+    };
+    let outs = run_op(case, &xs)
+        .expect("the op ran forward")
+        .map_err(|e| format!("{name}: {e}"))?;
+    let Some(loss) = weighted_loss(&outs, &case["grad_weight"]).map_err(|e| format!("{name}: {e}"))? else {
+        return Ok(());
+    };
+    let refs: Vec<&Tensor> = diff.iter().map(|&i| &xs[i]).collect();
+    let got = ferrotorch::autograd::grad(&[&loss], &refs, grad_opts()).map_err(|e| format!("{name}: backward: {e}"))?;
+    let want = case["grads"].as_array().unwrap();
+    for (g, &i) in got.iter().zip(&diff) {
+        let w = tensor(&want[i]);
+        let g = match g {
+            Some(g) => g.clone(),
+            None => w.zeros_like().unwrap(),
+        };
+        compare(&format!("{name} grad[{i}]"), &g, &w, rtol, atol, false)?;
+    }
+    Ok(())
+}
+
+/// `higher_order.json`, kind `double_backward`: d/dx_j of sum_i sum(grads_i * U_i).
+fn check_double_backward(case: &Value, name: &str, inputs: &[Tensor]) -> Outcome {
+    let Some((xs, diff)) = grad_inputs(case, inputs) else {
+        return Outcome::Fail(format!("{name}: no differentiable input"));
+    };
+    let Some(outs) = run_op(case, &xs) else {
+        return Outcome::Skip(name.to_string());
+    };
+    let run = || -> ferrotorch::Result<Vec<Option<Tensor>>> {
+        let outs = outs?;
+        let loss = weighted_loss(&outs, &case["grad_weight"])?.expect("a weighted output");
+        let refs: Vec<&Tensor> = diff.iter().map(|&i| &xs[i]).collect();
+        let first = ferrotorch::autograd::grad(&[&loss], &refs, ferrotorch::autograd::GradOptions::create_graph())?;
+        let us = case["grad_grad_weights"].as_array().unwrap();
+        let mut s: Option<Tensor> = None;
+        for (g, &i) in first.iter().zip(&diff) {
+            let Some(g) = g else { continue };
+            if us[i].is_null() {
+                continue;
+            }
+            let term = g.mul(&tensor(&us[i]))?.sum()?;
+            s = Some(match s {
+                Some(acc) => acc.add(&term)?,
+                None => term,
+            });
+        }
+        let s = s.expect("some first derivative");
+        ferrotorch::autograd::grad(&[&s], &refs, grad_opts())
+    };
+    let got = match run() {
+        Ok(g) => g,
+        Err(e) => return Outcome::Fail(format!("{name}: {e}")),
+    };
+    let want = case["grad_grads"].as_array().unwrap();
+    let (rtol, atol) = tolerance(case["op"].as_str().unwrap());
+    for (g, &i) in got.iter().zip(&diff) {
+        let w = tensor(&want[i]);
+        let g = g.clone().unwrap_or_else(|| w.zeros_like().unwrap());
+        if let Err(e) = compare(
+            &format!("{name} grad_grad[{i}]"),
+            &g,
+            &w,
+            rtol.max(1e-4),
+            atol.max(1e-5),
+            false,
+        ) {
+            return Outcome::Fail(e);
+        }
+    }
+    Outcome::Pass
+}
+
+/// `higher_order.json`, kind `nth_derivative`: f, f', f'', f''' elementwise.
+fn check_nth_derivative(case: &Value, name: &str, inputs: &[Tensor]) -> Outcome {
+    let f = |x: &Tensor| -> ferrotorch::Result<Tensor> {
+        match case["function"].as_str() {
+            Some("x**3 * sin(x)") => x.pow(3)?.mul(&x.sin()?),
+            other => panic!("unknown function {other:?}"),
+        }
+    };
+    let run = || -> ferrotorch::Result<Vec<Tensor>> {
+        let x = inputs[0].detach().requires_grad_(true)?;
+        let mut cur = f(&x)?;
+        let mut out = vec![cur.clone()];
+        for _ in 0..3 {
+            let g =
+                ferrotorch::autograd::grad(&[&cur.sum()?], &[&x], ferrotorch::autograd::GradOptions::create_graph())?;
+            cur = g[0].clone().expect("used");
+            out.push(cur.clone());
+        }
+        Ok(out)
+    };
+    let got = match run() {
+        Ok(g) => g,
+        Err(e) => return Outcome::Fail(format!("{name}: {e}")),
+    };
+    for (k, (g, w)) in got.iter().zip(case["output"].as_array().unwrap()).enumerate() {
+        if let Err(e) = compare(&format!("{name} d{k}"), g, &tensor(w), 1e-4, 1e-5, false) {
+            return Outcome::Fail(e);
+        }
+    }
+    Outcome::Pass
+}
+
+/// `higher_order.json`, kind `hvp`: the loss, its gradient and a Hessian-vector product.
+fn check_hvp(case: &Value, name: &str, inputs: &[Tensor]) -> Outcome {
+    let linear = |x: &Tensor, w: &Tensor, b: &Tensor| x.matmul(&w.t()?)?.add(b);
+    let model = case["model"].as_str().unwrap_or("");
+    type Grads = Vec<Option<Tensor>>;
+    let run = || -> ferrotorch::Result<(Tensor, Grads, Grads)> {
+        let x = &inputs[0];
+        let target = &inputs[1];
+        let params: Vec<Tensor> = inputs[2..]
+            .iter()
+            .map(|t| t.detach().requires_grad_(true))
+            .collect::<ferrotorch::Result<_>>()?;
+        let (w1, b1, w2, b2) = (&params[0], &params[1], &params[2], &params[3]);
+        let loss = if model.contains("mse_loss") {
+            linear(&linear(x, w1, b1)?.tanh()?, w2, b2)?
+                .sub(target)?
+                .pow(2)?
+                .mean()?
+        } else if model.contains("cross_entropy") {
+            let logits = linear(&linear(x, w1, b1)?.relu()?, w2, b2)?;
+            logits
+                .log_softmax(-1)?
+                .gather(1, &target.unsqueeze(1)?)?
+                .neg()?
+                .mean()?
+        } else {
+            panic!("unknown model {model}");
+        };
+        let refs: Vec<&Tensor> = params.iter().collect();
+        let grads = ferrotorch::autograd::grad(&[&loss], &refs, ferrotorch::autograd::GradOptions::create_graph())?;
+        let mut dot: Option<Tensor> = None;
+        for (g, v) in grads.iter().zip(case["vectors"].as_array().unwrap()) {
+            let term = g.as_ref().expect("used").mul(&tensor(v))?.sum()?;
+            dot = Some(match dot {
+                Some(d) => d.add(&term)?,
+                None => term,
+            });
+        }
+        let hvp = ferrotorch::autograd::grad(&[&dot.unwrap()], &refs, grad_opts())?;
+        Ok((loss, grads, hvp))
+    };
+    let (loss, grads, hvp) = match run() {
+        Ok(r) => r,
+        Err(e) => return Outcome::Fail(format!("{name}: {e}")),
+    };
+    let out = &case["output"];
+    if let Err(e) = compare(&format!("{name} loss"), &loss, &tensor(&out["loss"]), 1e-4, 1e-5, false) {
+        return Outcome::Fail(e);
+    }
+    for (what, got) in [("grads", &grads), ("hvp", &hvp)] {
+        for (k, (g, w)) in got.iter().zip(out[what].as_array().unwrap()).enumerate() {
+            let w = tensor(w);
+            let g = g.clone().unwrap_or_else(|| w.zeros_like().unwrap());
+            if let Err(e) = compare(&format!("{name} {what}[{k}]"), &g, &w, 1e-4, 1e-5, false) {
+                return Outcome::Fail(e);
+            }
+        }
+    }
+    Outcome::Pass
+}
+
 fn run_case(case: &Value, suite: Suite) -> Outcome {
     let name = case["name"].as_str().unwrap_or("?").to_string();
     let kind = case.get("kind").and_then(Value::as_str).unwrap_or("op");
     match (kind, suite) {
         ("op", _) | ("chain" | "error", Suite::Extra) => {}
-        _ => return Outcome::Skip(format!("{name} (kind {kind} needs autograd/optim)")),
+        ("double_backward" | "nth_derivative" | "hvp", _) => {
+            let inputs: Vec<Tensor> = case["inputs"].as_array().unwrap().iter().map(tensor).collect();
+            return match kind {
+                "double_backward" => check_double_backward(case, &name, &inputs),
+                "nth_derivative" => check_nth_derivative(case, &name, &inputs),
+                _ => check_hvp(case, &name, &inputs),
+            };
+        }
+        _ => return Outcome::Skip(format!("{name} (kind {kind} needs optim)")),
     }
     let inputs: Vec<Tensor> = case["inputs"].as_array().unwrap().iter().map(tensor).collect();
     let result = if case.get("steps").is_some() {
@@ -628,6 +854,12 @@ fn run_case(case: &Value, suite: Suite) -> Outcome {
             Suite::Extra => tolerance_extra(op, w.dtype()),
         };
         if let Err(e) = compare(&format!("{name}[{i}]"), g, w, rtol, atol, suite == Suite::Extra) {
+            return Outcome::Fail(e);
+        }
+    }
+    if kind == "op" {
+        let (rtol, atol) = tolerance(op);
+        if let Err(e) = check_grads(case, &name, &inputs, rtol, atol) {
             return Outcome::Fail(e);
         }
     }
@@ -693,7 +925,7 @@ fn run_suite(label: &str, dir: &std::path::Path, suite: Suite) -> Vec<String> {
 fn oracle() {
     let dir = oracle_dir("ORACLE_DIR", "tests/oracle");
     let failures = run_suite("oracle", &dir, Suite::Shared);
-    println!("oracle: forward outputs are checked; `grads` entries wait for autograd");
+    println!("oracle: forward outputs, `grads` and higher-order derivatives are checked");
     assert!(
         failures.is_empty(),
         "{} oracle mismatches:\n{}",

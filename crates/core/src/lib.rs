@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+pub mod autograd;
 pub mod cpu;
 mod device;
 pub mod dispatch;

@@ -40,6 +40,8 @@ pub(crate) fn ensure_init() {
         register_backend(DispatchKey::Meta, &backend::MetaBackend).expect("meta backend registered twice");
         crate::cpu::register_kernels().expect("registering the CPU kernels failed");
         crate::ops::register_composites().expect("registering the composite kernels failed");
+        register_fallback(DispatchKey::Autograd, crate::autograd::layer::autograd_layer)
+            .expect("registering the autograd layer failed");
     });
 }
 
@@ -151,7 +153,7 @@ pub fn dispatch(call: &Call) -> Result<Tensors> {
     ensure_init();
     let device = call_device(call)?;
     let mut keys = DispatchKeySet::of(DispatchKey::for_device(device));
-    for t in call.inputs {
+    for t in call.inputs.iter().chain(call.out.unwrap_or(&[])) {
         keys = keys.union(t.layer_keys());
     }
     let keys = keys

@@ -74,6 +74,39 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     fn allows_overlapping_out(&self) -> bool {
         false
     }
+
+    /// Whether input `i` receives a gradient (floating-point data inputs;
+    /// not indices or masks).
+    fn differentiable_input(&self, i: usize) -> bool {
+        let _ = i;
+        true
+    }
+
+    /// The tensors the backward formula reads.
+    fn saves(&self) -> crate::autograd::Saves {
+        crate::autograd::Saves::NONE
+    }
+
+    /// The backward formula: gradients of the inputs (one per input, `None`
+    /// where none) from the gradients of the outputs. Written with
+    /// differentiable operators, so it can itself be differentiated.
+    fn backward(&self, ctx: &crate::autograd::BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let _ = (ctx, grads);
+        Err(Error::invalid(self.entry().name(), "has no backward formula"))
+    }
+
+    /// The name of the graph node this operator records (`MulBackward0`).
+    fn backward_name(&self) -> String {
+        let mut s = String::new();
+        for part in self.entry().name().trim_start_matches('_').split('_') {
+            let mut c = part.chars();
+            if let Some(f) = c.next() {
+                s.extend(f.to_uppercase());
+                s.push_str(c.as_str());
+            }
+        }
+        s + "Backward0"
+    }
 }
 
 /// Object-safe cloning of operator instances (implemented for every `Op + Clone`).
@@ -157,6 +190,7 @@ impl Slot {
 /// with [`OpEntry::register`], also from other crates.
 pub struct OpEntry {
     name: &'static str,
+    differentiable: bool,
     slots: [OnceLock<Kernel>; NUM_SLOTS],
     listed: OnceLock<()>,
 }
@@ -164,13 +198,31 @@ pub struct OpEntry {
 static REGISTRY: Mutex<Vec<&'static OpEntry>> = Mutex::new(Vec::new());
 
 impl OpEntry {
-    /// An empty table for the operator `name` (e.g. `"add"`, `"mylib::foo"`).
+    /// An empty table for the operator `name` (e.g. `"add"`, `"mylib::foo"`),
+    /// an operator without gradients (comparisons, indices, factories).
     pub const fn new(name: &'static str) -> Self {
         OpEntry {
             name,
+            differentiable: false,
             slots: [const { OnceLock::new() }; NUM_SLOTS],
             listed: OnceLock::new(),
         }
+    }
+
+    /// An empty table for a differentiable operator: its `Op` implements
+    /// `backward`, and autograd records it.
+    pub const fn differentiable(name: &'static str) -> Self {
+        OpEntry {
+            name,
+            differentiable: true,
+            slots: [const { OnceLock::new() }; NUM_SLOTS],
+            listed: OnceLock::new(),
+        }
+    }
+
+    /// Whether autograd records this operator.
+    pub fn is_differentiable(&self) -> bool {
+        self.differentiable
     }
 
     /// The operator's name.

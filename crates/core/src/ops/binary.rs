@@ -4,8 +4,10 @@
 //! the common dtype (`torch.result_type`) and dispatch; the shape rule
 //! broadcasts, and kernels see inputs of one dtype.
 
+use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
 use crate::layout::broadcast_shapes;
+use crate::ops::grad_util::{grad0, mask, sum_to};
 use crate::ops::promote::{IntoOperand, Operand, result_type};
 use crate::{DType, Error, Result, Scalar, Tensor};
 
@@ -31,7 +33,11 @@ macro_rules! binary_kinds {
 
         $(
             #[doc = concat!("Dispatch table of `", $name, "`.")]
-            pub static $entry: OpEntry = OpEntry::new($name);
+            pub static $entry: OpEntry = if binary_differentiable($name) {
+                OpEntry::differentiable($name)
+            } else {
+                OpEntry::new($name)
+            };
         )*
 
         /// Every binary kind.
@@ -81,6 +87,13 @@ binary_kinds! {
     LogicalOr, LOGICAL_OR, "logical_or";
     /// Exactly one nonzero.
     LogicalXor, LOGICAL_XOR, "logical_xor";
+}
+
+const fn binary_differentiable(name: &str) -> bool {
+    matches!(
+        name.as_bytes(),
+        b"add" | b"sub" | b"mul" | b"div" | b"pow" | b"maximum" | b"minimum"
+    )
 }
 
 impl BinaryKind {
@@ -158,6 +171,98 @@ impl Op for Binary {
 
     fn alias_safe(&self) -> bool {
         true
+    }
+
+    fn saves(&self) -> Saves {
+        match self.kind {
+            BinaryKind::Add | BinaryKind::Sub => Saves::NONE,
+            BinaryKind::Pow => Saves {
+                inputs: 0b11,
+                outputs: 1,
+            },
+            _ => Saves::inputs(0b11),
+        }
+    }
+
+    fn backward_name(&self) -> String {
+        match self.kind {
+            BinaryKind::Pow => "PowBackward1".into(),
+            BinaryKind::Div if self.rounding != Rounding::None => "DivBackward2".into(),
+            k => {
+                let n = k.entry().name();
+                let mut c = n.chars();
+                let first = c
+                    .next()
+                    .map(|f| f.to_uppercase().collect::<String>())
+                    .unwrap_or_default();
+                format!("{first}{}Backward0", c.as_str())
+            }
+        }
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let (sa, sb) = (ctx.input_shape(0).to_vec(), ctx.input_shape(1).to_vec());
+        let alpha = self.alpha.to_f64();
+        let (ga, gb) = match self.kind {
+            BinaryKind::Add => (Some(g.clone()), Some(if alpha == 1.0 { g } else { g.mul(alpha)? })),
+            BinaryKind::Sub => (Some(g.clone()), Some(g.mul(-alpha)?)),
+            BinaryKind::Mul => {
+                let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+                (
+                    ctx.needs_grad(0).then(|| g.mul(&b)).transpose()?,
+                    ctx.needs_grad(1).then(|| g.mul(&a)).transpose()?,
+                )
+            }
+            BinaryKind::Div if self.rounding != Rounding::None => (Some(g.zeros_like()?), Some(g.zeros_like()?)),
+            BinaryKind::Div => {
+                let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+                let ga = g.div(&b)?;
+                let gb = if ctx.needs_grad(1) {
+                    Some(ga.mul(&a)?.div(&b)?.neg()?)
+                } else {
+                    None
+                };
+                (Some(ga), gb)
+            }
+            BinaryKind::Pow => {
+                let (a, b, y) = (ctx.input(0)?, ctx.input(1)?, ctx.output(0)?);
+                // PyTorch's pow_backward_self / pow_backward_exponent, zeros where the formula is 0 * inf.
+                let ga = if ctx.needs_grad(0) {
+                    let d = b.mul(&a.pow(&b.sub(1.0)?)?)?;
+                    let d = d.masked_fill(&b.eq(0.0)?, 0.0)?;
+                    Some(g.mul(&d)?)
+                } else {
+                    None
+                };
+                let gb = if ctx.needs_grad(1) {
+                    let d = y.mul(&a.log()?)?;
+                    let d = d.masked_fill(&a.eq(0.0)?.logical_and(&b.ge(0.0)?)?, 0.0)?;
+                    Some(g.mul(&d)?)
+                } else {
+                    None
+                };
+                (ga, gb)
+            }
+            BinaryKind::Maximum | BinaryKind::Minimum => {
+                let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+                let a_wins = if self.kind == BinaryKind::Maximum {
+                    a.gt(&b)?
+                } else {
+                    a.lt(&b)?
+                };
+                // Ties share the gradient equally, as in PyTorch.
+                let tie = mask(&a.eq(&b)?, &g)?.mul(0.5)?;
+                let wa = mask(&a_wins, &g)?.add(&tie)?;
+                let wb = wa.neg()?.add(1.0)?;
+                (Some(g.mul(&wa)?), Some(g.mul(&wb)?))
+            }
+            _ => return Err(Error::invalid(self.kind.entry().name(), "is not differentiable")),
+        };
+        Ok(vec![
+            ga.map(|t| sum_to(&t, &sa)).transpose()?,
+            gb.map(|t| sum_to(&t, &sb)).transpose()?,
+        ])
     }
 }
 
@@ -406,7 +511,7 @@ fn alpha_op(kind: BinaryKind, alpha: Scalar, a: &Tensor) -> Result<Binary> {
 }
 
 /// Dispatch table of `where`.
-pub static WHERE: OpEntry = OpEntry::new("where");
+pub static WHERE: OpEntry = OpEntry::differentiable("where");
 
 /// `where(condition, x, y)`, with inputs `[condition, x, y]`.
 #[derive(Debug, Clone, Copy)]
@@ -435,6 +540,27 @@ impl Op for Where {
 
     fn alias_safe(&self) -> bool {
         true
+    }
+
+    fn differentiable_input(&self, i: usize) -> bool {
+        i > 0
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(1)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let c = ctx.input(0)?;
+        let zero = Tensor::scalar_tensor(Scalar::Int(0), g.dtype());
+        let gx = where_(&c, Operand::Tensor(&g), Operand::Tensor(&zero))?;
+        let gy = where_(&c, Operand::Tensor(&zero), Operand::Tensor(&g))?;
+        Ok(vec![
+            None,
+            Some(sum_to(&gx, ctx.input_shape(1))?),
+            Some(sum_to(&gy, ctx.input_shape(2))?),
+        ])
     }
 }
 

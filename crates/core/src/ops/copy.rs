@@ -1,16 +1,19 @@
 //! Copies, casts, fills and device transfers.
 
+use crate::autograd::BackwardCtx;
 use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, backend_for, call_out, call1};
 use crate::layout::{Dims, Layout};
+use crate::ops::grad_util::grad0;
 use crate::storage::Storage;
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
 /// Declaration of `_to_copy`: elementwise copy with a dtype cast.
-pub static TO_COPY: OpEntry = OpEntry::new("_to_copy");
-/// Declaration of `fill_`: writes one value everywhere (also `zeros`, `ones`, `full`).
-pub static FILL: OpEntry = OpEntry::new("fill");
+pub static TO_COPY: OpEntry = OpEntry::differentiable("_to_copy");
+/// Declaration of `fill_`: writes one value everywhere (also `zeros`, `ones`,
+/// `full`); differentiable so that `zero_()` on a tensor in the graph cuts its history.
+pub static FILL: OpEntry = OpEntry::differentiable("fill");
 /// Declaration of `_to_device`: copy to another device.
-pub static TO_DEVICE: OpEntry = OpEntry::new("_to_device");
+pub static TO_DEVICE: OpEntry = OpEntry::differentiable("_to_device");
 
 /// Copy with cast to `dtype`; the output keeps the input's strides when
 /// `preserve_strides` and the input is dense (PyTorch's `preserve_format`),
@@ -39,6 +42,11 @@ impl Op for Cast {
 
     fn alias_safe(&self) -> bool {
         true
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        Ok(vec![Some(g.to_dtype(ctx.meta(0).dtype)?)])
     }
 }
 
@@ -71,6 +79,10 @@ impl Op for Fill {
     fn allows_overlapping_out(&self) -> bool {
         true
     }
+
+    fn backward(&self, _ctx: &BackwardCtx, _grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Copy to another device (contiguous result).
@@ -83,6 +95,14 @@ pub struct ToDevice {
 impl Op for ToDevice {
     fn entry(&self) -> &'static OpEntry {
         &TO_DEVICE
+    }
+
+    fn backward_name(&self) -> String {
+        "ToCopyBackward0".into()
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(grad0(grads)?.to_device(ctx.meta(0).device)?)])
     }
 }
 

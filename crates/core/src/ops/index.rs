@@ -2,20 +2,22 @@
 //! advanced (integer-tensor) indexing, nonzero; and the composites tril,
 //! triu and one_hot.
 
+use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
 use crate::layout::{Dims, broadcast_shapes, normalize_dim};
+use crate::ops::grad_util::grad0;
 use crate::{DType, Error, Result, Scalar, Tensor};
 
 /// Dispatch table of `gather`.
-pub static GATHER: OpEntry = OpEntry::new("gather");
+pub static GATHER: OpEntry = OpEntry::differentiable("gather");
 /// Dispatch table of `scatter`.
-pub static SCATTER: OpEntry = OpEntry::new("scatter");
+pub static SCATTER: OpEntry = OpEntry::differentiable("scatter");
 /// Dispatch table of `scatter_add`.
-pub static SCATTER_ADD: OpEntry = OpEntry::new("scatter_add");
+pub static SCATTER_ADD: OpEntry = OpEntry::differentiable("scatter_add");
 /// Dispatch table of `index_select`.
-pub static INDEX_SELECT: OpEntry = OpEntry::new("index_select");
+pub static INDEX_SELECT: OpEntry = OpEntry::differentiable("index_select");
 /// Dispatch table of `index` (advanced indexing).
-pub static INDEX: OpEntry = OpEntry::new("index");
+pub static INDEX: OpEntry = OpEntry::differentiable("index");
 /// Dispatch table of `nonzero`.
 pub static NONZERO: OpEntry = OpEntry::new("nonzero");
 
@@ -64,6 +66,26 @@ impl Op for Gather {
             }
         }
         Ok(smallvec::smallvec![OutSpec::new(index.dims(), x.dtype())])
+    }
+
+    fn differentiable_input(&self, i: usize) -> bool {
+        i == 0
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(0b10)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let zeros = crate::TensorOptions::like(&g).zeros(ctx.input_shape(0))?;
+        if zeros.ndim() == 0 {
+            return Ok(vec![Some(g.sum()?.reshape(&[])?), None]);
+        }
+        Ok(vec![
+            Some(zeros.scatter_add(self.dim as i64, &ctx.input(1)?, &g)?),
+            None,
+        ])
     }
 }
 
@@ -122,6 +144,40 @@ impl Op for Scatter {
         }
         Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())])
     }
+
+    fn differentiable_input(&self, i: usize) -> bool {
+        i != 1
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(0b110)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let index = ctx.input(1)?;
+        let d = self.dim as i64;
+        // Overwritten positions of `self` get no gradient; `src` gets what reached its targets.
+        let gx = if self.add {
+            g.clone()
+        } else {
+            g.scatter_value(d, &index, 0.0)?
+        };
+        let gsrc = if ctx.needs_grad(2) {
+            let src_shape = ctx.input_shape(2).to_vec();
+            let gs = g.gather(d, &index)?;
+            Some(if gs.shape() == src_shape.as_slice() {
+                gs
+            } else {
+                // A broadcast scalar src: sum what its copies received.
+                gs.sum()?
+                    .reshape(&src_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?
+            })
+        } else {
+            None
+        };
+        Ok(vec![Some(gx), None, gsrc])
+    }
 }
 
 /// Picks entries of `x` along `dim` by a 1-D index; inputs `[x, index]`.
@@ -152,6 +208,30 @@ impl Op for IndexSelect {
             shape[self.dim] = index.numel();
         }
         Ok(smallvec::smallvec![OutSpec::new(shape, x.dtype())])
+    }
+
+    fn differentiable_input(&self, i: usize) -> bool {
+        i == 0
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(0b10)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let shape = ctx.input_shape(0).to_vec();
+        if shape.is_empty() {
+            return Ok(vec![Some(g.sum()?.reshape(&[])?), None]);
+        }
+        // index_add: scatter_add of the gradient along `dim` with the index broadcast.
+        let idx = ctx.input(1)?.reshape(&[-1])?;
+        let d = self.dim;
+        let mut view: Vec<i64> = vec![1; g.ndim()];
+        view[d] = idx.numel() as i64;
+        let idx = idx.reshape(&view)?.expand(&g.shape_i64())?;
+        let zeros = crate::TensorOptions::like(&g).zeros(&shape)?;
+        Ok(vec![Some(zeros.scatter_add(d as i64, &idx, &g)?), None])
     }
 }
 
@@ -187,6 +267,38 @@ impl Op for IndexTensors {
         shape.extend_from_slice(&bshape);
         shape.extend_from_slice(&x.shape()[self.start + idx.len()..]);
         Ok(smallvec::smallvec![OutSpec::new(shape, x.dtype())])
+    }
+
+    fn differentiable_input(&self, i: usize) -> bool {
+        i == 0
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(u64::MAX - 1)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let shape = ctx.input_shape(0).to_vec();
+        let n: usize = shape.iter().product();
+        // Where each output element came from: the same indexing applied to
+        // the positions 0..n of the input; the gradient is added back there.
+        let positions = crate::TensorOptions::new()
+            .dtype(DType::I64)
+            .device(g.device())
+            .arange(0, n as i64, 1)?
+            .reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+        let idx: Vec<Tensor> = (1..ctx.num_inputs()).map(|i| ctx.input(i)).collect::<Result<_>>()?;
+        let mut inputs = vec![&positions];
+        inputs.extend(idx.iter());
+        let source = call1(self, &inputs)?.reshape(&[-1])?;
+        let flat = crate::TensorOptions::like(&g).zeros(&[n])?;
+        let gx = flat
+            .scatter_add(0, &source, &g.reshape(&[-1])?)?
+            .reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+        let mut out = vec![Some(gx)];
+        out.resize(ctx.num_inputs(), None);
+        Ok(out)
     }
 }
 

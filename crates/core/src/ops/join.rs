@@ -1,12 +1,14 @@
 //! `cat` and `stack`.
 
+use crate::autograd::BackwardCtx;
 use crate::dispatch::{Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, call1, downcast_op};
 use crate::layout::{normalize_dim, normalize_insert_dim};
+use crate::ops::grad_util::grad0;
 use crate::ops::promote::{Operand, result_type};
 use crate::{Error, Result, Tensor};
 
 /// Dispatch table of `cat`.
-pub static CAT: OpEntry = OpEntry::new("cat");
+pub static CAT: OpEntry = OpEntry::differentiable("cat");
 
 /// Concatenation along `dim` of tensors with equal other dims.
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +61,19 @@ impl Op for Cat {
         }
         shape[self.dim] = total;
         Ok(smallvec::smallvec![OutSpec::new(shape, first.dtype())])
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let mut start = 0;
+        (0..ctx.num_inputs())
+            .map(|i| {
+                let len = ctx.input_shape(i)[self.dim];
+                let piece = g.narrow(self.dim as i64, start as i64, len);
+                start += len;
+                piece.map(Some)
+            })
+            .collect()
     }
 }
 

@@ -1,14 +1,16 @@
 //! Matrix products: `mm`, `bmm` (batched, any number of batch dims) and the
 //! front ends `matmul` (PyTorch's full broadcasting rules), `dot`, `outer`, `mv`.
 
+use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call1};
 use crate::layout::{Dims, broadcast_shapes};
+use crate::ops::grad_util::grad0;
 use crate::{Error, Result, Tensor};
 
 /// Dispatch table of `mm`.
-pub static MM: OpEntry = OpEntry::new("mm");
+pub static MM: OpEntry = OpEntry::differentiable("mm");
 /// Dispatch table of `bmm`.
-pub static BMM: OpEntry = OpEntry::new("bmm");
+pub static BMM: OpEntry = OpEntry::differentiable("bmm");
 
 /// `a @ b` for `a: [..., n, k]`, `b: [..., k, m]` with identical batch dims
 /// (`mm` when there are none). Inputs may have any strides, including
@@ -23,6 +25,26 @@ impl Op for MatMul {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         infer_matmul("bmm", inputs)
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(0b11)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+        let ga = if ctx.needs_grad(0) {
+            Some(call1(&MatMul, &[&g, &b.transpose(-1, -2)?])?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_grad(1) {
+            Some(call1(&MatMul, &[&a.transpose(-1, -2)?, &g])?)
+        } else {
+            None
+        };
+        Ok(vec![ga, gb])
     }
 }
 
@@ -45,6 +67,18 @@ impl Op for Mm {
             ));
         }
         infer_matmul("mm", inputs)
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(0b11)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+        let ga = if ctx.needs_grad(0) { Some(g.mm(&b.t()?)?) } else { None };
+        let gb = if ctx.needs_grad(1) { Some(a.t()?.mm(&g)?) } else { None };
+        Ok(vec![ga, gb])
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod binary;
 pub mod copy;
 pub mod factory;
+pub(crate) mod grad_util;
 pub mod index;
 pub mod join;
 pub mod linalg;
@@ -37,6 +38,7 @@ pub use view::{ViewKind, ViewOp};
 /// Registers the backend-independent kernels.
 pub(crate) fn register_composites() -> crate::Result<()> {
     view::register()?;
+    unary::register()?;
     join::register()?;
     copy::register()?;
     Ok(())

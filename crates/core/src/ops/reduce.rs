@@ -2,8 +2,11 @@
 //! argmax/argmin, cumsum/cumprod, and composites built on them (mean,
 //! var/std, logsumexp, norm).
 
+use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
 use crate::layout::{Dims, normalize_dim, normalize_dims};
+use crate::ops::grad_util::{expand_reduced, grad0, mask};
+use crate::ops::promote::Operand;
 use crate::{DType, Error, Result, Scalar, Tensor};
 
 /// Dims to reduce over: one dim, several, or (with `None`) all.
@@ -72,13 +75,13 @@ pub enum ReduceKind {
 }
 
 /// Dispatch table of `sum`.
-pub static SUM: OpEntry = OpEntry::new("sum");
+pub static SUM: OpEntry = OpEntry::differentiable("sum");
 /// Dispatch table of `prod`.
-pub static PROD: OpEntry = OpEntry::new("prod");
+pub static PROD: OpEntry = OpEntry::differentiable("prod");
 /// Dispatch table of `amax`.
-pub static AMAX: OpEntry = OpEntry::new("amax");
+pub static AMAX: OpEntry = OpEntry::differentiable("amax");
 /// Dispatch table of `amin`.
-pub static AMIN: OpEntry = OpEntry::new("amin");
+pub static AMIN: OpEntry = OpEntry::differentiable("amin");
 /// Dispatch table of `all`.
 pub static ALL: OpEntry = OpEntry::new("all");
 /// Dispatch table of `any`.
@@ -159,6 +162,79 @@ impl Op for Reduce {
         }
         Ok(smallvec::smallvec![OutSpec::new(shape, dt)])
     }
+
+    fn saves(&self) -> Saves {
+        match self.kind {
+            ReduceKind::Sum => Saves::NONE,
+            _ => Saves { inputs: 1, outputs: 1 },
+        }
+    }
+
+    fn backward_name(&self) -> String {
+        let n = match self.kind {
+            ReduceKind::Sum => "Sum",
+            ReduceKind::Prod => "Prod",
+            ReduceKind::Amax => "Amax",
+            ReduceKind::Amin => "Amin",
+            ReduceKind::All => "All",
+            ReduceKind::Any => "Any",
+        };
+        let v = match (self.kind, &self.dims) {
+            (ReduceKind::Amax | ReduceKind::Amin, _) | (_, None) => 0,
+            _ => 1,
+        };
+        format!("{n}Backward{v}")
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let shape = ctx.input_shape(0).to_vec();
+        let dims = self.dims.as_deref();
+        let ge = expand_reduced(&g, &shape, dims, self.keepdim)?;
+        let r = match self.kind {
+            ReduceKind::Sum => ge.to_dtype(ctx.meta(0).dtype)?,
+            ReduceKind::Amax | ReduceKind::Amin => {
+                // The gradient is shared evenly among tied extrema.
+                let (x, y) = (ctx.input(0)?, ctx.output(0)?);
+                let ye = expand_reduced(&y, &shape, dims, self.keepdim)?;
+                let m = mask(&x.eq(&ye)?, &g)?;
+                let count = expand_reduced(
+                    &m.sum_dim(dims_i64(dims, shape.len()), self.keepdim)?,
+                    &shape,
+                    dims,
+                    self.keepdim,
+                )?;
+                ge.mul(&m)?.div(&count)?
+            }
+            ReduceKind::Prod => {
+                // d prod / d x_i = product of the others; exact with one zero, 0 with more.
+                let (x, y) = (ctx.input(0)?, ctx.output(0)?);
+                let dv = dims_i64(dims, shape.len());
+                let zeros = x.eq(0.0)?;
+                let prod_nonzero = x.masked_fill(&zeros, 1.0)?.prod_dim(dv.clone(), self.keepdim)?;
+                let zero_count = zeros.sum_dim(dv, self.keepdim)?;
+                let ye = expand_reduced(&y, &shape, dims, self.keepdim)?;
+                let pe = expand_reduced(&prod_nonzero, &shape, dims, self.keepdim)?;
+                let one_zero = expand_reduced(&zero_count.eq(1)?, &shape, dims, self.keepdim)?;
+                let safe_x = x.masked_fill(&zeros, 1.0)?;
+                let d_nonzero = ye.div(&safe_x)?;
+                let d_zero = pe.mul(&mask(&one_zero, &g)?)?;
+                let d = crate::ops::binary::where_(&zeros, Operand::Tensor(&d_zero), Operand::Tensor(&d_nonzero))?;
+                ge.mul(&d)?
+            }
+            ReduceKind::All | ReduceKind::Any => {
+                return Err(Error::invalid(self.entry().name(), "is not differentiable"));
+            }
+        };
+        Ok(vec![Some(r)])
+    }
+}
+
+fn dims_i64(dims: Option<&[usize]>, ndim: usize) -> Vec<i64> {
+    match dims {
+        None => (0..ndim as i64).collect(),
+        Some(d) => d.iter().map(|&x| x as i64).collect(),
+    }
 }
 
 /// Normalises optional dims (an empty list means all dims, as in PyTorch).
@@ -194,9 +270,9 @@ fn reduce(x: &Tensor, kind: ReduceKind, dims: Option<Vec<i64>>, keepdim: bool, d
 }
 
 /// Dispatch table of `max.dim`.
-pub static MAX_DIM: OpEntry = OpEntry::new("max_dim");
+pub static MAX_DIM: OpEntry = OpEntry::differentiable("max_dim");
 /// Dispatch table of `min.dim`.
-pub static MIN_DIM: OpEntry = OpEntry::new("min_dim");
+pub static MIN_DIM: OpEntry = OpEntry::differentiable("min_dim");
 /// Dispatch table of `argmax`.
 pub static ARGMAX: OpEntry = OpEntry::new("argmax");
 /// Dispatch table of `argmin`.
@@ -256,12 +332,42 @@ impl Op for IndexReduce {
         specs.push(OutSpec::new(shape, DType::I64));
         Ok(specs)
     }
+
+    fn saves(&self) -> Saves {
+        Saves {
+            inputs: 0,
+            outputs: 0b10,
+        }
+    }
+
+    fn backward_name(&self) -> String {
+        if self.max {
+            "MaxBackward0".into()
+        } else {
+            "MinBackward0".into()
+        }
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.first().cloned().flatten() else {
+            return Ok(vec![None]);
+        };
+        let d = self.dim.expect("max/min with values always have a dim");
+        let idx = ctx.output(1)?;
+        let (g, idx) = if self.keepdim {
+            (g, idx)
+        } else {
+            (g.unsqueeze(d as i64)?, idx.unsqueeze(d as i64)?)
+        };
+        let zeros = crate::TensorOptions::like(&g).zeros(ctx.input_shape(0))?;
+        Ok(vec![Some(zeros.scatter(d as i64, &idx, &g)?)])
+    }
 }
 
 /// Dispatch table of `cumsum`.
-pub static CUMSUM: OpEntry = OpEntry::new("cumsum");
+pub static CUMSUM: OpEntry = OpEntry::differentiable("cumsum");
 /// Dispatch table of `cumprod`.
-pub static CUMPROD: OpEntry = OpEntry::new("cumprod");
+pub static CUMPROD: OpEntry = OpEntry::differentiable("cumprod");
 
 /// Running sum or product along one dim (floats accumulate in f64, as PyTorch's CPU kernel).
 #[derive(Debug, Clone)]
@@ -291,6 +397,35 @@ impl Op for Scan {
             });
         }
         Ok(smallvec::smallvec![OutSpec::new(x.dims(), dt)])
+    }
+
+    fn saves(&self) -> Saves {
+        if self.prod {
+            Saves { inputs: 1, outputs: 1 }
+        } else {
+            Saves::NONE
+        }
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let d = self.dim as i64;
+        // sum_{j >= i} v_j: the reversed cumulative sum.
+        let rev_cumsum = |v: &Tensor| -> Result<Tensor> { v.sum_dim(d, true)?.sub(&v.cumsum(d)?)?.add(v) };
+        let r = if self.prod {
+            // d y_j / d x_i = y_j / x_i for j >= i.
+            let (x, y) = (ctx.input(0)?, ctx.output(0)?);
+            if x.eq(0.0)?.any()?.item::<bool>()? {
+                return Err(Error::invalid(
+                    "cumprod",
+                    "the backward of cumprod is implemented for inputs without zeros only",
+                ));
+            }
+            rev_cumsum(&g.mul(&y)?)?.div(&x)?
+        } else {
+            rev_cumsum(&g)?
+        };
+        Ok(vec![Some(r)])
     }
 }
 

@@ -1,13 +1,15 @@
 //! `softmax` and `log_softmax` along one dim.
 
+use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call1};
 use crate::layout::normalize_dim;
+use crate::ops::grad_util::grad0;
 use crate::{Error, Result, Tensor};
 
 /// Dispatch table of `softmax`.
-pub static SOFTMAX: OpEntry = OpEntry::new("softmax");
+pub static SOFTMAX: OpEntry = OpEntry::differentiable("softmax");
 /// Dispatch table of `log_softmax`.
-pub static LOG_SOFTMAX: OpEntry = OpEntry::new("log_softmax");
+pub static LOG_SOFTMAX: OpEntry = OpEntry::differentiable("log_softmax");
 
 /// Softmax (or its logarithm) along `dim`, computed stably (the row's maximum
 /// is subtracted first).
@@ -34,6 +36,31 @@ impl Op for Softmax {
             ));
         }
         Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())])
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::OUTPUT
+    }
+
+    fn backward_name(&self) -> String {
+        if self.log {
+            "LogSoftmaxBackward0".into()
+        } else {
+            "SoftmaxBackward0".into()
+        }
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let y = ctx.output(0)?;
+        let d = self.dim as i64;
+        let r = if self.log {
+            g.sub(&y.exp()?.mul(&g.sum_dim(d, true)?)?)?
+        } else {
+            let gy = g.mul(&y)?;
+            gy.sub(&y.mul(&gy.sum_dim(d, true)?)?)?
+        };
+        Ok(vec![Some(r)])
     }
 }
 

@@ -1,13 +1,14 @@
 //! `sort`, `argsort` and `topk`.
 
+use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call};
 use crate::layout::normalize_dim;
 use crate::{DType, Error, Result, Tensor};
 
 /// Dispatch table of `sort`.
-pub static SORT: OpEntry = OpEntry::new("sort");
+pub static SORT: OpEntry = OpEntry::differentiable("sort");
 /// Dispatch table of `topk`.
-pub static TOPK: OpEntry = OpEntry::new("topk");
+pub static TOPK: OpEntry = OpEntry::differentiable("topk");
 
 /// Sorts along `dim`; outputs values and int64 indices. Sorting is stable
 /// (equal elements keep their order) and NaN sorts above every number.
@@ -31,6 +32,29 @@ impl Op for Sort {
             OutSpec::new(x.dims(), DType::I64)
         ])
     }
+
+    fn saves(&self) -> Saves {
+        Saves {
+            inputs: 0,
+            outputs: 0b10,
+        }
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        values_backward(ctx, grads, self.dim)
+    }
+}
+
+/// The gradient of values picked along `dim` by the saved indices (output 1).
+fn values_backward(ctx: &BackwardCtx, grads: &[Option<Tensor>], dim: usize) -> Result<Vec<Option<Tensor>>> {
+    let Some(g) = grads.first().cloned().flatten() else {
+        return Ok(vec![None]);
+    };
+    let zeros = crate::TensorOptions::like(&g).zeros(ctx.input_shape(0))?;
+    if zeros.ndim() == 0 {
+        return Ok(vec![Some(g.reshape(&[])?)]);
+    }
+    Ok(vec![Some(zeros.scatter(dim as i64, &ctx.output(1)?, &g)?)])
 }
 
 /// The `k` largest (or smallest) entries along `dim`, with their indices,
@@ -70,6 +94,17 @@ impl Op for TopK {
             OutSpec::new(shape.clone(), x.dtype()),
             OutSpec::new(shape, DType::I64)
         ])
+    }
+
+    fn saves(&self) -> Saves {
+        Saves {
+            inputs: 0,
+            outputs: 0b10,
+        }
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        values_backward(ctx, grads, self.dim)
     }
 }
 

@@ -3,8 +3,14 @@
 //! Each [`UnaryKind`] is one operator with its own dispatch table; the
 //! output has the input's shape, dtype and (for dense inputs) strides.
 
+use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
+use crate::ops::grad_util::{grad0, mask};
 use crate::{DType, Error, Result, Scalar, Tensor};
+
+const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+const GELU_COEF: f64 = 0.044715;
 
 /// Which values an operator accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +31,7 @@ macro_rules! unary_kinds {
 
         $(
             #[doc = concat!("Dispatch table of `", $name, "`.")]
-            pub static $entry: OpEntry = OpEntry::new($name);
+            pub static $entry: OpEntry = OpEntry::differentiable($name);
         )*
 
         /// Every unary kind.
@@ -130,6 +136,90 @@ impl Op for Unary {
     fn alias_safe(&self) -> bool {
         true
     }
+
+    fn saves(&self) -> Saves {
+        use UnaryKind::*;
+        match self.0 {
+            Neg | Floor | Ceil | Round | Trunc | Sign => Saves::NONE,
+            Exp | Expm1 | Sqrt | Rsqrt | Reciprocal | Tanh | Sigmoid | Relu => Saves::OUTPUT,
+            Abs | Log | Log1p | Sin | Cos | Erf | Gelu | GeluTanh | Silu => Saves::INPUTS,
+        }
+    }
+
+    fn backward_name(&self) -> String {
+        match self.0 {
+            UnaryKind::GeluTanh => "GeluBackward0".into(),
+            UnaryKind::Sign => "SignBackward0".into(),
+            k => {
+                let n = k.entry().name();
+                let mut c = n.chars();
+                let first = c
+                    .next()
+                    .map(|f| f.to_uppercase().collect::<String>())
+                    .unwrap_or_default();
+                format!("{first}{}Backward0", c.as_str())
+            }
+        }
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        use UnaryKind::*;
+        let g = grad0(grads)?;
+        let r = match self.0 {
+            Neg => g.neg()?,
+            Floor | Ceil | Round | Trunc | Sign => g.zeros_like()?,
+            Abs => g.mul(&ctx.input(0)?.sign()?)?,
+            Exp => g.mul(&ctx.output(0)?)?,
+            Log => g.div(&ctx.input(0)?)?,
+            Log1p => g.div(&ctx.input(0)?.add(1.0)?)?,
+            Expm1 => g.mul(&ctx.output(0)?.add(1.0)?)?,
+            Sqrt => g.div(&ctx.output(0)?.mul(2.0)?)?,
+            Rsqrt => g.mul(&ctx.output(0)?.pow(3)?)?.mul(-0.5)?,
+            Reciprocal => g.mul(&ctx.output(0)?.pow(2)?)?.neg()?,
+            Sin => g.mul(&ctx.input(0)?.cos()?)?,
+            Cos => g.mul(&ctx.input(0)?.sin()?)?.neg()?,
+            Tanh => {
+                let y = ctx.output(0)?;
+                g.mul(&y.mul(&y)?.neg()?.add(1.0)?)?
+            }
+            Sigmoid => {
+                let y = ctx.output(0)?;
+                g.mul(&y.mul(&y.neg()?.add(1.0)?)?)?
+            }
+            Erf => {
+                let x = ctx.input(0)?;
+                g.mul(&x.mul(&x)?.neg()?.exp()?.mul(FRAC_2_SQRT_PI)?)?
+            }
+            Relu => call1(&ThresholdBackward, &[&g, &ctx.output(0)?])?,
+            Gelu => {
+                let x = ctx.input(0)?;
+                let cdf = x.mul(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add(1.0)?.mul(0.5)?;
+                let pdf = x
+                    .mul(&x)?
+                    .mul(-0.5)?
+                    .exp()?
+                    .mul(FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5)?;
+                g.mul(&cdf.add(&x.mul(&pdf)?)?)?
+            }
+            GeluTanh => {
+                let x = ctx.input(0)?;
+                let x2 = x.mul(&x)?;
+                let inner = x.add(&x2.mul(&x)?.mul(GELU_COEF)?)?.mul(SQRT_2_OVER_PI)?;
+                let t = inner.tanh()?;
+                let right = t.add(1.0)?;
+                let dinner = x2.mul(3.0 * GELU_COEF)?.add(1.0)?.mul(SQRT_2_OVER_PI)?;
+                let dt = t.mul(&t)?.neg()?.add(1.0)?;
+                let d = right.mul(0.5)?.add(&x.mul(0.5)?.mul(&dt)?.mul(&dinner)?)?;
+                g.mul(&d)?
+            }
+            Silu => {
+                let x = ctx.input(0)?;
+                let s = x.sigmoid()?;
+                g.mul(&s.mul(&x.mul(&s.neg()?.add(1.0)?)?.add(1.0)?)?)?
+            }
+        };
+        Ok(vec![Some(r)])
+    }
 }
 
 /// Output spec of a pointwise op: the input's shape, and its strides when it
@@ -175,12 +265,64 @@ pub fn unary_(kind: UnaryKind, x: &Tensor) -> Result<Tensor> {
     Ok(x.clone())
 }
 
+/// Dispatch table of `threshold_backward`.
+pub static THRESHOLD_BACKWARD: OpEntry = OpEntry::differentiable("threshold_backward");
+
+/// The backward of relu as an operator of its own, `grad` where
+/// `result > 0` (NaN passes, as in PyTorch) and 0 elsewhere; its own
+/// derivative with respect to `result` is zero, so relu has (zero) second
+/// derivatives as in PyTorch. Inputs `[grad, result]`.
+#[derive(Debug, Clone, Copy)]
+pub struct ThresholdBackward;
+
+impl Op for ThresholdBackward {
+    fn entry(&self) -> &'static OpEntry {
+        &THRESHOLD_BACKWARD
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (g, y) = (inputs[0], inputs[1]);
+        if g.shape() != y.shape() || g.dtype() != y.dtype() {
+            return Err(Error::shape(
+                "threshold_backward",
+                g.shape(),
+                y.shape(),
+                "grad and result must agree",
+            ));
+        }
+        Ok(smallvec::smallvec![OutSpec::new(g.dims(), g.dtype())])
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(0b10)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let gg = grad0(grads)?;
+        Ok(vec![Some(call1(self, &[&gg, &ctx.input(1)?])?), Some(gg.zeros_like()?)])
+    }
+}
+
+fn threshold_backward_kernel(call: &crate::dispatch::Call) -> Result<crate::dispatch::Tensors> {
+    let (g, y) = (call.inputs[0], call.inputs[1]);
+    let zero = Tensor::scalar_tensor(Scalar::Int(0), g.dtype());
+    let out = crate::ops::binary::where_(&y.le(0.0)?, (&zero).into(), g.into())?;
+    Ok(smallvec::smallvec![out])
+}
+
+pub(crate) fn register() -> Result<()> {
+    THRESHOLD_BACKWARD.register(
+        crate::dispatch::Slot::AnyBackend,
+        crate::dispatch::Kernel::Functional(threshold_backward_kernel),
+    )
+}
+
 /// Dispatch table of `pow` with a scalar exponent.
-pub static POW_SCALAR: OpEntry = OpEntry::new("pow_scalar");
+pub static POW_SCALAR: OpEntry = OpEntry::differentiable("pow_scalar");
 /// Dispatch table of `clamp`.
-pub static CLAMP: OpEntry = OpEntry::new("clamp");
+pub static CLAMP: OpEntry = OpEntry::differentiable("clamp");
 /// Dispatch table of `softplus`.
-pub static SOFTPLUS: OpEntry = OpEntry::new("softplus");
+pub static SOFTPLUS: OpEntry = OpEntry::differentiable("softplus");
 
 /// `x ^ exponent` for a scalar exponent. Exponents 0, 0.5, 1, 2, 3, -0.5,
 /// -1, -2 take exact special cases, as in PyTorch.
@@ -216,6 +358,29 @@ impl Op for PowScalar {
     fn alias_safe(&self) -> bool {
         true
     }
+
+    fn saves(&self) -> Saves {
+        Saves::INPUTS
+    }
+
+    fn backward_name(&self) -> String {
+        "PowBackward0".into()
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let e = self.exponent.to_f64();
+        if e == 0.0 {
+            return Ok(vec![Some(g.zeros_like()?)]);
+        }
+        let x = ctx.input(0)?;
+        let d = if e == 1.0 {
+            x.ones_like()?
+        } else {
+            x.pow(e - 1.0)?.mul(e)?
+        };
+        Ok(vec![Some(g.mul(&d)?)])
+    }
 }
 
 /// Clamps into `[min, max]` (either bound optional; NaN stays NaN; with
@@ -250,6 +415,27 @@ impl Op for Clamp {
     fn alias_safe(&self) -> bool {
         true
     }
+
+    fn saves(&self) -> Saves {
+        Saves::INPUTS
+    }
+
+    fn backward_name(&self) -> String {
+        "ClampBackward1".into()
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let x = ctx.input(0)?;
+        let mut keep = x.eq(&x)?;
+        if let Some(lo) = self.min {
+            keep = keep.logical_and(&x.ge(lo)?)?;
+        }
+        if let Some(hi) = self.max {
+            keep = keep.logical_and(&x.le(hi)?)?;
+        }
+        Ok(vec![Some(g.mul(&mask(&keep, &g)?)?)])
+    }
 }
 
 /// `log(1 + e^(beta x)) / beta`, linear above `threshold` (as `F.softplus`).
@@ -276,6 +462,20 @@ impl Op for Softplus {
 
     fn alias_safe(&self) -> bool {
         true
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::INPUTS
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let z = ctx.input(0)?.mul(self.beta)?;
+        let linear = mask(&z.gt(self.threshold)?, &g)?;
+        let s = z.sigmoid()?;
+        // d/dx = sigmoid(beta x) below the threshold, 1 above.
+        let d = s.add(&linear.mul(&s.neg()?.add(1.0)?)?)?;
+        Ok(vec![Some(g.mul(&d)?)])
     }
 }
 

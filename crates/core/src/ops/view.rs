@@ -5,8 +5,10 @@
 //! the new [`Layout`]. `reshape`, `flatten`, `t`, `split`... are front ends
 //! built on them.
 
-use crate::dispatch::{Call, Kernel, Op, OpEntry, Slot, Tensors, call1, downcast_op};
-use crate::layout::{Layout, normalize_dim};
+use crate::autograd::BackwardCtx;
+use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
+use crate::layout::{Dims, Layout, normalize_dim};
+use crate::ops::grad_util::{grad0, sum_to};
 use crate::{Error, Result, Tensor};
 
 /// What a view does.
@@ -65,27 +67,27 @@ pub enum ViewKind {
 }
 
 /// Dispatch table of `view`.
-pub static VIEW: OpEntry = OpEntry::new("view");
+pub static VIEW: OpEntry = OpEntry::differentiable("view");
 /// Dispatch table of `permute`.
-pub static PERMUTE: OpEntry = OpEntry::new("permute");
+pub static PERMUTE: OpEntry = OpEntry::differentiable("permute");
 /// Dispatch table of `transpose`.
-pub static TRANSPOSE: OpEntry = OpEntry::new("transpose");
+pub static TRANSPOSE: OpEntry = OpEntry::differentiable("transpose");
 /// Dispatch table of `expand`.
-pub static EXPAND: OpEntry = OpEntry::new("expand");
+pub static EXPAND: OpEntry = OpEntry::differentiable("expand");
 /// Dispatch table of `slice`.
-pub static SLICE: OpEntry = OpEntry::new("slice");
+pub static SLICE: OpEntry = OpEntry::differentiable("slice");
 /// Dispatch table of `narrow`.
-pub static NARROW: OpEntry = OpEntry::new("narrow");
+pub static NARROW: OpEntry = OpEntry::differentiable("narrow");
 /// Dispatch table of `select`.
-pub static SELECT: OpEntry = OpEntry::new("select");
+pub static SELECT: OpEntry = OpEntry::differentiable("select");
 /// Dispatch table of `squeeze`.
-pub static SQUEEZE: OpEntry = OpEntry::new("squeeze");
+pub static SQUEEZE: OpEntry = OpEntry::differentiable("squeeze");
 /// Dispatch table of `unsqueeze`.
-pub static UNSQUEEZE: OpEntry = OpEntry::new("unsqueeze");
+pub static UNSQUEEZE: OpEntry = OpEntry::differentiable("unsqueeze");
 /// Dispatch table of `as_strided`.
-pub static AS_STRIDED: OpEntry = OpEntry::new("as_strided");
+pub static AS_STRIDED: OpEntry = OpEntry::differentiable("as_strided");
 /// Dispatch table of `alias`.
-pub static ALIAS: OpEntry = OpEntry::new("alias");
+pub static ALIAS: OpEntry = OpEntry::differentiable("alias");
 
 /// Every view operator's table.
 pub const VIEW_ENTRIES: [&OpEntry; 11] = [
@@ -169,6 +171,96 @@ impl Op for ViewOp {
             ViewKind::Alias => &ALIAS,
         }
     }
+
+    fn backward_name(&self) -> String {
+        match &self.0 {
+            ViewKind::View(_) => "ViewBackward0",
+            ViewKind::Permute(_) => "PermuteBackward0",
+            ViewKind::Transpose(..) => "TransposeBackward0",
+            ViewKind::Expand(_) => "ExpandBackward0",
+            ViewKind::Slice { .. } => "SliceBackward0",
+            ViewKind::Narrow { .. } => "NarrowBackward0",
+            ViewKind::Select { .. } => "SelectBackward0",
+            ViewKind::Squeeze(_) => "SqueezeBackward0",
+            ViewKind::Unsqueeze(_) => "UnsqueezeBackward0",
+            ViewKind::AsStrided { .. } => "AsStridedBackward0",
+            ViewKind::Alias => "AliasBackward0",
+        }
+        .into()
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let shape = ctx.input_shape(0).to_vec();
+        let shape_i: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        let r = match &self.0 {
+            ViewKind::View(_) | ViewKind::Squeeze(_) | ViewKind::Unsqueeze(_) => g.reshape(&shape_i)?,
+            ViewKind::Alias => g,
+            ViewKind::Permute(p) => {
+                let nd = p.len();
+                let p: Vec<usize> = p
+                    .iter()
+                    .map(|&d| normalize_dim("permute", d, nd))
+                    .collect::<Result<_>>()?;
+                let mut inv = vec![0i64; nd];
+                for (i, &d) in p.iter().enumerate() {
+                    inv[d] = i as i64;
+                }
+                g.permute(&inv)?
+            }
+            ViewKind::Transpose(a, b) => g.transpose(*a, *b)?,
+            ViewKind::Expand(_) => sum_to(&g, &shape)?,
+            ViewKind::Slice { .. } | ViewKind::Narrow { .. } | ViewKind::Select { .. } | ViewKind::AsStrided { .. } => {
+                call1(
+                    &ViewScatter {
+                        view: self.0.clone(),
+                        input_shape: shape.as_slice().into(),
+                    },
+                    &[&g],
+                )?
+            }
+        };
+        Ok(vec![Some(r)])
+    }
+}
+
+/// Dispatch table of `view_scatter` (the backward of slicing views).
+pub static VIEW_SCATTER: OpEntry = OpEntry::differentiable("view_scatter");
+
+/// Zeros of `input_shape` with the gradient written where the view `view`
+/// of such a tensor would look: the backward of slice, narrow, select and
+/// as_strided. Its own backward is the view applied to the gradient.
+#[derive(Debug, Clone)]
+pub struct ViewScatter {
+    /// The view whose backward this is.
+    pub view: ViewKind,
+    /// Shape of the viewed tensor.
+    pub input_shape: Dims,
+}
+
+impl Op for ViewScatter {
+    fn entry(&self) -> &'static OpEntry {
+        &VIEW_SCATTER
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        Ok(smallvec::smallvec![OutSpec::new(
+            self.input_shape.clone(),
+            inputs[0].dtype()
+        )])
+    }
+
+    fn backward(&self, _ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(call1(&ViewOp(self.view.clone()), &[&grad0(grads)?])?)])
+    }
+}
+
+fn view_scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &ViewScatter = downcast_op(op)?;
+    let out = outputs[0];
+    out.zero_()?;
+    call1(&ViewOp(op.view.clone()), &[out])?.copy_(inputs[0])?;
+    Ok(())
 }
 
 fn view_kernel(call: &Call) -> Result<Tensors> {
@@ -198,7 +290,7 @@ pub(crate) fn register() -> Result<()> {
     for e in VIEW_ENTRIES {
         e.register(Slot::AnyBackend, Kernel::Functional(view_kernel))?;
     }
-    Ok(())
+    VIEW_SCATTER.register(Slot::AnyBackend, Kernel::Structured(view_scatter_kernel))
 }
 
 fn view_op(x: &Tensor, kind: ViewKind) -> Result<Tensor> {

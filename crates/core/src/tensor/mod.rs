@@ -46,6 +46,9 @@ pub(crate) struct TensorImpl {
     pub(crate) layout: Layout,
     pub(crate) dtype: DType,
     pub(crate) version: VersionCounter,
+    /// For views: the tensor owning the data (never itself a view).
+    pub(crate) base: Option<Tensor>,
+    pub(crate) autograd: crate::autograd::AutogradSlot,
 }
 
 /// An n-dimensional array of one [`DType`] on one [`Device`].
@@ -75,6 +78,8 @@ impl Tensor {
             layout,
             dtype,
             version: VersionCounter::default(),
+            base: None,
+            autograd: Default::default(),
         }))
     }
 
@@ -91,6 +96,8 @@ impl Tensor {
             layout,
             dtype: self.0.dtype,
             version: self.0.version.clone(),
+            base: Some(self.0.base.clone().unwrap_or_else(|| self.clone())),
+            autograd: Default::default(),
         }))
     }
 
@@ -219,10 +226,15 @@ impl Tensor {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// Layer dispatch keys this tensor asks for (autograd adds its key here).
+    /// Layer dispatch keys this tensor asks for: `Autograd` when it requires
+    /// grad and grad mode is on.
     #[inline]
     pub(crate) fn layer_keys(&self) -> DispatchKeySet {
-        DispatchKeySet::EMPTY
+        if self.requires_grad() && crate::autograd::is_grad_enabled() {
+            DispatchKeySet::of(crate::dispatch::DispatchKey::Autograd)
+        } else {
+            DispatchKeySet::EMPTY
+        }
     }
 }
 

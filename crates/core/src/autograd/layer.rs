@@ -1,0 +1,333 @@
+//! The autograd layer of the dispatcher: for every differentiable operator
+//! whose inputs require grad, it runs the kernel below itself, saves what
+//! the operator's backward formula needs, and records a graph node.
+
+use std::sync::{Arc, Mutex};
+
+use super::node::{Backward, Edge, Node};
+use super::saved::SavedTensor;
+use crate::dispatch::{Call, DispatchKey, DispatchKeySet, Op, Tensors, exclude_keys, redispatch};
+use crate::layout::Dims;
+use crate::{DType, Device, Error, Result, Tensor};
+
+/// Which inputs and outputs an operator's backward formula reads (bit `i`
+/// for input / output `i`; inputs past 63 are never saved).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Saves {
+    /// Bit mask of saved inputs.
+    pub inputs: u64,
+    /// Bit mask of saved outputs.
+    pub outputs: u64,
+}
+
+impl Saves {
+    /// Nothing saved.
+    pub const NONE: Saves = Saves { inputs: 0, outputs: 0 };
+    /// All inputs (up to 64).
+    pub const INPUTS: Saves = Saves {
+        inputs: u64::MAX,
+        outputs: 0,
+    };
+    /// The first output.
+    pub const OUTPUT: Saves = Saves { inputs: 0, outputs: 1 };
+
+    /// Saves the given inputs.
+    pub const fn inputs(mask: u64) -> Saves {
+        Saves {
+            inputs: mask,
+            outputs: 0,
+        }
+    }
+
+    fn input(&self, i: usize) -> bool {
+        i < 64 && self.inputs >> i & 1 == 1
+    }
+
+    fn output(&self, i: usize) -> bool {
+        i < 64 && self.outputs >> i & 1 == 1
+    }
+}
+
+/// Shape, dtype and device of an operator input, kept for backward.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorMeta {
+    /// Shape.
+    pub shape: Dims,
+    /// Dtype.
+    pub dtype: DType,
+    /// Device.
+    pub device: Device,
+}
+
+impl TensorMeta {
+    fn of(t: &Tensor) -> Self {
+        TensorMeta {
+            shape: t.dims(),
+            dtype: t.dtype(),
+            device: t.device(),
+        }
+    }
+}
+
+/// What an operator's backward formula sees: its saved tensors (checked
+/// against in-place changes) and the metadata of its inputs.
+pub struct BackwardCtx<'a> {
+    node: &'a Arc<Node>,
+    inputs: &'a [Option<SavedTensor>],
+    outputs: &'a [Option<SavedTensor>],
+    meta: &'a [TensorMeta],
+    needs: &'a [bool],
+}
+
+impl BackwardCtx<'_> {
+    /// Saved input `i` (the operator must list it in [`Op::saves`]).
+    pub fn input(&self, i: usize) -> Result<Tensor> {
+        match self.inputs.get(i) {
+            Some(Some(s)) => s.unpack(self.node),
+            _ => Err(Error::invalid(
+                "backward",
+                format!("{}: input {i} was not saved", self.node.name()),
+            )),
+        }
+    }
+
+    /// Saved output `i`.
+    pub fn output(&self, i: usize) -> Result<Tensor> {
+        match self.outputs.get(i) {
+            Some(Some(s)) => s.unpack(self.node),
+            _ => Err(Error::invalid(
+                "backward",
+                format!("{}: output {i} was not saved", self.node.name()),
+            )),
+        }
+    }
+
+    /// Metadata of input `i`.
+    pub fn meta(&self, i: usize) -> &TensorMeta {
+        &self.meta[i]
+    }
+
+    /// Shape of input `i`.
+    pub fn input_shape(&self, i: usize) -> &[usize] {
+        &self.meta[i].shape
+    }
+
+    /// Whether input `i` needs a gradient (formulas may skip the others).
+    pub fn needs_grad(&self, i: usize) -> bool {
+        self.needs.get(i).copied().unwrap_or(false)
+    }
+
+    /// Number of inputs of the operation.
+    pub fn num_inputs(&self) -> usize {
+        self.meta.len()
+    }
+}
+
+struct SavedSet {
+    inputs: Vec<Option<SavedTensor>>,
+    outputs: Vec<Option<SavedTensor>>,
+}
+
+/// The node of one recorded operator call.
+pub(crate) struct OpBackward {
+    op: Box<dyn Op>,
+    saved: Mutex<Option<SavedSet>>,
+    has_saved: bool,
+    meta: Vec<TensorMeta>,
+    needs: Vec<bool>,
+}
+
+impl OpBackward {
+    fn new(op: Box<dyn Op>, saved: SavedSet, meta: Vec<TensorMeta>, needs: Vec<bool>) -> Self {
+        let has_saved = saved.inputs.iter().chain(&saved.outputs).any(Option::is_some);
+        OpBackward {
+            op,
+            saved: Mutex::new(Some(saved)),
+            has_saved,
+            meta,
+            needs,
+        }
+    }
+}
+
+impl Backward for OpBackward {
+    fn name(&self) -> String {
+        self.op.backward_name()
+    }
+
+    fn apply(&self, node: &Arc<Node>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let guard = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        let empty = SavedSet {
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+        };
+        let saved = match guard.as_ref() {
+            Some(s) => s,
+            None if self.has_saved => {
+                return Err(Error::invalid(
+                    "backward",
+                    format!(
+                        "trying to backward through the graph a second time (or directly access saved tensors after \
+                         they have already been freed); saved intermediate values of the graph are freed when you \
+                         call backward() or autograd::grad(); specify retain_graph=true if you need to backward \
+                         through the graph a second time (node {})",
+                        self.name()
+                    ),
+                ));
+            }
+            None => &empty,
+        };
+        let ctx = BackwardCtx {
+            node,
+            inputs: &saved.inputs,
+            outputs: &saved.outputs,
+            meta: &self.meta,
+            needs: &self.needs,
+        };
+        let mut out = self.op.backward(&ctx, grads)?;
+        out.resize(self.meta.len(), None);
+        for (i, g) in out.iter_mut().enumerate() {
+            if !self.needs[i] {
+                *g = None;
+            }
+        }
+        Ok(out)
+    }
+
+    fn release(&self) {
+        if self.has_saved {
+            *self.saved.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+
+    fn input_shapes(&self) -> Vec<Option<Vec<usize>>> {
+        self.meta.iter().map(|m| Some(m.shape.to_vec())).collect()
+    }
+}
+
+/// A node for `op` applied to `inputs`, nothing saved (view replays, CopySlices).
+pub(crate) fn node_for(op: Box<dyn Op>, inputs: &[&Tensor]) -> Arc<Node> {
+    let name = op.entry().name();
+    let needs: Vec<bool> = inputs.iter().map(|t| t.requires_grad()).collect();
+    let edges: Vec<Option<Edge>> = inputs.iter().map(|t| t.gradient_edge()).collect();
+    let meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let saved = SavedSet {
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+    };
+    Node::new(Box::new(OpBackward::new(op, saved, meta, needs)), edges, name)
+}
+
+fn check_inplace(o: &Tensor, op: &str) -> Result<()> {
+    if o.requires_grad() && o.is_leaf() {
+        return Err(Error::invalid(
+            "autograd",
+            format!("{op}: a leaf Variable that requires grad is being used in an in-place operation"),
+        ));
+    }
+    if let Some(b) = o.base()
+        && b.requires_grad()
+        && b.is_leaf()
+    {
+        return Err(Error::invalid(
+            "autograd",
+            format!("{op}: a view of a leaf Variable that requires grad is being used in an in-place operation"),
+        ));
+    }
+    Ok(())
+}
+
+/// The `Autograd` key's kernel for every operator (a boxed fallback).
+pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tensors> {
+    let entry = call.op.entry();
+    let grad_on = super::is_grad_enabled();
+    if grad_on && let Some(out) = call.out {
+        for o in out {
+            check_inplace(o, entry.name())?;
+        }
+    }
+    let inputs_req = call.inputs.iter().any(|t| t.requires_grad());
+    let out_req = call.out.is_some_and(|o| o.iter().any(|t| t.requires_grad()));
+    let run_below = || {
+        let _x = exclude_keys(DispatchKeySet::of(DispatchKey::Autograd));
+        redispatch(call, below)
+    };
+    if !grad_on || !(inputs_req || out_req) {
+        return run_below();
+    }
+    if !entry.is_differentiable() {
+        if call.out.is_some() && out_req {
+            return Err(Error::invalid(
+                entry.name(),
+                "is not differentiable and cannot write in place into a tensor that requires grad",
+            ));
+        }
+        return run_below();
+    }
+    let op = call.op;
+    let needs: Vec<bool> = call
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| t.requires_grad() && op.differentiable_input(i))
+        .collect();
+    let edges: Vec<Option<Edge>> = call
+        .inputs
+        .iter()
+        .zip(&needs)
+        .map(|(t, &n)| if n { t.gradient_edge() } else { None })
+        .collect();
+    let spec = op.saves();
+    let mut saved_inputs = Vec::with_capacity(call.inputs.len());
+    for (i, t) in call.inputs.iter().enumerate() {
+        saved_inputs.push(if spec.input(i) {
+            // An input the call overwrites is saved as a copy.
+            let aliased = call
+                .out
+                .is_some_and(|o| o.iter().any(|o| o.storage().same(t.storage())));
+            Some(if aliased {
+                let _x = exclude_keys(DispatchKeySet::of(DispatchKey::Autograd));
+                SavedTensor::input(&t.detach().clone_tensor()?)
+            } else {
+                SavedTensor::input(t)
+            })
+        } else {
+            None
+        });
+    }
+    let meta: Vec<TensorMeta> = call.inputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let outs = run_below()?;
+    let saved_outputs = outs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| spec.output(i).then(|| SavedTensor::output(o, i)))
+        .collect();
+    let saved = SavedSet {
+        inputs: saved_inputs,
+        outputs: saved_outputs,
+    };
+    let node = Node::new(
+        Box::new(OpBackward::new(op.clone_op(), saved, meta, needs)),
+        edges,
+        entry.name(),
+    );
+    match call.out {
+        None => {
+            for (i, o) in outs.iter().enumerate() {
+                if o.is_floating_point() {
+                    o.set_grad_fn(node.clone(), i);
+                }
+            }
+        }
+        Some(out) => {
+            for (i, o) in out.iter().enumerate() {
+                let self_input = call
+                    .inputs
+                    .iter()
+                    .position(|t| t.storage().same(o.storage()) && t.layout() == o.layout());
+                super::view::rebase_history(o, node.clone(), i, self_input)?;
+            }
+        }
+    }
+    Ok(outs)
+}

@@ -1,0 +1,352 @@
+//! Autograd state of a tensor: `requires_grad`, `.grad`, `grad_fn`, hooks,
+//! and the tensor-facing API (`requires_grad_`, `detach`, `retain_grad`, ...).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use super::accumulate::AccumulateGrad;
+use super::node::{Edge, GradHook, Node, next_hook_id};
+use crate::tensor::TensorImpl;
+use crate::{Error, Result, Tensor};
+
+/// A hook run after a leaf's `.grad` was updated (data-parallel training
+/// starts its all-reduce from these).
+pub type PostAccumulateHook = Arc<dyn Fn(&Tensor) + Send + Sync>;
+
+#[derive(Default)]
+pub(crate) struct AutogradMeta {
+    /// A leaf's own flag.
+    pub requires_grad: bool,
+    pub grad: Option<Tensor>,
+    pub grad_fn: Option<Arc<Node>>,
+    pub output_nr: usize,
+    pub retains_grad: bool,
+    pub grad_accumulator: Weak<Node>,
+    pub leaf_hooks: Vec<(usize, GradHook)>,
+    pub post_hooks: Vec<(usize, PostAccumulateHook)>,
+    /// For views: the base's version when this view's `grad_fn` was set.
+    pub view_version: Option<u64>,
+}
+
+/// The autograd slot of a tensor: a fast flag plus the locked metadata.
+#[derive(Default)]
+pub(crate) struct AutogradSlot {
+    flag: AtomicBool,
+    meta: Mutex<Option<Box<AutogradMeta>>>,
+}
+
+impl AutogradSlot {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Box<AutogradMeta>>> {
+        self.meta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Removes a registered hook when [`HookHandle::remove`] is called.
+pub struct HookHandle {
+    id: usize,
+    target: HookTarget,
+}
+
+enum HookTarget {
+    Node(Weak<Node>),
+    Leaf(Weak<TensorImpl>),
+    Post(Weak<TensorImpl>),
+}
+
+impl HookHandle {
+    /// Unregisters the hook (a no-op if its tensor or node is gone).
+    pub fn remove(self) {
+        match &self.target {
+            HookTarget::Node(n) => {
+                if let Some(n) = n.upgrade() {
+                    n.hooks().retain(|h| h.1 != self.id);
+                }
+            }
+            HookTarget::Leaf(t) | HookTarget::Post(t) => {
+                if let Some(t) = t.upgrade() {
+                    let mut g = t.autograd.lock();
+                    if let Some(m) = g.as_mut() {
+                        m.leaf_hooks.retain(|h| h.0 != self.id);
+                        m.post_hooks.retain(|h| h.0 != self.id);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Tensor {
+    /// Whether gradients flow to or through this tensor (a leaf that asked
+    /// for them, or the result of an operation on such tensors).
+    #[inline]
+    pub fn requires_grad(&self) -> bool {
+        self.0.autograd.flag.load(Ordering::Relaxed)
+    }
+
+    /// Sets `requires_grad` on a leaf (`tensor.requires_grad_()`); only
+    /// floating-point tensors can require gradients. Returns `self`.
+    pub fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor> {
+        if !self.is_leaf() {
+            return Err(Error::invalid(
+                "requires_grad_",
+                "you can only change requires_grad flags of leaf variables; use detach() to get a tensor that does not require grad",
+            ));
+        }
+        if requires_grad && !self.dtype().is_floating_point() {
+            return Err(Error::dtype(
+                "requires_grad_",
+                self.dtype(),
+                "only Tensors of floating point dtype can require gradients",
+            ));
+        }
+        let mut g = self.0.autograd.lock();
+        g.get_or_insert_with(Default::default).requires_grad = requires_grad;
+        self.0.autograd.flag.store(requires_grad, Ordering::Relaxed);
+        Ok(self.clone())
+    }
+
+    /// True for tensors not produced by a recorded operation (their
+    /// gradient is accumulated into `.grad`).
+    pub fn is_leaf(&self) -> bool {
+        self.0.autograd.lock().as_ref().is_none_or(|m| m.grad_fn.is_none())
+    }
+
+    /// The accumulated gradient (`tensor.grad`).
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.autograd.lock().as_ref().and_then(|m| m.grad.clone())
+    }
+
+    /// Replaces (or with `None` clears) the accumulated gradient; its shape
+    /// must match.
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &grad
+            && g.shape() != self.shape()
+        {
+            return Err(Error::shape(
+                "set_grad",
+                self.shape(),
+                g.shape(),
+                "assigned grad has a different shape",
+            ));
+        }
+        self.0.autograd.lock().get_or_insert_with(Default::default).grad = grad;
+        Ok(())
+    }
+
+    /// The node that produced this tensor (`tensor.grad_fn`), `None` for leaves.
+    pub fn grad_fn(&self) -> Option<Arc<Node>> {
+        self.gradient_edge().and_then(|e| {
+            if e.node.backward_fn().leaf().is_some() {
+                None
+            } else {
+                Some(e.node)
+            }
+        })
+    }
+
+    /// Keeps `.grad` for this non-leaf tensor in backward (`retain_grad()`).
+    pub fn retain_grad(&self) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(Error::invalid(
+                "retain_grad",
+                "can't retain_grad on Tensor that has requires_grad=False",
+            ));
+        }
+        if self.is_leaf() || self.retains_grad() {
+            return Ok(());
+        }
+        let edge = self.gradient_edge().expect("a non-leaf has a grad_fn");
+        let weak = Arc::downgrade(&self.0);
+        edge.node.add_hook(
+            edge.input_nr,
+            Arc::new(move |g: &Tensor| {
+                if let Some(t) = weak.upgrade() {
+                    let mut m = t.autograd.lock();
+                    if let Some(m) = m.as_mut() {
+                        let acc = match m.grad.take() {
+                            Some(old) => old.add(g).unwrap_or_else(|_| g.clone()),
+                            None => g.detach(),
+                        };
+                        m.grad = Some(acc);
+                    }
+                }
+                None
+            }),
+        );
+        self.0.autograd.lock().get_or_insert_with(Default::default).retains_grad = true;
+        Ok(())
+    }
+
+    /// Whether `retain_grad()` was called on this non-leaf.
+    pub fn retains_grad(&self) -> bool {
+        self.0.autograd.lock().as_ref().is_some_and(|m| m.retains_grad)
+    }
+
+    /// A tensor sharing this one's data and version counter but outside the
+    /// graph (`detach()`).
+    pub fn detach(&self) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            storage: self.0.storage.clone(),
+            layout: self.0.layout.clone(),
+            dtype: self.0.dtype,
+            version: self.0.version.clone(),
+            base: None,
+            autograd: Default::default(),
+        }))
+    }
+
+    /// Detaches in place: `self` becomes a leaf that does not require grad.
+    pub fn detach_(&self) -> Result<Tensor> {
+        if self.0.base.is_some() && self.requires_grad() {
+            return Err(Error::invalid(
+                "detach_",
+                "can't detach views in-place; use detach() instead",
+            ));
+        }
+        let mut g = self.0.autograd.lock();
+        if let Some(m) = g.as_mut() {
+            m.grad_fn = None;
+            m.requires_grad = false;
+        }
+        self.0.autograd.flag.store(false, Ordering::Relaxed);
+        Ok(self.clone())
+    }
+
+    /// Registers a hook on this tensor's gradient; it may return a
+    /// replacement. Returns a handle that removes it.
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// let x = Tensor::ones(&[2])?.requires_grad_(true)?;
+    /// let _h = x.register_hook(|g| Some(g.mul(2.0).unwrap()))?;
+    /// x.mul(3.0)?.sum()?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![6.0, 6.0]);
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn register_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
+    ) -> Result<HookHandle> {
+        if !self.requires_grad() {
+            return Err(Error::invalid(
+                "register_hook",
+                "cannot register a hook on a tensor that doesn't require gradient",
+            ));
+        }
+        let hook: GradHook = Arc::new(hook);
+        if self.is_leaf() {
+            let id = next_hook_id();
+            self.0
+                .autograd
+                .lock()
+                .get_or_insert_with(Default::default)
+                .leaf_hooks
+                .push((id, hook));
+            return Ok(HookHandle {
+                id,
+                target: HookTarget::Leaf(Arc::downgrade(&self.0)),
+            });
+        }
+        let edge = self.gradient_edge().expect("a non-leaf has a grad_fn");
+        let id = edge.node.add_hook(edge.input_nr, hook);
+        Ok(HookHandle {
+            id,
+            target: HookTarget::Node(Arc::downgrade(&edge.node)),
+        })
+    }
+
+    /// Registers a hook run after this leaf's `.grad` has been updated in
+    /// backward (`register_post_accumulate_grad_hook`).
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: impl Fn(&Tensor) + Send + Sync + 'static,
+    ) -> Result<HookHandle> {
+        if !self.is_leaf() || !self.requires_grad() {
+            return Err(Error::invalid(
+                "register_post_accumulate_grad_hook",
+                "post accumulate grad hooks can only be registered on leaf tensors that require grad",
+            ));
+        }
+        let id = next_hook_id();
+        self.0
+            .autograd
+            .lock()
+            .get_or_insert_with(Default::default)
+            .post_hooks
+            .push((id, Arc::new(hook)));
+        Ok(HookHandle {
+            id,
+            target: HookTarget::Post(Arc::downgrade(&self.0)),
+        })
+    }
+
+    /// Where this tensor's gradient goes: its `grad_fn` and output number, or
+    /// for a leaf that requires grad, its `AccumulateGrad` node.
+    pub(crate) fn gradient_edge(&self) -> Option<Edge> {
+        if !self.requires_grad() {
+            return None;
+        }
+        if let Some(base) = &self.0.base {
+            super::view::refresh_view_grad_fn(self, base);
+        }
+        let mut g = self.0.autograd.lock();
+        let m = g.get_or_insert_with(Default::default);
+        if let Some(f) = &m.grad_fn {
+            return Some(Edge {
+                node: f.clone(),
+                input_nr: m.output_nr,
+            });
+        }
+        let acc = match m.grad_accumulator.upgrade() {
+            Some(a) => a,
+            None => {
+                let a = Node::new(Box::new(AccumulateGrad::new(self.clone())), Vec::new(), "leaf");
+                m.grad_accumulator = Arc::downgrade(&a);
+                a
+            }
+        };
+        Some(Edge { node: acc, input_nr: 0 })
+    }
+
+    /// Makes `node` (output `output_nr`) this tensor's history.
+    pub(crate) fn set_grad_fn(&self, node: Arc<Node>, output_nr: usize) {
+        let version = self.0.base.as_ref().map(|b| b.version());
+        let mut g = self.0.autograd.lock();
+        let m = g.get_or_insert_with(Default::default);
+        m.grad_fn = Some(node);
+        m.output_nr = output_nr;
+        m.view_version = version;
+        self.0.autograd.flag.store(true, Ordering::Relaxed);
+    }
+
+    /// The base of a view (`tensor._base`), `None` for tensors that own their data.
+    pub fn base(&self) -> Option<&Tensor> {
+        self.0.base.as_ref()
+    }
+
+    pub(crate) fn leaf_hooks(&self) -> Vec<GradHook> {
+        self.0
+            .autograd
+            .lock()
+            .as_ref()
+            .map(|m| m.leaf_hooks.iter().map(|h| h.1.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn post_hooks(&self) -> Vec<PostAccumulateHook> {
+        self.0
+            .autograd
+            .lock()
+            .as_ref()
+            .map(|m| m.post_hooks.iter().map(|h| h.1.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn view_version(&self) -> Option<u64> {
+        self.0.autograd.lock().as_ref().and_then(|m| m.view_version)
+    }
+
+    pub(crate) fn autograd_meta(&self) -> MutexGuard<'_, Option<Box<AutogradMeta>>> {
+        self.0.autograd.lock()
+    }
+}

@@ -1,0 +1,144 @@
+//! Graph nodes: a backward function, the edges to the nodes of its inputs,
+//! and the hooks on its outputs' gradients.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::{Result, Tensor};
+
+/// A gradient hook: sees the gradient and may return a replacement.
+pub type GradHook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
+
+/// What a node computes in backward.
+pub trait Backward: Send + Sync {
+    /// The node's name as PyTorch prints it (`MulBackward0`).
+    fn name(&self) -> String;
+
+    /// Gradients for the node's inputs (one entry per next edge) from the
+    /// gradients of its outputs (`None` where no gradient flowed).
+    fn apply(&self, node: &Arc<Node>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>;
+
+    /// Frees saved tensors (after a backward without `retain_graph`).
+    fn release(&self) {}
+
+    /// The leaf this node accumulates into (for `AccumulateGrad`).
+    fn leaf(&self) -> Option<&Tensor> {
+        None
+    }
+
+    /// Shapes of the node's inputs, to validate the gradients it returns.
+    fn input_shapes(&self) -> Vec<Option<Vec<usize>>> {
+        Vec::new()
+    }
+}
+
+/// A reference to one input slot (`input_nr`) of a node: where a gradient goes.
+#[derive(Clone)]
+pub struct Edge {
+    /// The node.
+    pub node: Arc<Node>,
+    /// Which of the node's outputs' gradient this edge carries.
+    pub input_nr: usize,
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+static HOOK_ID: AtomicUsize = AtomicUsize::new(0);
+
+/// A node of the autograd graph.
+pub struct Node {
+    backward: Option<Box<dyn Backward>>,
+    next: Vec<Option<Edge>>,
+    seq: u64,
+    /// Hooks on the gradient of each output slot, in registration order.
+    pre_hooks: Mutex<Vec<(usize, usize, GradHook)>>,
+    /// The forward operator's name, for anomaly reports.
+    forward_name: String,
+}
+
+impl Node {
+    /// A node running `backward`, whose inputs' gradients go to `next`.
+    pub fn new(backward: Box<dyn Backward>, next: Vec<Option<Edge>>, forward_name: &str) -> Arc<Node> {
+        Arc::new(Node {
+            backward: Some(backward),
+            next,
+            seq: SEQ.fetch_add(1, Ordering::Relaxed),
+            pre_hooks: Mutex::new(Vec::new()),
+            forward_name: forward_name.to_string(),
+        })
+    }
+
+    /// The backward function.
+    pub fn backward_fn(&self) -> &dyn Backward {
+        self.backward.as_deref().expect("node used after drop")
+    }
+
+    /// PyTorch's name of the node (`AddBackward0`).
+    pub fn name(&self) -> String {
+        self.backward_fn().name()
+    }
+
+    /// The edges to the nodes of this node's inputs.
+    pub fn next_edges(&self) -> &[Option<Edge>] {
+        &self.next
+    }
+
+    /// Creation order; later nodes run first in backward.
+    pub fn sequence_nr(&self) -> u64 {
+        self.seq
+    }
+
+    /// The forward operator that created the node.
+    pub fn forward_name(&self) -> &str {
+        &self.forward_name
+    }
+
+    pub(crate) fn hooks(&self) -> MutexGuard<'_, Vec<(usize, usize, GradHook)>> {
+        self.pre_hooks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a hook on the gradient of output slot `slot`; returns its id.
+    pub(crate) fn add_hook(&self, slot: usize, hook: GradHook) -> usize {
+        let id = next_hook_id();
+        self.hooks().push((slot, id, hook));
+        id
+    }
+}
+
+pub(crate) fn next_hook_id() -> usize {
+    HOOK_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{}>", self.name())
+    }
+}
+
+/// What a dropped node still owns: its backward function and its edges.
+type NodeContents = (Option<Box<dyn Backward>>, Vec<Option<Edge>>);
+
+thread_local! {
+    static DROPPING: Cell<bool> = const { Cell::new(false) };
+    static PENDING: RefCell<Vec<NodeContents>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Drop for Node {
+    /// Drops the graph behind this node without recursion: nodes released
+    /// while another node is being dropped are queued and freed in a loop, so
+    /// a chain of a million nodes does not overflow the stack.
+    fn drop(&mut self) {
+        let contents = (self.backward.take(), std::mem::take(&mut self.next));
+        if DROPPING.with(Cell::get) {
+            PENDING.with(|p| p.borrow_mut().push(contents));
+            return;
+        }
+        DROPPING.with(|d| d.set(true));
+        drop(contents);
+        while let Some(next) = PENDING.with(|p| p.borrow_mut().pop()) {
+            drop(next);
+        }
+        DROPPING.with(|d| d.set(false));
+    }
+}

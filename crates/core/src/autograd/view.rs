@@ -1,0 +1,136 @@
+//! In-place operations on views (PyTorch's `CopySlices`) and the history of
+//! views whose base changed.
+//!
+//! When `v = b[0:2]` is modified in place, the base `b` gets a new
+//! `grad_fn`, `CopySlices`, whose backward routes the gradient of the
+//! modified slice through the in-place operation's backward and passes the
+//! rest through unchanged; `v` becomes `as_strided(b)` of the new base. Any
+//! other view of `b` notices the base's new version and regenerates its
+//! `grad_fn` the same way the next time it is used.
+
+use std::sync::Arc;
+
+use super::layer::node_for;
+use super::node::{Backward, Edge, Node};
+use crate::ops::{ViewKind, ViewOp};
+use crate::{Error, Result, Tensor, TensorOptions};
+
+/// Geometry of a view relative to a contiguous base.
+#[derive(Debug, Clone)]
+struct Geometry {
+    shape: Vec<usize>,
+    strides: Vec<usize>,
+    offset: usize,
+}
+
+fn geometry(view: &Tensor, base: &Tensor) -> Result<Geometry> {
+    if !base.is_contiguous() || view.storage_offset() < base.storage_offset() {
+        return Err(Error::invalid(
+            "autograd",
+            "in-place operations on views are supported when the base tensor is contiguous",
+        ));
+    }
+    Ok(Geometry {
+        shape: view.shape().to_vec(),
+        strides: view.strides().to_vec(),
+        offset: view.storage_offset() - base.storage_offset(),
+    })
+}
+
+fn as_strided_node(base: &Tensor, g: &Geometry) -> Arc<Node> {
+    let op = ViewOp(ViewKind::AsStrided {
+        shape: g.shape.clone(),
+        strides: g.strides.clone(),
+        offset: g.offset,
+    });
+    node_for(Box::new(op), &[base])
+}
+
+/// Brings a view's `grad_fn` up to date after its base changed in place.
+pub(crate) fn refresh_view_grad_fn(view: &Tensor, base: &Tensor) {
+    let Some(seen) = view.view_version() else {
+        return;
+    };
+    if seen == base.version() || !base.requires_grad() {
+        return;
+    }
+    if let Ok(g) = geometry(view, base) {
+        view.set_grad_fn(as_strided_node(base, &g), 0);
+    }
+}
+
+/// Makes `node` (output `output_nr`) the history of `out`, which an
+/// in-place operation just wrote; `self_input` is the input that was `out`'s
+/// old value, if any.
+pub(crate) fn rebase_history(out: &Tensor, node: Arc<Node>, output_nr: usize, self_input: Option<usize>) -> Result<()> {
+    let Some(base) = out.base().cloned() else {
+        out.set_grad_fn(node, output_nr);
+        return Ok(());
+    };
+    let g = geometry(out, &base)?;
+    let mut next: Vec<Option<Edge>> = vec![base.gradient_edge()];
+    for (i, e) in node.next_edges().iter().enumerate() {
+        if Some(i) != self_input {
+            next.push(e.clone());
+        }
+    }
+    let copy_slices = Node::new(
+        Box::new(CopySlices {
+            base_shape: base.shape().to_vec(),
+            view: g.clone(),
+            func: node,
+            self_input,
+        }),
+        next,
+        "copy_slices",
+    );
+    base.set_grad_fn(copy_slices, 0);
+    out.set_grad_fn(as_strided_node(&base, &g), 0);
+    Ok(())
+}
+
+/// Backward of an in-place operation on a view, as a function of the base.
+struct CopySlices {
+    base_shape: Vec<usize>,
+    view: Geometry,
+    func: Arc<Node>,
+    self_input: Option<usize>,
+}
+
+impl Backward for CopySlices {
+    fn name(&self) -> String {
+        "CopySlices".into()
+    }
+
+    fn apply(&self, _node: &Arc<Node>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = grads.first().cloned().flatten() else {
+            return Ok(vec![
+                None;
+                self.func.next_edges().len() + 1
+                    - self.self_input.is_some() as usize
+            ]);
+        };
+        let result = TensorOptions::like(&g).zeros(&self.base_shape)?;
+        result.copy_(&g)?;
+        let slice = result.as_strided(&self.view.shape, &self.view.strides, self.view.offset)?;
+        let inner = self
+            .func
+            .backward_fn()
+            .apply(&self.func, &[Some(slice.clone_tensor()?)])?;
+        match self.self_input.and_then(|i| inner.get(i).cloned().flatten()) {
+            Some(gs) => slice.copy_(&gs)?,
+            None => slice.zero_()?,
+        };
+        let mut out = vec![Some(result)];
+        for (i, r) in inner.into_iter().enumerate() {
+            if Some(i) != self.self_input {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    fn release(&self) {
+        self.func.backward_fn().release();
+    }
+}

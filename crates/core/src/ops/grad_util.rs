@@ -1,0 +1,57 @@
+//! Small helpers shared by backward formulas.
+
+use crate::{Result, Tensor};
+
+/// The first output's gradient (always present for single-output ops).
+pub(crate) fn grad0(grads: &[Option<Tensor>]) -> Result<Tensor> {
+    grads
+        .first()
+        .cloned()
+        .flatten()
+        .ok_or_else(|| crate::Error::invalid("backward", "missing output gradient"))
+}
+
+/// Sums a broadcast gradient back to `shape` (the reverse of broadcasting).
+pub(crate) fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let lead = g.ndim() - shape.len();
+    let mut dims: Vec<i64> = (0..lead as i64).collect();
+    for (i, &s) in shape.iter().enumerate() {
+        if s == 1 && g.shape()[lead + i] != 1 {
+            dims.push((lead + i) as i64);
+        }
+    }
+    let r = if dims.is_empty() {
+        g.clone()
+    } else {
+        g.sum_dim(dims, true)?
+    };
+    r.reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
+}
+
+/// Re-inserts reduced dims (size 1) into a reduction's gradient and
+/// broadcasts it to the input shape.
+pub(crate) fn expand_reduced(
+    g: &Tensor,
+    input_shape: &[usize],
+    dims: Option<&[usize]>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let mut g = g.clone();
+    if !keepdim {
+        let all: Vec<usize> = (0..input_shape.len()).collect();
+        let mut ds: Vec<usize> = dims.map_or(all, |d| d.to_vec());
+        ds.sort_unstable();
+        for d in ds {
+            g = g.unsqueeze(d as i64)?;
+        }
+    }
+    g.expand(&input_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
+}
+
+/// A 0/1 tensor of `dtype` from a bool mask (a constant in the graph).
+pub(crate) fn mask(m: &Tensor, like: &Tensor) -> Result<Tensor> {
+    m.to_dtype(like.dtype())
+}
