@@ -37,6 +37,7 @@ def main():
         if args.filter in name:
             print(f"{name}\t{args.threads}\t{time_it(f):.9e}", flush=True)
 
+    autograd_figures(run)
     with torch.inference_mode():
         for n in (256, 512, 1024, 2048):
             a, b = torch.randn(n, n), torch.randn(n, n)
@@ -55,6 +56,55 @@ def main():
         run("softmax_rows_4096", lambda: torch.softmax(m, dim=1))
         s1, s2 = torch.randn(1), torch.randn(1)
         run("add_1elem_overhead", lambda: s1 + s2)
+
+
+def autograd_figures(run):
+    import torch.nn.functional as F
+
+    a = torch.randn(16, requires_grad=True)
+    b = torch.randn(16, requires_grad=True)
+    run("mul_sum_backward_16", lambda: (a * b).sum().backward())
+
+    x = torch.randn(1, requires_grad=True)
+
+    def chain():
+        y = x
+        for i in range(50):
+            k = i % 5
+            if k == 0:
+                y = y * 1.01
+            elif k == 1:
+                y = y + 0.1
+            elif k == 2:
+                y = torch.sin(y)
+            elif k == 3:
+                y = y * y
+            else:
+                y = torch.tanh(y)
+        y.sum().backward()
+
+    run("chain50_backward_1elem", chain)
+
+    def p(o, i):
+        w = (torch.randn(o, i) / i**0.5).requires_grad_()
+        return w, torch.zeros(o, requires_grad=True)
+
+    w1, b1 = p(256, 784)
+    w2, b2 = p(256, 256)
+    w3, b3 = p(10, 256)
+    xb = torch.randn(128, 784)
+    yb = torch.randint(0, 10, (128,))
+    params = [w1, b1, w2, b2, w3, b3]
+
+    def mlp():
+        h = F.relu(F.linear(xb, w1, b1))
+        h = F.relu(F.linear(h, w2, b2))
+        loss = F.cross_entropy(F.linear(h, w3, b3), yb)
+        loss.backward()
+        for t in params:
+            t.grad = None
+
+    run("mlp_fwd_bwd_b128", mlp)
 
 
 if __name__ == "__main__":

@@ -180,3 +180,41 @@ fn matmul_reference_sanity() {
     assert_eq!(read(&t).data, r.data);
     let _ = Tensor::zeros(&[1]);
 }
+
+/// The blocked f32 GEMM has separate packing paths for row-major,
+/// column-major and general strides of both operands, and they only kick in
+/// for products large enough to leave the serial small-matrix path. Every
+/// transpose combination at such sizes (ragged edges included) must match a
+/// naive f64 product.
+#[test]
+fn sgemm_packing_paths_match_naive() {
+    let g = ferrotorch_core::TensorOptions::new().generator(&ferrotorch_core::Generator::new(7));
+    for &(n, k, m) in &[(70usize, 100usize, 96usize), (129, 257, 64), (33, 16, 131)] {
+        let a0 = g.randn(&[n, k]).unwrap();
+        let b0 = g.randn(&[k, m]).unwrap();
+        let av: Vec<f32> = a0.to_vec().unwrap();
+        let bv: Vec<f32> = b0.to_vec().unwrap();
+        let mut want = vec![0f64; n * m];
+        for i in 0..n {
+            for j in 0..m {
+                want[i * m + j] = (0..k).map(|p| av[i * k + p] as f64 * bv[p * m + j] as f64).sum();
+            }
+        }
+        // Same logical matrices, stored transposed (column-major) or with a
+        // step-2 column stride.
+        let a_t = a0.t().unwrap().contiguous().unwrap().t().unwrap();
+        let b_t = b0.t().unwrap().contiguous().unwrap().t().unwrap();
+        let a_s = Tensor::stack(&[&a0, &a0], 2).unwrap().select(2, 0).unwrap();
+        for (ai, a) in [&a0, &a_t, &a_s].into_iter().enumerate() {
+            for (bi, b) in [&b0, &b_t].into_iter().enumerate() {
+                let got: Vec<f32> = a.matmul(b).unwrap().to_vec().unwrap();
+                for (idx, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                        "{n}x{k}x{m} a#{ai} b#{bi} at {idx}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+}

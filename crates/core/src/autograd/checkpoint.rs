@@ -66,6 +66,7 @@ impl Function for Checkpoint {
                 captures: None,
                 retain_graph: false,
                 create_graph: super::is_grad_enabled(),
+                allow_unused: true,
             })?;
         }
         Ok(inputs.iter().map(|t| t.grad()).collect())

@@ -25,6 +25,8 @@ pub(crate) struct Task {
     pub captures: Option<Vec<Edge>>,
     pub retain_graph: bool,
     pub create_graph: bool,
+    /// For `autograd::grad`: whether a captured edge outside the graph is allowed.
+    pub allow_unused: bool,
 }
 
 fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
@@ -62,6 +64,18 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
                 stack.push(e.node.clone());
             }
         }
+    }
+    if let Some(caps) = &task.captures
+        && !task.allow_unused
+        && let Some(i) = caps.iter().position(|e| !nodes.contains_key(&key(&e.node)))
+    {
+        return Err(Error::invalid(
+            "grad",
+            format!(
+                "one of the differentiated tensors (input {i}) appears to not have been used in the graph; \
+                 set allow_unused=true if this is the desired behavior"
+            ),
+        ));
     }
     // Which nodes must run: all for backward(); for grad(), those on a path
     // to a captured edge (leaves' AccumulateGrad never run).

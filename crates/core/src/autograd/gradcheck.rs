@@ -28,7 +28,6 @@ type Func<'a> = dyn Fn(&[Tensor]) -> Result<Tensor> + 'a;
 /// The Jacobian of `f` at `inputs` with respect to `inputs[i]`, by central
 /// differences: `[out.numel()][in.numel()]`.
 fn numerical(f: &Func, inputs: &[Tensor], i: usize, eps: f64) -> Result<Vec<Vec<f64>>> {
-    let _g = super::no_grad();
     let base: Vec<f64> = inputs[i].to_vec()?;
     let shape = inputs[i].shape().to_vec();
     let mut cols = Vec::with_capacity(base.len());
@@ -37,7 +36,8 @@ fn numerical(f: &Func, inputs: &[Tensor], i: usize, eps: f64) -> Result<Vec<Vec<
             let mut v = base.clone();
             v[k] += delta;
             let mut xs = inputs.to_vec();
-            xs[i] = Tensor::from_vec(v, &shape)?;
+            // Keep requires_grad: `f` may itself differentiate (gradgradcheck).
+            xs[i] = Tensor::from_vec(v, &shape)?.requires_grad_(inputs[i].requires_grad())?;
             f(&xs)?.to_vec::<f64>()
         };
         let (hi, lo) = (eval(eps)?, eval(-eps)?);
@@ -122,24 +122,28 @@ pub fn gradcheck(f: &Func, inputs: &[Tensor], opts: GradcheckOptions) -> Result<
     Ok(())
 }
 
-/// Checks second derivatives: [`gradcheck`] of the function computing the
-/// first derivatives of `f` (with `create_graph`) against a fixed random
-/// output gradient.
+/// Checks second derivatives, as PyTorch's `gradgradcheck`: [`gradcheck`]
+/// of the function `(inputs, v) -> d(f(inputs) . v)/d(inputs)` (computed with
+/// `create_graph`), where the output gradient `v` (random, fixed seed) is an
+/// input too.
 pub fn gradgradcheck(f: &Func, inputs: &[Tensor], opts: GradcheckOptions) -> Result<()> {
     let out = f(inputs)?;
     let generator = crate::Generator::new(0);
     let v = crate::TensorOptions::new()
         .dtype(out.dtype())
         .generator(&generator)
-        .randn(out.shape())?;
+        .randn(out.shape())?
+        .requires_grad_(true)?;
+    let n = inputs.len();
     let first = |xs: &[Tensor]| -> Result<Tensor> {
-        let y = f(xs)?;
-        let diff: Vec<&Tensor> = xs.iter().filter(|t| t.requires_grad()).collect();
+        let (args, v) = (&xs[..n], &xs[n]);
+        let y = f(args)?;
+        let diff: Vec<&Tensor> = args.iter().filter(|t| t.requires_grad()).collect();
         let gs = super::grad(
             &[&y],
             &diff,
             super::GradOptions {
-                grad_outputs: Some(std::slice::from_ref(&v)),
+                grad_outputs: Some(std::slice::from_ref(v)),
                 retain_graph: Some(true),
                 create_graph: true,
                 allow_unused: true,
@@ -156,5 +160,7 @@ pub fn gradgradcheck(f: &Func, inputs: &[Tensor], opts: GradcheckOptions) -> Res
         let refs: Vec<&Tensor> = flat.iter().collect();
         Tensor::cat(&refs, 0)
     };
-    gradcheck(&first, inputs, opts)
+    let mut all = inputs.to_vec();
+    all.push(v);
+    gradcheck(&first, &all, opts)
 }

@@ -145,6 +145,7 @@ pub fn grad(outputs: &[&Tensor], inputs: &[&Tensor], opts: GradOptions) -> Resul
         captures: Some(captures),
         retain_graph: opts.retain_graph.unwrap_or(opts.create_graph),
         create_graph: opts.create_graph,
+        allow_unused: opts.allow_unused,
     })?;
     if !opts.allow_unused
         && let Some(i) = result.iter().position(Option::is_none)
@@ -184,6 +185,7 @@ impl Tensor {
             captures: None,
             retain_graph: opts.retain_graph || opts.create_graph,
             create_graph: opts.create_graph,
+            allow_unused: true,
         })?;
         Ok(())
     }

@@ -259,3 +259,28 @@ pub(crate) fn where_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
         })
     })
 }
+
+multiversion! {
+    /// relu's backward on f32 blocks, branch-free.
+    fn threshold_backward_f32(g: &[f32], y: &[f32], o: &mut [f32]) {
+        for ((g, y), o) in g.iter().zip(y).zip(o.iter_mut()) {
+            *o = if *y <= 0.0 { 0.0 } else { *g };
+        }
+    }
+}
+
+/// relu's backward: `g` where `y > 0` (NaN passes), else 0.
+pub(crate) fn threshold_backward_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let (g, y, out) = (inputs[0], inputs[1], outputs[0]);
+    if g.dtype() == DType::F32 {
+        return map2::<f32, f32, f32>("threshold_backward", out, g, y, Cost::Cheap, threshold_backward_f32);
+    }
+    with_dtype!(g.dtype(), T => {
+        map2::<T, T, T>("threshold_backward", out, g, y, Cost::Cheap, |gs, ys, os| {
+            let zero = T::default();
+            for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
+                *o = if *y <= zero { zero } else { *g };
+            }
+        })
+    })
+}

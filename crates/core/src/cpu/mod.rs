@@ -44,6 +44,7 @@ pub(crate) fn register_kernels() -> Result<()> {
         structured(k.entry(), binary::binary_kernel)?;
     }
     structured(&bin::WHERE, binary::where_kernel)?;
+    structured(&un::THRESHOLD_BACKWARD, binary::threshold_backward_kernel)?;
     for e in [&red::SUM, &red::PROD, &red::AMAX, &red::AMIN, &red::ALL, &red::ANY] {
         structured(e, reduce::reduce_kernel)?;
     }

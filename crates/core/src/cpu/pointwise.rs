@@ -167,7 +167,10 @@ unsafe fn scatter(src: *const u8, n: usize, esize: usize, dst: *mut u8, stride: 
 fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end: usize, f: &BlockFn) {
     let nd = p.shape.len();
     let inner = p.shape[nd - 1];
-    let mut bufs: [[MaybeUninit<u64>; BLOCK]; MAX_INPUTS + 1] = [[MaybeUninit::uninit(); BLOCK]; MAX_INPUTS + 1];
+    // Scratch for gathered operands: never initialised (only written slots are read).
+    let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS + 1]>::uninit();
+    let base_buf = scratch.as_mut_ptr() as *mut u64;
+    let buf = |k: usize| base_buf.wrapping_add(k * BLOCK) as *mut u8;
     let mut in_ptrs: SmallVec<[*const u8; MAX_INPUTS]> = SmallVec::new();
     let mut pos = start;
     while pos < end {
@@ -195,7 +198,7 @@ fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end: usize,
             if (p.in_dense[k] || (!rows_mode && (st == 1 || n == 1))) && !op.aliases_out {
                 in_ptrs.push(base as *const u8);
             } else {
-                let dst = bufs[k].as_mut_ptr() as *mut u8;
+                let dst = buf(k);
                 if rows_mode {
                     let mut ridx = idx.clone();
                     let mut done = 0;
@@ -218,7 +221,7 @@ fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end: usize,
         if p.out_dense || (!rows_mode && (ost == 1 || n == 1)) {
             f(&in_ptrs, obase as *mut u8, n);
         } else {
-            let ob = bufs[MAX_INPUTS].as_mut_ptr() as *mut u8;
+            let ob = buf(MAX_INPUTS);
             f(&in_ptrs, ob, n);
             if rows_mode {
                 let mut ridx = idx.clone();

@@ -394,11 +394,69 @@ impl<T: Element> Reducer<T> for Truth {
     }
 }
 
+multiversion! {
+    /// `acc[j] += row[j]` over one row of a column reduction.
+    fn add_row_f32(acc: &mut [f32], row: &[f32]) {
+        for (a, v) in acc.iter_mut().zip(row) {
+            *a += *v;
+        }
+    }
+}
+
+/// Sum of f32 over the leading (reduced) dim of a matrix whose kept dim is
+/// contiguous: `out[j] = sum_i x[i * stride + j]`, rows added in order, in
+/// chunks of [`CHUNK`] rows merged in order; vectorised across columns.
+fn column_sum_f32(name: &'static str, x: &Tensor, out: &Tensor, rows: usize, cols: usize, stride: usize) -> Result<()> {
+    let acc = access(name, &[x], &[out])?;
+    let (xp, op) = (acc.ins[0] as usize, acc.outs[0] as usize);
+    const COLS: usize = 256;
+    let block = |b: usize| {
+        let (j0, j1) = (b * COLS, ((b + 1) * COLS).min(cols));
+        let w = j1 - j0;
+        let mut total = [0f32; COLS];
+        let mut part = [0f32; COLS];
+        let mut r0 = 0;
+        while r0 < rows {
+            let r1 = (r0 + CHUNK).min(rows);
+            part[..w].fill(0.0);
+            for i in r0..r1 {
+                // SAFETY: row i, columns j0..j1 are inside x.
+                let row = unsafe { std::slice::from_raw_parts((xp as *const f32).add(i * stride + j0), w) };
+                add_row_f32(&mut part[..w], row);
+            }
+            add_row_f32(&mut total[..w], &part[..w]);
+            r0 = r1;
+        }
+        // SAFETY: columns j0..j1 of the contiguous output.
+        unsafe { std::ptr::copy_nonoverlapping(total.as_ptr(), (op as *mut f32).add(j0), w) };
+    };
+    let blocks = cols.div_ceil(COLS);
+    if rows * cols < PAR_MIN || rayon::current_num_threads() == 1 {
+        (0..blocks).for_each(block);
+    } else {
+        (0..blocks).into_par_iter().for_each(block);
+    }
+    Ok(())
+}
+
 pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Reduce>(op)?;
     let (x, out) = (inputs[0], outputs[0]);
     let name = op.entry().name();
     let dims = op.dims.as_deref();
+    if op.kind == ReduceKind::Sum && x.dtype() == DType::F32 {
+        // Column sums (e.g. a bias gradient): vectorise across the kept columns.
+        let p = plan(x.layout(), dims);
+        if let ([cols], [1], [rows], [stride]) = (
+            p.outer_shape.as_slice(),
+            p.outer_strides.as_slice(),
+            p.inner_shape.as_slice(),
+            p.inner_strides.as_slice(),
+        ) && *stride >= *cols
+        {
+            return column_sum_f32(name, x, out, *rows, *cols, *stride);
+        }
+    }
     match op.kind {
         ReduceKind::Sum | ReduceKind::Prod => {
             let prod = op.kind == ReduceKind::Prod;

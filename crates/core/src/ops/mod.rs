@@ -33,7 +33,7 @@ pub use reduce::{IndexReduce, IntoDims, Reduce, ReduceKind, Scan};
 pub use softmax::Softmax;
 pub use sort::{Sort, TopK};
 pub use unary::{ALL_UNARY, Clamp, Domain, PowScalar, Softplus, Unary, UnaryKind};
-pub use view::{ViewKind, ViewOp};
+pub use view::{ViewKind, ViewOp, ViewScatter};
 
 /// Registers the backend-independent kernels.
 pub(crate) fn register_composites() -> crate::Result<()> {

@@ -131,6 +131,22 @@ impl Storage {
     pub fn ref_count(&self) -> usize {
         Arc::strong_count(&self.0)
     }
+
+    /// A weak reference that does not keep the memory alive.
+    pub fn downgrade(&self) -> WeakStorage {
+        WeakStorage(Arc::downgrade(&self.0))
+    }
+}
+
+/// A weak reference to a [`Storage`] (to observe when memory is freed).
+#[derive(Clone)]
+pub struct WeakStorage(std::sync::Weak<StorageImpl>);
+
+impl WeakStorage {
+    /// Whether the storage still exists.
+    pub fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
 }
 
 impl fmt::Debug for Storage {

@@ -299,6 +299,11 @@ impl fmt::Display for Tensor {
             let fmtr = Formatter::new(&shown, self.dtype().is_floating_point(), &opts);
             data.render(0, 0, indent, summarize, &fmtr, &opts)
         };
+        if let Some(node) = self.grad_fn() {
+            suffixes.push(format!("grad_fn=<{}>", node.name()));
+        } else if self.requires_grad() {
+            suffixes.push("requires_grad=True".into());
+        }
         f.write_str(&add_suffixes(
             format!("{prefix}{body}"),
             &suffixes,
@@ -343,6 +348,13 @@ mod tests {
         assert_eq!(t.to_string(), "tensor([], size=(0, 3))");
         let t = TensorOptions::new().device(Device::Meta).zeros(&[2, 3]).unwrap();
         assert_eq!(t.to_string(), "tensor(..., device='meta', size=(2, 3))");
+        let x = Tensor::new([1.0f32, 2.0]).unwrap().requires_grad_(true).unwrap();
+        assert_eq!(x.to_string(), "tensor([1., 2.], requires_grad=True)");
+        assert_eq!(
+            x.mul(&x).unwrap().to_string(),
+            "tensor([1., 4.], grad_fn=<MulBackward0>)"
+        );
+        assert_eq!(x.sum().unwrap().to_string(), "tensor(3., grad_fn=<SumBackward0>)");
     }
 
     #[test]

@@ -39,6 +39,31 @@ impl Packer<f32> for Avx512F32 {
         }
     }
     fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+        if b.rs == 1 && b.cs != 1 {
+            // Column-major B (a transposed view): transpose 16 columns at a time.
+            for pj in pj0..pj1 {
+                let j0 = pj * 32;
+                let cols = 32.min(n - j0);
+                let panel = dst.wrapping_add(pj * 32 * kc);
+                if cols == 32 {
+                    for half in 0..2 {
+                        // SAFETY: 16 columns of kc elements are inside B; the panel holds 32 * kc.
+                        unsafe {
+                            x86::pack_rows_f32_16(
+                                b.ptr.add((j0 + 16 * half) * b.cs + p0),
+                                b.cs,
+                                kc,
+                                panel.add(16 * half),
+                                32,
+                            )
+                        }
+                    }
+                } else {
+                    super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj, pj + 1, dst);
+                }
+            }
+            return;
+        }
         super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj0, pj1, dst)
     }
 }
@@ -189,6 +214,32 @@ mod x86 {
             for p in full..kc {
                 for r in 0..12 {
                     *dst.add(p * 12 + r) = *a.add(r * lda + p);
+                }
+            }
+        }
+    }
+
+    /// Writes 16 rows (`ld` apart, unit stride) of `kc` values transposed:
+    /// `dst[p * stride + r] = src[r * ld + p]` for r < 16.
+    ///
+    /// # Safety
+    /// The rows are readable, `dst` is writable for `kc` rows of `stride`, AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn pack_rows_f32_16(src: *const f32, ld: usize, kc: usize, dst: *mut f32, stride: usize) {
+        unsafe {
+            let full = kc - kc % 16;
+            let mut p = 0;
+            while p < full {
+                let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(src.add(i * ld + p)));
+                let cols = transpose16(r);
+                for (q, col) in cols.iter().enumerate() {
+                    _mm512_storeu_ps(dst.add((p + q) * stride), *col);
+                }
+                p += 16;
+            }
+            for p in full..kc {
+                for r in 0..16 {
+                    *dst.add(p * stride + r) = *src.add(r * ld + p);
                 }
             }
         }

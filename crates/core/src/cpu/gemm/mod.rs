@@ -133,7 +133,12 @@ fn pack_a_panel<T: Copy + Default, const MR: usize>(
     dst: *mut T,
 ) {
     // SAFETY (all blocks): dst holds MR * kc elements; reads are inside A.
-    if rows == MR {
+    if rows == MR && a.rs == 1 {
+        // Column-major A (a transposed view): each depth step is MR contiguous values.
+        for p in 0..kc {
+            unsafe { std::ptr::copy_nonoverlapping(a.ptr.add(i0 + (p0 + p) * a.cs), dst.add(p * MR), MR) };
+        }
+    } else if rows == MR {
         let base: [*const T; MR] = std::array::from_fn(|r| unsafe { a.ptr.add((i0 + r) * a.rs + p0 * a.cs) });
         for p in 0..kc {
             for (r, row) in base.iter().enumerate() {
@@ -430,7 +435,8 @@ fn batched<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         }
         off
     };
-    let small = m * n * k < 64 * 64 * 64;
+    // Below ~8 MFLOP a parallel region costs more (waking threads) than it saves.
+    let small = m * n * k < 1 << 22;
     let one = |bi: usize, parallel: bool| {
         let am = Mat {
             ptr: (ap as *const T).wrapping_add(offset(bi, ast)),

@@ -1,0 +1,479 @@
+//! Autograd behaviour: leaves and grad_fn, backward and grad, graph freeing,
+//! higher-order gradients, grad modes, version counters, in-place ops on
+//! views, hooks, custom functions, checkpointing, anomaly mode.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ferrotorch::autograd::{
+    self, BackwardOptions, Function, FunctionCtx, GradOptions, apply_function, checkpoint, no_grad,
+};
+use ferrotorch::{DType, Result, Tensor, TensorIndex as I, TensorOptions};
+
+fn vec(t: &Tensor) -> Vec<f32> {
+    t.to_vec::<f32>().unwrap()
+}
+
+fn leaf(v: &[f32]) -> Tensor {
+    Tensor::from_slice(v).requires_grad_(true).unwrap()
+}
+
+#[test]
+fn leaves_and_grad_fn_names() -> Result<()> {
+    let x = leaf(&[1.0, 2.0]);
+    assert!(x.is_leaf() && x.requires_grad() && x.grad_fn().is_none());
+    let y = x.mul(&x)?;
+    assert!(!y.is_leaf() && y.requires_grad());
+    assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
+    assert_eq!(x.add(1.0)?.grad_fn().unwrap().name(), "AddBackward0");
+    assert_eq!(x.exp()?.grad_fn().unwrap().name(), "ExpBackward0");
+    assert_eq!(x.sum()?.grad_fn().unwrap().name(), "SumBackward0");
+    assert_eq!(x.sum_dim(0, false)?.grad_fn().unwrap().name(), "SumBackward1");
+    assert_eq!(x.view(&[2, 1])?.grad_fn().unwrap().name(), "ViewBackward0");
+    assert_eq!(x.pow(2)?.grad_fn().unwrap().name(), "PowBackward0");
+    assert_eq!(x.relu()?.grad_fn().unwrap().name(), "ReluBackward0");
+    assert_eq!(
+        x.unsqueeze(0)?.matmul(&x.unsqueeze(1)?)?.grad_fn().unwrap().name(),
+        "MmBackward0"
+    );
+    // Integer tensors cannot require grad; non-leaves cannot change the flag.
+    assert!(Tensor::arange(3)?.requires_grad_(true).is_err());
+    assert!(y.requires_grad_(false).is_err());
+    // Comparisons produce tensors outside the graph.
+    assert!(!x.gt(1.0)?.requires_grad());
+    // detach shares data and version counter but leaves the graph.
+    let d = y.detach();
+    assert!(!d.requires_grad() && d.is_leaf() && d.storage().same(y.storage()));
+    assert!(d.version_counter().same(y.version_counter()));
+    let e = x.mul(2.0)?;
+    e.detach_()?;
+    assert!(!e.requires_grad() && e.is_leaf());
+    Ok(())
+}
+
+#[test]
+fn backward_accumulates_and_checks_its_arguments() -> Result<()> {
+    let x = leaf(&[1.0, 2.0, 3.0]);
+    let y = x.mul(&x)?;
+    let e = y.backward().unwrap_err().to_string();
+    assert!(e.contains("scalar outputs"), "{e}");
+    y.backward_with(&Tensor::ones(&[3])?)?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![2.0, 4.0, 6.0]);
+    x.mul(3.0)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![5.0, 7.0, 9.0]);
+    x.grad().unwrap().zero_()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![0.0; 3]);
+    x.set_grad(None)?;
+    assert!(x.grad().is_none());
+    let e = Tensor::ones(&[1])?.sum()?.backward().unwrap_err().to_string();
+    assert!(e.contains("does not require grad"), "{e}");
+    let e = x.sum()?.backward_with(&Tensor::ones(&[2])?).unwrap_err().to_string();
+    assert!(e.contains("shape"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn graph_is_freed_unless_retained() -> Result<()> {
+    let x = leaf(&[1.0, 2.0]);
+    let y = x.exp()?;
+    let saved = y.storage().downgrade();
+    let z = y.sum()?;
+    drop(y);
+    assert!(saved.is_alive(), "exp saved its output");
+    z.backward_opts(BackwardOptions {
+        retain_graph: true,
+        ..Default::default()
+    })?;
+    assert!(saved.is_alive(), "retain_graph keeps saved tensors");
+    z.backward()?;
+    assert!(!saved.is_alive(), "saved tensors are freed after backward");
+    let e = z.backward().unwrap_err().to_string();
+    assert!(e.contains("retain_graph"), "{e}");
+    let e1 = 1f32.exp();
+    assert!((vec(&x.grad().unwrap())[0] - 2.0 * e1).abs() < 1e-5);
+    Ok(())
+}
+
+#[test]
+fn higher_order_gradients() -> Result<()> {
+    // d^n/dx^n of x^4 at x = 1.5: 4x^3, 12x^2, 24x.
+    let x = Tensor::scalar(1.5f64).requires_grad_(true)?;
+    let mut cur = x.pow(4)?;
+    let mut derivs = Vec::new();
+    for _ in 0..3 {
+        cur = autograd::grad(&[&cur], &[&x], GradOptions::create_graph())?[0]
+            .clone()
+            .unwrap();
+        derivs.push(cur.item::<f64>()?);
+    }
+    assert_eq!(derivs, vec![4.0 * 1.5f64.powi(3), 12.0 * 2.25, 36.0]);
+    // Hessian-vector product of f(w) = sum(tanh(A w)).
+    let a = Tensor::new([[1.0f64, 2.0], [0.5, -1.0], [0.3, 0.7]])?;
+    let w = Tensor::new([0.2f64, -0.4])?.requires_grad_(true)?;
+    let v = Tensor::new([1.0f64, 0.5])?;
+    let f = a.matmul(&w)?.tanh()?.sum()?;
+    let g = autograd::grad(&[&f], &[&w], GradOptions::create_graph())?[0]
+        .clone()
+        .unwrap();
+    let hv = autograd::grad(&[&g.mul(&v)?.sum()?], &[&w], Default::default())?[0]
+        .clone()
+        .unwrap();
+    // Exact: H = A^T diag(-2 tanh(u) sech^2(u)) A with u = A w.
+    let u = a.matmul(&w.detach())?;
+    let t = u.tanh()?;
+    let d = t.mul(&t.mul(&t)?.neg()?.add(1.0)?)?.mul(-2.0)?;
+    let h = a.t()?.matmul(&a.mul(&d.unsqueeze(1)?)?)?;
+    let want = h.matmul(&v)?.to_vec::<f64>()?;
+    for (x, y) in hv.to_vec::<f64>()?.iter().zip(&want) {
+        assert!((x - y).abs() < 1e-12);
+    }
+    // Gradient penalty: the gradient of ||df/dw||^2.
+    let f = a.matmul(&w)?.tanh()?.sum()?;
+    let g = autograd::grad(&[&f], &[&w], GradOptions::create_graph())?[0]
+        .clone()
+        .unwrap();
+    g.pow(2)?.sum()?.backward()?;
+    let gp = w.grad().unwrap().to_vec::<f64>()?;
+    let want = h.matmul(&g.detach())?.mul(2.0)?.to_vec::<f64>()?;
+    for (x, y) in gp.iter().zip(&want) {
+        assert!((x - y).abs() < 1e-12);
+    }
+    Ok(())
+}
+
+#[test]
+fn grad_checks_unused_inputs() -> Result<()> {
+    let x = leaf(&[1.0]);
+    let y = leaf(&[2.0]);
+    let z = x.mul(2.0)?;
+    let e = autograd::grad(&[&z], &[&x, &y], GradOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("allow_unused"), "{e}");
+    let g = autograd::grad(
+        &[&z],
+        &[&x, &y],
+        GradOptions {
+            allow_unused: true,
+            ..Default::default()
+        },
+    )?;
+    assert_eq!(vec(g[0].as_ref().unwrap()), vec![2.0]);
+    assert!(g[1].is_none());
+    // grad() leaves .grad alone.
+    assert!(x.grad().is_none());
+    Ok(())
+}
+
+#[test]
+fn grad_modes_are_thread_local_and_nest() -> Result<()> {
+    let x = leaf(&[1.0]);
+    {
+        let _a = no_grad();
+        assert!(!x.mul(2.0)?.requires_grad());
+        {
+            let _b = autograd::enable_grad();
+            assert!(x.mul(2.0)?.requires_grad());
+        }
+        assert!(!x.mul(2.0)?.requires_grad());
+        // Another thread has its own mode.
+        let x2 = x.clone();
+        let other = std::thread::spawn(move || x2.mul(2.0).unwrap().requires_grad())
+            .join()
+            .unwrap();
+        assert!(other);
+    }
+    assert!(x.mul(2.0)?.requires_grad());
+    {
+        let _i = autograd::inference_mode();
+        assert!(autograd::is_inference_mode_enabled() && !x.exp()?.requires_grad());
+    }
+    assert!(!autograd::is_inference_mode_enabled());
+    Ok(())
+}
+
+#[test]
+fn inplace_changes_to_saved_tensors_are_detected() -> Result<()> {
+    let x = leaf(&[1.0, 2.0]);
+    let y = x.exp()?;
+    let z = y.mul(&y)?; // saves y
+    y.add_(1.0)?;
+    let e = z.sum()?.backward().unwrap_err().to_string();
+    assert!(
+        e.contains("modified by an inplace operation") && e.contains("is at version 1; expected version 0"),
+        "{e}"
+    );
+    // Views share the counter, so a write through a view is seen too.
+    let y = x.mul(2.0)?;
+    let v = y.narrow(0, 0, 1)?;
+    let z = y.pow(2)?;
+    v.mul_(3.0)?;
+    assert_eq!(y.version(), 1);
+    assert!(z.sum()?.backward().is_err());
+    Ok(())
+}
+
+#[test]
+fn inplace_on_leaves_is_refused_outside_no_grad() -> Result<()> {
+    let x = leaf(&[1.0, 2.0]);
+    let e = x.add_(1.0).unwrap_err().to_string();
+    assert!(e.contains("leaf Variable that requires grad"), "{e}");
+    let e = x.narrow(0, 0, 1)?.mul_(2.0).unwrap_err().to_string();
+    assert!(e.contains("view of a leaf Variable"), "{e}");
+    {
+        let _g = no_grad();
+        x.add_(1.0)?;
+    }
+    assert_eq!(vec(&x), vec![2.0, 3.0]);
+    Ok(())
+}
+
+#[test]
+fn inplace_on_views_rebases_history() -> Result<()> {
+    // y = x * 1; y[0:2] *= 2  =>  d sum(y) / dx = [2, 2, 1, 1]
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0]);
+    let y = x.mul(1.0)?;
+    y.get(&[(0..2).into()])?.mul_(2.0)?;
+    assert_eq!(vec(&y), vec![2.0, 4.0, 3.0, 4.0]);
+    assert_eq!(y.grad_fn().unwrap().name(), "CopySlices");
+    y.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![2.0, 2.0, 1.0, 1.0]);
+    // A view's value depends on the in-place op through its base.
+    let x = leaf(&[1.0, 2.0, 3.0]);
+    let y = x.mul(1.0)?;
+    let v = y.narrow(0, 1, 2)?;
+    y.mul_(&x)?; // y = x^2, v sees it
+    v.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![0.0, 4.0, 6.0]);
+    // copy_ into a slice of a buffer that does not require grad.
+    let buf = Tensor::zeros(&[4])?;
+    let x = leaf(&[5.0, 6.0]);
+    buf.narrow(0, 1, 2)?.copy_(&x.mul(3.0)?)?;
+    assert!(buf.requires_grad());
+    buf.mul(&Tensor::new([1.0f32, 2.0, 3.0, 4.0])?)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![6.0, 9.0]);
+    // zero_ cuts the history of a non-leaf.
+    let x = leaf(&[1.0, 2.0]);
+    let y = x.mul(2.0)?;
+    y.zero_()?;
+    y.add(&x)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![1.0, 1.0]);
+    Ok(())
+}
+
+#[test]
+fn long_chains_do_not_overflow_the_stack() -> Result<()> {
+    let run = || -> Result<()> {
+        let x = Tensor::scalar(1.0f32).requires_grad_(true)?;
+        let mut y = x.clone();
+        for _ in 0..1_000_000 {
+            y = y.mul(1.0)?;
+        }
+        y.backward()?;
+        assert_eq!(x.grad().unwrap().item::<f32>()?, 1.0);
+        // And a graph that is dropped without backward.
+        let mut y = x.clone();
+        for _ in 0..1_000_000 {
+            y = y.add(0.0)?;
+        }
+        drop(y);
+        Ok(())
+    };
+    // A small stack proves that nothing recurses per node.
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
+#[test]
+fn hooks() -> Result<()> {
+    let x = leaf(&[1.0, 2.0]);
+    let h = x.register_hook(|g| Some(g.mul(10.0).unwrap()))?;
+    x.mul(2.0)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![20.0, 20.0]);
+    h.remove();
+    x.set_grad(None)?;
+    x.mul(2.0)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![2.0, 2.0]);
+    // Hooks on non-leaves see (and may change) the gradient flowing through.
+    let x = leaf(&[1.0, 2.0]);
+    let y = x.mul(3.0)?;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    y.register_hook(move |g| {
+        s.lock().unwrap().extend(g.to_vec::<f32>().unwrap());
+        None
+    })?;
+    y.retain_grad()?;
+    y.pow(2)?.sum()?.backward()?;
+    assert_eq!(*seen.lock().unwrap(), vec![6.0, 12.0]);
+    assert_eq!(vec(&y.grad().unwrap()), vec![6.0, 12.0]);
+    assert_eq!(vec(&x.grad().unwrap()), vec![18.0, 36.0]);
+    // Post-accumulate hooks run after .grad is updated, once per backward.
+    let x = leaf(&[1.0]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let h = x.register_post_accumulate_grad_hook(move |t| {
+        assert!(t.grad().is_some());
+        c.fetch_add(1, Ordering::Relaxed);
+    })?;
+    x.mul(2.0)?.add(&x)?.sum()?.backward()?;
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    h.remove();
+    x.mul(2.0)?.sum()?.backward()?;
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    Ok(())
+}
+
+/// y = x^2 computed by hand, plus an integer output without gradient.
+struct SquareAndArgmax;
+
+impl Function for SquareAndArgmax {
+    fn forward(&self, ctx: &mut FunctionCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let x = &inputs[0];
+        ctx.save_for_backward(&[x]);
+        let idx = x.argmax(None, false)?;
+        ctx.mark_non_differentiable(&[&idx]);
+        Ok(vec![x.mul(x)?, idx])
+    }
+
+    fn backward(&self, ctx: &FunctionCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let x = &ctx.saved_tensors()?[0];
+        Ok(vec![Some(grads[0].as_ref().unwrap().mul(x)?.mul(2.0)?)])
+    }
+}
+
+#[test]
+fn custom_functions() -> Result<()> {
+    let x = leaf(&[1.0, 3.0, 2.0]);
+    let out = apply_function(SquareAndArgmax, &[&x])?;
+    assert_eq!(out[0].grad_fn().unwrap().name(), "SquareAndArgmaxBackward");
+    assert!(!out[1].requires_grad());
+    assert_eq!(out[1].item::<i64>()?, 1);
+    out[0].sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![2.0, 6.0, 4.0]);
+    // And it composes with gradcheck.
+    let x64 = Tensor::new([0.5f64, -1.5])?.requires_grad_(true)?;
+    autograd::gradcheck(
+        &|xs: &[Tensor]| Ok(apply_function(SquareAndArgmax, &[&xs[0]])?.remove(0)),
+        &[x64],
+        Default::default(),
+    )?;
+    Ok(())
+}
+
+#[test]
+fn gradcheck_catches_a_wrong_formula() -> Result<()> {
+    struct Wrong;
+    impl Function for Wrong {
+        fn forward(&self, _ctx: &mut FunctionCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+            Ok(vec![inputs[0].exp()?])
+        }
+        fn backward(&self, _ctx: &FunctionCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+            Ok(vec![grads[0].clone()])
+        }
+    }
+    let x = Tensor::new([0.5f64])?.requires_grad_(true)?;
+    let r = autograd::gradcheck(
+        &|xs: &[Tensor]| Ok(apply_function(Wrong, &[&xs[0]])?.remove(0)),
+        &[x],
+        Default::default(),
+    );
+    assert!(r.unwrap_err().to_string().contains("Jacobian mismatch"));
+    Ok(())
+}
+
+#[test]
+fn checkpoint_matches_and_saves_memory() -> Result<()> {
+    // Activations dominate (a wide batch through narrow layers), as in training.
+    let depth = 16;
+    let width = 128;
+    let batch = 4096;
+    let g = ferrotorch::Generator::new(7);
+    let o = TensorOptions::new().generator(&g);
+    let weights: Vec<Tensor> = (0..depth)
+        .map(|_| o.randn(&[width, width]).and_then(|w| w.mul(0.05)?.requires_grad_(true)))
+        .collect::<Result<_>>()?;
+    let x = o.randn(&[batch, width])?.requires_grad_(true)?;
+    let block = |w: Tensor| move |xs: &[Tensor]| Ok(vec![xs[0].matmul(&w)?.tanh()?.mul(1.5)?.sigmoid()?]);
+    let run = |ckpt: bool| -> Result<(Vec<Vec<f32>>, usize)> {
+        for w in &weights {
+            w.set_grad(None)?;
+        }
+        x.set_grad(None)?;
+        ferrotorch::storage::reset_peak_memory_stats();
+        let base = ferrotorch::storage::memory_stats().allocated;
+        let mut h = x.clone();
+        for w in &weights {
+            h = if ckpt {
+                checkpoint(block(w.clone()), &[&h])?.remove(0)
+            } else {
+                block(w.clone())(&[h])?.remove(0)
+            };
+        }
+        h.sum()?.backward()?;
+        let peak = ferrotorch::storage::memory_stats().peak_allocated - base;
+        let mut grads: Vec<Vec<f32>> = weights.iter().map(|w| vec(&w.grad().unwrap())).collect();
+        grads.push(vec(&x.grad().unwrap()));
+        Ok((grads, peak))
+    };
+    let (plain, plain_peak) = run(false)?;
+    let (ckpt, ckpt_peak) = run(true)?;
+    assert_eq!(plain, ckpt, "checkpointing must not change the gradients");
+    println!("peak memory of forward + backward: plain {plain_peak} bytes, checkpointed {ckpt_peak} bytes");
+    assert!(
+        ckpt_peak * 4 < plain_peak * 3,
+        "checkpointed {ckpt_peak} vs plain {plain_peak}"
+    );
+    Ok(())
+}
+
+#[test]
+fn checkpoint_replays_random_numbers() -> Result<()> {
+    let x = Tensor::ones(&[64])?.requires_grad_(true)?;
+    // A "dropout" drawn inside the segment: backward must see the same mask.
+    let seg = |xs: &[Tensor]| {
+        let keep = Tensor::rand(xs[0].shape())?.gt(0.5)?.to_dtype(DType::F32)?;
+        Ok(vec![xs[0].mul(&keep)?])
+    };
+    ferrotorch::manual_seed(3);
+    let y = checkpoint(seg, &[&x])?.remove(0);
+    let kept = y.to_vec::<f32>()?;
+    y.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f32>()?, kept);
+    Ok(())
+}
+
+#[test]
+fn anomaly_mode_names_the_forward_op() -> Result<()> {
+    let x = Tensor::new([0.0f32, 1.0])?.requires_grad_(true)?;
+    // sqrt'(0) = inf, times the 0 from mul's backward gives NaN in SqrtBackward0.
+    let y = x.sqrt()?.mul(0.0)?.sum()?;
+    {
+        let _a = autograd::detect_anomaly();
+        let e = y.backward_opts(BackwardOptions {
+            retain_graph: true,
+            ..Default::default()
+        });
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.contains("SqrtBackward0") && e.contains("'sqrt'") && e.contains("nan"),
+            "{e}"
+        );
+    }
+    // Without anomaly mode the NaN simply propagates.
+    y.backward()?;
+    assert!(x.grad().unwrap().to_vec::<f32>()?[0].is_nan());
+    Ok(())
+}
+
+#[test]
+fn display_shows_grad_fn() -> Result<()> {
+    let x = leaf(&[1.0]);
+    assert_eq!(x.exp()?.to_string(), "tensor([2.7183], grad_fn=<ExpBackward0>)");
+    let _ = x.get(&[I::Int(0)])?; // select on a leaf is a tracked view
+    Ok(())
+}

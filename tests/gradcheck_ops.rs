@@ -1,0 +1,213 @@
+//! Every differentiable operator of the registry has a gradcheck case
+//! (central finite differences in f64), most a gradgradcheck too; the test
+//! fails when an operator marked differentiable has none.
+
+use ferrotorch::autograd::{GradcheckOptions, gradcheck, gradgradcheck};
+use ferrotorch::dispatch::{call1, registered_ops};
+use ferrotorch::ops::unary::ThresholdBackward;
+use ferrotorch::ops::{Cast, ToDevice, ViewKind, ViewScatter};
+use ferrotorch::{DType, Device, Generator, Result, Tensor, TensorOptions};
+
+type F = Box<dyn Fn(&[Tensor]) -> Result<Tensor>>;
+
+struct Case {
+    op: &'static str,
+    f: F,
+    inputs: Vec<Tensor>,
+    second_order: bool,
+}
+
+fn rand(g: &Generator, shape: &[usize], lo: f64, hi: f64) -> Tensor {
+    TensorOptions::new()
+        .dtype(DType::F64)
+        .generator(g)
+        .uniform(shape, lo, hi)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+fn case(
+    op: &'static str,
+    inputs: Vec<Tensor>,
+    second_order: bool,
+    f: impl Fn(&[Tensor]) -> Result<Tensor> + 'static,
+) -> Case {
+    Case {
+        op,
+        f: Box::new(f),
+        inputs,
+        second_order,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let g = Generator::new(42);
+    let x = || rand(&g, &[3, 4], -2.0, 2.0);
+    let pos = || rand(&g, &[3, 4], 0.5, 2.0);
+    let v = |n: usize| rand(&g, &[n], -1.0, 1.0);
+    let idx = |v: Vec<i64>, shape: &[usize]| Tensor::from_vec(v, shape).unwrap();
+    let mut c = vec![
+        case("neg", vec![x()], true, |t| t[0].neg()),
+        case("abs", vec![pos()], true, |t| t[0].neg()?.abs()),
+        case("exp", vec![x()], true, |t| t[0].exp()),
+        case("log", vec![pos()], true, |t| t[0].log()),
+        case("log1p", vec![pos()], true, |t| t[0].log1p()),
+        case("expm1", vec![x()], true, |t| t[0].expm1()),
+        case("sqrt", vec![pos()], true, |t| t[0].sqrt()),
+        case("rsqrt", vec![pos()], true, |t| t[0].rsqrt()),
+        case("reciprocal", vec![pos()], true, |t| t[0].reciprocal()),
+        case("sin", vec![x()], true, |t| t[0].sin()),
+        case("cos", vec![x()], true, |t| t[0].cos()),
+        case("tanh", vec![x()], true, |t| t[0].tanh()),
+        case("sigmoid", vec![x()], true, |t| t[0].sigmoid()),
+        case("erf", vec![x()], true, |t| t[0].erf()),
+        case("relu", vec![x()], true, |t| t[0].relu()),
+        case("gelu", vec![x()], true, |t| t[0].gelu()),
+        case("gelu_tanh", vec![x()], true, |t| t[0].gelu_tanh()),
+        case("silu", vec![x()], true, |t| t[0].silu()),
+        case("floor", vec![x()], false, |t| t[0].mul(1.7)?.floor()),
+        case("ceil", vec![x()], false, |t| t[0].mul(1.7)?.ceil()),
+        case("round", vec![x()], false, |t| t[0].mul(1.7)?.round()),
+        case("trunc", vec![x()], false, |t| t[0].mul(1.7)?.trunc()),
+        case("sign", vec![x()], false, |t| t[0].sign()),
+        case("pow_scalar", vec![pos()], true, |t| t[0].pow(2.5)),
+        case("clamp", vec![x()], true, |t| t[0].clamp(Some(-1.0), Some(1.0))),
+        case("softplus", vec![x()], true, |t| t[0].mul(8.0)?.softplus(1.5, 10.0)),
+        case("threshold_backward", vec![x(), x()], false, |t| {
+            call1(&ThresholdBackward, &[&t[0], &t[1]])
+        }),
+        case("add", vec![x(), v(4)], true, |t| t[0].add_scaled(&t[1], 2.0)),
+        case("sub", vec![x(), v(4)], true, |t| t[0].sub_scaled(&t[1], 0.5)),
+        case("mul", vec![x(), v(4)], true, |t| t[0].mul(&t[1])),
+        case("div", vec![x(), rand(&g, &[3, 1], 0.5, 2.0)], true, |t| t[0].div(&t[1])),
+        case("pow", vec![pos(), x()], true, |t| t[0].pow(&t[1])),
+        case("maximum", vec![x(), x()], true, |t| t[0].maximum(&t[1])),
+        case("minimum", vec![x(), x()], true, |t| t[0].minimum(&t[1])),
+        case("where", vec![x(), v(4)], true, |t| {
+            t[1].where_cond(&Tensor::new([true, false, false, true]).unwrap(), &t[0])
+        }),
+        case("sum", vec![x()], true, |t| t[0].sum_dim(1, false)),
+        case("prod", vec![pos()], true, |t| t[0].prod_dim(0, true)),
+        case("amax", vec![x()], false, |t| t[0].amax(1, false)),
+        case("amin", vec![x()], false, |t| t[0].amin(0, true)),
+        case("max_dim", vec![x()], false, |t| Ok(t[0].max_dim(1, false)?.0)),
+        case("min_dim", vec![x()], false, |t| Ok(t[0].min_dim(0, true)?.0)),
+        case("cumsum", vec![x()], true, |t| t[0].cumsum(1)),
+        case("cumprod", vec![pos()], true, |t| t[0].cumprod(0)),
+        case("softmax", vec![x()], true, |t| t[0].softmax(1)),
+        case("log_softmax", vec![x()], true, |t| t[0].log_softmax(0)),
+        case("mm", vec![x(), rand(&g, &[4, 2], -1.0, 1.0)], true, |t| t[0].mm(&t[1])),
+        case(
+            "bmm",
+            vec![rand(&g, &[2, 3, 4], -1.0, 1.0), rand(&g, &[2, 4, 2], -1.0, 1.0)],
+            true,
+            |t| t[0].bmm(&t[1]),
+        ),
+        case("view", vec![x()], true, |t| t[0].view(&[4, 3])),
+        case("permute", vec![rand(&g, &[2, 3, 2], -1.0, 1.0)], true, |t| {
+            t[0].permute(&[2, 0, 1])
+        }),
+        case("transpose", vec![x()], true, |t| t[0].transpose(0, 1)),
+        case("expand", vec![v(4)], true, |t| t[0].expand(&[3, 4])),
+        case("slice", vec![x()], true, |t| t[0].slice(1, Some(1), None, 2)),
+        case("narrow", vec![x()], true, |t| t[0].narrow(0, 1, 2)),
+        case("select", vec![x()], true, |t| t[0].select(1, -1)),
+        case("squeeze", vec![rand(&g, &[3, 1, 2], -1.0, 1.0)], true, |t| {
+            t[0].squeeze()
+        }),
+        case("unsqueeze", vec![x()], true, |t| t[0].unsqueeze(1)),
+        case("as_strided", vec![x()], true, |t| t[0].as_strided(&[2, 2], &[4, 1], 1)),
+        case("alias", vec![v(4)], true, |t| t[0].t()),
+        case("view_scatter", vec![rand(&g, &[3, 2], -1.0, 1.0)], true, |t| {
+            let view = ViewKind::Slice {
+                dim: 1,
+                start: Some(0),
+                end: None,
+                step: 2,
+            };
+            call1(
+                &ViewScatter {
+                    view,
+                    input_shape: [3usize, 4].as_slice().into(),
+                },
+                &[&t[0]],
+            )
+        }),
+        case("cat", vec![x(), rand(&g, &[3, 2], -1.0, 1.0)], true, |t| {
+            Tensor::cat(&[&t[0], &t[1]], 1)
+        }),
+        case("gather", vec![x()], true, move |t| {
+            t[0].gather(1, &idx(vec![0, 3, 3, 1, 2, 0], &[3, 2]))
+        }),
+        case("scatter", vec![x(), rand(&g, &[2, 2], -1.0, 1.0)], true, move |t| {
+            t[0].scatter(1, &idx(vec![1, 2, 0, 3], &[2, 2]), &t[1])
+        }),
+        case("scatter_add", vec![x(), rand(&g, &[2, 3], -1.0, 1.0)], true, move |t| {
+            t[0].scatter_add(1, &idx(vec![1, 1, 0, 3, 3, 3], &[2, 3]), &t[1])
+        }),
+        case("index_select", vec![x()], true, move |t| {
+            t[0].index_select(0, &idx(vec![2, 0, 2], &[3]))
+        }),
+        case("index", vec![x()], true, move |t| {
+            t[0].index(&[Some(idx(vec![0, 2, 2], &[3])), Some(idx(vec![1, -1, 0], &[3]))])
+        }),
+        case("sort", vec![x()], false, |t| Ok(t[0].sort(1, true)?.0)),
+        case("topk", vec![x()], false, |t| Ok(t[0].topk(2, 1, true)?.0)),
+        case("_to_copy", vec![x()], true, |t| {
+            call1(
+                &Cast {
+                    dtype: DType::F64,
+                    preserve_strides: false,
+                },
+                &[&t[0].t()?],
+            )
+        }),
+        case("_to_device", vec![x()], true, |t| {
+            call1(&ToDevice { device: Device::Cpu }, &[&t[0]])
+        }),
+        case("fill", vec![x()], false, |t| {
+            let y = t[0].mul(2.0)?;
+            y.narrow(1, 0, 2)?.fill_(0.5)?;
+            y.mul(&t[0])
+        }),
+    ];
+    // The product's gradient with a zero in the input (one zero: exact).
+    let with_zero = Tensor::new([[0.5f64, 0.0, 2.0], [1.5, -1.0, 0.7]])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    c.push(case("prod", vec![with_zero], false, |t| t[0].prod_dim(1, false)));
+    c
+}
+
+#[test]
+fn every_differentiable_operator_passes_gradcheck() {
+    let cases = cases();
+    let opts = GradcheckOptions::default();
+    let mut missing = Vec::new();
+    for e in registered_ops() {
+        if e.is_differentiable() && !cases.iter().any(|c| c.op == e.name()) {
+            missing.push(e.name());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "differentiable operators without a gradcheck case: {missing:?}"
+    );
+    let mut failures = Vec::new();
+    let mut second = 0;
+    for c in &cases {
+        if let Err(e) = gradcheck(&*c.f, &c.inputs, opts) {
+            failures.push(format!("{}: {e}", c.op));
+        }
+        if c.second_order {
+            second += 1;
+            if let Err(e) = gradgradcheck(&*c.f, &c.inputs, opts) {
+                failures.push(format!("{} (second order): {e}", c.op));
+            }
+        }
+    }
+    println!("gradcheck: {} cases, {second} with gradgradcheck", cases.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
