@@ -4,6 +4,7 @@
 
 use ferrotorch::autograd::{GradcheckOptions, gradcheck, gradgradcheck};
 use ferrotorch::dispatch::{call1, registered_ops};
+use ferrotorch::ops::activation_backward::{ActivationBackward, ActivationKind};
 use ferrotorch::ops::unary::ThresholdBackward;
 use ferrotorch::ops::{Cast, ToDevice, ViewKind, ViewScatter};
 use ferrotorch::{DType, Device, Generator, Result, Tensor, TensorOptions};
@@ -76,6 +77,12 @@ fn cases() -> Vec<Case> {
         case("softplus", vec![x()], true, |t| t[0].mul(8.0)?.softplus(1.5, 10.0)),
         case("threshold_backward", vec![x(), x()], false, |t| {
             call1(&ThresholdBackward, &[&t[0], &t[1]])
+        }),
+        case("tanh_backward", vec![x(), x()], true, |t| {
+            call1(&ActivationBackward(ActivationKind::Tanh), &[&t[0], &t[1]])
+        }),
+        case("sigmoid_backward", vec![x(), x()], true, |t| {
+            call1(&ActivationBackward(ActivationKind::Sigmoid), &[&t[0], &t[1]])
         }),
         case("add", vec![x(), v(4)], true, |t| t[0].add_scaled(&t[1], 2.0)),
         case("sub", vec![x(), v(4)], true, |t| t[0].sub_scaled(&t[1], 0.5)),

@@ -7,14 +7,44 @@
 //! has run (unless the graph is retained).
 
 use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
+
+use smallvec::SmallVec;
 
 use super::node::{Edge, Node};
 use crate::{Error, Result, Tensor};
 
+/// Hashes node addresses (one multiply; std's SipHash costs more than the
+/// small nodes it would index).
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_usize(b as usize);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        let h = (self.0 ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 29);
+    }
+}
+
+type AddrMap<V> = HashMap<usize, V, BuildHasherDefault<AddrHasher>>;
+
 fn key(n: &Arc<Node>) -> usize {
     Arc::as_ptr(n) as usize
 }
+
+/// Marks an edge to a node outside the graph being run.
+const NONE: usize = usize::MAX;
 
 /// Everything one backward pass needs.
 pub(crate) struct Task {
@@ -45,65 +75,102 @@ fn has_nan(t: &Tensor) -> bool {
             .unwrap_or(false)
 }
 
+/// The graph reachable from the roots, nodes numbered in discovery order.
+struct Graph {
+    nodes: Vec<Arc<Node>>,
+    /// For each node, the index of each next edge's node (`NONE` for no edge).
+    children: Vec<SmallVec<[usize; 2]>>,
+    index: AddrMap<usize>,
+}
+
+impl Graph {
+    fn discover(roots: &[(Edge, Tensor)]) -> Graph {
+        let mut g = Graph {
+            nodes: Vec::new(),
+            children: Vec::new(),
+            index: AddrMap::default(),
+        };
+        let mut stack: Vec<usize> = Vec::new();
+        for (e, _) in roots {
+            if let Some(i) = g.add(&e.node) {
+                stack.push(i);
+            }
+        }
+        while let Some(i) = stack.pop() {
+            let node = g.nodes[i].clone();
+            let mut kids = SmallVec::new();
+            for e in node.next_edges() {
+                kids.push(match e {
+                    None => NONE,
+                    Some(e) => match g.add(&e.node) {
+                        Some(j) => {
+                            stack.push(j);
+                            j
+                        }
+                        None => g.index[&key(&e.node)],
+                    },
+                });
+            }
+            g.children[i] = kids;
+        }
+        g
+    }
+
+    /// Adds a node; returns its index if it is new.
+    fn add(&mut self, n: &Arc<Node>) -> Option<usize> {
+        let next = self.nodes.len();
+        let i = *self.index.entry(key(n)).or_insert(next);
+        if i != next {
+            return None;
+        }
+        self.nodes.push(n.clone());
+        self.children.push(SmallVec::new());
+        Some(i)
+    }
+
+    fn find(&self, n: &Arc<Node>) -> Option<usize> {
+        self.index.get(&key(n)).copied()
+    }
+}
+
 /// Runs backward; returns the captured gradients (empty for `backward()`).
 pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
     let _mode = super::set_grad_enabled(task.create_graph);
-    // Discover the graph (iteratively).
-    let mut nodes: HashMap<usize, Arc<Node>> = HashMap::new();
-    let mut stack: Vec<Arc<Node>> = Vec::new();
-    for (e, _) in &task.roots {
-        if nodes.insert(key(&e.node), e.node.clone()).is_none() {
-            stack.push(e.node.clone());
-        }
-    }
-    let mut order: Vec<usize> = Vec::new();
-    while let Some(n) = stack.pop() {
-        order.push(key(&n));
-        for e in n.next_edges().iter().flatten() {
-            if nodes.insert(key(&e.node), e.node.clone()).is_none() {
-                stack.push(e.node.clone());
+    let g = Graph::discover(&task.roots);
+    let n = g.nodes.len();
+    // For grad(): where each captured gradient is read (node, slot, capture index).
+    let mut capture_at: Vec<SmallVec<[(usize, usize); 1]>> = Vec::new();
+    if let Some(caps) = &task.captures {
+        capture_at.resize(n, SmallVec::new());
+        for (ci, e) in caps.iter().enumerate() {
+            match g.find(&e.node) {
+                Some(i) => capture_at[i].push((e.input_nr, ci)),
+                None if task.allow_unused => {}
+                None => {
+                    return Err(Error::invalid(
+                        "grad",
+                        format!(
+                            "one of the differentiated tensors (input {ci}) appears to not have been used in the \
+                             graph; set allow_unused=true if this is the desired behavior"
+                        ),
+                    ));
+                }
             }
         }
-    }
-    if let Some(caps) = &task.captures
-        && !task.allow_unused
-        && let Some(i) = caps.iter().position(|e| !nodes.contains_key(&key(&e.node)))
-    {
-        return Err(Error::invalid(
-            "grad",
-            format!(
-                "one of the differentiated tensors (input {i}) appears to not have been used in the graph; \
-                 set allow_unused=true if this is the desired behavior"
-            ),
-        ));
     }
     // Which nodes must run: all for backward(); for grad(), those on a path
     // to a captured edge (leaves' AccumulateGrad never run).
-    let capture_targets: HashMap<usize, Vec<(usize, usize)>> = match &task.captures {
-        None => HashMap::new(),
-        Some(caps) => {
-            let mut m: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
-            for (i, e) in caps.iter().enumerate() {
-                m.entry(key(&e.node)).or_default().push((e.input_nr, i));
-            }
-            m
-        }
-    };
-    let needed: HashMap<usize, bool> = if task.captures.is_none() {
-        nodes.keys().map(|&k| (k, true)).collect()
+    let needed: Vec<bool> = if task.captures.is_none() {
+        vec![true; n]
     } else {
-        // Reverse discovery order visits a node after every node it points to
-        // only in a DAG walk; iterate to a fixed point instead (cheap: a few passes).
-        let mut needed: HashMap<usize, bool> = nodes.keys().map(|&k| (k, capture_targets.contains_key(&k))).collect();
+        let mut needed: Vec<bool> = capture_at.iter().map(|c| !c.is_empty()).collect();
+        // Children are discovered after their first parent, so a reverse
+        // sweep settles most graphs in one pass; iterate to a fixed point.
         loop {
             let mut changed = false;
-            for k in order.iter().rev() {
-                if needed[k] {
-                    continue;
-                }
-                let n = &nodes[k];
-                if n.next_edges().iter().flatten().any(|e| needed[&key(&e.node)]) {
-                    needed.insert(*k, true);
+            for i in (0..n).rev() {
+                if !needed[i] && g.children[i].iter().any(|&c| c != NONE && needed[c]) {
+                    needed[i] = true;
                     changed = true;
                 }
             }
@@ -114,58 +181,54 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
         needed
     };
     let runs =
-        |k: &usize| -> bool { needed[k] && (task.captures.is_none() || nodes[k].backward_fn().leaf().is_none()) };
+        |i: usize| -> bool { needed[i] && (task.captures.is_none() || g.nodes[i].backward_fn().leaf().is_none()) };
     // Dependencies among nodes that run.
-    let mut deps: HashMap<usize, usize> = HashMap::new();
-    for k in &order {
-        if !needed[k] {
-            continue;
-        }
-        for e in nodes[k].next_edges().iter().flatten() {
-            let nk = key(&e.node);
-            if needed[&nk] {
-                *deps.entry(nk).or_default() += 1;
+    let mut deps: Vec<usize> = vec![0; n];
+    for i in 0..n {
+        if needed[i] {
+            for &c in &g.children[i] {
+                if c != NONE && needed[c] {
+                    deps[c] += 1;
+                }
             }
         }
     }
-    let mut buffers: HashMap<usize, Vec<Option<Tensor>>> = HashMap::new();
-    let put = |buffers: &mut HashMap<usize, Vec<Option<Tensor>>>, e: &Edge, g: Tensor| -> Result<()> {
-        let b = buffers.entry(key(&e.node)).or_default();
-        if b.len() <= e.input_nr {
-            b.resize(e.input_nr + 1, None);
+    let mut buffers: Vec<SmallVec<[Option<Tensor>; 2]>> = vec![SmallVec::new(); n];
+    let put = |buffers: &mut [SmallVec<[Option<Tensor>; 2]>], i: usize, slot: usize, gr: Tensor| -> Result<()> {
+        let b = &mut buffers[i];
+        if b.len() <= slot {
+            b.resize(slot + 1, None);
         }
-        add_into(&mut b[e.input_nr], g)
+        add_into(&mut b[slot], gr)
     };
-    for (e, g) in &task.roots {
-        put(&mut buffers, e, g.clone())?;
-    }
     let mut ready: BinaryHeap<(u64, usize)> = BinaryHeap::new();
-    for (e, _) in &task.roots {
-        let k = key(&e.node);
-        if needed[&k] && deps.get(&k).copied().unwrap_or(0) == 0 && !ready.iter().any(|r| r.1 == k) {
-            ready.push((e.node.sequence_nr(), k));
+    for (e, gr) in &task.roots {
+        let i = g.find(&e.node).expect("roots are discovered");
+        put(&mut buffers, i, e.input_nr, gr.clone())?;
+        if needed[i] && deps[i] == 0 && !ready.iter().any(|r| r.1 == i) {
+            ready.push((e.node.sequence_nr(), i));
         }
     }
     let mut captured: Vec<Option<Tensor>> = vec![None; task.captures.as_ref().map_or(0, Vec::len)];
-    while let Some((_, k)) = ready.pop() {
-        let node = nodes[&k].clone();
-        let mut grads = buffers.remove(&k).unwrap_or_default();
+    while let Some((_, i)) = ready.pop() {
+        let node = &g.nodes[i];
+        let mut grads = std::mem::take(&mut buffers[i]);
         // Tensor hooks registered on this node's outputs.
-        let hooks: Vec<_> = node.hooks().iter().map(|h| (h.0, h.2.clone())).collect();
+        let hooks: SmallVec<[_; 2]> = node.hooks().iter().map(|h| (h.0, h.2.clone())).collect();
         for (slot, hook) in hooks {
-            if let Some(Some(g)) = grads.get(slot)
-                && let Some(r) = hook(g)
+            if let Some(Some(gr)) = grads.get(slot)
+                && let Some(r) = hook(gr)
             {
                 grads[slot] = Some(r);
             }
         }
-        if let Some(targets) = capture_targets.get(&k) {
-            for &(slot, idx) in targets {
-                captured[idx] = grads.get(slot).cloned().flatten();
+        if let Some(targets) = capture_at.get(i) {
+            for &(slot, ci) in targets {
+                captured[ci] = grads.get(slot).cloned().flatten();
             }
         }
-        let outputs = if runs(&k) {
-            let out = node.backward_fn().apply(&node, &grads).map_err(|e| {
+        let outputs = if runs(i) {
+            let out = node.backward_fn().apply(node, &grads).map_err(|e| {
                 if super::is_anomaly_enabled() {
                     Error::invalid(
                         "backward",
@@ -182,24 +245,23 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
             if !task.retain_graph {
                 node.backward_fn().release();
             }
-            check_outputs(&node, &out)?;
+            check_outputs(node, &out)?;
             out
         } else {
             Vec::new()
         };
-        for (i, e) in node.next_edges().iter().enumerate() {
-            let Some(e) = e else { continue };
-            let nk = key(&e.node);
-            if !needed[&nk] {
+        drop(grads);
+        for (slot, &c) in g.children[i].iter().enumerate() {
+            if c == NONE || !needed[c] {
                 continue;
             }
-            if let Some(Some(g)) = outputs.get(i) {
-                put(&mut buffers, e, g.clone())?;
+            let e = node.next_edges()[slot].as_ref().expect("edge present");
+            if let Some(Some(gr)) = outputs.get(slot) {
+                put(&mut buffers, c, e.input_nr, gr.clone())?;
             }
-            let d = deps.get_mut(&nk).expect("dependency counted");
-            *d -= 1;
-            if *d == 0 {
-                ready.push((e.node.sequence_nr(), nk));
+            deps[c] -= 1;
+            if deps[c] == 0 {
+                ready.push((e.node.sequence_nr(), c));
             }
         }
     }

@@ -10,6 +10,7 @@ use half::{bf16, f16};
 use super::pointwise::{BLOCK, Cost, map2, map3};
 use super::simd::multiversion;
 use crate::dispatch::{Op, downcast_op};
+use crate::ops::activation_backward::ActivationBackward;
 use crate::ops::{Binary, BinaryKind, Rounding};
 use crate::{DType, Element, Error, Result, Tensor, with_dtype};
 
@@ -283,4 +284,31 @@ pub(crate) fn threshold_backward_kernel(_op: &dyn Op, inputs: &[&Tensor], output
             }
         })
     })
+}
+
+/// tanh's and sigmoid's backward (`[grad, result]`), in f32 for the 16-bit
+/// float types and rounded once, as PyTorch's CPU kernels.
+pub(crate) fn activation_backward_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = *downcast_op::<ActivationBackward>(op)?;
+    let (g, y, out) = (inputs[0], inputs[1], outputs[0]);
+    let name = op.entry().name();
+    match g.dtype() {
+        DType::F32 => map2::<f32, f32, f32>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
+            for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
+                *o = op.apply_f32(*g, *y);
+            }
+        }),
+        DType::F64 => map2::<f64, f64, f64>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
+            for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
+                *o = op.apply_f64(*g, *y);
+            }
+        }),
+        dt => with_dtype!(dt, T => {
+            map2::<T, T, T>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
+                for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
+                    *o = T::from_f64(op.apply_f32(g.to_f64() as f32, y.to_f64() as f32) as f64);
+                }
+            })
+        }),
+    }
 }

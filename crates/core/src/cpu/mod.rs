@@ -45,6 +45,12 @@ pub(crate) fn register_kernels() -> Result<()> {
     }
     structured(&bin::WHERE, binary::where_kernel)?;
     structured(&un::THRESHOLD_BACKWARD, binary::threshold_backward_kernel)?;
+    for e in [
+        &crate::ops::activation_backward::TANH_BACKWARD,
+        &crate::ops::activation_backward::SIGMOID_BACKWARD,
+    ] {
+        structured(e, binary::activation_backward_kernel)?;
+    }
     for e in [&red::SUM, &red::PROD, &red::AMAX, &red::AMIN, &red::ALL, &red::ANY] {
         structured(e, reduce::reduce_kernel)?;
     }

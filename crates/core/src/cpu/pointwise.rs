@@ -283,6 +283,51 @@ fn run_tiles(p: &Plan, out: &Operand, ins: &[Operand], t0: usize, t1: usize, f: 
     }
 }
 
+/// Whether `strides` walk `shape` row-major contiguously (size-1 dims ignored).
+fn is_row_major(shape: &[usize], strides: &[usize]) -> bool {
+    let mut expect = 1;
+    for (&n, &st) in shape.iter().zip(strides).rev() {
+        if n != 1 {
+            if st != expect {
+                return false;
+            }
+            expect *= n;
+        }
+    }
+    true
+}
+
+/// The fast path of small calls (the common case of scalar-sized autograd
+/// work): a dense output, inputs that are dense or one broadcast element,
+/// no aliasing. Runs `f` once without planning; returns false (having done
+/// nothing) when the operands don't fit.
+fn run_small_dense(shape: &[usize], out: &Operand, ins: &[Operand], f: &BlockFn) -> bool {
+    let numel: usize = shape.iter().product();
+    if !is_row_major(shape, &out.strides) {
+        return false;
+    }
+    let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS]>::uninit();
+    let base_buf = scratch.as_mut_ptr() as *mut u64;
+    let mut ptrs: SmallVec<[*const u8; MAX_INPUTS]> = SmallVec::new();
+    for (k, op) in ins.iter().enumerate() {
+        if op.aliases_out {
+            return false;
+        }
+        if is_row_major(shape, &op.strides) {
+            ptrs.push(op.ptr as *const u8);
+        } else if op.strides.iter().all(|&s| s == 0) {
+            let dst = base_buf.wrapping_add(k * BLOCK) as *mut u8;
+            // SAFETY: one readable element at op.ptr; dst has BLOCK u64 slots.
+            unsafe { gather(op.ptr as *const u8, 0, numel, op.esize, dst) };
+            ptrs.push(dst as *const u8);
+        } else {
+            return false;
+        }
+    }
+    f(&ptrs, out.ptr as *mut u8, numel);
+    true
+}
+
 /// Runs `f` over every element of `shape` (see the module docs).
 pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: Cost, f: &BlockFn) {
     let numel: usize = shape.iter().product();
@@ -290,6 +335,9 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
         return;
     }
     debug_assert!(ins.len() <= MAX_INPUTS);
+    if numel <= BLOCK && run_small_dense(shape, out, ins, f) {
+        return;
+    }
     let p = plan(shape, out, ins);
     let grain = cost.grain();
     let serial = numel <= grain || rayon::current_num_threads() == 1;

@@ -202,11 +202,20 @@ impl Op for Binary {
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
-        let (sa, sb) = (ctx.input_shape(0).to_vec(), ctx.input_shape(1).to_vec());
+        let (sa, sb) = (ctx.input_shape(0), ctx.input_shape(1));
         let alpha = self.alpha.to_f64();
         let (ga, gb) = match self.kind {
-            BinaryKind::Add => (Some(g.clone()), Some(if alpha == 1.0 { g } else { g.mul(alpha)? })),
-            BinaryKind::Sub => (Some(g.clone()), Some(g.mul(-alpha)?)),
+            BinaryKind::Add | BinaryKind::Sub => {
+                let scale = if self.kind == BinaryKind::Add { alpha } else { -alpha };
+                let gb = if !ctx.needs_grad(1) {
+                    None
+                } else if scale == 1.0 {
+                    Some(g.clone())
+                } else {
+                    Some(g.mul(scale)?)
+                };
+                (Some(g), gb)
+            }
             BinaryKind::Mul => {
                 let (a, b) = (ctx.input(0)?, ctx.input(1)?);
                 (
@@ -259,9 +268,10 @@ impl Op for Binary {
             }
             _ => return Err(Error::invalid(self.kind.entry().name(), "is not differentiable")),
         };
+        // Inputs that need no gradient get none (skipping their reduction).
         Ok(vec![
-            ga.map(|t| sum_to(&t, &sa)).transpose()?,
-            gb.map(|t| sum_to(&t, &sb)).transpose()?,
+            ga.filter(|_| ctx.needs_grad(0)).map(|t| sum_to(&t, &sa)).transpose()?,
+            gb.filter(|_| ctx.needs_grad(1)).map(|t| sum_to(&t, &sb)).transpose()?,
         ])
     }
 }

@@ -6,6 +6,7 @@
 //! (`crate::cpu` for the CPU); backend-independent kernels (views, `cat`,
 //! device copies) are registered here.
 
+pub mod activation_backward;
 pub mod binary;
 pub mod copy;
 pub mod factory;

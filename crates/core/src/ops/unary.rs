@@ -5,6 +5,7 @@
 
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
+use crate::ops::activation_backward::{ActivationBackward, ActivationKind};
 use crate::ops::grad_util::{grad0, mask};
 use crate::{DType, Error, Result, Scalar, Tensor};
 
@@ -178,14 +179,8 @@ impl Op for Unary {
             Reciprocal => g.mul(&ctx.output(0)?.pow(2)?)?.neg()?,
             Sin => g.mul(&ctx.input(0)?.cos()?)?,
             Cos => g.mul(&ctx.input(0)?.sin()?)?.neg()?,
-            Tanh => {
-                let y = ctx.output(0)?;
-                g.mul(&y.mul(&y)?.neg()?.add(1.0)?)?
-            }
-            Sigmoid => {
-                let y = ctx.output(0)?;
-                g.mul(&y.mul(&y.neg()?.add(1.0)?)?)?
-            }
+            Tanh => call1(&ActivationBackward(ActivationKind::Tanh), &[&g, &ctx.output(0)?])?,
+            Sigmoid => call1(&ActivationBackward(ActivationKind::Sigmoid), &[&g, &ctx.output(0)?])?,
             Erf => {
                 let x = ctx.input(0)?;
                 g.mul(&x.mul(&x)?.neg()?.exp()?.mul(FRAC_2_SQRT_PI)?)?

@@ -15,8 +15,10 @@ use std::ptr::NonNull;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Alignment of every CPU buffer (one cache line; enough for AVX-512 loads).
+/// Alignment of CPU buffers of 64 KiB and more (one cache line; enough for AVX-512 loads).
 pub const ALIGN: usize = 64;
+/// Alignment of blocks below the cache threshold (enough for every dtype).
+const SMALL_ALIGN: usize = 16;
 /// Blocks at least this big are cached after being freed.
 const CACHE_MIN: usize = 64 * 1024;
 /// Granularity of cached sizes.
@@ -67,8 +69,12 @@ fn class_of(nbytes: usize) -> usize {
     }
 }
 
+/// Small blocks take the system allocator's natural 16-byte alignment (its
+/// fast thread-cached path; over-aligning them costs a slow `memalign` per
+/// tensor); cached blocks are 64-byte aligned for whole cache lines.
 fn layout_of(class: usize) -> AllocLayout {
-    AllocLayout::from_size_align(class, ALIGN).expect("allocation size overflows isize")
+    let align = if class >= CACHE_MIN { ALIGN } else { SMALL_ALIGN };
+    AllocLayout::from_size_align(class, align).expect("allocation size overflows isize")
 }
 
 /// A block of host memory from the caching allocator; returned to it on drop.
@@ -89,7 +95,10 @@ impl CpuBuffer {
         let class = class_of(nbytes);
         ALLOC.num_allocs.fetch_add(1, Ordering::Relaxed);
         let now = ALLOC.allocated.fetch_add(class, Ordering::Relaxed) + class;
-        ALLOC.peak.fetch_max(now, Ordering::Relaxed);
+        // A plain load first: the read-modify-write only when a new peak is set.
+        if now > ALLOC.peak.load(Ordering::Relaxed) {
+            ALLOC.peak.fetch_max(now, Ordering::Relaxed);
+        }
         if class >= CACHE_MIN {
             let reused = ALLOC.free.lock().unwrap().get_mut(&class).and_then(|v| v.pop());
             if let Some(addr) = reused {
