@@ -270,8 +270,8 @@ impl Op for Binary {
         };
         // Inputs that need no gradient get none (skipping their reduction).
         Ok(vec![
-            ga.filter(|_| ctx.needs_grad(0)).map(|t| sum_to(&t, &sa)).transpose()?,
-            gb.filter(|_| ctx.needs_grad(1)).map(|t| sum_to(&t, &sb)).transpose()?,
+            ga.filter(|_| ctx.needs_grad(0)).map(|t| sum_to(&t, sa)).transpose()?,
+            gb.filter(|_| ctx.needs_grad(1)).map(|t| sum_to(&t, sb)).transpose()?,
         ])
     }
 }
