@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark figure in PyTorch and in ferrotorch, 1 and 2 threads,
 # side by side, and prints a table of ratios (ours / PyTorch; lower is better).
-# Usage: bench/run.sh [filter]     (the table is also written to bench/results/latest.md)
+# Usage: bench/run.sh [filter]    (substrings of figure names, comma-separated)     (the table is also written to bench/results/latest.md)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"

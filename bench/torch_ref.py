@@ -1,7 +1,7 @@
 """PyTorch side of bench/: the same workloads as src/main.rs, timed the same way.
 
 Prints one line per figure: figure<TAB>threads<TAB>seconds_per_iteration.
-Usage: python torch_ref.py --threads N [--filter SUBSTRING]
+Usage: python torch_ref.py --threads N [--filter SUBSTRING[,SUBSTRING...]]
 """
 import argparse
 import time
@@ -34,7 +34,7 @@ def main():
     torch.manual_seed(0)
 
     def run(name, f):
-        if args.filter in name:
+        if any(f in name for f in args.filter.split(",")):
             print(f"{name}\t{args.threads}\t{time_it(f):.9e}", flush=True)
 
     autograd_figures(run)

@@ -477,3 +477,32 @@ fn display_shows_grad_fn() -> Result<()> {
     let _ = x.get(&[I::Int(0)])?; // select on a leaf is a tracked view
     Ok(())
 }
+
+/// Seed 003's manual gradient descent (as in `examples/autograd_tour.rs`):
+/// PyTorch 2.15 ends at w = 2.072226047515869, b = 0.7876465916633606 with a
+/// last loss of 0.007576559670269489.
+#[test]
+fn seed_gradient_descent_matches_pytorch() -> Result<()> {
+    let w = leaf(&[0.0]);
+    let b = leaf(&[0.0]);
+    let x_train = Tensor::new([1.0f32, 2.0, 3.0, 4.0])?;
+    let y_train = Tensor::new([3.0f32, 5.0, 7.0, 9.0])?;
+    let mut last = 0.0f32;
+    for _ in 0..100 {
+        let loss = w.mul(&x_train)?.add(&b)?.sub(&y_train)?.pow(2)?.mean()?;
+        loss.backward()?;
+        {
+            let _g = autograd::no_grad();
+            w.sub_(&w.grad().unwrap().mul(0.01)?)?;
+            b.sub_(&b.grad().unwrap().mul(0.01)?)?;
+        }
+        w.grad().unwrap().zero_()?;
+        b.grad().unwrap().zero_()?;
+        last = loss.item::<f32>()?;
+    }
+    let close = |a: f32, e: f64| (a as f64 - e).abs() <= 1e-5 * (1.0 + e.abs());
+    assert!(close(w.item::<f32>()?, 2.072226047515869), "w = {}", w.item::<f32>()?);
+    assert!(close(b.item::<f32>()?, 0.7876465916633606), "b = {}", b.item::<f32>()?);
+    assert!(close(last, 0.007576559670269489), "loss = {last}");
+    Ok(())
+}

@@ -1,20 +1,99 @@
 //! Runs one small-tensor workload in a loop, for `perf record` / `perf stat`:
 //! `cargo run --release -p ferrotorch-bench --example overhead_profile -- chain50 200000`.
 //! Workloads: `add1` (1-element `a + b`), `mul_sum` (`(a*b).sum().backward()`
-//! on 16 elements), `chain50` (forward + backward of a 50-op chain).
+//! on 16 elements), `chain50` (forward + backward of a 50-op chain),
+//! `chain50_fwd` (its forward only), `empty1` (creating a 1-element tensor),
+//! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrotorch::{Result, Tensor};
+
+/// The system allocator, counting calls (allocations per iteration are
+/// printed with the time).
+struct Counting;
+
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let which = args.get(1).map(String::as_str).unwrap_or("chain50");
     let iters: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let a0 = ALLOCS.load(Ordering::Relaxed);
     let t0 = std::time::Instant::now();
     match which {
         "add1" => {
             let (a, b) = (Tensor::randn(&[1])?, Tensor::randn(&[1])?);
             for _ in 0..iters {
                 std::hint::black_box(a.add(&b)?);
+            }
+        }
+        "empty1" => {
+            for _ in 0..iters {
+                std::hint::black_box(Tensor::empty(&[1])?);
+            }
+        }
+        "chain50_fwd" => {
+            let x = Tensor::randn(&[1])?.requires_grad_(true)?;
+            for _ in 0..iters {
+                std::hint::black_box(chain(&x)?);
+            }
+        }
+        "mlp" => {
+            let p = |o: usize, i: usize| -> Result<(Tensor, Tensor)> {
+                let w = Tensor::randn(&[o, i])?
+                    .mul(1.0 / (i as f64).sqrt())?
+                    .requires_grad_(true)?;
+                Ok((w, Tensor::zeros(&[o])?.requires_grad_(true)?))
+            };
+            let (w1, b1) = p(256, 784)?;
+            let (w2, b2) = p(256, 256)?;
+            let (w3, b3) = p(10, 256)?;
+            let x = Tensor::randn(&[128, 784])?;
+            let y = Tensor::randint(0, 10, &[128, 1])?;
+            for _ in 0..iters {
+                let h = x.matmul(&w1.t()?)?.add(&b1)?.relu()?;
+                let h = h.matmul(&w2.t()?)?.add(&b2)?.relu()?;
+                let logits = h.matmul(&w3.t()?)?.add(&b3)?;
+                let loss = logits.log_softmax(1)?.gather(1, &y)?.neg()?.mean()?;
+                loss.backward()?;
+                for t in [&w1, &b1, &w2, &b2, &w3, &b3] {
+                    t.set_grad(None)?;
+                }
+            }
+        }
+        "mm_mlp" => {
+            // The MLP's largest product alone: [128, 784] x [784, 256]^T.
+            let x = Tensor::randn(&[128, 784])?;
+            let w = Tensor::randn(&[256, 784])?;
+            for _ in 0..iters {
+                std::hint::black_box(x.matmul(&w.t()?)?);
             }
         }
         "mul_sum" => {
@@ -27,21 +106,27 @@ fn main() -> Result<()> {
         _ => {
             let x = Tensor::randn(&[1])?.requires_grad_(true)?;
             for _ in 0..iters {
-                let mut y = x.clone();
-                for i in 0..50 {
-                    y = match i % 5 {
-                        0 => y.mul(1.01)?,
-                        1 => y.add(0.1)?,
-                        2 => y.sin()?,
-                        3 => y.mul(&y)?,
-                        _ => y.tanh()?,
-                    };
-                }
-                y.sum()?.backward()?;
+                chain(&x)?.sum()?.backward()?;
             }
         }
     }
     let per = t0.elapsed().as_secs_f64() / iters as f64;
-    println!("{which}: {:.3} us per iteration", per * 1e6);
+    let allocs = (ALLOCS.load(Ordering::Relaxed) - a0) as f64 / iters as f64;
+    println!("{which}: {:.3} us per iteration, {allocs:.1} allocations", per * 1e6);
     Ok(())
+}
+
+/// The bench's 50-op elementwise chain.
+fn chain(x: &Tensor) -> Result<Tensor> {
+    let mut y = x.clone();
+    for i in 0..50 {
+        y = match i % 5 {
+            0 => y.mul(1.01)?,
+            1 => y.add(0.1)?,
+            2 => y.sin()?,
+            3 => y.mul(&y)?,
+            _ => y.tanh()?,
+        };
+    }
+    Ok(y)
 }

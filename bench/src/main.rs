@@ -2,7 +2,8 @@
 //! warm-up, then the median of at least 5 blocks of at least 0.1 s each.
 //! Prints one line per figure: `figure<TAB>threads<TAB>seconds_per_iteration`.
 //!
-//! Usage: `ferrotorch-bench --threads N [--filter SUBSTRING]`.
+//! Usage: `ferrotorch-bench --threads N [--filter SUBSTRING[,SUBSTRING...]]`
+//! (figures whose name contains any of the substrings).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -134,7 +135,7 @@ fn figures() -> Vec<Figure> {
 fn workloads(filter: &str, threads: usize) -> Result<()> {
     manual_seed(0);
     for (name, setup) in figures() {
-        if name.contains(filter) {
+        if filter.split(',').any(|f| name.contains(f)) {
             let mut f = setup()?;
             let s = time_it(&mut *f)?;
             println!("{name}\t{threads}\t{s:.9e}");

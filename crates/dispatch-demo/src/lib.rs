@@ -2,7 +2,8 @@
 //! API of `ferrotorch-core` (as a third-party crate would be):
 //!
 //! - a custom operator, `demo::scaled_square` (`alpha * x * x`), declared
-//!   with its shape rule and given a CPU kernel through the registry;
+//!   with its shape rule and backward formula and given a CPU kernel through
+//!   the registry (so it records in the autograd graph like a built-in op);
 //! - a toy device backend (`toydev`, in the `PrivateUse1` slot) whose memory
 //!   is a plain `Vec<u8>`, with kernels for `add`, `fill` and the custom op.
 //!
@@ -14,6 +15,7 @@ use std::any::Any;
 use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use ferrotorch_core::autograd::{BackwardCtx, Saves};
 use ferrotorch_core::dispatch::{
     Backend, DispatchKey, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, call1, downcast_op, register_backend,
 };
@@ -21,10 +23,12 @@ use ferrotorch_core::ops::{Binary, BinaryKind, Fill};
 use ferrotorch_core::storage::{Buffer, DeviceBuffer};
 use ferrotorch_core::{DType, Device, Error, Result, Tensor};
 
-/// Dispatch table of the custom operator.
-pub static SCALED_SQUARE: OpEntry = OpEntry::new("demo::scaled_square");
+/// Dispatch table of the custom operator (differentiable: the autograd layer
+/// records it and calls [`Op::backward`]).
+pub static SCALED_SQUARE: OpEntry = OpEntry::differentiable("demo::scaled_square");
 
-/// `alpha * x * x`, elementwise, for f32 tensors.
+/// `alpha * x * x`, elementwise, for f32 and f64 tensors (the toy device:
+/// f32 only).
 #[derive(Debug, Clone)]
 pub struct ScaledSquare {
     /// The factor.
@@ -38,10 +42,32 @@ impl Op for ScaledSquare {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        if x.dtype() != DType::F32 {
-            return Err(Error::dtype("demo::scaled_square", x.dtype(), "only f32 is supported"));
+        if !matches!(x.dtype(), DType::F32 | DType::F64) {
+            return Err(Error::dtype(
+                "demo::scaled_square",
+                x.dtype(),
+                "only f32 and f64 are supported",
+            ));
         }
-        Ok([OutSpec::new(x.dims(), DType::F32)].into_iter().collect())
+        Ok([OutSpec::new(x.dims(), x.dtype())].into_iter().collect())
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::INPUTS
+    }
+
+    fn backward_name(&self) -> String {
+        "ScaledSquareBackward0".into()
+    }
+
+    /// d(alpha x^2)/dx = 2 alpha x, written with differentiable ops so that
+    /// second derivatives work too.
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grads[0]
+            .as_ref()
+            .ok_or_else(|| Error::invalid("demo::scaled_square", "missing output gradient"))?;
+        let x = ctx.input(0)?;
+        Ok(vec![Some(g.mul(&x)?.mul(2.0 * self.alpha as f64)?)])
     }
 }
 

@@ -77,3 +77,25 @@ fn cuda_without_feature_is_a_clear_error() {
     let e = TensorOptions::new().device(Device::Cuda(0)).zeros(&[2]).unwrap_err();
     assert!(matches!(e, Error::DeviceUnavailable { .. }), "{e}");
 }
+
+#[test]
+fn custom_op_has_a_backward_formula() {
+    use ferrotorch_core::DType;
+    use ferrotorch_core::autograd::{GradcheckOptions, gradcheck, gradgradcheck};
+    register().unwrap();
+    let x = Tensor::new([1.0f64, -2.0, 0.5]).unwrap().requires_grad_(true).unwrap();
+    let y = scaled_square(&x, 1.5).unwrap();
+    assert_eq!(y.grad_fn().unwrap().name(), "ScaledSquareBackward0");
+    y.sum().unwrap().backward().unwrap();
+    // d(1.5 x^2)/dx = 3x.
+    assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![3.0, -6.0, 1.5]);
+    let xs = [TensorOptions::new()
+        .dtype(DType::F64)
+        .randn(&[2, 3])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()];
+    let f = |t: &[Tensor]| scaled_square(&t[0], 0.7);
+    gradcheck(&f, &xs, GradcheckOptions::default()).unwrap();
+    gradgradcheck(&f, &xs, GradcheckOptions::default()).unwrap();
+}

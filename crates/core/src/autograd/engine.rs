@@ -281,11 +281,10 @@ fn check_outputs(node: &Arc<Node>, out: &[Option<Tensor>]) -> Result<()> {
             ),
         ));
     }
-    let shapes = node.backward_fn().input_shapes();
     for (i, g) in out.iter().enumerate() {
         let Some(g) = g else { continue };
-        if let Some(Some(s)) = shapes.get(i)
-            && g.shape() != s.as_slice()
+        if let Some(s) = node.backward_fn().input_shape(i)
+            && g.shape() != s
         {
             return Err(Error::shape(
                 "backward",

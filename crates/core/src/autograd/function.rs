@@ -121,8 +121,8 @@ impl<F: Function> Backward for FunctionNode<F> {
         self.ctx.lock().unwrap_or_else(|e| e.into_inner()).saved.clear();
     }
 
-    fn input_shapes(&self) -> Vec<Option<Vec<usize>>> {
-        self.shapes.iter().map(|s| Some(s.clone())).collect()
+    fn input_shape(&self, i: usize) -> Option<&[usize]> {
+        self.shapes.get(i).map(Vec::as_slice)
     }
 }
 
@@ -172,7 +172,7 @@ pub fn apply_function<F: Function>(func: F, inputs: &[&Tensor]) -> Result<Vec<Te
             shapes,
         }),
         edges,
-        &name,
+        name,
     );
     for (i, o) in outputs.iter().enumerate() {
         if o.is_floating_point() && !non_diff.iter().any(|n| n.is_same(o)) {

@@ -4,7 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::node::{Backward, Edge, Node};
+use smallvec::SmallVec;
+
+use super::node::{Backward, Edges, Node};
 use super::saved::SavedTensor;
 use crate::dispatch::{Call, DispatchKey, DispatchKeySet, Op, Tensors, exclude_keys, redispatch};
 use crate::layout::Dims;
@@ -123,9 +125,12 @@ impl BackwardCtx<'_> {
     }
 }
 
+/// Per-input (or per-output) data of a node, inline for small operators.
+type PerInput<T> = SmallVec<[T; 2]>;
+
 struct SavedSet {
-    inputs: Vec<Option<SavedTensor>>,
-    outputs: Vec<Option<SavedTensor>>,
+    inputs: PerInput<Option<SavedTensor>>,
+    outputs: PerInput<Option<SavedTensor>>,
 }
 
 /// The node of one recorded operator call.
@@ -133,12 +138,12 @@ pub(crate) struct OpBackward {
     op: Box<dyn Op>,
     saved: Mutex<Option<SavedSet>>,
     has_saved: bool,
-    meta: Vec<TensorMeta>,
-    needs: Vec<bool>,
+    meta: PerInput<TensorMeta>,
+    needs: PerInput<bool>,
 }
 
 impl OpBackward {
-    fn new(op: Box<dyn Op>, saved: SavedSet, meta: Vec<TensorMeta>, needs: Vec<bool>) -> Self {
+    fn new(op: Box<dyn Op>, saved: SavedSet, meta: PerInput<TensorMeta>, needs: PerInput<bool>) -> Self {
         let has_saved = saved.inputs.iter().chain(&saved.outputs).any(Option::is_some);
         OpBackward {
             op,
@@ -158,8 +163,8 @@ impl Backward for OpBackward {
     fn apply(&self, node: &Arc<Node>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let guard = self.saved.lock().unwrap_or_else(|e| e.into_inner());
         let empty = SavedSet {
-            inputs: Vec::new(),
-            outputs: Vec::new(),
+            inputs: SmallVec::new(),
+            outputs: SmallVec::new(),
         };
         let saved = match guard.as_ref() {
             Some(s) => s,
@@ -200,20 +205,20 @@ impl Backward for OpBackward {
         }
     }
 
-    fn input_shapes(&self) -> Vec<Option<Vec<usize>>> {
-        self.meta.iter().map(|m| Some(m.shape.to_vec())).collect()
+    fn input_shape(&self, i: usize) -> Option<&[usize]> {
+        self.meta.get(i).map(|m| m.shape.as_slice())
     }
 }
 
 /// A node for `op` applied to `inputs`, nothing saved (view replays, CopySlices).
 pub(crate) fn node_for(op: Box<dyn Op>, inputs: &[&Tensor]) -> Arc<Node> {
     let name = op.entry().name();
-    let needs: Vec<bool> = inputs.iter().map(|t| t.requires_grad()).collect();
-    let edges: Vec<Option<Edge>> = inputs.iter().map(|t| t.gradient_edge()).collect();
+    let needs = inputs.iter().map(|t| t.requires_grad()).collect();
+    let edges: Edges = inputs.iter().map(|t| t.gradient_edge()).collect();
     let meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
     let saved = SavedSet {
-        inputs: Vec::new(),
-        outputs: Vec::new(),
+        inputs: SmallVec::new(),
+        outputs: SmallVec::new(),
     };
     Node::new(Box::new(OpBackward::new(op, saved, meta, needs)), edges, name)
 }
@@ -265,20 +270,20 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
         return run_below();
     }
     let op = call.op;
-    let needs: Vec<bool> = call
+    let needs: PerInput<bool> = call
         .inputs
         .iter()
         .enumerate()
         .map(|(i, t)| t.requires_grad() && op.differentiable_input(i))
         .collect();
-    let edges: Vec<Option<Edge>> = call
+    let edges: Edges = call
         .inputs
         .iter()
         .zip(&needs)
         .map(|(t, &n)| if n { t.gradient_edge() } else { None })
         .collect();
     let spec = op.saves();
-    let mut saved_inputs = Vec::with_capacity(call.inputs.len());
+    let mut saved_inputs = PerInput::with_capacity(call.inputs.len());
     for (i, t) in call.inputs.iter().enumerate() {
         saved_inputs.push(if spec.input(i) {
             // An input the call overwrites is saved as a copy.
@@ -295,7 +300,7 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
             None
         });
     }
-    let meta: Vec<TensorMeta> = call.inputs.iter().map(|t| TensorMeta::of(t)).collect();
+    let meta: PerInput<TensorMeta> = call.inputs.iter().map(|t| TensorMeta::of(t)).collect();
     let outs = run_below()?;
     let saved_outputs = outs
         .iter()

@@ -1,10 +1,13 @@
 //! Graph nodes: a backward function, the edges to the nodes of its inputs,
 //! and the hooks on its outputs' gradients.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use smallvec::SmallVec;
 
 use crate::{Result, Tensor};
 
@@ -28,11 +31,16 @@ pub trait Backward: Send + Sync {
         None
     }
 
-    /// Shapes of the node's inputs, to validate the gradients it returns.
-    fn input_shapes(&self) -> Vec<Option<Vec<usize>>> {
-        Vec::new()
+    /// Shape of input `i`, to validate the gradient returned for it
+    /// (`None`: not checked).
+    fn input_shape(&self, i: usize) -> Option<&[usize]> {
+        let _ = i;
+        None
     }
 }
+
+/// A node's edges, inline for the common one- and two-input operators.
+pub type Edges = SmallVec<[Option<Edge>; 2]>;
 
 /// A reference to one input slot (`input_nr`) of a node: where a gradient goes.
 #[derive(Clone)]
@@ -49,23 +57,27 @@ static HOOK_ID: AtomicUsize = AtomicUsize::new(0);
 /// A node of the autograd graph.
 pub struct Node {
     backward: Option<Box<dyn Backward>>,
-    next: Vec<Option<Edge>>,
+    next: Edges,
     seq: u64,
     /// Hooks on the gradient of each output slot, in registration order.
     pre_hooks: Mutex<Vec<(usize, usize, GradHook)>>,
     /// The forward operator's name, for anomaly reports.
-    forward_name: String,
+    forward_name: Cow<'static, str>,
 }
 
 impl Node {
     /// A node running `backward`, whose inputs' gradients go to `next`.
-    pub fn new(backward: Box<dyn Backward>, next: Vec<Option<Edge>>, forward_name: &str) -> Arc<Node> {
+    pub fn new(
+        backward: Box<dyn Backward>,
+        next: impl IntoIterator<Item = Option<Edge>>,
+        forward_name: impl Into<Cow<'static, str>>,
+    ) -> Arc<Node> {
         Arc::new(Node {
             backward: Some(backward),
-            next,
+            next: next.into_iter().collect(),
             seq: SEQ.fetch_add(1, Ordering::Relaxed),
             pre_hooks: Mutex::new(Vec::new()),
-            forward_name: forward_name.to_string(),
+            forward_name: forward_name.into(),
         })
     }
 
@@ -117,7 +129,7 @@ impl fmt::Debug for Node {
 }
 
 /// What a dropped node still owns: its backward function and its edges.
-type NodeContents = (Option<Box<dyn Backward>>, Vec<Option<Edge>>);
+type NodeContents = (Option<Box<dyn Backward>>, Edges);
 
 thread_local! {
     static DROPPING: Cell<bool> = const { Cell::new(false) };
