@@ -32,11 +32,11 @@ pub(crate) struct AutogradMeta {
 #[derive(Default)]
 pub(crate) struct AutogradSlot {
     flag: AtomicBool,
-    meta: Mutex<Option<Box<AutogradMeta>>>,
+    meta: Mutex<Option<AutogradMeta>>,
 }
 
 impl AutogradSlot {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Box<AutogradMeta>>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<AutogradMeta>> {
         self.meta.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -346,7 +346,7 @@ impl Tensor {
         self.0.autograd.lock().as_ref().and_then(|m| m.view_version)
     }
 
-    pub(crate) fn autograd_meta(&self) -> MutexGuard<'_, Option<Box<AutogradMeta>>> {
+    pub(crate) fn autograd_meta(&self) -> MutexGuard<'_, Option<AutogradMeta>> {
         self.0.autograd.lock()
     }
 }

@@ -37,7 +37,7 @@ impl OutSpec {
 }
 
 /// The output specs of one call.
-pub type OutSpecs = SmallVec<[OutSpec; 2]>;
+pub type OutSpecs = SmallVec<[OutSpec; 1]>;
 
 /// An operator instance: which operator, with which non-tensor arguments.
 ///

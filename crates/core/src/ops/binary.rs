@@ -303,7 +303,7 @@ fn compute_dtype(op: &Binary, promoted: DType) -> DType {
 fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor, Option<DType>)> {
     if op.kind.is_logical() {
         // Logical ops only look at truth values.
-        return Ok((a.to_tensor(DType::Bool)?, b.to_tensor(DType::Bool)?, None));
+        return Ok((a.to_input(DType::Bool)?, b.to_input(DType::Bool)?, None));
     }
     let is_bool = |o: &Operand| match o {
         Operand::Tensor(t) => t.dtype() == DType::Bool,
@@ -326,9 +326,9 @@ fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor, Optio
     };
     let arith = matches!(op.kind, BinaryKind::Mul | BinaryKind::Div);
     if arith && matches!(dt, DType::F16 | DType::BF16) && (wide_scalar(&a) || wide_scalar(&b)) {
-        return Ok((a.to_tensor(DType::F32)?, b.to_tensor(DType::F32)?, Some(dt)));
+        return Ok((a.to_input(DType::F32)?, b.to_input(DType::F32)?, Some(dt)));
     }
-    Ok((a.to_tensor(dt)?, b.to_tensor(dt)?, None))
+    Ok((a.to_input(dt)?, b.to_input(dt)?, None))
 }
 
 /// Runs `a <kind> b`.
@@ -577,6 +577,6 @@ impl Op for Where {
 /// `torch.where(condition, x, y)`: elements of `x` where `condition`, else of `y`.
 pub fn where_(condition: &Tensor, x: Operand, y: Operand) -> Result<Tensor> {
     let dt = result_type(&[x.clone(), y.clone()]);
-    let (xt, yt) = (x.to_tensor(dt)?, y.to_tensor(dt)?);
+    let (xt, yt) = (x.to_input(dt)?, y.to_input(dt)?);
     call1(&Where, &[condition, &xt, &yt])
 }

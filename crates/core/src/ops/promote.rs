@@ -51,6 +51,17 @@ impl Operand<'_> {
         }
     }
 
+    /// As [`Self::to_tensor`], for an operator's input: a scalar becomes a
+    /// shared, read-only 0-d tensor from a small per-thread cache (wrapping
+    /// the same constant again costs a lookup, not an allocation). Never
+    /// hand the result to code that might write into it.
+    pub(crate) fn to_input(&self, dtype: DType) -> Result<Tensor> {
+        match self {
+            Operand::Tensor(t) => t.to_dtype(dtype),
+            Operand::Scalar(s) => Ok(wrapped_scalar(*s, dtype)),
+        }
+    }
+
     /// The device of a tensor operand.
     pub fn device(&self) -> Option<Device> {
         match self {
@@ -58,6 +69,46 @@ impl Operand<'_> {
             Operand::Scalar(_) => None,
         }
     }
+}
+
+/// Slots of the per-thread cache of wrapped scalars.
+const WRAPPED_SLOTS: usize = 32;
+
+type WrappedSlot = Option<(Scalar, DType, Tensor)>;
+
+thread_local! {
+    static WRAPPED: std::cell::RefCell<[WrappedSlot; WRAPPED_SLOTS]> =
+        const { std::cell::RefCell::new([const { None }; WRAPPED_SLOTS]) };
+}
+
+/// The 0-d tensor of `value` as `dtype`, from a direct-mapped per-thread
+/// cache (constants of backward formulas and `x * 2.0` repeat endlessly).
+fn wrapped_scalar(value: Scalar, dtype: DType) -> Tensor {
+    let (kind, bits) = match value {
+        Scalar::Float(f) => (1u64, f.to_bits()),
+        Scalar::Int(i) => (2, i as u64),
+        Scalar::Bool(b) => (3, b as u64),
+    };
+    let h = (bits ^ (kind << 61) ^ ((dtype as u64) << 56)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let slot = (h >> 59) as usize % WRAPPED_SLOTS;
+    let same = |s: &Scalar| match (s, value) {
+        (Scalar::Float(a), Scalar::Float(b)) => a.to_bits() == b.to_bits(),
+        (a, b) => *a == b,
+    };
+    WRAPPED
+        .try_with(|c| {
+            let mut cache = c.borrow_mut();
+            match &cache[slot] {
+                Some((s, d, t)) if *d == dtype && same(s) => t.clone(),
+                _ => {
+                    let t = Tensor::scalar_tensor(value, dtype);
+                    cache[slot] = Some((value, dtype, t.clone()));
+                    t
+                }
+            }
+        })
+        // During thread teardown the cache is gone: a fresh tensor.
+        .unwrap_or_else(|_| Tensor::scalar_tensor(value, dtype))
 }
 
 fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
