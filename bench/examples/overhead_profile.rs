@@ -6,20 +6,27 @@
 //! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128).
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ferrotorch::{Result, Tensor};
 
-/// The system allocator, counting calls (allocations per iteration are
-/// printed with the time).
+/// The system allocator, counting calls when `FT_COUNT_ALLOCS` is set
+/// (allocations per iteration are then printed with the time).
 struct Counting;
 
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+fn count() {
+    if COUNTING.load(Ordering::Relaxed) {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 // SAFETY: forwards to the system allocator unchanged.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.alloc(layout) }
     }
 
@@ -28,12 +35,12 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -45,6 +52,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let which = args.get(1).map(String::as_str).unwrap_or("chain50");
     let iters: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    COUNTING.store(std::env::var_os("FT_COUNT_ALLOCS").is_some(), Ordering::Relaxed);
     let a0 = ALLOCS.load(Ordering::Relaxed);
     let t0 = std::time::Instant::now();
     match which {
@@ -90,7 +98,12 @@ fn main() -> Result<()> {
         }
         "mm_mlp" => {
             // The MLP's largest product alone: [128, 784] x [784, 256]^T.
-            let x = Tensor::randn(&[128, 784])?;
+            // FT_MM_ROWS changes the 128 rows (the batch).
+            let rows = std::env::var("FT_MM_ROWS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(128);
+            let x = Tensor::randn(&[rows, 784])?;
             let w = Tensor::randn(&[256, 784])?;
             for _ in 0..iters {
                 std::hint::black_box(x.matmul(&w.t()?)?);
@@ -112,7 +125,11 @@ fn main() -> Result<()> {
     }
     let per = t0.elapsed().as_secs_f64() / iters as f64;
     let allocs = (ALLOCS.load(Ordering::Relaxed) - a0) as f64 / iters as f64;
-    println!("{which}: {:.3} us per iteration, {allocs:.1} allocations", per * 1e6);
+    if COUNTING.load(Ordering::Relaxed) {
+        println!("{which}: {:.3} us per iteration, {allocs:.1} allocations", per * 1e6);
+    } else {
+        println!("{which}: {:.3} us per iteration", per * 1e6);
+    }
     Ok(())
 }
 
