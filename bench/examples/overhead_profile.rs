@@ -2,7 +2,8 @@
 //! `cargo run --release -p ferrotorch-bench --example overhead_profile -- chain50 200000`.
 //! Workloads: `add1` (1-element `a + b`), `mul_sum` (`(a*b).sum().backward()`
 //! on 16 elements), `chain50` (forward + backward of a 50-op chain),
-//! `chain50_fwd` (its forward only), `empty1` (creating a 1-element tensor),
+//! `chain50_fwd` (its forward only), `chain50_nograd` (the forward without
+//! autograd), `empty1` (creating a 1-element tensor),
 //! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128).
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -49,6 +50,13 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 fn main() -> Result<()> {
+    // As the bench binary: the work runs on a thread of the pool
+    // (RAYON_NUM_THREADS sets its size).
+    let pool = rayon::ThreadPoolBuilder::new().build().expect("thread pool");
+    pool.install(run)
+}
+
+fn run() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let which = args.get(1).map(String::as_str).unwrap_or("chain50");
     let iters: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
@@ -65,6 +73,12 @@ fn main() -> Result<()> {
         "empty1" => {
             for _ in 0..iters {
                 std::hint::black_box(Tensor::empty(&[1])?);
+            }
+        }
+        "chain50_nograd" => {
+            let x = Tensor::randn(&[1])?;
+            for _ in 0..iters {
+                std::hint::black_box(chain(&x)?);
             }
         }
         "chain50_fwd" => {
@@ -107,6 +121,29 @@ fn main() -> Result<()> {
             let w = Tensor::randn(&[256, 784])?;
             for _ in 0..iters {
                 std::hint::black_box(x.matmul(&w.t()?)?);
+            }
+        }
+        "mm_shapes" => {
+            // Each product of the MLP's step on its own.
+            let x = Tensor::randn(&[128, 784])?;
+            let w1 = Tensor::randn(&[256, 784])?;
+            let w2 = Tensor::randn(&[256, 256])?;
+            let h = Tensor::randn(&[128, 256])?;
+            let g = Tensor::randn(&[128, 256])?;
+            let cases: [(&str, &Tensor, Tensor); 5] = [
+                ("fwd1 x@w1^T", &x, w1.t()?),
+                ("fwd2 h@w2^T", &h, w2.t()?),
+                ("dW1 g^T@x", &g, x.clone()),
+                ("dW2 g^T@h", &g, h.clone()),
+                ("dX2 g@w2", &g, w2.clone()),
+            ];
+            for (i, (name, a, b)) in cases.iter().enumerate() {
+                let a = if i == 2 || i == 3 { a.t()? } else { (*a).clone() };
+                let t = std::time::Instant::now();
+                for _ in 0..iters {
+                    std::hint::black_box(a.matmul(b)?);
+                }
+                println!("{name}: {:.1} us", t.elapsed().as_secs_f64() / iters as f64 * 1e6);
             }
         }
         "mul_sum" => {

@@ -19,6 +19,7 @@ pub mod simd;
 mod softmax;
 mod sort;
 mod unary;
+mod warm;
 
 use crate::Result;
 use crate::dispatch::{DispatchKey, Kernel, OpEntry, Slot, StructuredFn};

@@ -350,6 +350,7 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
             (0..tiles.div_ceil(per)).into_par_iter().for_each(|g| {
                 run_tiles(&p, out, ins, g * per, ((g + 1) * per).min(tiles), f);
             });
+            super::warm::keep_warm();
         }
         return;
     }
@@ -360,6 +361,7 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
         (0..tasks).into_par_iter().for_each(|t| {
             run_range(&p, out, ins, t * grain, ((t + 1) * grain).min(numel), f);
         });
+        super::warm::keep_warm();
     }
 }
 

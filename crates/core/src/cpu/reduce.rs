@@ -153,6 +153,7 @@ fn run<T: Element, O: Element, R: Reducer<T>>(
         let chunk = |c: usize| fold_range(r, xp as *const T, base, &p, c * CHUNK, ((c + 1) * CHUNK).min(n_in));
         let total = if parallel_chunks && chunks > 1 {
             let parts: Vec<R::Acc> = (0..chunks).into_par_iter().map(chunk).collect();
+            super::warm::keep_warm();
             parts.into_iter().reduce(|a, b| r.merge(a, b)).unwrap()
         } else {
             (1..chunks).fold(chunk(0), |a, c| r.merge(a, chunk(c)))
@@ -168,6 +169,7 @@ fn run<T: Element, O: Element, R: Reducer<T>>(
         (0..n_out).for_each(|o| write(o, reduce_one(o, false)));
     } else if n_out >= 16 || chunks == 1 {
         (0..n_out).into_par_iter().for_each(|o| write(o, reduce_one(o, false)));
+        super::warm::keep_warm();
     } else {
         (0..n_out).for_each(|o| write(o, reduce_one(o, true)));
     }
@@ -435,6 +437,7 @@ fn column_sum_f32(name: &'static str, x: &Tensor, out: &Tensor, rows: usize, col
         (0..blocks).for_each(block);
     } else {
         (0..blocks).into_par_iter().for_each(block);
+        super::warm::keep_warm();
     }
     Ok(())
 }
@@ -548,6 +551,7 @@ pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&T
             (0..n_out).for_each(one);
         } else {
             (0..n_out).into_par_iter().for_each(one);
+            super::warm::keep_warm();
         }
     });
     Ok(())
@@ -597,6 +601,7 @@ pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) 
             (0..n_out).for_each(line);
         } else {
             (0..n_out).into_par_iter().for_each(line);
+            super::warm::keep_warm();
         }
     });
     Ok(())

@@ -175,6 +175,7 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
         (0..n_lines).for_each(line);
     } else {
         (0..n_lines).into_par_iter().for_each(line);
+        super::warm::keep_warm();
     }
     Ok(())
 }

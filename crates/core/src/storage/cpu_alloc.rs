@@ -65,7 +65,9 @@ fn class_of(nbytes: usize) -> usize {
     if nbytes >= CACHE_MIN {
         nbytes.div_ceil(PAGE) * PAGE
     } else {
-        nbytes.max(1)
+        // At least the alignment: smaller requests would take the system
+        // allocator's slow aligned path.
+        nbytes.max(1).next_multiple_of(SMALL_ALIGN)
     }
 }
 

@@ -358,6 +358,7 @@ where
     };
     if tasks > 1 {
         (0..tasks).into_par_iter().for_each(task);
+        super::warm::keep_warm();
     } else {
         task(0);
     }
@@ -457,6 +458,7 @@ fn batched<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     };
     if small && nb > 1 && rayon::current_num_threads() > 1 {
         (0..nb).into_par_iter().for_each(|bi| one(bi, false));
+        super::warm::keep_warm();
     } else {
         (0..nb).for_each(|bi| one(bi, !small));
     }
