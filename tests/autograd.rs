@@ -44,7 +44,7 @@ fn leaves_and_grad_fn_names() -> Result<()> {
     // detach shares data and version counter but leaves the graph.
     let d = y.detach();
     assert!(!d.requires_grad() && d.is_leaf() && d.storage().same(y.storage()));
-    assert!(d.version_counter().same(y.version_counter()));
+    assert!(d.version_counter().same(&y.version_counter()));
     let e = x.mul(2.0)?;
     e.detach_()?;
     assert!(!e.requires_grad() && e.is_leaf());

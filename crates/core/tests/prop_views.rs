@@ -616,7 +616,7 @@ proptest! {
                 Share::Reshape(v) => prop_assert_eq!(shares, v, "{}: reshape must copy exactly when view is impossible", what),
             }
             if shares {
-                prop_assert!(got.version_counter().same(st.base.version_counter()), "{}: version counter", what);
+                prop_assert!(got.version_counter().same(&st.base.version_counter()), "{}: version counter", what);
                 st.pos = want;
             } else {
                 // A copy: it becomes the new base.

@@ -189,7 +189,6 @@ impl Tensor {
             storage: self.0.storage.clone(),
             layout: self.0.layout.clone(),
             dtype: self.0.dtype,
-            version: self.0.version.clone(),
             base: None,
             autograd: Default::default(),
         }))

@@ -63,6 +63,8 @@ impl Buffer {
 struct StorageImpl {
     device: Device,
     nbytes: usize,
+    /// The version counter of every tensor on this storage.
+    version: std::sync::atomic::AtomicU64,
     data: RwLock<Buffer>,
 }
 
@@ -80,8 +82,19 @@ impl Storage {
         Storage(Arc::new(StorageImpl {
             device,
             nbytes,
+            version: std::sync::atomic::AtomicU64::new(0),
             data: RwLock::new(buffer),
         }))
+    }
+
+    /// The version of the data: the number of in-place writes so far.
+    pub fn version(&self) -> u64 {
+        self.0.version.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records one in-place write.
+    pub fn bump_version(&self) {
+        self.0.version.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Fresh host memory of `nbytes`, zeroed when `zeroed`.

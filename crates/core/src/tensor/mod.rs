@@ -6,7 +6,6 @@ mod display;
 mod index;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use access::TensorData;
 pub use creation::TensorOptions;
@@ -19,25 +18,33 @@ use crate::storage::Storage;
 use crate::{DType, Device, Result};
 
 /// The version counter of a storage's tensors: bumped by every in-place
-/// write, shared by all views of one base (autograd checks it to catch
-/// in-place changes to tensors it saved).
-#[derive(Debug, Clone, Default)]
-pub struct VersionCounter(Arc<AtomicU64>);
+/// write, shared by all views of one base and by `detach()`ed tensors
+/// (autograd checks it to catch in-place changes to tensors it saved). It
+/// lives in the storage: every tensor is created with a storage of its own,
+/// and all tensors sharing a storage share the counter.
+#[derive(Clone)]
+pub struct VersionCounter(Storage);
 
 impl VersionCounter {
     /// The current version.
     pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        self.0.version()
     }
 
     /// Records one in-place write.
     pub fn bump(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        self.0.bump_version();
     }
 
     /// True when both counters are the same counter.
     pub fn same(&self, other: &VersionCounter) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        self.0.same(&other.0)
+    }
+}
+
+impl std::fmt::Debug for VersionCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VersionCounter({})", self.get())
     }
 }
 
@@ -45,7 +52,6 @@ pub(crate) struct TensorImpl {
     pub(crate) storage: Storage,
     pub(crate) layout: Layout,
     pub(crate) dtype: DType,
-    pub(crate) version: VersionCounter,
     /// For views: the tensor owning the data (never itself a view).
     pub(crate) base: Option<Tensor>,
     pub(crate) autograd: crate::autograd::AutogradSlot,
@@ -77,7 +83,6 @@ impl Tensor {
             storage,
             layout,
             dtype,
-            version: VersionCounter::default(),
             base: None,
             autograd: Default::default(),
         }))
@@ -95,7 +100,6 @@ impl Tensor {
             storage: self.0.storage.clone(),
             layout,
             dtype: self.0.dtype,
-            version: self.0.version.clone(),
             base: Some(self.0.base.clone().unwrap_or_else(|| self.clone())),
             autograd: Default::default(),
         }))
@@ -207,18 +211,18 @@ impl Tensor {
     }
 
     /// The version counter shared with all views of this tensor's base.
-    pub fn version_counter(&self) -> &VersionCounter {
-        &self.0.version
+    pub fn version_counter(&self) -> VersionCounter {
+        VersionCounter(self.0.storage.clone())
     }
 
     /// The current version (`tensor._version`).
     pub fn version(&self) -> u64 {
-        self.0.version.get()
+        self.0.storage.version()
     }
 
     /// Records an in-place write (done by the dispatcher for in-place calls).
     pub fn bump_version(&self) {
-        self.0.version.bump();
+        self.0.storage.bump_version();
     }
 
     /// True when both handles are the same tensor (not merely equal values).
