@@ -77,7 +77,8 @@ pub(crate) struct TensorImpl {
 pub struct Tensor(pub(crate) Arc<TensorImpl>);
 
 impl Tensor {
-    /// Builds a tensor from its parts (a new version counter).
+    /// Builds a tensor from its parts. The version counter is the storage's:
+    /// tensors built on one storage share it, as views do.
     pub fn from_parts(storage: Storage, layout: Layout, dtype: DType) -> Tensor {
         Tensor(Arc::new(TensorImpl {
             storage,
