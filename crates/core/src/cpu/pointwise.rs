@@ -298,8 +298,8 @@ fn is_row_major(shape: &[usize], strides: &[usize]) -> bool {
 }
 
 /// The fast path of small calls (the common case of scalar-sized autograd
-/// work): a dense output, inputs that are dense or one broadcast element,
-/// no aliasing. Runs `f` once without planning; returns false (having done
+/// work): a dense output, inputs that are dense (copied first when they are
+/// the output itself) or one broadcast element. Runs `f` once without planning; returns false (having done
 /// nothing) when the operands don't fit.
 fn run_small_dense(shape: &[usize], out: &Operand, ins: &[Operand], f: &BlockFn) -> bool {
     let numel: usize = shape.iter().product();
@@ -310,13 +310,18 @@ fn run_small_dense(shape: &[usize], out: &Operand, ins: &[Operand], f: &BlockFn)
     let base_buf = scratch.as_mut_ptr() as *mut u64;
     let mut ptrs: SmallVec<[*const u8; MAX_INPUTS]> = SmallVec::new();
     for (k, op) in ins.iter().enumerate() {
-        if op.aliases_out {
-            return false;
-        }
+        let dst = base_buf.wrapping_add(k * BLOCK) as *mut u8;
         if is_row_major(shape, &op.strides) {
-            ptrs.push(op.ptr as *const u8);
+            if op.aliases_out {
+                // In place (`grad += g`): the block function must not see its
+                // input and output overlap, so it reads a copy.
+                // SAFETY: numel readable elements at op.ptr; dst has BLOCK u64 slots.
+                unsafe { gather(op.ptr as *const u8, 1, numel, op.esize, dst) };
+                ptrs.push(dst as *const u8);
+            } else {
+                ptrs.push(op.ptr as *const u8);
+            }
         } else if op.strides.iter().all(|&s| s == 0) {
-            let dst = base_buf.wrapping_add(k * BLOCK) as *mut u8;
             // SAFETY: one readable element at op.ptr; dst has BLOCK u64 slots.
             unsafe { gather(op.ptr as *const u8, 0, numel, op.esize, dst) };
             ptrs.push(dst as *const u8);

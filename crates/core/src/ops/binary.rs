@@ -6,7 +6,7 @@
 
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
-use crate::layout::broadcast_shapes;
+use crate::layout::{Dims, broadcast_shapes};
 use crate::ops::grad_util::{grad0, mask, sum_to};
 use crate::ops::promote::{IntoOperand, Operand, result_type};
 use crate::{DType, Error, Result, Scalar, Tensor};
@@ -164,9 +164,16 @@ impl Op for Binary {
             }
             _ => {}
         }
-        let shape = broadcast_shapes(name, a.shape(), b.shape())?;
+        // Equal shapes and scalar operands (most calls) need no broadcasting.
+        let shape = if a.shape() == b.shape() || b.ndim() == 0 {
+            a.dims()
+        } else if a.ndim() == 0 {
+            b.dims()
+        } else {
+            broadcast_shapes(name, a.shape(), b.shape())?
+        };
         let out_dt = if self.kind.is_predicate() { DType::Bool } else { dt };
-        Ok(smallvec::smallvec![broadcast_spec(&shape, &[a, b], out_dt)])
+        Ok(smallvec::smallvec![broadcast_spec(shape, &[a, b], out_dt)])
     }
 
     fn alias_safe(&self) -> bool {
@@ -279,9 +286,9 @@ impl Op for Binary {
 /// Output spec of a broadcasting pointwise op: contiguous unless the first
 /// input with the full shape is dense but permuted, whose memory order the
 /// output then follows (as PyTorch's TensorIterator does).
-pub(crate) fn broadcast_spec(shape: &[usize], inputs: &[&Tensor], dtype: DType) -> OutSpec {
+pub(crate) fn broadcast_spec(shape: Dims, inputs: &[&Tensor], dtype: DType) -> OutSpec {
     let mut spec = OutSpec::new(shape, dtype);
-    if let Some(t) = inputs.iter().find(|t| t.shape() == shape)
+    if let Some(t) = inputs.iter().find(|t| t.shape() == spec.shape.as_slice())
         && !t.is_contiguous()
         && t.layout().is_non_overlapping_and_dense()
     {
@@ -545,7 +552,7 @@ impl Op for Where {
         }
         let s = broadcast_shapes("where", c.shape(), x.shape())?;
         let s = broadcast_shapes("where", &s, y.shape())?;
-        Ok(smallvec::smallvec![broadcast_spec(&s, &[x, y], x.dtype())])
+        Ok(smallvec::smallvec![broadcast_spec(s, &[x, y], x.dtype())])
     }
 
     fn alias_safe(&self) -> bool {
