@@ -43,6 +43,9 @@ fn key(n: &Arc<Node>) -> usize {
     Arc::as_ptr(n) as usize
 }
 
+/// Graphs up to this many nodes are searched linearly (no hash map).
+const SMALL_GRAPH: usize = 16;
+
 /// Marks an edge to a node outside the graph being run.
 const NONE: usize = usize::MAX;
 
@@ -107,7 +110,7 @@ impl Graph {
                             stack.push(j);
                             j
                         }
-                        None => g.index[&key(&e.node)],
+                        None => g.find(&e.node).expect("node discovered"),
                     },
                 });
             }
@@ -118,18 +121,30 @@ impl Graph {
 
     /// Adds a node; returns its index if it is new.
     fn add(&mut self, n: &Arc<Node>) -> Option<usize> {
-        let next = self.nodes.len();
-        let i = *self.index.entry(key(n)).or_insert(next);
-        if i != next {
+        if self.find(n).is_some() {
             return None;
         }
+        let i = self.nodes.len();
         self.nodes.push(n.clone());
         self.children.push(SmallVec::new());
+        if i >= SMALL_GRAPH {
+            if i == SMALL_GRAPH {
+                // Past a handful of nodes a linear search costs more than hashing.
+                for (j, m) in self.nodes[..i].iter().enumerate() {
+                    self.index.insert(key(m), j);
+                }
+            }
+            self.index.insert(key(n), i);
+        }
         Some(i)
     }
 
     fn find(&self, n: &Arc<Node>) -> Option<usize> {
-        self.index.get(&key(n)).copied()
+        if self.nodes.len() <= SMALL_GRAPH {
+            self.nodes.iter().position(|m| Arc::ptr_eq(m, n))
+        } else {
+            self.index.get(&key(n)).copied()
+        }
     }
 }
 

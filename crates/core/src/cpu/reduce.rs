@@ -447,7 +447,7 @@ pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
     let (x, out) = (inputs[0], outputs[0]);
     let name = op.entry().name();
     let dims = op.dims.as_deref();
-    if op.kind == ReduceKind::Sum && x.dtype() == DType::F32 {
+    if op.kind == ReduceKind::Sum && x.dtype() == DType::F32 && dims.is_some() {
         // Column sums (e.g. a bias gradient): vectorise across the kept columns.
         let p = plan(x.layout(), dims);
         if let ([cols], [1], [rows], [stride]) = (

@@ -40,7 +40,8 @@ pub(crate) fn expand_reduced(
     keepdim: bool,
 ) -> Result<Tensor> {
     let mut g = g.clone();
-    if !keepdim {
+    // A full reduction's 0-d gradient broadcasts to any shape as it is.
+    if !keepdim && g.ndim() > 0 {
         let all: Vec<usize> = (0..input_shape.len()).collect();
         let mut ds: Vec<usize> = dims.map_or(all, |d| d.to_vec());
         ds.sort_unstable();
