@@ -107,33 +107,40 @@ pub fn exclude_keys(keys: DispatchKeySet) -> KeyGuard {
 /// The device a call runs on: that of its tensors (0-d CPU tensors, like
 /// Python scalars, may join a call on any device), or the factory op's.
 pub fn call_device(call: &Call) -> Result<Device> {
-    let op_name = call.op.entry().name();
-    let all = call.inputs.iter().chain(call.out.unwrap_or(&[]).iter());
     let mut device: Option<Device> = None;
     let mut scalar_cpu = false;
-    for t in all {
+    let mut visit = |t: &Tensor| -> Result<()> {
         let d = t.device();
         if d == Device::Cpu && t.ndim() == 0 {
             scalar_cpu = true;
-            continue;
+            return Ok(());
         }
         match device {
             None => device = Some(d),
             Some(x) if x == d => {}
             Some(x) => {
                 return Err(Error::DeviceMismatch {
-                    op: op_name,
+                    op: call.op.entry().name(),
                     a: x,
                     b: d,
                 });
             }
+        }
+        Ok(())
+    };
+    for t in call.inputs {
+        visit(t)?;
+    }
+    if let Some(out) = call.out {
+        for t in out {
+            visit(t)?;
         }
     }
     if let Some(d) = call.op.device() {
         match device {
             Some(x) if x != d => {
                 return Err(Error::DeviceMismatch {
-                    op: op_name,
+                    op: call.op.entry().name(),
                     a: x,
                     b: d,
                 });
