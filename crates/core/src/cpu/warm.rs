@@ -33,7 +33,14 @@ pub(crate) fn keep_warm() {
             Err(now) => cur = now,
         }
     }
-    rayon::spawn(|| {
+    let spawner = rayon::current_thread_index();
+    rayon::spawn(move || {
+        // Popped by the thread that left it (waiting in a join of its own),
+        // it must not hold that thread up: only idle threads spin.
+        if spawner.is_some() && rayon::current_thread_index() == spawner {
+            SPINNERS.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
         let mut until = Instant::now() + SPIN;
         loop {
             match rayon::yield_now() {
