@@ -10,6 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ferrotorch::{Result, Tensor};
+use ferrotorch_bench::{Mlp, chain50};
 
 /// The system allocator, counting calls when `FT_COUNT_ALLOCS` is set
 /// (allocations per iteration are then printed with the time).
@@ -78,36 +79,19 @@ fn run() -> Result<()> {
         "chain50_nograd" => {
             let x = Tensor::randn(&[1])?;
             for _ in 0..iters {
-                std::hint::black_box(chain(&x)?);
+                std::hint::black_box(chain50(&x)?);
             }
         }
         "chain50_fwd" => {
             let x = Tensor::randn(&[1])?.requires_grad_(true)?;
             for _ in 0..iters {
-                std::hint::black_box(chain(&x)?);
+                std::hint::black_box(chain50(&x)?);
             }
         }
         "mlp" => {
-            let p = |o: usize, i: usize| -> Result<(Tensor, Tensor)> {
-                let w = Tensor::randn(&[o, i])?
-                    .mul(1.0 / (i as f64).sqrt())?
-                    .requires_grad_(true)?;
-                Ok((w, Tensor::zeros(&[o])?.requires_grad_(true)?))
-            };
-            let (w1, b1) = p(256, 784)?;
-            let (w2, b2) = p(256, 256)?;
-            let (w3, b3) = p(10, 256)?;
-            let x = Tensor::randn(&[128, 784])?;
-            let y = Tensor::randint(0, 10, &[128, 1])?;
+            let mlp = Mlp::new()?;
             for _ in 0..iters {
-                let h = x.matmul(&w1.t()?)?.add(&b1)?.relu()?;
-                let h = h.matmul(&w2.t()?)?.add(&b2)?.relu()?;
-                let logits = h.matmul(&w3.t()?)?.add(&b3)?;
-                let loss = logits.log_softmax(1)?.gather(1, &y)?.neg()?.mean()?;
-                loss.backward()?;
-                for t in [&w1, &b1, &w2, &b2, &w3, &b3] {
-                    t.set_grad(None)?;
-                }
+                mlp.step()?;
             }
         }
         "mm_mlp" => {
@@ -156,7 +140,7 @@ fn run() -> Result<()> {
         _ => {
             let x = Tensor::randn(&[1])?.requires_grad_(true)?;
             for _ in 0..iters {
-                chain(&x)?.sum()?.backward()?;
+                chain50(&x)?.sum()?.backward()?;
             }
         }
     }
@@ -168,19 +152,4 @@ fn run() -> Result<()> {
         println!("{which}: {:.3} us per iteration", per * 1e6);
     }
     Ok(())
-}
-
-/// The bench's 50-op elementwise chain.
-fn chain(x: &Tensor) -> Result<Tensor> {
-    let mut y = x.clone();
-    for i in 0..50 {
-        y = match i % 5 {
-            0 => y.mul(1.01)?,
-            1 => y.add(0.1)?,
-            2 => y.sin()?,
-            3 => y.mul(&y)?,
-            _ => y.tanh()?,
-        };
-    }
-    Ok(y)
 }

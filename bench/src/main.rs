@@ -9,6 +9,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use ferrotorch::{Result, Tensor, manual_seed};
+use ferrotorch_bench::{Mlp, chain50};
 
 /// Median seconds per call of `f`: warm-up, then >= 5 blocks of >= 0.1 s.
 fn time_it(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
@@ -86,44 +87,11 @@ fn figures() -> Vec<Figure> {
     }));
     v.push(figure("chain50_backward_1elem", || {
         let x = Tensor::randn(&[1])?.requires_grad_(true)?;
-        Ok(Box::new(move || {
-            let mut y = x.clone();
-            for i in 0..50 {
-                y = match i % 5 {
-                    0 => y.mul(1.01)?,
-                    1 => y.add(0.1)?,
-                    2 => y.sin()?,
-                    3 => y.mul(&y)?,
-                    _ => y.tanh()?,
-                };
-            }
-            y.sum()?.backward()
-        }))
+        Ok(Box::new(move || chain50(&x)?.sum()?.backward()))
     }));
     v.push(figure("mlp_fwd_bwd_b128", || {
-        // 784-256-256-10, ReLU, cross-entropy, batch 128.
-        let p = |o: usize, i: usize| -> Result<(Tensor, Tensor)> {
-            let w = Tensor::randn(&[o, i])?
-                .mul(1.0 / (i as f64).sqrt())?
-                .requires_grad_(true)?;
-            Ok((w, Tensor::zeros(&[o])?.requires_grad_(true)?))
-        };
-        let (w1, b1) = p(256, 784)?;
-        let (w2, b2) = p(256, 256)?;
-        let (w3, b3) = p(10, 256)?;
-        let x = Tensor::randn(&[128, 784])?;
-        let y = Tensor::randint(0, 10, &[128, 1])?;
-        Ok(Box::new(move || {
-            let h = x.matmul(&w1.t()?)?.add(&b1)?.relu()?;
-            let h = h.matmul(&w2.t()?)?.add(&b2)?.relu()?;
-            let logits = h.matmul(&w3.t()?)?.add(&b3)?;
-            let loss = logits.log_softmax(1)?.gather(1, &y)?.neg()?.mean()?;
-            loss.backward()?;
-            for t in [&w1, &b1, &w2, &b2, &w3, &b3] {
-                t.set_grad(None)?;
-            }
-            Ok(())
-        }))
+        let mlp = Mlp::new()?;
+        Ok(Box::new(move || mlp.step()))
     }));
     v.push(figure("add_1elem_overhead", || {
         let (a, b) = (Tensor::randn(&[1])?, Tensor::randn(&[1])?);
