@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrotorch::autograd::{
-    self, BackwardOptions, Function, FunctionCtx, GradOptions, apply_function, checkpoint, no_grad,
+    self, BackwardOptions, Function, FunctionCtx, GradOptions, GradcheckOptions, apply_function, checkpoint, gradcheck,
+    gradgradcheck, no_grad,
 };
 use ferrotorch::{DType, Result, Tensor, TensorIndex as I, TensorOptions};
 
@@ -504,5 +505,43 @@ fn seed_gradient_descent_matches_pytorch() -> Result<()> {
     assert!(close(w.item::<f32>()?, 2.072226047515869), "w = {}", w.item::<f32>()?);
     assert!(close(b.item::<f32>()?, 0.7876465916633606), "b = {}", b.item::<f32>()?);
     assert!(close(last, 0.007576559670269489), "loss = {last}");
+    Ok(())
+}
+
+/// cumprod's gradient where the input has zeros (one and two per line),
+/// against PyTorch 2.15's first and second derivatives, and by finite
+/// differences.
+#[test]
+fn cumprod_backward_with_zeros() -> Result<()> {
+    let x = Tensor::new([[2.0f64, 0.0, 3.0, 0.0, 5.0], [1.5, -2.0, 0.0, 4.0, 0.5]])?.requires_grad_(true)?;
+    let g = Tensor::new([[1.0f64, -1.0, 2.0, 0.5, 3.0], [0.25, 1.0, -2.0, 1.5, 2.0]])?;
+    let y = x.cumprod(1)?;
+    let gx = autograd::grad(
+        &[&y],
+        &[&x],
+        GradOptions {
+            grad_outputs: Some(std::slice::from_ref(&g)),
+            create_graph: true,
+            ..Default::default()
+        },
+    )?
+    .remove(0)
+    .unwrap();
+    let want_gx = [[1.0, 10.0, 0.0, 0.0, 0.0], [-1.75, 1.5, -24.0, 0.0, 0.0]];
+    let ggx = autograd::grad(&[&gx.sum()?], &[&x], Default::default())?
+        .remove(0)
+        .unwrap();
+    let want_ggx = [[5.0, 102.0, 4.0, 93.0, 0.0], [-15.0, 13.0, -35.5, -7.5, -24.0]];
+    for (got, want) in [(gx, want_gx), (ggx, want_ggx)] {
+        let got: Vec<f64> = got.to_vec()?;
+        let want: Vec<f64> = want.iter().flatten().copied().collect();
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{got:?} vs {want:?}");
+        }
+    }
+    let xs = [x.detach().requires_grad_(true)?];
+    let f = |t: &[Tensor]| t[0].cumprod(1);
+    gradcheck(&f, &xs, GradcheckOptions::default())?;
+    gradgradcheck(&f, &xs, GradcheckOptions::default())?;
     Ok(())
 }

@@ -415,13 +415,31 @@ impl Op for Scan {
         let r = if self.prod {
             // d y_j / d x_i = y_j / x_i for j >= i.
             let (x, y) = (ctx.input(0)?, ctx.output(0)?);
-            if x.eq(0.0)?.any()?.item::<bool>()? {
-                return Err(Error::invalid(
-                    "cumprod",
-                    "the backward of cumprod is implemented for inputs without zeros only",
-                ));
+            let zero = x.eq(0.0)?;
+            if !zero.any()?.item::<bool>()? {
+                rev_cumsum(&g.mul(&y)?)?.div(&x)?
+            } else {
+                // With zeros. At a nonzero x_j the formula above holds (its
+                // value past the line's first zero z1 is 0, its derivative is
+                // not). At z1 the derivative is sum_{k >= z1} g_k *
+                // prod_{i <= k, i != z1} x_i: the cumprod with x_z1 set to 1.
+                // At the second zero z2 it is x_z1 times the same with x_z1
+                // and x_z2 set to 1 (0, with the right derivative in x_z1);
+                // past that, 0 to second order.
+                let seen = zero.to_dtype(crate::DType::I64)?.cumsum(d)?;
+                let first = zero.logical_and(&seen.eq(1)?)?;
+                let second = zero.logical_and(&seen.eq(2)?)?;
+                let x_safe = x.masked_fill(&zero, 1.0)?;
+                let nonzero_part = rev_cumsum(&g.mul(&y)?)?.div(&x_safe)?.masked_fill(&zero, 0.0)?;
+                let x1 = x.masked_fill(&first, 1.0)?;
+                let at_first = rev_cumsum(&g.mul(&x1.cumprod(d)?)?)?.masked_fill(&first.logical_not()?, 0.0)?;
+                let x12 = x1.masked_fill(&second, 1.0)?;
+                let x_z1 = x.masked_fill(&first.logical_not()?, 0.0)?.sum_dim(d, true)?;
+                let at_second = rev_cumsum(&g.mul(&x12.cumprod(d)?)?)?
+                    .mul(&x_z1)?
+                    .masked_fill(&second.logical_not()?, 0.0)?;
+                nonzero_part.add(&at_first)?.add(&at_second)?
             }
-            rev_cumsum(&g.mul(&y)?)?.div(&x)?
         } else {
             rev_cumsum(&g)?
         };
