@@ -31,6 +31,21 @@ pub fn contiguous_strides(shape: &[usize]) -> Dims {
     strides
 }
 
+/// Whether `strides` walk `shape` row-major without gaps (size-1 dims may
+/// have any stride, as in PyTorch).
+pub(crate) fn is_row_major(shape: &[usize], strides: &[usize]) -> bool {
+    let mut expected = 1usize;
+    for (&n, &st) in shape.iter().zip(strides).rev() {
+        if n != 1 {
+            if st != expected {
+                return false;
+            }
+            expected *= n;
+        }
+    }
+    true
+}
+
 /// Number of elements of a shape (1 for a 0-d tensor).
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
@@ -202,23 +217,7 @@ impl Layout {
     /// True when elements are laid out row-major without gaps (size-1 dims
     /// may have any stride, as in PyTorch).
     pub fn is_contiguous(&self) -> bool {
-        if self.numel() == 0 {
-            return true;
-        }
-        let mut expected = 1usize;
-        for d in (0..self.shape.len()).rev() {
-            let s = self.shape[d];
-            if s == 0 {
-                return true;
-            }
-            if s != 1 {
-                if self.strides[d] != expected {
-                    return false;
-                }
-                expected *= s;
-            }
-        }
-        true
+        self.numel() == 0 || is_row_major(&self.shape, &self.strides)
     }
 
     /// True when the elements occupy exactly `numel` consecutive storage

@@ -242,7 +242,7 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
                 captured[ci] = grads.get(slot).cloned().flatten();
             }
         }
-        let outputs = if runs(i) {
+        let mut outputs = if runs(i) {
             let out = node.backward_fn().apply(node, &grads).map_err(|e| {
                 if super::is_anomaly_enabled() {
                     Error::invalid(
@@ -271,8 +271,8 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
                 continue;
             }
             let e = node.next_edges()[slot].as_ref().expect("edge present");
-            if let Some(Some(gr)) = outputs.get(slot) {
-                put(&mut buffers, c, e.input_nr, gr.clone())?;
+            if let Some(gr) = outputs.get_mut(slot).and_then(Option::take) {
+                put(&mut buffers, c, e.input_nr, gr)?;
             }
             deps[c] -= 1;
             if deps[c] == 0 {

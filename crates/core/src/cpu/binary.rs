@@ -295,18 +295,18 @@ pub(crate) fn activation_backward_kernel(op: &dyn Op, inputs: &[&Tensor], output
     match g.dtype() {
         DType::F32 => map2::<f32, f32, f32>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
             for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
-                *o = op.apply_f32(*g, *y);
+                *o = op.apply(*g, *y);
             }
         }),
         DType::F64 => map2::<f64, f64, f64>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
             for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
-                *o = op.apply_f64(*g, *y);
+                *o = op.apply(*g, *y);
             }
         }),
         dt => with_dtype!(dt, T => {
             map2::<T, T, T>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
                 for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
-                    *o = T::from_f64(op.apply_f32(g.to_f64() as f32, y.to_f64() as f32) as f64);
+                    *o = T::from_f64(op.apply(g.to_f64() as f32, y.to_f64() as f32) as f64);
                 }
             })
         }),

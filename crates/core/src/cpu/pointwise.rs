@@ -13,11 +13,10 @@
 
 use std::mem::MaybeUninit;
 
-use rayon::prelude::*;
 use smallvec::SmallVec;
 
 use super::access::access;
-use crate::layout::{Dims, Layout};
+use crate::layout::{Dims, Layout, is_row_major};
 use crate::{Element, Result, Tensor};
 
 /// Elements per block.
@@ -283,26 +282,12 @@ fn run_tiles(p: &Plan, out: &Operand, ins: &[Operand], t0: usize, t1: usize, f: 
     }
 }
 
-/// Whether `strides` walk `shape` row-major contiguously (size-1 dims ignored).
-fn is_row_major(shape: &[usize], strides: &[usize]) -> bool {
-    let mut expect = 1;
-    for (&n, &st) in shape.iter().zip(strides).rev() {
-        if n != 1 {
-            if st != expect {
-                return false;
-            }
-            expect *= n;
-        }
-    }
-    true
-}
-
 /// The fast path of small calls (the common case of scalar-sized autograd
 /// work): a dense output, inputs that are dense (copied first when they are
-/// the output itself) or one broadcast element. Runs `f` once without planning; returns false (having done
-/// nothing) when the operands don't fit.
-fn run_small_dense(shape: &[usize], out: &Operand, ins: &[Operand], f: &BlockFn) -> bool {
-    let numel: usize = shape.iter().product();
+/// the output itself) or one broadcast element. Runs `f` once over the
+/// `numel` elements without planning; returns false (having done nothing)
+/// when the operands don't fit.
+fn run_small_dense(shape: &[usize], numel: usize, out: &Operand, ins: &[Operand], f: &BlockFn) -> bool {
     if !is_row_major(shape, &out.strides) {
         return false;
     }
@@ -340,7 +325,7 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
         return;
     }
     debug_assert!(ins.len() <= MAX_INPUTS);
-    if numel <= BLOCK && run_small_dense(shape, out, ins, f) {
+    if numel <= BLOCK && run_small_dense(shape, numel, out, ins, f) {
         return;
     }
     let p = plan(shape, out, ins);
@@ -352,10 +337,9 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
             run_tiles(&p, out, ins, 0, tiles, f);
         } else {
             let per = (grain / (TILE_ROWS * TILE_COLS)).max(1);
-            (0..tiles.div_ceil(per)).into_par_iter().for_each(|g| {
+            super::warm::par_for_each(tiles.div_ceil(per), |g| {
                 run_tiles(&p, out, ins, g * per, ((g + 1) * per).min(tiles), f);
             });
-            super::warm::keep_warm();
         }
         return;
     }
@@ -363,10 +347,9 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
         run_range(&p, out, ins, 0, numel, f);
     } else {
         let tasks = numel.div_ceil(grain);
-        (0..tasks).into_par_iter().for_each(|t| {
+        super::warm::par_for_each(tasks, |t| {
             run_range(&p, out, ins, t * grain, ((t + 1) * grain).min(numel), f);
         });
-        super::warm::keep_warm();
     }
 }
 

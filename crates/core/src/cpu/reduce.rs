@@ -168,8 +168,7 @@ fn run<T: Element, O: Element, R: Reducer<T>>(
     if work < PAR_MIN || rayon::current_num_threads() == 1 {
         (0..n_out).for_each(|o| write(o, reduce_one(o, false)));
     } else if n_out >= 16 || chunks == 1 {
-        (0..n_out).into_par_iter().for_each(|o| write(o, reduce_one(o, false)));
-        super::warm::keep_warm();
+        super::warm::par_for_each(n_out, |o| write(o, reduce_one(o, false)));
     } else {
         (0..n_out).for_each(|o| write(o, reduce_one(o, true)));
     }
@@ -436,8 +435,7 @@ fn column_sum_f32(name: &'static str, x: &Tensor, out: &Tensor, rows: usize, col
     if rows * cols < PAR_MIN || rayon::current_num_threads() == 1 {
         (0..blocks).for_each(block);
     } else {
-        (0..blocks).into_par_iter().for_each(block);
-        super::warm::keep_warm();
+        super::warm::par_for_each(blocks, block);
     }
     Ok(())
 }
@@ -550,8 +548,7 @@ pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&T
         if n_out * n < PAR_MIN {
             (0..n_out).for_each(one);
         } else {
-            (0..n_out).into_par_iter().for_each(one);
-            super::warm::keep_warm();
+            super::warm::par_for_each(n_out, one);
         }
     });
     Ok(())
@@ -600,8 +597,7 @@ pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) 
         if n_out * n < PAR_MIN {
             (0..n_out).for_each(line);
         } else {
-            (0..n_out).into_par_iter().for_each(line);
-            super::warm::keep_warm();
+            super::warm::par_for_each(n_out, line);
         }
     });
     Ok(())

@@ -1,7 +1,6 @@
 //! CPU softmax / log_softmax: one line at a time (max, exp-sum, scale), lines in parallel.
 
 use half::{bf16, f16};
-use rayon::prelude::*;
 use smallvec::SmallVec;
 
 use super::access::access;
@@ -174,8 +173,7 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
     if n_lines * n < 1 << 14 {
         (0..n_lines).for_each(line);
     } else {
-        (0..n_lines).into_par_iter().for_each(line);
-        super::warm::keep_warm();
+        super::warm::par_for_each(n_lines, line);
     }
     Ok(())
 }

@@ -2,7 +2,6 @@
 
 use std::cmp::Ordering;
 
-use rayon::prelude::*;
 use smallvec::SmallVec;
 
 use super::access::access;
@@ -72,7 +71,7 @@ fn sort_lines(x: &Tensor, vals: &Tensor, idxs: &Tensor, dim: usize, k: usize, de
         if lines * n < 1 << 14 {
             (0..lines).for_each(line);
         } else {
-            (0..lines).into_par_iter().for_each(line);
+            super::warm::par_for_each(lines, line);
         }
     });
     Ok(())

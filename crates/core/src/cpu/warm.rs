@@ -19,6 +19,14 @@ const SPIN: Duration = Duration::from_micros(300);
 /// Spinning tasks alive now (at most one per other thread of a pool).
 static SPINNERS: AtomicUsize = AtomicUsize::new(0);
 
+/// Runs `f(i)` for every `i` in `0..n` on the pool, then keeps the pool
+/// warm for the next region (the parallel loop of every CPU kernel).
+pub(crate) fn par_for_each(n: usize, f: impl Fn(usize) + Sync + Send) {
+    use rayon::prelude::*;
+    (0..n).into_par_iter().for_each(f);
+    keep_warm();
+}
+
 /// Called after a parallel region: makes sure the pool's other threads stay
 /// awake for a short while (see the module docs). Cheap when they already are.
 pub(crate) fn keep_warm() {

@@ -30,21 +30,16 @@ pub enum ActivationKind {
 pub struct ActivationBackward(pub ActivationKind);
 
 impl ActivationBackward {
-    /// The function on one element (in f64 or f32 arithmetic).
+    /// The function on one element, in the arithmetic of `T` (f32 or f64).
     #[inline]
-    pub(crate) fn apply_f32(self, g: f32, y: f32) -> f32 {
+    pub(crate) fn apply<T>(self, g: T, y: T) -> T
+    where
+        T: Copy + From<f32> + std::ops::Mul<Output = T> + std::ops::Sub<Output = T>,
+    {
+        let one = T::from(1.0);
         match self.0 {
-            ActivationKind::Tanh => g * (1.0 - y * y),
-            ActivationKind::Sigmoid => g * (1.0 - y) * y,
-        }
-    }
-
-    /// As [`Self::apply_f32`], in f64.
-    #[inline]
-    pub(crate) fn apply_f64(self, g: f64, y: f64) -> f64 {
-        match self.0 {
-            ActivationKind::Tanh => g * (1.0 - y * y),
-            ActivationKind::Sigmoid => g * (1.0 - y) * y,
+            ActivationKind::Tanh => g * (one - y * y),
+            ActivationKind::Sigmoid => g * (one - y) * y,
         }
     }
 }

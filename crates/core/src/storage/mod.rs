@@ -4,6 +4,7 @@ mod cpu_alloc;
 
 use std::any::Any;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use cpu_alloc::{CpuBuffer, MemoryStats, empty_cache, memory_stats, reset_peak_memory_stats};
@@ -64,7 +65,7 @@ struct StorageImpl {
     device: Device,
     nbytes: usize,
     /// The version counter of every tensor on this storage.
-    version: std::sync::atomic::AtomicU64,
+    version: AtomicU64,
     data: RwLock<Buffer>,
 }
 
@@ -82,19 +83,19 @@ impl Storage {
         Storage(Arc::new(StorageImpl {
             device,
             nbytes,
-            version: std::sync::atomic::AtomicU64::new(0),
+            version: AtomicU64::new(0),
             data: RwLock::new(buffer),
         }))
     }
 
     /// The version of the data: the number of in-place writes so far.
     pub fn version(&self) -> u64 {
-        self.0.version.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.version.load(Ordering::Relaxed)
     }
 
     /// Records one in-place write.
     pub fn bump_version(&self) {
-        self.0.version.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.version.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Fresh host memory of `nbytes`, zeroed when `zeroed`.

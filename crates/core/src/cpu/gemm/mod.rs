@@ -11,8 +11,6 @@
 
 mod kernels;
 
-use rayon::prelude::*;
-
 use kernels::{Generic, MicroKernel};
 
 use super::access::access;
@@ -260,7 +258,7 @@ where
     if private {
         // Each task packs what it needs.
     } else if tasks > 1 {
-        (0..kblocks * tasks).into_par_iter().for_each(pack_shared);
+        super::warm::par_for_each(kblocks * tasks, pack_shared);
     } else {
         (0..kblocks * tasks).for_each(pack_shared);
     }
@@ -357,8 +355,7 @@ where
         }
     };
     if tasks > 1 {
-        (0..tasks).into_par_iter().for_each(task);
-        super::warm::keep_warm();
+        super::warm::par_for_each(tasks, task);
     } else {
         task(0);
     }
@@ -457,8 +454,7 @@ fn batched<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         }
     };
     if small && nb > 1 && rayon::current_num_threads() > 1 {
-        (0..nb).into_par_iter().for_each(|bi| one(bi, false));
-        super::warm::keep_warm();
+        super::warm::par_for_each(nb, |bi| one(bi, false));
     } else {
         (0..nb).for_each(|bi| one(bi, !small));
     }
