@@ -1,6 +1,7 @@
 //! Runs `iters` sgemm calls of size n on one thread, for `perf stat` cycle
 //! counts (flops per cycle are steadier than times on a shared machine):
 //! `perf stat -e cycles:u target/release/examples/gemm_cycles 1024 20`.
+//! Arguments: `n iters [threads]`; `FT_MKN=m,k,n` times an `m x k @ k x n` product instead.
 
 fn main() -> ferrotorch::Result<()> {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
@@ -11,16 +12,20 @@ fn main() -> ferrotorch::Result<()> {
     let threads = args.get(2).copied().unwrap_or(1);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     pool.install(|| {
-        let a = ferrotorch::Tensor::randn(&[n, n])?;
-        let b = ferrotorch::Tensor::randn(&[n, n])?;
+        let mkn: Vec<usize> = std::env::var("FT_MKN")
+            .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_else(|_| vec![n, n, n]);
+        let (m, k, nn) = (mkn[0], mkn[1], mkn[2]);
+        let a = ferrotorch::Tensor::randn(&[m, k])?;
+        let b = ferrotorch::Tensor::randn(&[k, nn])?;
         let t = std::time::Instant::now();
         for _ in 0..iters {
             std::hint::black_box(a.mm(&b)?);
         }
         let s = t.elapsed().as_secs_f64();
         println!(
-            "n={n} iters={iters}: {:.1} GFLOP/s",
-            2.0 * (n as f64).powi(3) * iters as f64 / s / 1e9
+            "{m}x{k}x{nn} iters={iters}: {:.1} GFLOP/s",
+            2.0 * (m * k * nn) as f64 * iters as f64 / s / 1e9
         );
         Ok(())
     })

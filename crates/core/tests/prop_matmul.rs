@@ -185,11 +185,19 @@ fn matmul_reference_sanity() {
 /// column-major and general strides of both operands, and they only kick in
 /// for products large enough to leave the serial small-matrix path. Every
 /// transpose combination at such sizes (ragged edges included) must match a
-/// naive f64 product.
+/// naive f64 product. The last two shapes have several column blocks of B
+/// (packed one at a time), split by rows and, with 5 rows, by columns.
 #[test]
 fn sgemm_packing_paths_match_naive() {
     let g = ferrotorch_core::TensorOptions::new().generator(&ferrotorch_core::Generator::new(7));
-    for &(n, k, m) in &[(70usize, 100usize, 96usize), (129, 257, 64), (33, 16, 131)] {
+    let shapes = [
+        (70usize, 100usize, 96usize),
+        (129, 257, 64),
+        (33, 16, 131),
+        (70, 300, 1000),
+        (5, 300, 1000),
+    ];
+    for &(n, k, m) in &shapes {
         let a0 = g.randn(&[n, k]).unwrap();
         let b0 = g.randn(&[k, m]).unwrap();
         let av: Vec<f32> = a0.to_vec().unwrap();

@@ -3,9 +3,10 @@
 //! The inner dimension is cut into blocks of `KC`; for each, B is packed
 //! into panels of `NR` columns and A into panels of `MR` rows (zero-padded).
 //! Threads split the rows of C (or its columns when there are few rows):
-//! each packs its own A panels and walks column blocks of about `NC`, with
-//! one A micro-panel in L1 streaming over the block's B panels in L2 through
-//! the register-tiled micro-kernel (`kernels.rs`). The inner dimension is
+//! each packs its own A panels and walks column blocks of about `NC`,
+//! packing the block's B panels itself just before use, with one A
+//! micro-panel in L1 streaming over the block's B panels in L2 through the
+//! register-tiled micro-kernel (`kernels.rs`). The inner dimension is
 //! never split across threads and every output element accumulates its `KC`
 //! blocks in order, so the result is identical for any number of threads.
 
@@ -22,8 +23,6 @@ use crate::{DType, Element, Result, Tensor, with_dtype};
 const KC: usize = 256;
 /// Columns of a block (its B panels, `KC x NC`, stay in L2).
 const NC: usize = 480;
-/// Up to this many multiply-adds (`m * n * k`), each thread packs the shared operand itself.
-const PRIVATE_PACK_MAX: usize = 1 << 30;
 
 /// Blocking `(kc, nc)`, overridable with `FERROTORCH_GEMM_BLOCKING=kc,nc`
 /// (for tuning on a new machine).
@@ -197,9 +196,12 @@ fn pack_b_panels<T: Copy + Default, const NR: usize>(
 /// `C = A * B` for `A: m x k`, `B: k x n`, `C: m x n` with row stride `ldc` (unit column stride).
 ///
 /// The work is split over threads by rows of C when there are enough MR-row
-/// panels (else by columns). The operand all threads share (B, or A) is
-/// packed once for every depth block up front; each thread packs its own
-/// part of the other operand per depth block and computes its C block.
+/// panels (else by columns). Each thread packs everything it reads itself,
+/// just before it uses it: per depth block its own part of the split operand,
+/// then the other operand one column block at a time (so the packed block is
+/// still in L2 when the micro-kernel reads it). Packing the other operand
+/// once for all threads costs a round trip through memory that is dearer
+/// than packing it twice, and a second fork-join.
 #[allow(clippy::too_many_arguments)]
 fn gemm_with<T, K>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: *mut T, ldc: usize, parallel: bool)
 where
@@ -223,45 +225,11 @@ where
     let (kc_blk, nc_blk) = blocking();
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
     let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
-    let (m_pad, n_pad) = (m_panels * mr, n_panels * nr);
     let kblocks = k.div_ceil(kc_blk);
     let block = |kb: usize| (kb * kc_blk, kc_blk.min(k - kb * kc_blk));
     let by_rows = m_panels >= threads || m_panels >= n_panels;
     let tasks = threads.min(if by_rows { m_panels } else { n_panels }).max(1);
-    // Small products: every task packs the shared operand itself, so the call
-    // needs one fork-join instead of two (waking idle threads costs more than
-    // packing twice).
-    let private = tasks > 1 && m * n * k <= PRIVATE_PACK_MAX;
-    let shared_len = if by_rows { n_pad } else { m_pad };
-    // The shared operand, packed for all depth blocks: block kb starts at
-    // p0 * padded size, panel q of it at q * (MR or NR) * kc.
-    let mut shared = Scratch::<T>::new(if private { 0 } else { k * shared_len });
-    let sp = OutPtr(shared.as_mut_ptr());
-    let pack_shared = |job: usize| {
-        let (kb, part) = (job / tasks, job % tasks);
-        let (p0, kc) = block(kb);
-        let panels = if by_rows { n_panels } else { m_panels };
-        let per = panels.div_ceil(tasks);
-        let (lo, hi) = ((part * per).min(panels), ((part + 1) * per).min(panels));
-        if by_rows {
-            // SAFETY: the block's region of the shared buffer.
-            K::pack_b(b, p0, kc, n, lo, hi, unsafe { sp.get().add(p0 * n_pad) });
-        } else {
-            for pi in lo..hi {
-                let rows = mr.min(m - pi * mr);
-                K::pack_a(a, pi * mr, rows, p0, kc, unsafe {
-                    sp.get().add(p0 * m_pad + pi * mr * kc)
-                });
-            }
-        }
-    };
-    if private {
-        // Each task packs what it needs.
-    } else if tasks > 1 {
-        super::warm::par_for_each(kblocks * tasks, pack_shared);
-    } else {
-        (0..kblocks * tasks).for_each(pack_shared);
-    }
+    let nc_panels = (nc_blk / nr).max(1);
     // One task: panels [lo, hi) of its split dimension, all depth blocks.
     let task = |t: usize| {
         let split = if by_rows { m_panels } else { n_panels };
@@ -270,16 +238,24 @@ where
         if lo >= hi {
             return;
         }
+        // This task's rows of A (by rows) or columns of B (by columns), one depth block.
         let own_len = (hi - lo) * if by_rows { mr } else { nr };
         let mut own = Scratch::<T>::new(own_len * kc_blk.min(k));
         let op = own.as_mut_ptr();
-        let mut own_shared = Scratch::<T>::new(if private { shared_len * kc_blk.min(k) } else { 0 });
-        let osp = own_shared.as_mut_ptr();
+        // The other operand: one column block of B (by rows) or all of A (by columns).
+        let other_len = if by_rows {
+            nc_panels.min(n_panels) * nr
+        } else {
+            m_panels * mr
+        };
+        let mut other = Scratch::<T>::new(other_len * kc_blk.min(k));
+        let ot = other.as_mut_ptr();
         let mut edge = [T::default(); 16 * 32];
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
             let accumulate = kb > 0;
-            // Pack this task's part of the other operand for the block.
+            // Pack this task's part of the split operand for the block (and,
+            // by columns, all of the small A).
             if by_rows {
                 for pi in lo..hi {
                     let rows = mr.min(m - pi * mr);
@@ -287,39 +263,29 @@ where
                 }
             } else {
                 K::pack_b(b, p0, kc, n, lo, hi, op.wrapping_sub(lo * nr * kc));
-            }
-            let shared_block: *const T = if private {
-                if by_rows {
-                    K::pack_b(b, p0, kc, n, 0, n_panels, osp);
-                } else {
-                    for pi in 0..m_panels {
-                        let rows = mr.min(m - pi * mr);
-                        K::pack_a(a, pi * mr, rows, p0, kc, unsafe { osp.add(pi * mr * kc) });
-                    }
+                for pi in 0..m_panels {
+                    let rows = mr.min(m - pi * mr);
+                    K::pack_a(a, pi * mr, rows, p0, kc, unsafe { ot.add(pi * mr * kc) });
                 }
-                osp
-            } else {
-                // SAFETY: the block's region of the shared buffer.
-                unsafe { sp.get().add(p0 * shared_len) }
-            };
+            }
+            // Panel pi of A is at a_base + (pi - a_first) * mr * kc; likewise B.
             let (a_base, a_first) = if by_rows {
                 (op as *const T, lo)
             } else {
-                (shared_block, 0)
+                (ot as *const T, 0)
             };
-            let (b_base, b_first) = if by_rows {
-                (shared_block, 0)
-            } else {
-                (op as *const T, lo)
-            };
+            let (mut b_base, mut b_first) = (op as *const T, lo);
             let (i_lo, i_hi) = if by_rows { (lo, hi) } else { (0, m_panels) };
             let (j_lo, j_hi) = if by_rows { (0, n_panels) } else { (lo, hi) };
             // Column blocks of about `nc_blk` keep the B panels of a block in L2
             // while every A panel (L1) streams over them.
-            let nc_panels = (nc_blk / nr).max(1);
             let mut jc = j_lo;
             while jc < j_hi {
                 let jc_end = (jc + nc_panels).min(j_hi);
+                if by_rows {
+                    K::pack_b(b, p0, kc, n, jc, jc_end, ot.wrapping_sub(jc * nr * kc));
+                    (b_base, b_first) = (ot as *const T, jc);
+                }
                 for pi in i_lo..i_hi {
                     let rows = mr.min(m - pi * mr);
                     // SAFETY: packed panels exist for every index used; tiles are inside C.
