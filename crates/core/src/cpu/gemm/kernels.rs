@@ -144,10 +144,6 @@ mod x86 {
         }
     }
 
-    const PF: usize = match option_env!("FT_PF") {
-        Some(_) => 1024,
-        None => 512,
-    };
     #[target_feature(enable = "avx512f")]
     unsafe fn avx512_f32(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
         unsafe {
@@ -159,9 +155,7 @@ mod x86 {
             let (mut a, mut b) = (a, b);
             // Two k steps per iteration (fewer loop uops per FMA); same FMA order.
             for _ in 0..kc / 2 {
-                for l in 0..4 {
-                    _mm_prefetch::<_MM_HINT_T0>(b.add(PF + 16 * l) as *const i8);
-                }
+                _mm_prefetch::<_MM_HINT_T0>(b.add(512) as *const i8);
                 for s in 0..2 {
                     let b0 = _mm512_loadu_ps(b.add(32 * s));
                     let b1 = _mm512_loadu_ps(b.add(32 * s + 16));
