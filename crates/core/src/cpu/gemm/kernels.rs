@@ -64,6 +64,13 @@ impl Packer<f32> for Avx512F32 {
             }
             return;
         }
+        if b.cs == 1 && n >= pj1 * 32 {
+            // Row-major B, full panels only: 32 contiguous values per row and panel.
+            // SAFETY: rows p0..p0 + kc and columns up to pj1 * 32 are inside B;
+            // dst holds 32 * kc values per panel.
+            unsafe { x86::pack_b_f32_32(b.ptr.add(p0 * b.rs), b.rs, kc, pj0, pj1, dst) };
+            return;
+        }
         super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj0, pj1, dst)
     }
 }
@@ -214,6 +221,25 @@ mod x86 {
             for p in full..kc {
                 for r in 0..12 {
                     *dst.add(p * 12 + r) = *a.add(r * lda + p);
+                }
+            }
+        }
+    }
+
+    /// Packs the 32-column panels `[pj0, pj1)` of `kc` rows of a row-major B
+    /// (`ldb` apart): `dst[pj * 32 * kc + p * 32 + j] = b[p * ldb + pj * 32 + j]`.
+    ///
+    /// # Safety
+    /// The rows and panels are readable, `dst` is writable for the panels, AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn pack_b_f32_32(b: *const f32, ldb: usize, kc: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+        unsafe {
+            for p in 0..kc {
+                let row = b.add(p * ldb);
+                for pj in pj0..pj1 {
+                    let out = dst.add(pj * 32 * kc + p * 32);
+                    _mm512_storeu_ps(out, _mm512_loadu_ps(row.add(pj * 32)));
+                    _mm512_storeu_ps(out.add(16), _mm512_loadu_ps(row.add(pj * 32 + 16)));
                 }
             }
         }
