@@ -10,7 +10,7 @@ pub type Dims = SmallVec<[usize; 6]>;
 
 /// Where a tensor's elements sit in its storage: element `(i0, i1, ...)` is at
 /// `offset + i0*strides[0] + i1*strides[1] + ...` (in elements, not bytes).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
     /// Size of each dimension.
     pub shape: Dims,
@@ -20,9 +20,18 @@ pub struct Layout {
     pub offset: usize,
 }
 
+/// `n` zeros (inline up to six dims, without the generic fill loop).
+pub(crate) fn zero_dims(n: usize) -> Dims {
+    if n <= 6 {
+        Dims::from_buf_and_len([0; 6], n)
+    } else {
+        smallvec::smallvec![0; n]
+    }
+}
+
 /// Row-major strides of a contiguous tensor of `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Dims {
-    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    let mut strides = zero_dims(shape.len());
     let mut acc = 1usize;
     for d in (0..shape.len()).rev() {
         strides[d] = acc;
@@ -44,6 +53,13 @@ pub(crate) fn is_row_major(shape: &[usize], strides: &[usize]) -> bool {
         }
     }
     true
+}
+
+/// Whether two shapes are equal (an inline loop: shapes are short, and a
+/// slice comparison calls `memcmp`).
+#[inline]
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Number of elements of a shape (1 for a 0-d tensor).
@@ -194,11 +210,22 @@ pub fn view_strides(old_shape: &[usize], old_strides: &[usize], new_shape: &[usi
     Some(new_strides)
 }
 
+impl Clone for Layout {
+    /// A copy (the dims copied as slices, not element by element).
+    fn clone(&self) -> Self {
+        Layout {
+            shape: Dims::from_slice(&self.shape),
+            strides: Dims::from_slice(&self.strides),
+            offset: self.offset,
+        }
+    }
+}
+
 impl Layout {
     /// A contiguous row-major layout of `shape` starting at offset 0.
     pub fn contiguous(shape: &[usize]) -> Self {
         Layout {
-            shape: shape.into(),
+            shape: Dims::from_slice(shape),
             strides: contiguous_strides(shape),
             offset: 0,
         }
@@ -436,7 +463,7 @@ impl Layout {
     /// broadcast target): new leading dims and expanded size-1 dims get stride 0.
     pub fn broadcast_strides(&self, shape: &[usize]) -> Dims {
         let lead = shape.len() - self.ndim();
-        let mut st: Dims = smallvec::smallvec![0; shape.len()];
+        let mut st = zero_dims(shape.len());
         for d in 0..self.ndim() {
             st[lead + d] = if self.shape[d] == 1 && shape[lead + d] != 1 {
                 0

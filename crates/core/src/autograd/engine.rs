@@ -299,7 +299,7 @@ fn check_outputs(node: &Arc<Node>, out: &[Option<Tensor>]) -> Result<()> {
     for (i, g) in out.iter().enumerate() {
         let Some(g) = g else { continue };
         if let Some(s) = node.backward_fn().input_shape(i)
-            && g.shape() != s
+            && !crate::layout::same_dims(g.shape(), s)
         {
             return Err(Error::shape(
                 "backward",

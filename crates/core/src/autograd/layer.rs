@@ -270,20 +270,21 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
         return run_below();
     }
     let op = call.op;
-    let needs: PerInput<bool> = call
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(i, t)| t.requires_grad() && op.differentiable_input(i))
-        .collect();
-    let edges: Edges = call
-        .inputs
-        .iter()
-        .zip(&needs)
-        .map(|(t, &n)| if n { t.gradient_edge() } else { None })
-        .collect();
+    // Per-input records, built with pushes (cheaper than collecting for one or two inputs).
+    let n = call.inputs.len();
+    let (mut needs, mut edges, mut meta) = (
+        PerInput::with_capacity(n),
+        Edges::with_capacity(n),
+        PerInput::with_capacity(n),
+    );
+    for (i, t) in call.inputs.iter().enumerate() {
+        let need = t.requires_grad() && op.differentiable_input(i);
+        needs.push(need);
+        edges.push(if need { t.gradient_edge() } else { None });
+        meta.push(TensorMeta::of(t));
+    }
     let spec = op.saves();
-    let mut saved_inputs = PerInput::with_capacity(call.inputs.len());
+    let mut saved_inputs = PerInput::with_capacity(n);
     for (i, t) in call.inputs.iter().enumerate() {
         saved_inputs.push(if spec.input(i) {
             // An input the call overwrites is saved as a copy.
@@ -300,13 +301,11 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
             None
         });
     }
-    let meta: PerInput<TensorMeta> = call.inputs.iter().map(|t| TensorMeta::of(t)).collect();
     let outs = run_below()?;
-    let saved_outputs = outs
-        .iter()
-        .enumerate()
-        .map(|(i, o)| spec.output(i).then(|| SavedTensor::output(o, i)))
-        .collect();
+    let mut saved_outputs = PerInput::with_capacity(outs.len());
+    for (i, o) in outs.iter().enumerate() {
+        saved_outputs.push(spec.output(i).then(|| SavedTensor::output(o, i)));
+    }
     let saved = SavedSet {
         inputs: saved_inputs,
         outputs: saved_outputs,

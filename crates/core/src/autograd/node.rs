@@ -66,15 +66,16 @@ pub struct Node {
 }
 
 impl Node {
-    /// A node running `backward`, whose inputs' gradients go to `next`.
+    /// A node running `backward`, whose inputs' gradients go to `next`
+    /// (an [`Edges`] or a `Vec<Option<Edge>>`).
     pub fn new(
         backward: Box<dyn Backward>,
-        next: impl IntoIterator<Item = Option<Edge>>,
+        next: impl Into<Edges>,
         forward_name: impl Into<Cow<'static, str>>,
     ) -> Arc<Node> {
         Arc::new(Node {
             backward: Some(backward),
-            next: next.into_iter().collect(),
+            next: next.into(),
             seq: SEQ.fetch_add(1, Ordering::Relaxed),
             pre_hooks: Mutex::new(Vec::new()),
             forward_name: forward_name.into(),

@@ -26,8 +26,81 @@ pub(crate) struct Access<'a> {
     pub outs: SmallVec<[*mut u8; 2]>,
 }
 
+/// Most operands handled without heap allocation.
+const INLINE: usize = 6;
+
 /// Locks the storages of `inputs` and `outputs` and returns their data pointers.
 pub(crate) fn access<'a>(op: &'static str, inputs: &[&'a Tensor], outputs: &[&'a Tensor]) -> Result<Access<'a>> {
+    let (n_in, n) = (inputs.len(), inputs.len() + outputs.len());
+    if n > INLINE {
+        return access_many(op, inputs, outputs);
+    }
+    let operand = |i: usize| if i < n_in { inputs[i] } else { outputs[i - n_in] };
+    // Every operand as (storage id, operand index), sorted by id (insertion
+    // sort: there are few).
+    let mut order = [(0usize, 0usize); INLINE];
+    for i in 0..n {
+        let id = operand(i).storage().id();
+        let mut at = i;
+        while at > 0 && order[at - 1].0 > id {
+            order[at] = order[at - 1];
+            at -= 1;
+        }
+        order[at] = (id, i);
+    }
+    let mut guards: SmallVec<[Guard<'a>; 4]> = SmallVec::new();
+    let mut ptrs = [std::ptr::null_mut::<u8>(); INLINE];
+    let mut i = 0;
+    while i < n {
+        let id = order[i].0;
+        let mut j = i;
+        let mut write = false;
+        while j < n && order[j].0 == id {
+            write |= order[j].1 >= n_in;
+            j += 1;
+        }
+        let st = operand(order[i].1).storage();
+        let (guard, base) = if write {
+            let g = st.write();
+            let p = cpu_ptr(op, st, &g)?;
+            (Guard::Write(g), p)
+        } else {
+            let g = st.read();
+            let p = cpu_ptr(op, st, &g)?;
+            (Guard::Read(g), p)
+        };
+        guards.push(guard);
+        for &(_, k) in &order[i..j] {
+            let t = operand(k);
+            // SAFETY: the offset lies inside the storage (an invariant of every tensor).
+            ptrs[k] = unsafe { base.add(t.storage_offset() * t.element_size()) };
+        }
+        i = j;
+    }
+    let mut ins = [std::ptr::null::<u8>(); INLINE];
+    for (d, &p) in ins.iter_mut().zip(&ptrs[..n_in]) {
+        *d = p;
+    }
+    Ok(Access {
+        ins: SmallVec::from_slice(&ins[..n_in]),
+        outs: SmallVec::from_slice(&ptrs[n_in..n]),
+        _guards: guards,
+    })
+}
+
+/// The data pointer of a locked CPU buffer (an error for other devices).
+fn cpu_ptr(op: &'static str, st: &crate::storage::Storage, buf: &Buffer) -> Result<*mut u8> {
+    match buf {
+        Buffer::Cpu(b) => Ok(b.as_ptr()),
+        _ => Err(Error::NoData {
+            op,
+            device: st.device(),
+        }),
+    }
+}
+
+/// `access` for any number of operands.
+fn access_many<'a>(op: &'static str, inputs: &[&'a Tensor], outputs: &[&'a Tensor]) -> Result<Access<'a>> {
     let mut storages: SmallVec<[(usize, &'a Tensor, bool); 6]> = SmallVec::new();
     for t in inputs {
         storages.push((t.storage().id(), *t, false));

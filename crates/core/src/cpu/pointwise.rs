@@ -353,6 +353,45 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
     }
 }
 
+/// The common small case, straight from the tensors (no operand plans): a
+/// row-major output of at most [`BLOCK`] elements and inputs that are
+/// row-major with its shape or single elements (broadcast). Inputs sharing
+/// the output's memory, and broadcast ones, are read from copies. Returns
+/// false (nothing done) for any other case.
+fn small_dense_call(out: &Tensor, out_ptr: *mut u8, ins: &[&Tensor], in_ptrs: &[*const u8], f: &BlockFn) -> bool {
+    let numel = out.numel();
+    if numel == 0 || numel > BLOCK || !out.is_contiguous() {
+        return false;
+    }
+    let shape = out.shape();
+    let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS]>::uninit();
+    let base_buf = scratch.as_mut_ptr() as *mut u64;
+    let mut ptrs = [std::ptr::null::<u8>(); MAX_INPUTS];
+    for (k, (t, &p)) in ins.iter().zip(in_ptrs).enumerate() {
+        let dst = base_buf.wrapping_add(k * BLOCK) as *mut u8;
+        let same_shape = t.ndim() == shape.len() && t.shape().iter().zip(shape).all(|(a, b)| a == b);
+        ptrs[k] = if same_shape && t.is_contiguous() {
+            if t.storage().same(out.storage()) {
+                // In place (`grad += g`): the block function must not see its
+                // input and output overlap, so it reads a copy.
+                // SAFETY: numel readable elements at p; dst has BLOCK u64 slots.
+                unsafe { gather(p, 1, numel, t.element_size(), dst) };
+                dst
+            } else {
+                p
+            }
+        } else if t.numel() == 1 {
+            // SAFETY: one readable element at p; dst has BLOCK u64 slots.
+            unsafe { gather(p, 0, numel, t.element_size(), dst) };
+            dst
+        } else {
+            return false;
+        };
+    }
+    f(&ptrs[..ins.len()], out_ptr, numel);
+    true
+}
+
 fn operand(t: &Tensor, ptr: *const u8, shape: &[usize], out: &Tensor) -> Operand {
     Operand {
         ptr: ptr as usize,
@@ -380,8 +419,6 @@ pub(crate) fn map1<A: Element, O: Element>(
     f: impl Fn(&[A], &mut [O]) + Sync,
 ) -> Result<()> {
     let acc = access(op, &[a], &[out])?;
-    let shape = out.shape();
-    let ins = [operand(a, acc.ins[0], shape, out)];
     let block = |i: &[*const u8], o: *mut u8, n: usize| {
         // SAFETY: the engine passes n valid, contiguous, non-overlapping elements.
         let (x, y) = unsafe {
@@ -392,6 +429,11 @@ pub(crate) fn map1<A: Element, O: Element>(
         };
         f(x, y)
     };
+    if small_dense_call(out, acc.outs[0], &[a], &acc.ins, &block) {
+        return Ok(());
+    }
+    let shape = out.shape();
+    let ins = [operand(a, acc.ins[0], shape, out)];
     pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
     Ok(())
 }
@@ -406,8 +448,6 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
     f: impl Fn(&[A], &[B], &mut [O]) + Sync,
 ) -> Result<()> {
     let acc = access(op, &[a, b], &[out])?;
-    let shape = out.shape();
-    let ins = [operand(a, acc.ins[0], shape, out), operand(b, acc.ins[1], shape, out)];
     let block = |i: &[*const u8], o: *mut u8, n: usize| {
         // SAFETY: as in map1.
         let (x, y, z) = unsafe {
@@ -419,6 +459,11 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
         };
         f(x, y, z)
     };
+    if small_dense_call(out, acc.outs[0], &[a, b], &acc.ins, &block) {
+        return Ok(());
+    }
+    let shape = out.shape();
+    let ins = [operand(a, acc.ins[0], shape, out), operand(b, acc.ins[1], shape, out)];
     pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
     Ok(())
 }

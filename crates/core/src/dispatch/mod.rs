@@ -107,6 +107,13 @@ pub fn exclude_keys(keys: DispatchKeySet) -> KeyGuard {
 /// The device a call runs on: that of its tensors (0-d CPU tensors, like
 /// Python scalars, may join a call on any device), or the factory op's.
 pub fn call_device(call: &Call) -> Result<Device> {
+    // The common case first: CPU tensors, an operator without a device of its own.
+    if call.op.device().is_none()
+        && call.inputs.iter().all(|t| t.device() == Device::Cpu)
+        && call.out.is_none_or(|o| o.iter().all(|t| t.device() == Device::Cpu))
+    {
+        return Ok(Device::Cpu);
+    }
     let mut device: Option<Device> = None;
     let mut scalar_cpu = false;
     let mut visit = |t: &Tensor| -> Result<()> {
@@ -274,10 +281,10 @@ fn run_structured(call: &Call, f: Option<StructuredFn>) -> Result<Tensors> {
     let specs = call.op.infer(call.inputs)?;
     match call.out {
         None => {
-            let outs: Tensors = specs
-                .iter()
-                .map(|s| Tensor::empty_for_spec(s, device))
-                .collect::<Result<_>>()?;
+            let mut outs = Tensors::new();
+            for s in &specs {
+                outs.push(Tensor::empty_for_spec(s, device)?);
+            }
             if let Some(f) = f {
                 let refs: SmallVec<[&Tensor; 2]> = outs.iter().collect();
                 f(call.op, call.inputs, &refs)?;

@@ -165,7 +165,7 @@ impl Op for Binary {
             _ => {}
         }
         // Equal shapes and scalar operands (most calls) need no broadcasting.
-        let shape = if a.shape() == b.shape() || b.ndim() == 0 {
+        let shape = if crate::layout::same_dims(a.shape(), b.shape()) || b.ndim() == 0 {
             a.dims()
         } else if a.ndim() == 0 {
             b.dims()
@@ -288,7 +288,7 @@ impl Op for Binary {
 /// output then follows (as PyTorch's TensorIterator does).
 pub(crate) fn broadcast_spec(shape: Dims, inputs: &[&Tensor], dtype: DType) -> OutSpec {
     let mut spec = OutSpec::new(shape, dtype);
-    if let Some(t) = inputs.iter().find(|t| t.shape() == spec.shape.as_slice())
+    if let Some(t) = inputs.iter().find(|t| crate::layout::same_dims(t.shape(), &spec.shape))
         && !t.is_contiguous()
         && t.layout().is_non_overlapping_and_dense()
     {

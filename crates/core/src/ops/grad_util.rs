@@ -13,7 +13,7 @@ pub(crate) fn grad0(grads: &[Option<Tensor>]) -> Result<Tensor> {
 
 /// Sums a broadcast gradient back to `shape` (the reverse of broadcasting).
 pub(crate) fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    if g.shape() == shape {
+    if crate::layout::same_dims(g.shape(), shape) {
         return Ok(g.clone());
     }
     let lead = g.ndim() - shape.len();

@@ -277,7 +277,7 @@ impl Op for ThresholdBackward {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let (g, y) = (inputs[0], inputs[1]);
-        if g.shape() != y.shape() || g.dtype() != y.dtype() {
+        if !crate::layout::same_dims(g.shape(), y.shape()) || g.dtype() != y.dtype() {
             return Err(Error::shape(
                 "threshold_backward",
                 g.shape(),

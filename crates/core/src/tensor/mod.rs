@@ -208,7 +208,7 @@ impl Tensor {
 
     /// The shape as a `Dims` (for building new shapes).
     pub fn dims(&self) -> Dims {
-        self.0.layout.shape.clone()
+        Dims::from_slice(&self.0.layout.shape)
     }
 
     /// The version counter shared with all views of this tensor's base.
