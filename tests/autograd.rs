@@ -545,3 +545,38 @@ fn cumprod_backward_with_zeros() -> Result<()> {
     gradgradcheck(&f, &xs, GradcheckOptions::default())?;
     Ok(())
 }
+
+/// `x * x` computes its one product once and hands it to both inputs; the
+/// gradients must stay those of two separate products (PyTorch's values:
+/// `2x`, second derivative 2), with the same bits as `x * y` at `y == x`.
+#[test]
+fn square_by_self_multiplication() -> Result<()> {
+    let xs = [0.3f32, -1.7, 2.5, 1e-3];
+    let x = leaf(&xs);
+    let y = x.mul(&x)?;
+    assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
+    let g = autograd::grad(&[&y.sum()?], &[&x], GradOptions::create_graph())?[0]
+        .clone()
+        .unwrap();
+    assert_eq!(vec(&g), xs.iter().map(|v| 2.0 * v).collect::<Vec<_>>());
+    let gg = autograd::grad(&[&g.sum()?], &[&x], GradOptions::default())?[0]
+        .clone()
+        .unwrap();
+    assert_eq!(vec(&gg), vec![2.0; 4]);
+    // A distinct tensor with the same values gives the same bits.
+    let (a, b) = (leaf(&xs), leaf(&xs));
+    a.mul(&b)?.mul(1.7)?.sum()?.backward()?;
+    let x2 = leaf(&xs);
+    x2.mul(&x2)?.mul(1.7)?.sum()?.backward()?;
+    let both: Vec<f32> = vec(&a.grad().unwrap())
+        .iter()
+        .zip(vec(&b.grad().unwrap()))
+        .map(|(p, q)| p + q)
+        .collect();
+    assert_eq!(vec(&x2.grad().unwrap()), both);
+    let x64 = Tensor::new([0.5f64, -1.5, 2.0])?.requires_grad_(true)?;
+    let sq = |v: &[Tensor]| v[0].mul(&v[0]);
+    gradcheck(&sq, std::slice::from_ref(&x64), GradcheckOptions::default())?;
+    gradgradcheck(&sq, &[x64], GradcheckOptions::default())?;
+    Ok(())
+}

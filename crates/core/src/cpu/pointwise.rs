@@ -355,7 +355,7 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
 
 /// The common small case, straight from the tensors (no operand plans): a
 /// row-major output of at most [`BLOCK`] elements and inputs that are
-/// row-major with its shape or single elements (broadcast). Inputs sharing
+/// row-major with its shape or single elements (broadcast or expanded). Inputs sharing
 /// the output's memory, and broadcast ones, are read from copies. Returns
 /// false (nothing done) for any other case.
 fn small_dense_call(out: &Tensor, out_ptr: *mut u8, ins: &[&Tensor], in_ptrs: &[*const u8], f: &BlockFn) -> bool {
@@ -380,7 +380,8 @@ fn small_dense_call(out: &Tensor, out_ptr: *mut u8, ins: &[&Tensor], in_ptrs: &[
             } else {
                 p
             }
-        } else if t.numel() == 1 {
+        } else if t.numel() == 1 || (same_shape && t.strides().iter().all(|&st| st == 0)) {
+            // One element, or one expanded to the shape (`grad.expand_as(x)`).
             // SAFETY: one readable element at p; dst has BLOCK u64 slots.
             unsafe { gather(p, 0, numel, t.element_size(), dst) };
             dst

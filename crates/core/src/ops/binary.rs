@@ -225,6 +225,13 @@ impl Op for Binary {
             }
             BinaryKind::Mul => {
                 let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+                let same = a.storage().same(b.storage()) && a.dtype() == b.dtype() && a.layout() == b.layout();
+                if same && ctx.needs_grad(0) && ctx.needs_grad(1) {
+                    // `x * x`: both gradients are `g * x`, computed once (the
+                    // engine adds them, exactly as it adds two equal products).
+                    let gx = sum_to(&g.mul(&a)?, sa)?;
+                    return Ok(vec![Some(gx.clone()), Some(gx)]);
+                }
                 (
                     ctx.needs_grad(0).then(|| g.mul(&b)).transpose()?,
                     ctx.needs_grad(1).then(|| g.mul(&a)).transpose()?,
