@@ -29,6 +29,21 @@ pub(crate) fn zero_dims(n: usize) -> Dims {
     }
 }
 
+/// A copy of `d` (inline up to six dims without a `memcpy` call: shapes are
+/// short and copied on every op).
+#[inline]
+pub(crate) fn dims_of(d: &[usize]) -> Dims {
+    if d.len() <= 6 {
+        let mut buf = [0; 6];
+        for (b, &x) in buf.iter_mut().zip(d) {
+            *b = x;
+        }
+        Dims::from_buf_and_len(buf, d.len())
+    } else {
+        Dims::from_slice(d)
+    }
+}
+
 /// Row-major strides of a contiguous tensor of `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Dims {
     let mut strides = zero_dims(shape.len());
@@ -214,8 +229,8 @@ impl Clone for Layout {
     /// A copy (the dims copied as slices, not element by element).
     fn clone(&self) -> Self {
         Layout {
-            shape: Dims::from_slice(&self.shape),
-            strides: Dims::from_slice(&self.strides),
+            shape: dims_of(&self.shape),
+            strides: dims_of(&self.strides),
             offset: self.offset,
         }
     }
@@ -225,7 +240,7 @@ impl Layout {
     /// A contiguous row-major layout of `shape` starting at offset 0.
     pub fn contiguous(shape: &[usize]) -> Self {
         Layout {
-            shape: Dims::from_slice(shape),
+            shape: dims_of(shape),
             strides: contiguous_strides(shape),
             offset: 0,
         }

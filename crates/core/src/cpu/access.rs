@@ -77,13 +77,20 @@ pub(crate) fn access<'a>(op: &'static str, inputs: &[&'a Tensor], outputs: &[&'a
         }
         i = j;
     }
-    let mut ins = [std::ptr::null::<u8>(); INLINE];
-    for (d, &p) in ins.iter_mut().zip(&ptrs[..n_in]) {
-        *d = p;
-    }
+    // Inline lists built from fixed arrays (no `memcpy` call).
+    let ins = if n_in <= 4 {
+        SmallVec::from_buf_and_len(std::array::from_fn(|k| ptrs[k] as *const u8), n_in)
+    } else {
+        ptrs[..n_in].iter().map(|&p| p as *const u8).collect()
+    };
+    let outs = if n - n_in <= 2 {
+        SmallVec::from_buf_and_len(std::array::from_fn(|k| ptrs[(n_in + k).min(INLINE - 1)]), n - n_in)
+    } else {
+        SmallVec::from_slice(&ptrs[n_in..n])
+    };
     Ok(Access {
-        ins: SmallVec::from_slice(&ins[..n_in]),
-        outs: SmallVec::from_slice(&ptrs[n_in..n]),
+        ins,
+        outs,
         _guards: guards,
     })
 }

@@ -208,7 +208,7 @@ impl Tensor {
 
     /// The shape as a `Dims` (for building new shapes).
     pub fn dims(&self) -> Dims {
-        Dims::from_slice(&self.0.layout.shape)
+        crate::layout::dims_of(&self.0.layout.shape)
     }
 
     /// The version counter shared with all views of this tensor's base.
