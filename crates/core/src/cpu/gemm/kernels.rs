@@ -9,7 +9,7 @@
 pub(crate) trait Packer<T> {
     /// Packs one MR-row panel of A (see `pack_a_panel`).
     fn pack_a(a: super::Mat<T>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut T);
-    /// Packs NR-column panels `[pj0, pj1)` of B (see `pack_b_panels`).
+    /// Packs NR-column panels `[pj0, pj1)` of B, panel `pj0` at `dst` (see `pack_b_panels`).
     #[allow(clippy::too_many_arguments)]
     fn pack_b(b: super::Mat<T>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut T);
 }
@@ -44,7 +44,7 @@ impl Packer<f32> for Avx512F32 {
             for pj in pj0..pj1 {
                 let j0 = pj * 32;
                 let cols = 32.min(n - j0);
-                let panel = dst.wrapping_add(pj * 32 * kc);
+                let panel = dst.wrapping_add((pj - pj0) * 32 * kc);
                 if cols == 32 {
                     for half in 0..2 {
                         // SAFETY: 16 columns of kc elements are inside B; the panel holds 32 * kc.
@@ -59,7 +59,7 @@ impl Packer<f32> for Avx512F32 {
                         }
                     }
                 } else {
-                    super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj, pj + 1, dst);
+                    super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj, pj + 1, panel);
                 }
             }
             return;
@@ -227,7 +227,8 @@ mod x86 {
     }
 
     /// Packs the 32-column panels `[pj0, pj1)` of `kc` rows of a row-major B
-    /// (`ldb` apart): `dst[pj * 32 * kc + p * 32 + j] = b[p * ldb + pj * 32 + j]`.
+    /// (`ldb` apart), panel `pj0` first:
+    /// `dst[(pj - pj0) * 32 * kc + p * 32 + j] = b[p * ldb + pj * 32 + j]`.
     ///
     /// # Safety
     /// The rows and panels are readable, `dst` is writable for the panels, AVX-512F.
@@ -237,7 +238,7 @@ mod x86 {
             for p in 0..kc {
                 let row = b.add(p * ldb);
                 for pj in pj0..pj1 {
-                    let out = dst.add(pj * 32 * kc + p * 32);
+                    let out = dst.add((pj - pj0) * 32 * kc + p * 32);
                     _mm512_storeu_ps(out, _mm512_loadu_ps(row.add(pj * 32)));
                     _mm512_storeu_ps(out.add(16), _mm512_loadu_ps(row.add(pj * 32 + 16)));
                 }

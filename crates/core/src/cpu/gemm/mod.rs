@@ -158,8 +158,8 @@ fn pack_a_panel<T: Copy + Default, const MR: usize>(
 }
 
 /// Packs depth `[p0, p0 + kc)` of the NR-column panels `[pj0, pj1)` of B
-/// (`n` columns in all; the last panel is zero-padded):
-/// `dst[pj * NR * kc + p * NR + j] = B[p0 + p][pj * NR + j]`. Rows of B are
+/// (`n` columns in all; the last panel is zero-padded), panel `pj0` first:
+/// `dst[(pj - pj0) * NR * kc + p * NR + j] = B[p0 + p][pj * NR + j]`. Rows of B are
 /// read in order, which keeps the reads sequential when B is row-major.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -180,7 +180,7 @@ fn pack_b_panels<T: Copy + Default, const NR: usize>(
             let cols = NR.min(n - j0);
             unsafe {
                 let src = src_row.add(j0 * b.cs);
-                let out = dst.add(pj * NR * kc + p * NR);
+                let out = dst.add((pj - pj0) * NR * kc + p * NR);
                 if cols == NR && b.cs == 1 {
                     std::ptr::copy_nonoverlapping(src, out, NR);
                 } else {
@@ -262,7 +262,7 @@ where
                     K::pack_a(a, pi * mr, rows, p0, kc, unsafe { op.add((pi - lo) * mr * kc) });
                 }
             } else {
-                K::pack_b(b, p0, kc, n, lo, hi, op.wrapping_sub(lo * nr * kc));
+                K::pack_b(b, p0, kc, n, lo, hi, op);
                 for pi in 0..m_panels {
                     let rows = mr.min(m - pi * mr);
                     K::pack_a(a, pi * mr, rows, p0, kc, unsafe { ot.add(pi * mr * kc) });
@@ -283,7 +283,7 @@ where
             while jc < j_hi {
                 let jc_end = (jc + nc_panels).min(j_hi);
                 if by_rows {
-                    K::pack_b(b, p0, kc, n, jc, jc_end, ot.wrapping_sub(jc * nr * kc));
+                    K::pack_b(b, p0, kc, n, jc, jc_end, ot);
                     (b_base, b_first) = (ot as *const T, jc);
                 }
                 for pi in i_lo..i_hi {
