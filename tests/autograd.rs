@@ -580,3 +580,40 @@ fn square_by_self_multiplication() -> Result<()> {
     gradgradcheck(&sq, &[x64], GradcheckOptions::default())?;
     Ok(())
 }
+
+/// `as_strided` of a tensor that is itself a view with a storage offset, and
+/// an in-place op on a view of a base that is not contiguous: the gradients
+/// must follow the storage geometry (PyTorch's values).
+#[test]
+fn as_strided_and_inplace_views_follow_storage_geometry() -> Result<()> {
+    // as_strided's offset counts from the storage, not from the view's start.
+    let b = Tensor::arange(8)?
+        .to_dtype(ferrotorch::DType::F32)?
+        .requires_grad_(true)?;
+    let y = b.narrow(0, 2, 6)?.as_strided(&[2, 2], &[1, 2], 3)?;
+    assert_eq!(vec(&y), vec![3.0, 5.0, 4.0, 6.0]);
+    y.mul(&Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?)?.sum()?.backward()?;
+    assert_eq!(vec(&b.grad().unwrap()), vec![0.0, 0.0, 0.0, 1.0, 3.0, 2.0, 4.0, 0.0]);
+
+    // An in-place op on a row of a transposed (non-contiguous) base.
+    let x = Tensor::new([[0.5f32, -1.0, 2.0], [1.5, 0.25, -0.75]])?.requires_grad_(true)?;
+    let base = x.t()?.add(1.0)?;
+    assert!(!base.is_contiguous());
+    let s = leaf(&[2.0, 3.0]);
+    base.select(0, 1)?.mul_(&s)?;
+    assert_eq!(base.grad_fn().unwrap().name(), "CopySlices");
+    let w = Tensor::new([[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])?;
+    base.mul(&w)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![1.0, 6.0, 5.0, 2.0, 12.0, 6.0]);
+    assert_eq!(vec(&s.grad().unwrap()), vec![0.0, 5.0]);
+
+    // First and second derivatives by finite differences, offset and strides included.
+    let x64 = Tensor::new([0.3f64, -1.2, 0.7, 2.0, -0.4, 1.1, 0.9, -2.2])?.requires_grad_(true)?;
+    let f = |v: &[Tensor]| {
+        let y = v[0].narrow(0, 1, 6)?.as_strided(&[2, 3], &[1, 2], 1)?;
+        y.mul(&y)?.mul(&v[0].narrow(0, 0, 6)?.reshape(&[2, 3])?)
+    };
+    gradcheck(&f, std::slice::from_ref(&x64), GradcheckOptions::default())?;
+    gradgradcheck(&f, &[x64], GradcheckOptions::default())?;
+    Ok(())
+}

@@ -13,27 +13,35 @@ use std::sync::Arc;
 use super::layer::node_for;
 use super::node::{Backward, Edge, Node};
 use crate::ops::{ViewKind, ViewOp};
-use crate::{Error, Result, Tensor, TensorOptions};
+use crate::{Error, OutSpec, Result, Tensor};
 
-/// Geometry of a view relative to a contiguous base.
+/// Geometry of a view in its base's memory, offsets counted from the base's
+/// first element (the base's own strides are kept alongside).
 #[derive(Debug, Clone)]
 struct Geometry {
     shape: Vec<usize>,
     strides: Vec<usize>,
     offset: usize,
+    base_strides: Vec<usize>,
 }
 
 fn geometry(view: &Tensor, base: &Tensor) -> Result<Geometry> {
-    if !base.is_contiguous() || view.storage_offset() < base.storage_offset() {
+    if !base.layout().is_non_overlapping_and_dense() || view.storage_offset() < base.storage_offset() {
         return Err(Error::invalid(
             "autograd",
-            "in-place operations on views are supported when the base tensor is contiguous",
+            format!(
+                "in-place operations on views need a base whose elements fill its memory without overlap \
+                 (base shape {:?}, strides {:?})",
+                base.shape(),
+                base.strides()
+            ),
         ));
     }
     Ok(Geometry {
         shape: view.shape().to_vec(),
         strides: view.strides().to_vec(),
         offset: view.storage_offset() - base.storage_offset(),
+        base_strides: base.strides().to_vec(),
     })
 }
 
@@ -42,6 +50,8 @@ fn as_strided_node(base: &Tensor, g: &Geometry) -> Arc<Node> {
         shape: g.shape.clone(),
         strides: g.strides.clone(),
         offset: g.offset,
+        input_strides: g.base_strides.clone(),
+        input_offset: 0,
     });
     node_for(Box::new(op), &[base])
 }
@@ -110,7 +120,14 @@ impl Backward for CopySlices {
                     - self.self_input.is_some() as usize
             ]);
         };
-        let result = TensorOptions::like(&g).zeros(&self.base_shape)?;
+        // The base's gradient laid out like the base, so that the view's
+        // geometry picks the same elements in it.
+        let spec = OutSpec {
+            shape: self.base_shape.as_slice().into(),
+            dtype: g.dtype(),
+            strides: Some(self.view.base_strides.as_slice().into()),
+        };
+        let result = Tensor::empty_for_spec(&spec, g.device())?;
         result.copy_(&g)?;
         let slice = result.as_strided(&self.view.shape, &self.view.strides, self.view.offset)?;
         let inner = self

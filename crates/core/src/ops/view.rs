@@ -9,7 +9,7 @@ use crate::autograd::BackwardCtx;
 use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
 use crate::layout::{Dims, Layout, normalize_dim};
 use crate::ops::grad_util::{grad0, sum_to};
-use crate::{Error, Result, Tensor};
+use crate::{Error, Result, Tensor, TensorOptions};
 
 /// What a view does.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +61,12 @@ pub enum ViewKind {
         strides: Vec<usize>,
         /// Storage offset in elements.
         offset: usize,
+        /// Strides of the input, in the same storage coordinates (the
+        /// backward writes the gradient through the result's geometry and
+        /// reads it back through the input's).
+        input_strides: Vec<usize>,
+        /// Storage offset of the input.
+        input_offset: usize,
     },
     /// `alias()`: the same layout (what `detach` returns).
     Alias,
@@ -122,7 +128,9 @@ impl ViewOp {
             ViewKind::Select { dim, index } => l.select(name, *dim, *index),
             ViewKind::Squeeze(dims) => l.squeeze(name, dims.as_deref()),
             ViewKind::Unsqueeze(d) => l.unsqueeze(name, *d),
-            ViewKind::AsStrided { shape, strides, offset } => {
+            ViewKind::AsStrided {
+                shape, strides, offset, ..
+            } => {
                 if shape.len() != strides.len() {
                     return Err(Error::invalid(
                         name,
@@ -251,15 +259,94 @@ impl Op for ViewScatter {
     }
 
     fn backward(&self, _ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-        Ok(vec![Some(call1(&ViewOp(self.view.clone()), &[&grad0(grads)?])?)])
+        let gg = grad0(grads)?;
+        if let ViewKind::AsStrided {
+            shape,
+            strides,
+            offset,
+            input_strides,
+            input_offset,
+        } = &self.view
+        {
+            // The transpose of the scatter: the same storage-span trick with
+            // the two geometries swapped.
+            let gather = ViewScatter {
+                view: ViewKind::AsStrided {
+                    shape: self.input_shape.to_vec(),
+                    strides: input_strides.clone(),
+                    offset: *input_offset,
+                    input_strides: strides.clone(),
+                    input_offset: *offset,
+                },
+                input_shape: shape.as_slice().into(),
+            };
+            return Ok(vec![Some(call1(&gather, &[&gg])?)]);
+        }
+        Ok(vec![Some(call1(&ViewOp(self.view.clone()), &[&gg])?)])
     }
 }
 
 fn view_scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op: &ViewScatter = downcast_op(op)?;
     let out = outputs[0];
+    if let ViewKind::AsStrided {
+        shape,
+        strides,
+        offset,
+        input_strides,
+        input_offset,
+    } = &op.view
+    {
+        return as_strided_scatter(
+            inputs[0],
+            out,
+            (shape, strides, *offset),
+            (input_strides, *input_offset),
+        );
+    }
     out.zero_()?;
     call1(&ViewOp(op.view.clone()), &[out])?.copy_(inputs[0])?;
+    Ok(())
+}
+
+/// One past the last storage element a geometry reaches (its offset when empty).
+fn storage_extent(shape: &[usize], strides: &[usize], offset: usize) -> usize {
+    if shape.contains(&0) {
+        return offset;
+    }
+    offset + 1 + shape.iter().zip(strides).map(|(&n, &s)| (n - 1) * s).sum::<usize>()
+}
+
+/// The backward of `as_strided` (PyTorch's `as_strided_backward` for inputs
+/// without overlapping memory): the gradient is written into a zeroed copy of
+/// the storage span through the result's geometry, then read back through
+/// the input's, so input strides and storage offsets are honoured.
+fn as_strided_scatter(
+    grad: &Tensor,
+    out: &Tensor,
+    (shape, strides, offset): (&[usize], &[usize], usize),
+    (input_strides, input_offset): (&[usize], usize),
+) -> Result<()> {
+    let input_shape = out.shape();
+    let input = Layout {
+        shape: input_shape.into(),
+        strides: input_strides.into(),
+        offset: input_offset,
+    };
+    if input.has_internal_overlap() {
+        return Err(Error::invalid(
+            "as_strided",
+            format!(
+                "backward through as_strided of an input whose elements overlap in memory (shape {input_shape:?}, \
+                 strides {input_strides:?}) is not supported"
+            ),
+        ));
+    }
+    let lo = offset.min(input_offset);
+    let hi = storage_extent(shape, strides, offset).max(storage_extent(input_shape, input_strides, input_offset));
+    let span = TensorOptions::like(grad).zeros(&[hi - lo])?;
+    span.as_strided(shape, strides, offset - lo)?.copy_(grad)?;
+    out.copy_(&span.as_strided(input_shape, input_strides, input_offset - lo)?)?;
     Ok(())
 }
 
@@ -399,6 +486,8 @@ impl Tensor {
                 shape: shape.to_vec(),
                 strides: strides.to_vec(),
                 offset,
+                input_strides: self.strides().to_vec(),
+                input_offset: self.storage_offset(),
             },
         )
     }
