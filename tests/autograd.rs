@@ -607,6 +607,19 @@ fn as_strided_and_inplace_views_follow_storage_geometry() -> Result<()> {
     assert_eq!(vec(&x.grad().unwrap()), vec![1.0, 6.0, 5.0, 2.0, 12.0, 6.0]);
     assert_eq!(vec(&s.grad().unwrap()), vec![0.0, 5.0]);
 
+    // Result elements sharing storage slots: their gradients add up.
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0]);
+    let y = x.as_strided(&[3, 2], &[1, 1], 1)?;
+    y.mul(&Tensor::new([[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])?)?
+        .sum()?
+        .backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![0.0, 1.0, 5.0, 9.0, 6.0]);
+
+    // An input whose elements share memory (expanded) is refused, not summed wrongly.
+    let x = leaf(&[1.0, 2.0]);
+    let e = x.expand(&[3, 2])?.as_strided(&[2], &[1], 0)?.sum()?.backward();
+    assert!(format!("{}", e.unwrap_err()).contains("overlap in memory"));
+
     // First and second derivatives by finite differences, offset and strides included.
     let x64 = Tensor::new([0.3f64, -1.2, 0.7, 2.0, -0.4, 1.1, 0.9, -2.2])?.requires_grad_(true)?;
     let f = |v: &[Tensor]| {
@@ -614,6 +627,9 @@ fn as_strided_and_inplace_views_follow_storage_geometry() -> Result<()> {
         y.mul(&y)?.mul(&v[0].narrow(0, 0, 6)?.reshape(&[2, 3])?)
     };
     gradcheck(&f, std::slice::from_ref(&x64), GradcheckOptions::default())?;
-    gradgradcheck(&f, &[x64], GradcheckOptions::default())?;
+    gradgradcheck(&f, std::slice::from_ref(&x64), GradcheckOptions::default())?;
+    let overlapping = |v: &[Tensor]| v[0].as_strided(&[3, 4], &[2, 1], 0)?.exp();
+    gradcheck(&overlapping, std::slice::from_ref(&x64), GradcheckOptions::default())?;
+    gradgradcheck(&overlapping, &[x64], GradcheckOptions::default())?;
     Ok(())
 }

@@ -218,6 +218,15 @@ impl Op for ViewOp {
             }
             ViewKind::Transpose(a, b) => g.transpose(*a, *b)?,
             ViewKind::Expand(_) => sum_to(&g, &shape)?,
+            ViewKind::AsStrided { input_strides, .. } if overlaps(&shape, input_strides) => {
+                return Err(Error::invalid(
+                    "as_strided",
+                    format!(
+                        "backward through as_strided of an input whose elements overlap in memory (shape \
+                         {shape:?}, strides {input_strides:?}) is not supported; clone() the input first"
+                    ),
+                ));
+            }
             ViewKind::Slice { .. } | ViewKind::Narrow { .. } | ViewKind::Select { .. } | ViewKind::AsStrided { .. } => {
                 call1(
                     &ViewScatter {
@@ -309,6 +318,40 @@ fn view_scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> 
     Ok(())
 }
 
+/// Whether two elements of a geometry share a storage slot. Exact: the
+/// cheap stride tests settle common layouts, others are enumerated.
+fn overlaps(shape: &[usize], strides: &[usize]) -> bool {
+    let mut dims: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|&(&n, _)| n > 1)
+        .map(|(&n, &s)| (s, n))
+        .collect();
+    if dims.iter().any(|&(s, _)| s == 0) {
+        return true;
+    }
+    dims.sort_unstable();
+    // Each stride beyond the reach of all smaller ones: no two elements meet.
+    let mut reach = 0usize;
+    let mut disjoint = true;
+    for &(s, n) in &dims {
+        if s <= reach {
+            disjoint = false;
+            break;
+        }
+        reach += (n - 1) * s;
+    }
+    if disjoint {
+        return false;
+    }
+    let mut addrs = vec![0usize];
+    for &(s, n) in &dims {
+        addrs = addrs.iter().flat_map(|&a| (0..n).map(move |i| a + i * s)).collect();
+    }
+    addrs.sort_unstable();
+    addrs.windows(2).any(|w| w[0] == w[1])
+}
+
 /// One past the last storage element a geometry reaches (its offset when empty).
 fn storage_extent(shape: &[usize], strides: &[usize], offset: usize) -> usize {
     if shape.contains(&0) {
@@ -318,9 +361,11 @@ fn storage_extent(shape: &[usize], strides: &[usize], offset: usize) -> usize {
 }
 
 /// The backward of `as_strided` (PyTorch's `as_strided_backward` for inputs
-/// without overlapping memory): the gradient is written into a zeroed copy of
-/// the storage span through the result's geometry, then read back through
-/// the input's, so input strides and storage offsets are honoured.
+/// without overlapping memory, checked by the caller): the gradient is
+/// written into a zeroed copy of the storage span through the result's
+/// geometry (summed where result elements share a slot), then read back
+/// through the input's, so input strides and storage offsets are honoured.
+/// With the geometries swapped it is the forward gather (its transpose).
 fn as_strided_scatter(
     grad: &Tensor,
     out: &Tensor,
@@ -328,24 +373,29 @@ fn as_strided_scatter(
     (input_strides, input_offset): (&[usize], usize),
 ) -> Result<()> {
     let input_shape = out.shape();
-    let input = Layout {
-        shape: input_shape.into(),
-        strides: input_strides.into(),
-        offset: input_offset,
-    };
-    if input.has_internal_overlap() {
-        return Err(Error::invalid(
-            "as_strided",
-            format!(
-                "backward through as_strided of an input whose elements overlap in memory (shape {input_shape:?}, \
-                 strides {input_strides:?}) is not supported"
-            ),
-        ));
-    }
     let lo = offset.min(input_offset);
     let hi = storage_extent(shape, strides, offset).max(storage_extent(input_shape, input_strides, input_offset));
     let span = TensorOptions::like(grad).zeros(&[hi - lo])?;
-    span.as_strided(shape, strides, offset - lo)?.copy_(grad)?;
+    if overlaps(shape, strides) {
+        // Several result elements share a storage slot: their gradients add up.
+        let numel: usize = shape.iter().product();
+        let mut index = Vec::with_capacity(numel);
+        let mut at = vec![0usize; shape.len()];
+        for _ in 0..numel {
+            index.push((offset - lo + at.iter().zip(strides).map(|(i, s)| i * s).sum::<usize>()) as i64);
+            for d in (0..shape.len()).rev() {
+                at[d] += 1;
+                if at[d] < shape[d] {
+                    break;
+                }
+                at[d] = 0;
+            }
+        }
+        let index = Tensor::from_slice(&index).to(grad.device())?;
+        span.scatter_add_(0, &index, &grad.reshape(&[-1])?)?;
+    } else {
+        span.as_strided(shape, strides, offset - lo)?.copy_(grad)?;
+    }
     out.copy_(&span.as_strided(input_shape, input_strides, input_offset - lo)?)?;
     Ok(())
 }
