@@ -849,3 +849,15 @@ proptest! {
         }
     }
 }
+
+/// PyTorch's CPU mul for bf16 keeps a one-element *second* operand in f32
+/// but rounds a first one to bf16: `int(257) * bf16(1.5)` is 384 (257 rounds
+/// to 256), `bf16(1.5) * int(257)` is 386 (385.5 rounded once).
+#[test]
+fn mul_keeps_only_a_second_scalar_operand_wide() {
+    let a = Tensor::new(257i32).unwrap();
+    let b = Tensor::new([1.5f32]).unwrap().to_dtype(DType::BF16).unwrap();
+    let f = |t: Tensor| t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(f(a.mul(&b).unwrap()), vec![384.0]);
+    assert_eq!(f(b.mul(&a).unwrap()), vec![386.0]);
+}

@@ -331,15 +331,16 @@ fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor, Optio
         ));
     }
     let dt = compute_dtype(op, result_type(&[a.clone(), b.clone()]));
-    // As PyTorch's CPU mul/div kernels for f16/bf16: a one-element operand of
-    // another dtype (a Python scalar, a 0-d or one-element tensor) keeps its
-    // value in f32 instead of being rounded to 16 bits first (add and sub round it).
-    let wide_scalar = |o: &Operand| match o {
+    // As PyTorch's CPU mul/div kernels for f16/bf16: a one-element second
+    // operand of another dtype (a Python scalar, a 0-d or one-element tensor)
+    // keeps its value in f32 instead of being rounded to 16 bits first. A
+    // first operand is rounded, as are the operands of add and sub.
+    let wide_scalar = match &b {
         Operand::Tensor(t) => t.numel() == 1 && t.dtype() != dt,
         Operand::Scalar(_) => true,
     };
     let arith = matches!(op.kind, BinaryKind::Mul | BinaryKind::Div);
-    if arith && matches!(dt, DType::F16 | DType::BF16) && (wide_scalar(&a) || wide_scalar(&b)) {
+    if arith && matches!(dt, DType::F16 | DType::BF16) && wide_scalar {
         return Ok((a.to_input(DType::F32)?, b.to_input(DType::F32)?, Some(dt)));
     }
     Ok((a.to_input(dt)?, b.to_input(dt)?, None))
