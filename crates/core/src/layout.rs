@@ -6,7 +6,10 @@ use smallvec::SmallVec;
 use crate::{Error, Result};
 
 /// A list of sizes or strides; up to six dims live inline without allocating.
-pub type Dims = SmallVec<[usize; 6]>;
+pub type Dims = SmallVec<[usize; DIMS_INLINE]>;
+
+/// Dims kept inline by [`Dims`] (more spill to the heap).
+const DIMS_INLINE: usize = 6;
 
 /// Where a tensor's elements sit in its storage: element `(i0, i1, ...)` is at
 /// `offset + i0*strides[0] + i1*strides[1] + ...` (in elements, not bytes).
@@ -22,8 +25,8 @@ pub struct Layout {
 
 /// `n` zeros (inline up to six dims, without the generic fill loop).
 pub(crate) fn zero_dims(n: usize) -> Dims {
-    if n <= 6 {
-        Dims::from_buf_and_len([0; 6], n)
+    if n <= DIMS_INLINE {
+        Dims::from_buf_and_len([0; DIMS_INLINE], n)
     } else {
         smallvec::smallvec![0; n]
     }
@@ -33,8 +36,8 @@ pub(crate) fn zero_dims(n: usize) -> Dims {
 /// short and copied on every op).
 #[inline]
 pub(crate) fn dims_of(d: &[usize]) -> Dims {
-    if d.len() <= 6 {
-        let mut buf = [0; 6];
+    if d.len() <= DIMS_INLINE {
+        let mut buf = [0; DIMS_INLINE];
         for (b, &x) in buf.iter_mut().zip(d) {
             *b = x;
         }
@@ -57,7 +60,7 @@ pub fn contiguous_strides(shape: &[usize]) -> Dims {
 
 /// Whether `strides` walk `shape` row-major without gaps (size-1 dims may
 /// have any stride, as in PyTorch).
-pub(crate) fn is_row_major(shape: &[usize], strides: &[usize]) -> bool {
+fn is_row_major(shape: &[usize], strides: &[usize]) -> bool {
     let mut expected = 1usize;
     for (&n, &st) in shape.iter().zip(strides).rev() {
         if n != 1 {
@@ -305,6 +308,38 @@ impl Layout {
     /// obvious way (a dim of size > 1 with stride 0, as after `expand`).
     pub fn has_internal_overlap(&self) -> bool {
         self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0)
+    }
+
+    /// Whether any two elements of this layout share a storage slot, exactly
+    /// (unlike [`Layout::has_internal_overlap`]): stride tests settle the
+    /// common layouts, the rest are enumerated.
+    pub(crate) fn has_overlapping_elements(&self) -> bool {
+        if self.has_internal_overlap() {
+            return true;
+        }
+        let mut dims: SmallVec<[(usize, usize); DIMS_INLINE]> = self
+            .strides
+            .iter()
+            .zip(&self.shape)
+            .filter(|&(_, &n)| n > 1)
+            .map(|(&s, &n)| (s, n))
+            .collect();
+        dims.sort_unstable();
+        // Each stride beyond the reach of all smaller ones: no two elements meet.
+        let mut reach = 0usize;
+        if dims.iter().all(|&(s, n)| {
+            let beyond = s > reach;
+            reach += (n - 1) * s;
+            beyond
+        }) {
+            return false;
+        }
+        let mut slots = vec![0usize];
+        for &(s, n) in &dims {
+            slots = slots.iter().flat_map(|&a| (0..n).map(move |i| a + i * s)).collect();
+        }
+        slots.sort_unstable();
+        slots.windows(2).any(|w| w[0] == w[1])
     }
 
     /// Reorders the dims; `perm` must be a permutation of `0..ndim`.

@@ -31,25 +31,53 @@ const INLINE: usize = 6;
 
 /// Locks the storages of `inputs` and `outputs` and returns their data pointers.
 pub(crate) fn access<'a>(op: &'static str, inputs: &[&'a Tensor], outputs: &[&'a Tensor]) -> Result<Access<'a>> {
-    let (n_in, n) = (inputs.len(), inputs.len() + outputs.len());
-    if n > INLINE {
-        return access_many(op, inputs, outputs);
+    let n = inputs.len() + outputs.len();
+    if n <= INLINE {
+        let (mut order, mut ptrs) = ([(0, 0); INLINE], [std::ptr::null_mut(); INLINE]);
+        lock_all(op, inputs, outputs, &mut order[..n], &mut ptrs[..n])
+    } else {
+        lock_all(
+            op,
+            inputs,
+            outputs,
+            &mut vec![(0, 0); n],
+            &mut vec![std::ptr::null_mut(); n],
+        )
+    }
+}
+
+/// `access` with scratch for every operand: `order` gets (storage id,
+/// operand index) sorted by id, `ptrs` each operand's data pointer.
+fn lock_all<'a>(
+    op: &'static str,
+    inputs: &[&'a Tensor],
+    outputs: &[&'a Tensor],
+    order: &mut [(usize, usize)],
+    ptrs: &mut [*mut u8],
+) -> Result<Access<'a>> {
+    let (n_in, n) = (inputs.len(), order.len());
+    if n == 0 {
+        return Ok(Access {
+            ins: SmallVec::new(),
+            outs: SmallVec::new(),
+            _guards: SmallVec::new(),
+        });
     }
     let operand = |i: usize| if i < n_in { inputs[i] } else { outputs[i - n_in] };
-    // Every operand as (storage id, operand index), sorted by id (insertion
-    // sort: there are few).
-    let mut order = [(0usize, 0usize); INLINE];
     for i in 0..n {
+        // Insertion sort by storage id: there are few operands (a sort for many).
         let id = operand(i).storage().id();
         let mut at = i;
-        while at > 0 && order[at - 1].0 > id {
+        while at > 0 && n <= INLINE && order[at - 1].0 > id {
             order[at] = order[at - 1];
             at -= 1;
         }
         order[at] = (id, i);
     }
+    if n > INLINE {
+        order.sort_unstable();
+    }
     let mut guards: SmallVec<[Guard<'a>; 4]> = SmallVec::new();
-    let mut ptrs = [std::ptr::null_mut::<u8>(); INLINE];
     let mut i = 0;
     while i < n {
         let id = order[i].0;
@@ -79,12 +107,12 @@ pub(crate) fn access<'a>(op: &'static str, inputs: &[&'a Tensor], outputs: &[&'a
     }
     // Inline lists built from fixed arrays (no `memcpy` call).
     let ins = if n_in <= 4 {
-        SmallVec::from_buf_and_len(std::array::from_fn(|k| ptrs[k] as *const u8), n_in)
+        SmallVec::from_buf_and_len(std::array::from_fn(|k| ptrs[k.min(n - 1)] as *const u8), n_in)
     } else {
         ptrs[..n_in].iter().map(|&p| p as *const u8).collect()
     };
     let outs = if n - n_in <= 2 {
-        SmallVec::from_buf_and_len(std::array::from_fn(|k| ptrs[(n_in + k).min(INLINE - 1)]), n - n_in)
+        SmallVec::from_buf_and_len(std::array::from_fn(|k| ptrs[(n_in + k).min(n - 1)]), n - n_in)
     } else {
         SmallVec::from_slice(&ptrs[n_in..n])
     };
@@ -104,67 +132,4 @@ fn cpu_ptr(op: &'static str, st: &crate::storage::Storage, buf: &Buffer) -> Resu
             device: st.device(),
         }),
     }
-}
-
-/// `access` for any number of operands.
-fn access_many<'a>(op: &'static str, inputs: &[&'a Tensor], outputs: &[&'a Tensor]) -> Result<Access<'a>> {
-    let mut storages: SmallVec<[(usize, &'a Tensor, bool); 6]> = SmallVec::new();
-    for t in inputs {
-        storages.push((t.storage().id(), *t, false));
-    }
-    for t in outputs {
-        storages.push((t.storage().id(), *t, true));
-    }
-    storages.sort_by_key(|s| s.0);
-    let mut guards: SmallVec<[Guard<'a>; 4]> = SmallVec::new();
-    let mut bases: SmallVec<[(usize, *mut u8); 4]> = SmallVec::new();
-    let mut i = 0;
-    while i < storages.len() {
-        let id = storages[i].0;
-        let mut j = i;
-        let mut write = false;
-        while j < storages.len() && storages[j].0 == id {
-            write |= storages[j].2;
-            j += 1;
-        }
-        let st = storages[i].1.storage();
-        let (guard, base) = if write {
-            let g = st.write();
-            let p = match &*g {
-                Buffer::Cpu(b) => b.as_ptr(),
-                _ => {
-                    return Err(Error::NoData {
-                        op,
-                        device: st.device(),
-                    });
-                }
-            };
-            (Guard::Write(g), p)
-        } else {
-            let g = st.read();
-            let p = match &*g {
-                Buffer::Cpu(b) => b.as_ptr(),
-                _ => {
-                    return Err(Error::NoData {
-                        op,
-                        device: st.device(),
-                    });
-                }
-            };
-            (Guard::Read(g), p)
-        };
-        guards.push(guard);
-        bases.push((id, base));
-        i = j;
-    }
-    let ptr_of = |t: &Tensor| -> *mut u8 {
-        let base = bases.iter().find(|b| b.0 == t.storage().id()).unwrap().1;
-        // SAFETY: the offset lies inside the storage (an invariant of every tensor).
-        unsafe { base.add(t.storage_offset() * t.element_size()) }
-    };
-    Ok(Access {
-        ins: inputs.iter().map(|t| ptr_of(t) as *const u8).collect(),
-        outs: outputs.iter().map(|t| ptr_of(t)).collect(),
-        _guards: guards,
-    })
 }

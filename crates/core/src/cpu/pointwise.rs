@@ -16,7 +16,7 @@ use std::mem::MaybeUninit;
 use smallvec::SmallVec;
 
 use super::access::access;
-use crate::layout::{Dims, Layout, is_row_major};
+use crate::layout::{Dims, Layout};
 use crate::{Element, Result, Tensor};
 
 /// Elements per block.
@@ -282,42 +282,6 @@ fn run_tiles(p: &Plan, out: &Operand, ins: &[Operand], t0: usize, t1: usize, f: 
     }
 }
 
-/// The fast path of small calls (the common case of scalar-sized autograd
-/// work): a dense output, inputs that are dense (copied first when they are
-/// the output itself) or one broadcast element. Runs `f` once over the
-/// `numel` elements without planning; returns false (having done nothing)
-/// when the operands don't fit.
-fn run_small_dense(shape: &[usize], numel: usize, out: &Operand, ins: &[Operand], f: &BlockFn) -> bool {
-    if !is_row_major(shape, &out.strides) {
-        return false;
-    }
-    let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS]>::uninit();
-    let base_buf = scratch.as_mut_ptr() as *mut u64;
-    let mut ptrs: SmallVec<[*const u8; MAX_INPUTS]> = SmallVec::new();
-    for (k, op) in ins.iter().enumerate() {
-        let dst = base_buf.wrapping_add(k * BLOCK) as *mut u8;
-        if is_row_major(shape, &op.strides) {
-            if op.aliases_out {
-                // In place (`grad += g`): the block function must not see its
-                // input and output overlap, so it reads a copy.
-                // SAFETY: numel readable elements at op.ptr; dst has BLOCK u64 slots.
-                unsafe { gather(op.ptr as *const u8, 1, numel, op.esize, dst) };
-                ptrs.push(dst as *const u8);
-            } else {
-                ptrs.push(op.ptr as *const u8);
-            }
-        } else if op.strides.iter().all(|&s| s == 0) {
-            // SAFETY: one readable element at op.ptr; dst has BLOCK u64 slots.
-            unsafe { gather(op.ptr as *const u8, 0, numel, op.esize, dst) };
-            ptrs.push(dst as *const u8);
-        } else {
-            return false;
-        }
-    }
-    f(&ptrs, out.ptr as *mut u8, numel);
-    true
-}
-
 /// Runs `f` over every element of `shape` (see the module docs).
 pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: Cost, f: &BlockFn) {
     let numel: usize = shape.iter().product();
@@ -325,9 +289,6 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
         return;
     }
     debug_assert!(ins.len() <= MAX_INPUTS);
-    if numel <= BLOCK && run_small_dense(shape, numel, out, ins, f) {
-        return;
-    }
     let p = plan(shape, out, ins);
     let grain = cost.grain();
     let serial = numel <= grain || rayon::current_num_threads() == 1;
@@ -353,24 +314,25 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
     }
 }
 
-/// The common small case, straight from the tensors (no operand plans): a
-/// row-major output of at most [`BLOCK`] elements and inputs that are
-/// row-major with its shape or single elements (broadcast or expanded). Inputs sharing
-/// the output's memory, and broadcast ones, are read from copies. Returns
-/// false (nothing done) for any other case.
+/// The fast path of small calls (the common case of scalar-sized autograd
+/// work), straight from the tensors without operand plans: a row-major
+/// output of at most [`BLOCK`] elements and inputs that are row-major with
+/// as many elements (broadcasting only adds size-1 dims then, so element `i`
+/// is the output's element `i`) or a single value (one element, or one
+/// expanded). Inputs sharing the output's memory, and single values, are
+/// read from copies. Runs `f` once; returns false (nothing done) for any
+/// other case.
 fn small_dense_call(out: &Tensor, out_ptr: *mut u8, ins: &[&Tensor], in_ptrs: &[*const u8], f: &BlockFn) -> bool {
     let numel = out.numel();
     if numel == 0 || numel > BLOCK || !out.is_contiguous() {
         return false;
     }
-    let shape = out.shape();
     let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS]>::uninit();
     let base_buf = scratch.as_mut_ptr() as *mut u64;
     let mut ptrs = [std::ptr::null::<u8>(); MAX_INPUTS];
     for (k, (t, &p)) in ins.iter().zip(in_ptrs).enumerate() {
         let dst = base_buf.wrapping_add(k * BLOCK) as *mut u8;
-        let same_shape = t.ndim() == shape.len() && t.shape().iter().zip(shape).all(|(a, b)| a == b);
-        ptrs[k] = if same_shape && t.is_contiguous() {
+        ptrs[k] = if t.numel() == numel && t.is_contiguous() {
             if t.storage().same(out.storage()) {
                 // In place (`grad += g`): the block function must not see its
                 // input and output overlap, so it reads a copy.
@@ -380,8 +342,7 @@ fn small_dense_call(out: &Tensor, out_ptr: *mut u8, ins: &[&Tensor], in_ptrs: &[
             } else {
                 p
             }
-        } else if t.numel() == 1 || (same_shape && t.strides().iter().all(|&st| st == 0)) {
-            // One element, or one expanded to the shape (`grad.expand_as(x)`).
+        } else if t.shape().iter().zip(t.strides()).all(|(&n, &st)| n == 1 || st == 0) {
             // SAFETY: one readable element at p; dst has BLOCK u64 slots.
             unsafe { gather(p, 0, numel, t.element_size(), dst) };
             dst
@@ -481,12 +442,6 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
     f: impl Fn(&[A], &[B], &[C], &mut [O]) + Sync,
 ) -> Result<()> {
     let acc = access(op, &[a, b, c], &[out])?;
-    let shape = out.shape();
-    let ins = [
-        operand(a, acc.ins[0], shape, out),
-        operand(b, acc.ins[1], shape, out),
-        operand(c, acc.ins[2], shape, out),
-    ];
     let block = |i: &[*const u8], o: *mut u8, n: usize| {
         // SAFETY: as in map1.
         let (x, y, z, w) = unsafe {
@@ -499,6 +454,15 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
         };
         f(x, y, z, w)
     };
+    if small_dense_call(out, acc.outs[0], &[a, b, c], &acc.ins, &block) {
+        return Ok(());
+    }
+    let shape = out.shape();
+    let ins = [
+        operand(a, acc.ins[0], shape, out),
+        operand(b, acc.ins[1], shape, out),
+        operand(c, acc.ins[2], shape, out),
+    ];
     pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
     Ok(())
 }
@@ -515,6 +479,9 @@ pub(crate) fn fill_with<O: Element>(
         // SAFETY: as in map1.
         f(unsafe { std::slice::from_raw_parts_mut(o as *mut O, n) })
     };
+    if small_dense_call(out, acc.outs[0], &[], &[], &block) {
+        return Ok(());
+    }
     pointwise(out.shape(), &out_operand(out, acc.outs[0]), &[], cost, &block);
     Ok(())
 }

@@ -218,7 +218,9 @@ impl Op for ViewOp {
             }
             ViewKind::Transpose(a, b) => g.transpose(*a, *b)?,
             ViewKind::Expand(_) => sum_to(&g, &shape)?,
-            ViewKind::AsStrided { input_strides, .. } if overlaps(&shape, input_strides) => {
+            ViewKind::AsStrided { input_strides, .. }
+                if as_strided_layouts(&self.0, &shape).is_some_and(|(_, input)| input.has_overlapping_elements()) =>
+            {
                 return Err(Error::invalid(
                     "as_strided",
                     format!(
@@ -269,25 +271,18 @@ impl Op for ViewScatter {
 
     fn backward(&self, _ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let gg = grad0(grads)?;
-        if let ViewKind::AsStrided {
-            shape,
-            strides,
-            offset,
-            input_strides,
-            input_offset,
-        } = &self.view
-        {
+        if let Some((result, input)) = as_strided_layouts(&self.view, &self.input_shape) {
             // The transpose of the scatter: the same storage-span trick with
             // the two geometries swapped.
             let gather = ViewScatter {
                 view: ViewKind::AsStrided {
-                    shape: self.input_shape.to_vec(),
-                    strides: input_strides.clone(),
-                    offset: *input_offset,
-                    input_strides: strides.clone(),
-                    input_offset: *offset,
+                    shape: input.shape.to_vec(),
+                    strides: input.strides.to_vec(),
+                    offset: input.offset,
+                    input_strides: result.strides.to_vec(),
+                    input_offset: result.offset,
                 },
-                input_shape: shape.as_slice().into(),
+                input_shape: result.shape,
             };
             return Ok(vec![Some(call1(&gather, &[&gg])?)]);
         }
@@ -298,105 +293,61 @@ impl Op for ViewScatter {
 fn view_scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op: &ViewScatter = downcast_op(op)?;
     let out = outputs[0];
-    if let ViewKind::AsStrided {
-        shape,
-        strides,
-        offset,
-        input_strides,
-        input_offset,
-    } = &op.view
-    {
-        return as_strided_scatter(
-            inputs[0],
-            out,
-            (shape, strides, *offset),
-            (input_strides, *input_offset),
-        );
+    if let Some((result, input)) = as_strided_layouts(&op.view, out.shape()) {
+        return as_strided_scatter(inputs[0], out, &result, &input);
     }
     out.zero_()?;
     call1(&ViewOp(op.view.clone()), &[out])?.copy_(inputs[0])?;
     Ok(())
 }
 
-/// Whether two elements of a geometry share a storage slot. Exact: the
-/// cheap stride tests settle common layouts, others are enumerated.
-fn overlaps(shape: &[usize], strides: &[usize]) -> bool {
-    let mut dims: Vec<(usize, usize)> = shape
-        .iter()
-        .zip(strides)
-        .filter(|&(&n, _)| n > 1)
-        .map(|(&n, &s)| (s, n))
-        .collect();
-    if dims.iter().any(|&(s, _)| s == 0) {
-        return true;
-    }
-    dims.sort_unstable();
-    // Each stride beyond the reach of all smaller ones: no two elements meet.
-    let mut reach = 0usize;
-    let mut disjoint = true;
-    for &(s, n) in &dims {
-        if s <= reach {
-            disjoint = false;
-            break;
-        }
-        reach += (n - 1) * s;
-    }
-    if disjoint {
-        return false;
-    }
-    let mut addrs = vec![0usize];
-    for &(s, n) in &dims {
-        addrs = addrs.iter().flat_map(|&a| (0..n).map(move |i| a + i * s)).collect();
-    }
-    addrs.sort_unstable();
-    addrs.windows(2).any(|w| w[0] == w[1])
-}
-
-/// One past the last storage element a geometry reaches (its offset when empty).
-fn storage_extent(shape: &[usize], strides: &[usize], offset: usize) -> usize {
-    if shape.contains(&0) {
-        return offset;
-    }
-    offset + 1 + shape.iter().zip(strides).map(|(&n, &s)| (n - 1) * s).sum::<usize>()
+/// The result and input geometries of an `as_strided` view of an input of
+/// `input_shape` (`None` for other views).
+fn as_strided_layouts(view: &ViewKind, input_shape: &[usize]) -> Option<(Layout, Layout)> {
+    let ViewKind::AsStrided {
+        shape,
+        strides,
+        offset,
+        input_strides,
+        input_offset,
+    } = view
+    else {
+        return None;
+    };
+    let layout = |shape: &[usize], strides: &[usize], offset| Layout {
+        shape: shape.into(),
+        strides: strides.into(),
+        offset,
+    };
+    Some((
+        layout(shape, strides, *offset),
+        layout(input_shape, input_strides, *input_offset),
+    ))
 }
 
 /// The backward of `as_strided` (PyTorch's `as_strided_backward` for inputs
-/// without overlapping memory, checked by the caller): the gradient is
-/// written into a zeroed copy of the storage span through the result's
-/// geometry (summed where result elements share a slot), then read back
-/// through the input's, so input strides and storage offsets are honoured.
+/// without overlapping memory, checked by the caller): `grad` is written into
+/// a zeroed copy of the storage span through the `result` geometry (summed
+/// where result elements share a slot), then read into `out` through the
+/// `input` geometry, so input strides and storage offsets are honoured.
 /// With the geometries swapped it is the forward gather (its transpose).
-fn as_strided_scatter(
-    grad: &Tensor,
-    out: &Tensor,
-    (shape, strides, offset): (&[usize], &[usize], usize),
-    (input_strides, input_offset): (&[usize], usize),
-) -> Result<()> {
-    let input_shape = out.shape();
-    let lo = offset.min(input_offset);
-    let hi = storage_extent(shape, strides, offset).max(storage_extent(input_shape, input_strides, input_offset));
-    let span = TensorOptions::like(grad).zeros(&[hi - lo])?;
-    if overlaps(shape, strides) {
-        // Several result elements share a storage slot: their gradients add up.
-        let numel: usize = shape.iter().product();
-        let mut index = Vec::with_capacity(numel);
-        let mut at = vec![0usize; shape.len()];
-        for _ in 0..numel {
-            index.push((offset - lo + at.iter().zip(strides).map(|(i, s)| i * s).sum::<usize>()) as i64);
-            for d in (0..shape.len()).rev() {
-                at[d] += 1;
-                if at[d] < shape[d] {
-                    break;
-                }
-                at[d] = 0;
-            }
-        }
-        let index = Tensor::from_slice(&index).to(grad.device())?;
-        span.scatter_add_(0, &index, &grad.reshape(&[-1])?)?;
+fn as_strided_scatter(grad: &Tensor, out: &Tensor, result: &Layout, input: &Layout) -> Result<()> {
+    let lo = result.offset.min(input.offset);
+    let span_len = result.storage_end().max(input.storage_end()) - lo;
+    let span = TensorOptions::like(grad).zeros(&[span_len])?;
+    let (shape, strides) = (result.shape.as_slice(), result.strides.as_slice());
+    if result.has_overlapping_elements() {
+        // Several result elements share a storage slot: their gradients add
+        // up, at the slots the result's geometry reads.
+        let slots = Tensor::arange(span_len as i64)?
+            .as_strided(shape, strides, result.offset - lo)?
+            .reshape(&[-1])?
+            .to(grad.device())?;
+        span.scatter_add_(0, &slots, &grad.reshape(&[-1])?)?;
     } else {
-        span.as_strided(shape, strides, offset - lo)?.copy_(grad)?;
+        span.as_strided(shape, strides, result.offset - lo)?.copy_(grad)?;
     }
-    out.copy_(&span.as_strided(input_shape, input_strides, input_offset - lo)?)?;
+    out.copy_(&span.as_strided(&input.shape, &input.strides, input.offset - lo)?)?;
     Ok(())
 }
 

@@ -85,6 +85,14 @@ fn pool_put(class: usize, ptr: NonNull<u8>) -> bool {
     .unwrap_or(false)
 }
 
+/// A cached free block of `class` bytes (64 KiB and more), counted as a cache hit.
+fn cache_take(class: usize) -> Option<NonNull<u8>> {
+    let addr = ALLOC.free.lock().unwrap().get_mut(&class).and_then(|v| v.pop())?;
+    ALLOC.cached.fetch_sub(class, Ordering::Relaxed);
+    ALLOC.hits.fetch_add(1, Ordering::Relaxed);
+    NonNull::new(addr as *mut u8)
+}
+
 /// Fresh blocks at least this big ask the kernel for transparent huge pages.
 const HUGE_MIN: usize = 4 << 20;
 
@@ -179,22 +187,14 @@ impl CpuBuffer {
         if now > ALLOC.peak.load(Ordering::Relaxed) {
             ALLOC.peak.fetch_max(now, Ordering::Relaxed);
         }
-        if class >= CACHE_MIN {
-            let reused = ALLOC.free.lock().unwrap().get_mut(&class).and_then(|v| v.pop());
-            if let Some(addr) = reused {
-                ALLOC.cached.fetch_sub(class, Ordering::Relaxed);
-                ALLOC.hits.fetch_add(1, Ordering::Relaxed);
-                let ptr = NonNull::new(addr as *mut u8).unwrap();
-                if zeroed {
-                    // SAFETY: the block has `class >= nbytes` bytes.
-                    unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, nbytes) };
-                }
-                return CpuBuffer { ptr, nbytes, class };
-            }
-        }
-        if class <= POOL_MAX
-            && let Some(ptr) = pool_take(class)
-        {
+        let reused = if class >= CACHE_MIN {
+            cache_take(class)
+        } else if class <= POOL_MAX {
+            pool_take(class)
+        } else {
+            None
+        };
+        if let Some(ptr) = reused {
             if zeroed {
                 // SAFETY: the block has `class >= nbytes` bytes.
                 unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, nbytes) };
