@@ -185,13 +185,12 @@ impl Tensor {
     /// A tensor sharing this one's data and version counter but outside the
     /// graph (`detach()`).
     pub fn detach(&self) -> Tensor {
-        Tensor(Arc::new(TensorImpl {
-            storage: self.0.storage.clone(),
-            layout: self.0.layout.clone(),
-            dtype: self.0.dtype,
-            base: None,
-            autograd: Default::default(),
-        }))
+        Tensor(TensorImpl::arc(
+            self.0.storage.clone(),
+            self.0.layout.clone(),
+            self.0.dtype,
+            None,
+        ))
     }
 
     /// Detaches in place: `self` becomes a leaf that does not require grad.

@@ -15,8 +15,11 @@ use std::mem::MaybeUninit;
 
 use smallvec::SmallVec;
 
+use std::sync::RwLockReadGuard;
+
 use super::access::access;
 use crate::layout::{Dims, Layout};
+use crate::storage::Buffer;
 use crate::{Element, Result, Tensor};
 
 /// Elements per block.
@@ -315,43 +318,96 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
 }
 
 /// The fast path of small calls (the common case of scalar-sized autograd
-/// work), straight from the tensors without operand plans: a row-major
-/// output of at most [`BLOCK`] elements and inputs that are row-major with
-/// as many elements (broadcasting only adds size-1 dims then, so element `i`
-/// is the output's element `i`) or a single value (one element, or one
-/// expanded). Inputs sharing the output's memory, and single values, are
-/// read from copies. Runs `f` once; returns false (nothing done) for any
-/// other case.
-fn small_dense_call(out: &Tensor, out_ptr: *mut u8, ins: &[&Tensor], in_ptrs: &[*const u8], f: &BlockFn) -> bool {
+/// work), straight from the tensors without operand plans or the general
+/// operand locking: a row-major output of at most [`BLOCK`] elements and
+/// inputs that are row-major with as many elements (broadcasting only adds
+/// size-1 dims then, so element `i` is the output's element `i`) or a single
+/// value (one element, or one expanded). Inputs sharing the output's memory,
+/// and single values, are read from copies.
+///
+/// The locks are only tried (the output's for writing, each other storage's
+/// for reading): no call waits here, so the order of taking them does not
+/// matter. Runs `f` once and returns true; returns false, having done
+/// nothing, for any other case or when a lock is busy (the general path
+/// then takes the locks in order and waits).
+fn small_call(out: &Tensor, ins: &[&Tensor], f: &BlockFn) -> bool {
     let numel = out.numel();
-    if numel == 0 || numel > BLOCK || !out.is_contiguous() {
+    if numel == 0 || numel > BLOCK || !out.is_contiguous() || ins.len() > MAX_INPUTS {
         return false;
     }
-    let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS]>::uninit();
-    let base_buf = scratch.as_mut_ptr() as *mut u64;
-    let mut ptrs = [std::ptr::null::<u8>(); MAX_INPUTS];
-    for (k, (t, &p)) in ins.iter().zip(in_ptrs).enumerate() {
-        let dst = base_buf.wrapping_add(k * BLOCK) as *mut u8;
-        ptrs[k] = if t.numel() == numel && t.is_contiguous() {
-            if t.storage().same(out.storage()) {
-                // In place (`grad += g`): the block function must not see its
-                // input and output overlap, so it reads a copy.
-                // SAFETY: numel readable elements at p; dst has BLOCK u64 slots.
-                unsafe { gather(p, 1, numel, t.element_size(), dst) };
-                dst
-            } else {
-                p
-            }
+    let out_st = out.storage();
+    // Bit k: input k is read from a copy (a single value, or the output's memory).
+    let mut copied = 0u32;
+    for (k, t) in ins.iter().enumerate() {
+        let aliased = t.storage().same(out_st);
+        if t.numel() == numel && t.is_contiguous() {
+            copied |= (aliased as u32) << k;
         } else if t.shape().iter().zip(t.strides()).all(|(&n, &st)| n == 1 || st == 0) {
-            // SAFETY: one readable element at p; dst has BLOCK u64 slots.
-            unsafe { gather(p, 0, numel, t.element_size(), dst) };
-            dst
+            copied |= 1 << k;
         } else {
             return false;
+        }
+    }
+    let Some(out_guard) = out_st.try_write() else {
+        return false;
+    };
+    let Buffer::Cpu(ob) = &*out_guard else {
+        return false;
+    };
+    // SAFETY (every `add` below): a tensor's offset lies inside its storage.
+    let out_ptr = unsafe { ob.as_ptr().add(out.storage_offset() * out.element_size()) };
+    let mut guards: [Option<RwLockReadGuard<'_, Buffer>>; MAX_INPUTS] = [None, None, None, None];
+    let mut ptrs = [std::ptr::null::<u8>(); MAX_INPUTS];
+    for (k, t) in ins.iter().enumerate() {
+        let st = t.storage();
+        let base = if st.same(out_st) {
+            ob.as_ptr() as *const u8
+        } else if let Some(j) = (0..k).find(|&j| ins[j].storage().same(st)) {
+            // Already locked for an earlier input: base of that storage.
+            // SAFETY: undoes the earlier input's offset within the same storage.
+            unsafe { ptrs[j].sub(ins[j].storage_offset() * ins[j].element_size()) }
+        } else {
+            let Some(g) = st.try_read() else {
+                return false;
+            };
+            let Buffer::Cpu(b) = &*g else {
+                return false;
+            };
+            let p = b.as_ptr() as *const u8;
+            guards[k] = Some(g);
+            p
+        };
+        ptrs[k] = unsafe { base.add(t.storage_offset() * t.element_size()) };
+    }
+    if copied == 0 {
+        f(&ptrs[..ins.len()], out_ptr, numel);
+    } else {
+        run_with_copies(ins, &ptrs, copied, out_ptr, numel, f);
+    }
+    true
+}
+
+/// [`small_call`]'s run when some inputs are read from copies (bit `k` of
+/// `copied`): each such input is gathered (a single value repeated, or the
+/// elements as they are) into a scratch block first.
+#[inline(never)]
+fn run_with_copies(ins: &[&Tensor], ptrs: &[*const u8], copied: u32, out_ptr: *mut u8, numel: usize, f: &BlockFn) {
+    let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS]>::uninit();
+    let base_buf = scratch.as_mut_ptr() as *mut u64;
+    let mut srcs = [std::ptr::null::<u8>(); MAX_INPUTS];
+    for (k, t) in ins.iter().enumerate() {
+        srcs[k] = if copied >> k & 1 == 1 {
+            let dst = base_buf.wrapping_add(k * BLOCK) as *mut u8;
+            let stride = usize::from(t.numel() == numel && t.is_contiguous());
+            // SAFETY: the input has `numel` readable elements (stride 1) or
+            // one (stride 0) at its pointer; dst has BLOCK u64 slots.
+            unsafe { gather(ptrs[k], stride, numel, t.element_size(), dst) };
+            dst
+        } else {
+            ptrs[k]
         };
     }
-    f(&ptrs[..ins.len()], out_ptr, numel);
-    true
+    f(&srcs[..ins.len()], out_ptr, numel);
 }
 
 fn operand(t: &Tensor, ptr: *const u8, shape: &[usize], out: &Tensor) -> Operand {
@@ -380,7 +436,6 @@ pub(crate) fn map1<A: Element, O: Element>(
     cost: Cost,
     f: impl Fn(&[A], &mut [O]) + Sync,
 ) -> Result<()> {
-    let acc = access(op, &[a], &[out])?;
     let block = |i: &[*const u8], o: *mut u8, n: usize| {
         // SAFETY: the engine passes n valid, contiguous, non-overlapping elements.
         let (x, y) = unsafe {
@@ -391,9 +446,10 @@ pub(crate) fn map1<A: Element, O: Element>(
         };
         f(x, y)
     };
-    if small_dense_call(out, acc.outs[0], &[a], &acc.ins, &block) {
+    if small_call(out, &[a], &block) {
         return Ok(());
     }
+    let acc = access(op, &[a], &[out])?;
     let shape = out.shape();
     let ins = [operand(a, acc.ins[0], shape, out)];
     pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
@@ -409,7 +465,6 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
     cost: Cost,
     f: impl Fn(&[A], &[B], &mut [O]) + Sync,
 ) -> Result<()> {
-    let acc = access(op, &[a, b], &[out])?;
     let block = |i: &[*const u8], o: *mut u8, n: usize| {
         // SAFETY: as in map1.
         let (x, y, z) = unsafe {
@@ -421,9 +476,10 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
         };
         f(x, y, z)
     };
-    if small_dense_call(out, acc.outs[0], &[a, b], &acc.ins, &block) {
+    if small_call(out, &[a, b], &block) {
         return Ok(());
     }
+    let acc = access(op, &[a, b], &[out])?;
     let shape = out.shape();
     let ins = [operand(a, acc.ins[0], shape, out), operand(b, acc.ins[1], shape, out)];
     pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
@@ -441,7 +497,6 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
     cost: Cost,
     f: impl Fn(&[A], &[B], &[C], &mut [O]) + Sync,
 ) -> Result<()> {
-    let acc = access(op, &[a, b, c], &[out])?;
     let block = |i: &[*const u8], o: *mut u8, n: usize| {
         // SAFETY: as in map1.
         let (x, y, z, w) = unsafe {
@@ -454,9 +509,10 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
         };
         f(x, y, z, w)
     };
-    if small_dense_call(out, acc.outs[0], &[a, b, c], &acc.ins, &block) {
+    if small_call(out, &[a, b, c], &block) {
         return Ok(());
     }
+    let acc = access(op, &[a, b, c], &[out])?;
     let shape = out.shape();
     let ins = [
         operand(a, acc.ins[0], shape, out),
@@ -474,14 +530,62 @@ pub(crate) fn fill_with<O: Element>(
     cost: Cost,
     f: impl Fn(&mut [O]) + Sync,
 ) -> Result<()> {
-    let acc = access(op, &[], &[out])?;
     let block = |_: &[*const u8], o: *mut u8, n: usize| {
         // SAFETY: as in map1.
         f(unsafe { std::slice::from_raw_parts_mut(o as *mut O, n) })
     };
-    if small_dense_call(out, acc.outs[0], &[], &[], &block) {
+    if small_call(out, &[], &block) {
         return Ok(());
     }
+    let acc = access(op, &[], &[out])?;
     pointwise(out.shape(), &out_operand(out, acc.outs[0]), &[], cost, &block);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Tensor;
+
+    fn vals(t: &Tensor) -> Vec<f32> {
+        t.to_vec::<f32>().expect("f32 values")
+    }
+
+    /// The small-call path with operands that share memory (with the output,
+    /// with each other) and with an expanded single value.
+    #[test]
+    fn small_calls_with_shared_memory() -> crate::Result<()> {
+        let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]);
+        a.add_(&a)?; // both inputs and the output on one storage
+        assert_eq!(vals(&a), [2.0, 4.0, 6.0, 8.0]);
+        let two = Tensor::from_slice(&[2.0f32]);
+        a.mul_(&two.expand(&[4])?)?; // a single value, expanded
+        assert_eq!(vals(&a), [4.0, 8.0, 12.0, 16.0]);
+        let t = Tensor::arange(8)?.to_dtype(crate::DType::F32)?;
+        let (lo, hi) = (t.narrow(0, 0, 4)?, t.narrow(0, 4, 4)?);
+        assert_eq!(vals(&lo.add(&hi)?), [4.0, 6.0, 8.0, 10.0]); // inputs on one storage
+        assert_eq!(vals(&hi.sub(&lo)?), [4.0; 4]);
+        hi.sub_(&lo)?; // output and input on one storage, apart
+        assert_eq!(vals(&t), [0.0, 1.0, 2.0, 3.0, 4.0, 4.0, 4.0, 4.0]);
+        Ok(())
+    }
+
+    /// When another thread holds an operand's lock, a small call does not
+    /// fail or skip: it waits in the general path and computes the same.
+    #[test]
+    fn small_call_waits_for_a_held_lock() -> crate::Result<()> {
+        let a = Tensor::from_slice(&[1.0f32, 2.0]);
+        let b = Tensor::from_slice(&[10.0f32, 20.0]);
+        let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+        let held = a.clone();
+        let reader = std::thread::spawn(move || {
+            let _g = held.storage().read();
+            locked_tx.send(()).expect("main thread waiting");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        });
+        locked_rx.recv().expect("reader started");
+        a.add_(&b)?; // the output's lock is busy: try_write fails
+        reader.join().expect("reader thread");
+        assert_eq!(vals(&a), [11.0, 22.0]);
+        Ok(())
+    }
 }

@@ -189,7 +189,7 @@ pub fn redispatch(call: &Call, mut keys: DispatchKeySet) -> Result<Tensors> {
             if key == DispatchKey::Autograd
                 && let Some(k) = entry.kernel(Slot::Decomposition)
             {
-                return run_kernel(call, k);
+                return run_kernel(call, k, None);
             }
             if let Some(f) = FALLBACKS[key as usize].get() {
                 return f(call, below);
@@ -202,8 +202,8 @@ pub fn redispatch(call: &Call, mut keys: DispatchKeySet) -> Result<Tensors> {
             .or_else(|| entry.kernel(Slot::AnyBackend))
             .or_else(|| entry.kernel(Slot::Decomposition));
         return match kernel {
-            Some(k) => run_kernel(call, k),
-            None if key == DispatchKey::Meta => run_structured(call, None),
+            Some(k) => run_kernel(call, k, Some(key)),
+            None if key == DispatchKey::Meta => run_structured(call, None, Some(key)),
             None => Err(Error::NoKernel {
                 op: entry.name(),
                 key: key.to_string(),
@@ -218,9 +218,11 @@ pub fn redispatch(call: &Call, mut keys: DispatchKeySet) -> Result<Tensors> {
     })
 }
 
-fn run_kernel(call: &Call, kernel: Kernel) -> Result<Tensors> {
+/// Runs `kernel` for `call`; `backend` is the backend key it was chosen
+/// for (`None` for a decomposition chosen by a layer).
+fn run_kernel(call: &Call, kernel: Kernel, backend: Option<DispatchKey>) -> Result<Tensors> {
     match kernel {
-        Kernel::Structured(f) => run_structured(call, Some(f)),
+        Kernel::Structured(f) => run_structured(call, Some(f), backend),
         Kernel::Functional(f) => match call.out {
             None => f(call),
             Some(out) => {
@@ -276,8 +278,12 @@ fn may_write_directly(call: &Call, o: &Tensor) -> bool {
     })
 }
 
-fn run_structured(call: &Call, f: Option<StructuredFn>) -> Result<Tensors> {
-    let device = call_device(call)?;
+fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<DispatchKey>) -> Result<Tensors> {
+    // The CPU key means CPU memory; other devices carry an index, found again.
+    let device = match backend {
+        Some(DispatchKey::Cpu) => Device::Cpu,
+        _ => call_device(call)?,
+    };
     let specs = call.op.infer(call.inputs)?;
     match call.out {
         None => {

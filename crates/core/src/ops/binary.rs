@@ -4,6 +4,8 @@
 //! the common dtype (`torch.result_type`) and dispatch; the shape rule
 //! broadcasts, and kernels see inputs of one dtype.
 
+use std::borrow::Cow;
+
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
 use crate::layout::{Dims, broadcast_shapes};
@@ -351,7 +353,24 @@ pub fn binary(kind: BinaryKind, a: &Tensor, b: Operand) -> Result<Tensor> {
     binary_op(Binary::new(kind), a, b)
 }
 
+/// The second kernel input of the common case, which needs no promotion:
+/// an f32/f64 tensor with a tensor of its own dtype, or with a number
+/// (`None` for every other case, which goes through [`prepare`]).
+fn unpromoted_input<'a>(op: &Binary, a: &Tensor, b: &Operand<'a>) -> Option<Cow<'a, Tensor>> {
+    if op.kind.is_logical() || !matches!(a.dtype(), DType::F32 | DType::F64) {
+        return None;
+    }
+    match *b {
+        Operand::Tensor(t) if t.dtype() == a.dtype() => Some(Cow::Borrowed(t)),
+        Operand::Scalar(Scalar::Float(_) | Scalar::Int(_)) => b.to_input(a.dtype()).ok().map(Cow::Owned),
+        _ => None,
+    }
+}
+
 fn binary_op(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
+    if let Some(y) = unpromoted_input(&op, a, &b) {
+        return call1(&op, &[a, &y]);
+    }
     let (x, y, cast) = prepare(&op, Operand::Tensor(a), b)?;
     let r = call1(&op, &[&x, &y])?;
     match cast {
@@ -377,6 +396,10 @@ pub fn binary_(kind: BinaryKind, a: &Tensor, b: Operand) -> Result<Tensor> {
 }
 
 fn binary_op_(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
+    if let Some(y) = unpromoted_input(&op, a, &b) {
+        call_out(&op, &[a, &y], &[a])?;
+        return Ok(a.clone());
+    }
     let (x, y, _) = prepare(&op, Operand::Tensor(a), b)?;
     call_out(&op, &[&x, &y], &[a])?;
     Ok(a.clone())

@@ -5,7 +5,7 @@ mod cpu_alloc;
 use std::any::Any;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 pub use cpu_alloc::{CpuBuffer, MemoryStats, empty_cache, memory_stats, reset_peak_memory_stats};
 
@@ -129,6 +129,25 @@ impl Storage {
     /// Exclusive access to the buffer.
     pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
         self.0.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Shared access if it is free now (`None` when a writer holds or waits
+    /// for the lock).
+    pub fn try_read(&self) -> Option<RwLockReadGuard<'_, Buffer>> {
+        match self.0.data.try_read() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Exclusive access if it is free now (`None` when anyone holds the lock).
+    pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, Buffer>> {
+        match self.0.data.try_write() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// True when both handles share the same memory.

@@ -51,10 +51,44 @@ impl std::fmt::Debug for VersionCounter {
 pub(crate) struct TensorImpl {
     pub(crate) storage: Storage,
     pub(crate) layout: Layout,
+    /// `layout.numel()`, kept (the layout never changes after creation).
+    numel: usize,
+    /// `layout.is_contiguous()`, kept likewise.
+    contiguous: bool,
     pub(crate) dtype: DType,
     /// For views: the tensor owning the data (never itself a view).
     pub(crate) base: Option<Tensor>,
     pub(crate) autograd: crate::autograd::AutogradSlot,
+}
+
+impl TensorImpl {
+    /// A shared tensor from its parts, with the layout's element count and
+    /// contiguity kept.
+    pub(crate) fn arc(storage: Storage, layout: Layout, dtype: DType, base: Option<Tensor>) -> Arc<TensorImpl> {
+        let (numel, contiguous) = (layout.numel(), layout.is_contiguous());
+        TensorImpl::arc_with_counts(storage, layout, dtype, base, numel, contiguous)
+    }
+
+    /// [`TensorImpl::arc`] with the element count and contiguity already known.
+    fn arc_with_counts(
+        storage: Storage,
+        layout: Layout,
+        dtype: DType,
+        base: Option<Tensor>,
+        numel: usize,
+        contiguous: bool,
+    ) -> Arc<TensorImpl> {
+        debug_assert!(numel == layout.numel() && contiguous == layout.is_contiguous());
+        Arc::new(TensorImpl {
+            storage,
+            layout,
+            numel,
+            contiguous,
+            dtype,
+            base,
+            autograd: Default::default(),
+        })
+    }
 }
 
 /// An n-dimensional array of one [`DType`] on one [`Device`].
@@ -80,13 +114,7 @@ impl Tensor {
     /// Builds a tensor from its parts. The version counter is the storage's:
     /// tensors built on one storage share it, as views do.
     pub fn from_parts(storage: Storage, layout: Layout, dtype: DType) -> Tensor {
-        Tensor(Arc::new(TensorImpl {
-            storage,
-            layout,
-            dtype,
-            base: None,
-            autograd: Default::default(),
-        }))
+        Tensor(TensorImpl::arc(storage, layout, dtype, None))
     }
 
     /// A view of this tensor's storage with another layout (shares the
@@ -97,27 +125,32 @@ impl Tensor {
                 || self.storage().device() == Device::Meta
                 || layout.storage_end() * self.dtype().element_size() <= self.storage().nbytes()
         );
-        Tensor(Arc::new(TensorImpl {
-            storage: self.0.storage.clone(),
-            layout,
-            dtype: self.0.dtype,
-            base: Some(self.0.base.clone().unwrap_or_else(|| self.clone())),
-            autograd: Default::default(),
-        }))
+        let base = Some(self.0.base.clone().unwrap_or_else(|| self.clone()));
+        Tensor(TensorImpl::arc(self.0.storage.clone(), layout, self.0.dtype, base))
     }
 
     /// Uninitialised memory for an output described by `spec` on `device`.
     pub fn empty_for_spec(spec: &OutSpec, device: Device) -> Result<Tensor> {
-        let layout = match &spec.strides {
-            Some(st) => Layout {
-                shape: spec.shape.clone(),
-                strides: st.clone(),
-                offset: 0,
-            },
-            None => Layout::contiguous(&spec.shape),
+        let (layout, numel, contiguous) = match &spec.strides {
+            Some(st) => {
+                let layout = Layout {
+                    shape: spec.shape.clone(),
+                    strides: st.clone(),
+                    offset: 0,
+                };
+                let (n, c) = (layout.numel(), layout.is_contiguous());
+                (layout, n, c)
+            }
+            None => {
+                let layout = Layout::contiguous(&spec.shape);
+                let n = crate::layout::numel(&layout.shape);
+                (layout, n, true)
+            }
         };
-        let nbytes = if layout.numel() == 0 {
+        let nbytes = if numel == 0 {
             0
+        } else if contiguous {
+            numel * spec.dtype.element_size()
         } else {
             layout.storage_end() * spec.dtype.element_size()
         };
@@ -126,7 +159,9 @@ impl Tensor {
         } else {
             Storage::new(device, nbytes, backend_for(device)?.allocate(device, nbytes, false)?)
         };
-        Ok(Tensor::from_parts(storage, layout, spec.dtype))
+        Ok(Tensor(TensorImpl::arc_with_counts(
+            storage, layout, spec.dtype, None, numel, contiguous,
+        )))
     }
 
     /// Size of each dimension (`tensor.shape`).
@@ -172,8 +207,9 @@ impl Tensor {
     }
 
     /// Number of elements.
+    #[inline]
     pub fn numel(&self) -> usize {
-        self.0.layout.numel()
+        self.0.numel
     }
 
     /// The element type.
@@ -197,8 +233,9 @@ impl Tensor {
     }
 
     /// Whether the elements are laid out row-major without gaps.
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
-        self.0.layout.is_contiguous()
+        self.0.contiguous
     }
 
     /// True for floating-point dtypes.
