@@ -185,7 +185,7 @@ impl Tensor {
     /// A tensor sharing this one's data and version counter but outside the
     /// graph (`detach()`).
     pub fn detach(&self) -> Tensor {
-        Tensor(TensorImpl::arc(
+        Tensor::wrap(TensorImpl::arc(
             self.0.storage.clone(),
             self.0.layout.clone(),
             self.0.dtype,

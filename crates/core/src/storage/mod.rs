@@ -150,6 +150,36 @@ impl Storage {
         }
     }
 
+    /// Frees the memory of host storage that no one else holds (no other
+    /// handle, no weak reference), keeping the storage itself for
+    /// [`Storage::refill_cpu`]. Returns false (nothing done) otherwise.
+    pub(crate) fn empty_if_unique(&mut self) -> bool {
+        if Arc::strong_count(&self.0) != 1 {
+            return false;
+        }
+        match Arc::get_mut(&mut self.0) {
+            Some(st) if st.device == Device::Cpu => {
+                *st.data.get_mut().unwrap_or_else(|e| e.into_inner()) = Buffer::Meta;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Gives a storage emptied by [`Storage::empty_if_unique`] fresh host
+    /// memory of `nbytes` (uninitialised) and version 0, as [`Storage::cpu`]
+    /// would. Returns false (nothing done) if the storage is shared.
+    pub(crate) fn refill_cpu(&mut self, nbytes: usize) -> bool {
+        let Some(st) = Arc::get_mut(&mut self.0) else {
+            return false;
+        };
+        debug_assert!(st.device == Device::Cpu);
+        st.nbytes = nbytes;
+        *st.version.get_mut() = 0;
+        *st.data.get_mut().unwrap_or_else(|e| e.into_inner()) = Buffer::Cpu(CpuBuffer::new(nbytes, false));
+        true
+    }
+
     /// True when both handles share the same memory.
     pub fn same(&self, other: &Storage) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

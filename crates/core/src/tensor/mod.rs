@@ -4,7 +4,9 @@ mod access;
 mod creation;
 mod display;
 mod index;
+mod recycle;
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 pub use access::TensorData;
@@ -108,13 +110,26 @@ impl TensorImpl {
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct Tensor(pub(crate) Arc<TensorImpl>);
+pub struct Tensor(pub(crate) ManuallyDrop<Arc<TensorImpl>>);
+
+impl Drop for Tensor {
+    fn drop(&mut self) {
+        // SAFETY: the handle is dropped once, here, and not used afterwards.
+        recycle::release(unsafe { ManuallyDrop::take(&mut self.0) });
+    }
+}
 
 impl Tensor {
+    /// A handle owning `arc`.
+    #[inline]
+    pub(crate) fn wrap(arc: Arc<TensorImpl>) -> Tensor {
+        Tensor(ManuallyDrop::new(arc))
+    }
+
     /// Builds a tensor from its parts. The version counter is the storage's:
     /// tensors built on one storage share it, as views do.
     pub fn from_parts(storage: Storage, layout: Layout, dtype: DType) -> Tensor {
-        Tensor(TensorImpl::arc(storage, layout, dtype, None))
+        Tensor::wrap(TensorImpl::arc(storage, layout, dtype, None))
     }
 
     /// A view of this tensor's storage with another layout (shares the
@@ -126,7 +141,7 @@ impl Tensor {
                 || layout.storage_end() * self.dtype().element_size() <= self.storage().nbytes()
         );
         let base = Some(self.0.base.clone().unwrap_or_else(|| self.clone()));
-        Tensor(TensorImpl::arc(self.0.storage.clone(), layout, self.0.dtype, base))
+        Tensor::wrap(TensorImpl::arc(self.0.storage.clone(), layout, self.0.dtype, base))
     }
 
     /// Uninitialised memory for an output described by `spec` on `device`.
@@ -154,12 +169,24 @@ impl Tensor {
         } else {
             layout.storage_end() * spec.dtype.element_size()
         };
+        if device == Device::Cpu
+            && let Some(mut arc) = recycle::take()
+        {
+            let imp = Arc::get_mut(&mut arc).expect("cached tensors are unique");
+            if imp.storage.refill_cpu(nbytes) {
+                imp.layout = layout;
+                imp.numel = numel;
+                imp.contiguous = contiguous;
+                imp.dtype = spec.dtype;
+                return Ok(Tensor::wrap(arc));
+            }
+        }
         let storage = if device == Device::Cpu {
             Storage::cpu(nbytes, false)
         } else {
             Storage::new(device, nbytes, backend_for(device)?.allocate(device, nbytes, false)?)
         };
-        Ok(Tensor(TensorImpl::arc_with_counts(
+        Ok(Tensor::wrap(TensorImpl::arc_with_counts(
             storage, layout, spec.dtype, None, numel, contiguous,
         )))
     }
