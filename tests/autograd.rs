@@ -95,6 +95,26 @@ fn graph_is_freed_unless_retained() -> Result<()> {
     Ok(())
 }
 
+/// Dropping a graph without running backward frees what its nodes saved
+/// (node functions are kept for reuse, emptied), and the next graphs, built
+/// from those reused nodes, differentiate as fresh ones.
+#[test]
+fn dropped_graphs_free_saved_tensors() -> Result<()> {
+    let x = leaf(&[1.0, 2.0]);
+    for _ in 0..3 {
+        let y = x.exp()?;
+        let saved = y.storage().downgrade();
+        let z = y.mul(&y)?.sum()?;
+        drop(y);
+        assert!(saved.is_alive(), "exp and mul saved y");
+        drop(z);
+        assert!(!saved.is_alive(), "dropping the graph frees saved tensors");
+    }
+    x.mul(&x)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), [2.0, 4.0]);
+    Ok(())
+}
+
 #[test]
 fn higher_order_gradients() -> Result<()> {
     // d^n/dx^n of x^4 at x = 1.5: 4x^3, 12x^2, 24x.

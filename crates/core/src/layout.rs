@@ -5,11 +5,13 @@ use smallvec::SmallVec;
 
 use crate::{Error, Result};
 
-/// A list of sizes or strides; up to six dims live inline without allocating.
+/// A list of sizes or strides; up to five dims live inline without allocating
+/// (five, not more: shapes are copied on every op, and a larger inline
+/// buffer made those copies measurably slower).
 pub type Dims = SmallVec<[usize; DIMS_INLINE]>;
 
 /// Dims kept inline by [`Dims`] (more spill to the heap).
-const DIMS_INLINE: usize = 6;
+const DIMS_INLINE: usize = 5;
 
 /// Where a tensor's elements sit in its storage: element `(i0, i1, ...)` is at
 /// `offset + i0*strides[0] + i1*strides[1] + ...` (in elements, not bytes).
@@ -23,7 +25,7 @@ pub struct Layout {
     pub offset: usize,
 }
 
-/// `n` zeros (inline up to six dims, without the generic fill loop).
+/// `n` zeros (inline up to five dims, without the generic fill loop).
 pub(crate) fn zero_dims(n: usize) -> Dims {
     if n <= DIMS_INLINE {
         Dims::from_buf_and_len([0; DIMS_INLINE], n)
@@ -32,7 +34,7 @@ pub(crate) fn zero_dims(n: usize) -> Dims {
     }
 }
 
-/// A copy of `d` (inline up to six dims without a `memcpy` call: shapes are
+/// A copy of `d` (inline up to five dims without a `memcpy` call: shapes are
 /// short and copied on every op).
 #[inline]
 pub(crate) fn dims_of(d: &[usize]) -> Dims {

@@ -2,6 +2,7 @@
 //! whose inputs require grad, it runs the kernel below itself, saves what
 //! the operator's backward formula needs, and records a graph node.
 
+use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
 use smallvec::SmallVec;
@@ -135,29 +136,51 @@ struct SavedSet {
 
 /// The node of one recorded operator call.
 pub(crate) struct OpBackward {
-    op: Box<dyn Op>,
+    /// The operator (`None` only while the box waits for reuse).
+    op: Option<Box<dyn Op>>,
     saved: Mutex<Option<SavedSet>>,
     has_saved: bool,
     meta: PerInput<TensorMeta>,
     needs: PerInput<bool>,
 }
 
+/// Most emptied `OpBackward` boxes kept per thread.
+const SPARE_NODES: usize = 128;
+
+thread_local! {
+    // The boxes themselves are what is kept (they become nodes' functions).
+    #[allow(clippy::vec_box)]
+    static SPARE: RefCell<Vec<Box<OpBackward>>> = const { RefCell::new(Vec::new()) };
+}
+
 impl OpBackward {
-    fn new(op: Box<dyn Op>, saved: SavedSet, meta: PerInput<TensorMeta>, needs: PerInput<bool>) -> Self {
+    /// A boxed node function, in a box left by a dropped node when there is one.
+    fn boxed(op: Box<dyn Op>, saved: SavedSet, meta: PerInput<TensorMeta>, needs: PerInput<bool>) -> Box<Self> {
         let has_saved = saved.inputs.iter().chain(&saved.outputs).any(Option::is_some);
-        OpBackward {
-            op,
+        let fresh = OpBackward {
+            op: Some(op),
             saved: Mutex::new(Some(saved)),
             has_saved,
             meta,
             needs,
+        };
+        match SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten() {
+            Some(mut b) => {
+                *b = fresh;
+                b
+            }
+            None => Box::new(fresh),
         }
+    }
+
+    fn op(&self) -> &dyn Op {
+        self.op.as_deref().expect("a live node has its operator")
     }
 }
 
 impl Backward for OpBackward {
     fn name(&self) -> String {
-        self.op.backward_name()
+        self.op().backward_name()
     }
 
     fn apply(&self, node: &Arc<Node>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -189,7 +212,7 @@ impl Backward for OpBackward {
             meta: &self.meta,
             needs: &self.needs,
         };
-        let mut out = self.op.backward(&ctx, grads)?;
+        let mut out = self.op().backward(&ctx, grads)?;
         out.resize(self.meta.len(), None);
         for (i, g) in out.iter_mut().enumerate() {
             if !self.needs[i] {
@@ -208,6 +231,28 @@ impl Backward for OpBackward {
     fn input_shape(&self, i: usize) -> Option<&[usize]> {
         self.meta.get(i).map(|m| m.shape.as_slice())
     }
+
+    fn recycle(mut self: Box<Self>) {
+        // Free everything it holds now (saved tensors may release more of
+        // the graph; nothing is borrowed here), keep the box.
+        self.op = None;
+        *self.saved.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        self.meta.clear();
+        self.needs.clear();
+        let rejected = SPARE
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                if s.len() < SPARE_NODES {
+                    s.push(self);
+                    None
+                } else {
+                    Some(self)
+                }
+            })
+            .ok()
+            .flatten();
+        drop(rejected);
+    }
 }
 
 /// A node for `op` applied to `inputs`, nothing saved (view replays, CopySlices).
@@ -220,7 +265,7 @@ pub(crate) fn node_for(op: Box<dyn Op>, inputs: &[&Tensor]) -> Arc<Node> {
         inputs: SmallVec::new(),
         outputs: SmallVec::new(),
     };
-    Node::new(Box::new(OpBackward::new(op, saved, meta, needs)), edges, name)
+    Node::new(OpBackward::boxed(op, saved, meta, needs), edges, name)
 }
 
 fn check_inplace(o: &Tensor, op: &str) -> Result<()> {
@@ -311,7 +356,7 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
         outputs: saved_outputs,
     };
     let node = Node::new(
-        Box::new(OpBackward::new(op.clone_op(), saved, meta, needs)),
+        OpBackward::boxed(op.clone_op(), saved, meta, needs),
         edges,
         entry.name(),
     );

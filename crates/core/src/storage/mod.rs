@@ -61,6 +61,23 @@ impl Buffer {
     }
 }
 
+/// The contents of `arc` for writing when no other handle, strong or weak,
+/// exists (`Arc::get_mut` without its compare-and-swap: with one strong
+/// handle, ours, and no weak one, no other handle can appear while we hold
+/// `&mut`). `None` otherwise.
+pub(crate) fn unique_mut<T>(arc: &mut Arc<T>) -> Option<&mut T> {
+    if Arc::strong_count(arc) != 1 || Arc::weak_count(arc) != 0 {
+        return None;
+    }
+    // Pairs with the release decrements of handles dropped on other threads
+    // (as `Arc`'s own drop does) so their accesses happen before ours.
+    std::sync::atomic::fence(Ordering::Acquire);
+    // SAFETY: `arc` is the only handle (checked above, and no new one can be
+    // made without it), so this is the only reference to the contents for
+    // as long as `&mut arc` is borrowed.
+    Some(unsafe { &mut *(Arc::as_ptr(arc) as *mut T) })
+}
+
 struct StorageImpl {
     device: Device,
     nbytes: usize,
@@ -154,10 +171,7 @@ impl Storage {
     /// handle, no weak reference), keeping the storage itself for
     /// [`Storage::refill_cpu`]. Returns false (nothing done) otherwise.
     pub(crate) fn empty_if_unique(&mut self) -> bool {
-        if Arc::strong_count(&self.0) != 1 {
-            return false;
-        }
-        match Arc::get_mut(&mut self.0) {
+        match unique_mut(&mut self.0) {
             Some(st) if st.device == Device::Cpu => {
                 *st.data.get_mut().unwrap_or_else(|e| e.into_inner()) = Buffer::Meta;
                 true
@@ -170,7 +184,7 @@ impl Storage {
     /// memory of `nbytes` (uninitialised) and version 0, as [`Storage::cpu`]
     /// would. Returns false (nothing done) if the storage is shared.
     pub(crate) fn refill_cpu(&mut self, nbytes: usize) -> bool {
-        let Some(st) = Arc::get_mut(&mut self.0) else {
+        let Some(st) = unique_mut(&mut self.0) else {
             return false;
         };
         debug_assert!(st.device == Device::Cpu);

@@ -172,7 +172,7 @@ impl Tensor {
         if device == Device::Cpu
             && let Some(mut arc) = recycle::take()
         {
-            let imp = Arc::get_mut(&mut arc).expect("cached tensors are unique");
+            let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
             if imp.storage.refill_cpu(nbytes) {
                 imp.layout = layout;
                 imp.numel = numel;

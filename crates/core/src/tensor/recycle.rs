@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use super::TensorImpl;
+use crate::storage::unique_mut;
 
 /// Most emptied tensors kept per thread.
 const CAPACITY: usize = 128;
@@ -22,10 +23,7 @@ thread_local! {
 /// Drops one handle of a tensor; the last handle of a tensor owning its CPU
 /// storage alone (no views, no weak references) keeps the allocations.
 pub(super) fn release(mut arc: Arc<TensorImpl>) {
-    if Arc::strong_count(&arc) != 1 {
-        return;
-    }
-    let Some(imp) = Arc::get_mut(&mut arc) else {
+    let Some(imp) = unique_mut(&mut arc) else {
         return;
     };
     if imp.base.is_some() || !imp.storage.empty_if_unique() {
