@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::meta::AutogradMeta;
 use super::node::{Backward, Node};
 use crate::{Result, Tensor};
 
@@ -17,6 +18,22 @@ impl AccumulateGrad {
     }
 }
 
+/// Adds `g` to the leaf's `.grad` (in place when the graph of the gradient
+/// is not kept, as PyTorch does).
+fn accumulate(m: &mut AutogradMeta, g: Tensor, create_graph: bool) -> Result<()> {
+    m.grad = Some(match m.grad.take() {
+        // Keep the graph of the gradient only with create_graph.
+        None if create_graph => g,
+        None => g.detach().clone_tensor()?,
+        Some(old) if create_graph || old.requires_grad() => old.add(&g)?,
+        Some(old) => {
+            let _ng = super::no_grad();
+            old.add_(&g)?
+        }
+    });
+    Ok(())
+}
+
 impl Backward for AccumulateGrad {
     fn name(&self) -> String {
         "AccumulateGrad".into()
@@ -26,25 +43,23 @@ impl Backward for AccumulateGrad {
         let Some(mut g) = grads.first().cloned().flatten() else {
             return Ok(Vec::new());
         };
+        let create_graph = super::is_grad_enabled();
+        {
+            // The common case, a leaf without hooks, under one lock.
+            let mut meta = self.leaf.autograd_meta();
+            let m = meta.get_or_insert_with(Default::default);
+            if m.leaf_hooks.is_empty() && m.post_hooks.is_empty() {
+                return accumulate(m, g, create_graph).map(|()| Vec::new());
+            }
+        }
         for hook in self.leaf.leaf_hooks() {
             if let Some(r) = hook(&g) {
                 g = r;
             }
         }
-        let create_graph = super::is_grad_enabled();
         {
             let mut meta = self.leaf.autograd_meta();
-            let m = meta.get_or_insert_with(Default::default);
-            m.grad = Some(match m.grad.take() {
-                // Keep the graph of the gradient only with create_graph.
-                None if create_graph => g,
-                None => g.detach().clone_tensor()?,
-                Some(old) if create_graph || old.requires_grad() => old.add(&g)?,
-                Some(old) => {
-                    let _ng = super::no_grad();
-                    old.add_(&g)?
-                }
-            });
+            accumulate(meta.get_or_insert_with(Default::default), g, create_graph)?;
         }
         for hook in self.leaf.post_hooks() {
             hook(&self.leaf);
