@@ -84,6 +84,12 @@ fn cases() -> Vec<Case> {
         case("sigmoid_backward", vec![x(), x()], true, |t| {
             call1(&ActivationBackward(ActivationKind::Sigmoid), &[&t[0], &t[1]])
         }),
+        case("sin_backward", vec![x(), x()], true, |t| {
+            call1(&ActivationBackward(ActivationKind::Sin), &[&t[0], &t[1]])
+        }),
+        case("cos_backward", vec![x(), x()], true, |t| {
+            call1(&ActivationBackward(ActivationKind::Cos), &[&t[0], &t[1]])
+        }),
         case("add", vec![x(), v(4)], true, |t| t[0].add_scaled(&t[1], 2.0)),
         case("sub", vec![x(), v(4)], true, |t| t[0].sub_scaled(&t[1], 0.5)),
         case("mul", vec![x(), v(4)], true, |t| t[0].mul(&t[1])),

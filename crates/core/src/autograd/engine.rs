@@ -129,7 +129,9 @@ impl Graph {
         self.children.push(SmallVec::new());
         if i >= SMALL_GRAPH {
             if i == SMALL_GRAPH {
-                // Past a handful of nodes a linear search costs more than hashing.
+                // Past a handful of nodes a linear search costs more than
+                // hashing (room for a few times as many, to spare rehashes).
+                self.index.reserve(8 * SMALL_GRAPH);
                 for (j, m) in self.nodes[..i].iter().enumerate() {
                     self.index.insert(key(m), j);
                 }

@@ -10,7 +10,7 @@ use half::{bf16, f16};
 use super::pointwise::{BLOCK, Cost, map2, map3};
 use super::simd::multiversion;
 use crate::dispatch::{Op, downcast_op};
-use crate::ops::activation_backward::ActivationBackward;
+use crate::ops::activation_backward::{ActivationBackward, ActivationKind};
 use crate::ops::{Binary, BinaryKind, Rounding};
 use crate::{DType, Element, Error, Result, Tensor, with_dtype};
 
@@ -287,11 +287,16 @@ pub(crate) fn threshold_backward_kernel(_op: &dyn Op, inputs: &[&Tensor], output
 }
 
 /// tanh's and sigmoid's backward (`[grad, result]`), in f32 for the 16-bit
-/// float types and rounded once, as PyTorch's CPU kernels.
+/// float types and rounded once, as PyTorch's CPU kernels; sin's and cos's
+/// (`[grad, input]`), with the sine or cosine the forward kernels compute,
+/// rounded to the dtype before the product as the composite formula does.
 pub(crate) fn activation_backward_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = *downcast_op::<ActivationBackward>(op)?;
     let (g, y, out) = (inputs[0], inputs[1], outputs[0]);
     let name = op.entry().name();
+    if matches!(op.0, ActivationKind::Sin | ActivationKind::Cos) {
+        return trig_backward(op, g, y, out);
+    }
     match g.dtype() {
         DType::F32 => map2::<f32, f32, f32>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
             for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
@@ -307,6 +312,38 @@ pub(crate) fn activation_backward_kernel(op: &dyn Op, inputs: &[&Tensor], output
             map2::<T, T, T>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
                 for ((g, y), o) in gs.iter().zip(ys).zip(os.iter_mut()) {
                     *o = T::from_f64(op.apply(g.to_f64() as f32, y.to_f64() as f32) as f64);
+                }
+            })
+        }),
+    }
+}
+
+/// [`activation_backward_kernel`] for sin and cos: `grad * cos(x)` or
+/// `grad * -sin(x)`.
+fn trig_backward(op: ActivationBackward, g: &Tensor, x: &Tensor, out: &Tensor) -> Result<()> {
+    let name = op.entry().name();
+    // As the f32 forward kernels: through f64, rounded once.
+    let (sin32, cos32) = (|v: f32| (v as f64).sin() as f32, |v: f32| (v as f64).cos() as f32);
+    match g.dtype() {
+        DType::F32 => map2::<f32, f32, f32>(name, out, g, x, Cost::Heavy, |gs, xs, os| {
+            for ((g, x), o) in gs.iter().zip(xs).zip(os.iter_mut()) {
+                *o = op.trig(*g, *x, sin32, cos32);
+            }
+        }),
+        DType::F64 => map2::<f64, f64, f64>(name, out, g, x, Cost::Heavy, |gs, xs, os| {
+            for ((g, x), o) in gs.iter().zip(xs).zip(os.iter_mut()) {
+                *o = op.trig(*g, *x, f64::sin, f64::cos);
+            }
+        }),
+        dt => with_dtype!(dt, T => {
+            // The sine or cosine rounded to the dtype, the product in f32
+            // rounded once: the composite formula's two kernels.
+            let round = |v: f32| T::from_f64(v as f64).to_f64() as f32;
+            map2::<T, T, T>(name, out, g, x, Cost::Heavy, |gs, xs, os| {
+                for ((g, x), o) in gs.iter().zip(xs).zip(os.iter_mut()) {
+                    let (g, x) = (g.to_f64() as f32, x.to_f64() as f32);
+                    let v = op.trig(g, x, |v| round(sin32(v)), |v| round(cos32(v)));
+                    *o = T::from_f64(v as f64);
                 }
             })
         }),

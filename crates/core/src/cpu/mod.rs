@@ -49,6 +49,8 @@ pub(crate) fn register_kernels() -> Result<()> {
     for e in [
         &crate::ops::activation_backward::TANH_BACKWARD,
         &crate::ops::activation_backward::SIGMOID_BACKWARD,
+        &crate::ops::activation_backward::SIN_BACKWARD,
+        &crate::ops::activation_backward::COS_BACKWARD,
     ] {
         structured(e, binary::activation_backward_kernel)?;
     }

@@ -1,8 +1,10 @@
 //! Fused backward formulas of activations, as operators of their own
-//! (PyTorch's `tanh_backward` / `sigmoid_backward`): one kernel call instead
-//! of the four pointwise ops the composite formula takes, which is most of
-//! the backward cost on small tensors. Each is differentiable, so tanh and
-//! sigmoid keep their higher derivatives.
+//! (PyTorch's `tanh_backward` / `sigmoid_backward`, and `sin_backward` /
+//! `cos_backward`, which PyTorch composes from two or three ops): one kernel
+//! call instead of the pointwise ops the composite formula takes, which is
+//! most of the backward cost on small tensors. Each gives the composite
+//! formula's bits and is differentiable, so these functions keep their
+//! higher derivatives.
 
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call1};
@@ -13,6 +15,10 @@ use crate::{Error, Result, Tensor};
 pub static TANH_BACKWARD: OpEntry = OpEntry::differentiable("tanh_backward");
 /// Dispatch table of `sigmoid_backward`.
 pub static SIGMOID_BACKWARD: OpEntry = OpEntry::differentiable("sigmoid_backward");
+/// Dispatch table of `sin_backward`.
+pub static SIN_BACKWARD: OpEntry = OpEntry::differentiable("sin_backward");
+/// Dispatch table of `cos_backward`.
+pub static COS_BACKWARD: OpEntry = OpEntry::differentiable("cos_backward");
 
 /// Which activation's derivative an [`ActivationBackward`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,11 +27,16 @@ pub enum ActivationKind {
     Tanh,
     /// `grad * (1 - y) * y` for `y = sigmoid(x)` (PyTorch's evaluation order).
     Sigmoid,
+    /// `grad * cos(x)` for `sin(x)`: the second input is `x`.
+    Sin,
+    /// `grad * -sin(x)` for `cos(x)`: the second input is `x`.
+    Cos,
 }
 
 /// `grad` times the derivative of an activation, written in terms of the
-/// activation's result `y`. Inputs `[grad, y]` of one shape and float dtype;
-/// a shape or dtype mismatch is an error naming both.
+/// activation's result `y` (tanh, sigmoid) or its input `x` (sin, cos).
+/// Inputs `[grad, y or x]` of one shape and float dtype; a shape or dtype
+/// mismatch is an error naming both.
 #[derive(Debug, Clone, Copy)]
 pub struct ActivationBackward(pub ActivationKind);
 
@@ -40,6 +51,22 @@ impl ActivationBackward {
         match self.0 {
             ActivationKind::Tanh => g * (one - y * y),
             ActivationKind::Sigmoid => g * (one - y) * y,
+            ActivationKind::Sin | ActivationKind::Cos => unreachable!("sin/cos backward take `trig`"),
+        }
+    }
+
+    /// sin's and cos's formula on one element: `grad` times cos(x), or
+    /// times -sin(x), where `cos` and `sin` are the forward kernels' own
+    /// (rounded to the dtype first, as the composite formula rounds them).
+    #[inline]
+    pub(crate) fn trig<T>(self, g: T, x: T, sin: impl Fn(T) -> T, cos: impl Fn(T) -> T) -> T
+    where
+        T: Copy + std::ops::Mul<Output = T> + std::ops::Neg<Output = T>,
+    {
+        match self.0 {
+            ActivationKind::Sin => g * cos(x),
+            ActivationKind::Cos => g * -sin(x),
+            ActivationKind::Tanh | ActivationKind::Sigmoid => unreachable!("tanh/sigmoid backward take `apply`"),
         }
     }
 }
@@ -49,6 +76,8 @@ impl Op for ActivationBackward {
         match self.0 {
             ActivationKind::Tanh => &TANH_BACKWARD,
             ActivationKind::Sigmoid => &SIGMOID_BACKWARD,
+            ActivationKind::Sin => &SIN_BACKWARD,
+            ActivationKind::Cos => &COS_BACKWARD,
         }
     }
 
@@ -87,11 +116,14 @@ impl Op for ActivationBackward {
         let d_grad = ctx.needs_grad(0).then(|| call1(self, &[&gg, &y])).transpose()?;
         let d_y = if ctx.needs_grad(1) {
             // d/dy of g * (1 - y^2) is -2 g y; of g * (1 - y) * y it is g (1 - 2y).
-            let dy = match self.0 {
-                ActivationKind::Tanh => g.mul(&y)?.mul(-2.0)?,
-                ActivationKind::Sigmoid => g.mul(&y.mul(-2.0)?.add(1.0)?)?,
-            };
-            Some(gg.mul(&dy)?)
+            // d/dx of g * cos(x) is -g sin(x); of g * -sin(x), -g cos(x)
+            // (in the order autograd takes through PyTorch's composite forms).
+            Some(match self.0 {
+                ActivationKind::Tanh => gg.mul(&g.mul(&y)?.mul(-2.0)?)?,
+                ActivationKind::Sigmoid => gg.mul(&g.mul(&y.mul(-2.0)?.add(1.0)?)?)?,
+                ActivationKind::Sin => gg.mul(&g)?.mul(&y.sin()?.neg()?)?,
+                ActivationKind::Cos => gg.mul(&g)?.neg()?.mul(&y.cos()?)?,
+            })
         } else {
             None
         };

@@ -177,8 +177,8 @@ impl Op for Unary {
             Sqrt => g.div(&ctx.output(0)?.mul(2.0)?)?,
             Rsqrt => g.mul(&ctx.output(0)?.pow(3)?)?.mul(-0.5)?,
             Reciprocal => g.mul(&ctx.output(0)?.pow(2)?)?.neg()?,
-            Sin => g.mul(&ctx.input(0)?.cos()?)?,
-            Cos => g.mul(&ctx.input(0)?.sin()?)?.neg()?,
+            Sin => call1(&ActivationBackward(ActivationKind::Sin), &[&g, &ctx.input(0)?])?,
+            Cos => call1(&ActivationBackward(ActivationKind::Cos), &[&g, &ctx.input(0)?])?,
             Tanh => call1(&ActivationBackward(ActivationKind::Tanh), &[&g, &ctx.output(0)?])?,
             Sigmoid => call1(&ActivationBackward(ActivationKind::Sigmoid), &[&g, &ctx.output(0)?])?,
             Erf => {
