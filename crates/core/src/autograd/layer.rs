@@ -362,9 +362,14 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
     );
     match call.out {
         None => {
+            // The last output takes the node itself (one clone fewer).
+            let last = outs.iter().rposition(Tensor::is_floating_point);
+            let mut node = Some(node);
             for (i, o) in outs.iter().enumerate() {
-                if o.is_floating_point() {
-                    o.set_grad_fn(node.clone(), i);
+                if Some(i) == last {
+                    o.set_grad_fn(node.take().expect("the node is moved once"), i);
+                } else if o.is_floating_point() {
+                    o.set_grad_fn(node.clone().expect("the node is still here"), i);
                 }
             }
         }

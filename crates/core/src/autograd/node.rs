@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use smallvec::SmallVec;
@@ -56,7 +56,6 @@ pub struct Edge {
     pub input_nr: usize,
 }
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
 static HOOK_ID: AtomicUsize = AtomicUsize::new(0);
 
 /// A node of the autograd graph.
@@ -81,7 +80,11 @@ impl Node {
         Arc::new(Node {
             backward: Some(backward),
             next: next.into(),
-            seq: SEQ.fetch_add(1, Ordering::Relaxed),
+            seq: SEQ.with(|s| {
+                let n = s.get();
+                s.set(n + 1);
+                n
+            }),
             pre_hooks: Mutex::new(Vec::new()),
             forward_name: forward_name.into(),
         })
@@ -102,7 +105,8 @@ impl Node {
         &self.next
     }
 
-    /// Creation order; later nodes run first in backward.
+    /// Creation order among the nodes created on the same thread; later
+    /// nodes run first in backward.
     pub fn sequence_nr(&self) -> u64 {
         self.seq
     }
@@ -138,6 +142,9 @@ impl fmt::Debug for Node {
 type NodeContents = (Option<Box<dyn Backward>>, Edges);
 
 thread_local! {
+    /// Creation order of this thread's nodes (per thread, as PyTorch's
+    /// sequence numbers: no shared counter for threads to contend on).
+    static SEQ: Cell<u64> = const { Cell::new(0) };
     static DROPPING: Cell<bool> = const { Cell::new(false) };
     static PENDING: RefCell<Vec<NodeContents>> = const { RefCell::new(Vec::new()) };
 }
