@@ -594,6 +594,11 @@ fn square_by_self_multiplication() -> Result<()> {
         .map(|(p, q)| p + q)
         .collect();
     assert_eq!(vec(&x2.grad().unwrap()), both);
+    // Two views of the same elements are two tensors (two graph edges).
+    let x3 = leaf(&xs);
+    let (v1, v2) = (x3.narrow(0, 0, 2)?, x3.narrow(0, 0, 2)?);
+    v1.mul(&v2)?.sum()?.backward()?;
+    assert_eq!(vec(&x3.grad().unwrap()), [0.6, -3.4, 0.0, 0.0]);
     let x64 = Tensor::new([0.5f64, -1.5, 2.0])?.requires_grad_(true)?;
     let sq = |v: &[Tensor]| v[0].mul(&v[0]);
     gradcheck(&sq, std::slice::from_ref(&x64), GradcheckOptions::default())?;
@@ -654,11 +659,11 @@ fn as_strided_and_inplace_views_follow_storage_geometry() -> Result<()> {
     Ok(())
 }
 
-/// sin's and cos's fused backward kernels give the bits of the composite
-/// formulas PyTorch evaluates (`grad * x.cos()`, `grad * -x.sin()`) in every
-/// float dtype.
+/// The fused backward kernels of sin, cos and `x * x` give the bits of the
+/// composite formulas PyTorch evaluates (`grad * x.cos()`, `grad * -x.sin()`,
+/// `grad * x + grad * x`) in every float dtype.
 #[test]
-fn fused_trig_backward_matches_the_composite_formula() -> Result<()> {
+fn fused_backward_kernels_match_the_composite_formulas() -> Result<()> {
     use ferrotorch::dispatch::call1;
     use ferrotorch::ops::activation_backward::{ActivationBackward, ActivationKind};
     ferrotorch::manual_seed(7);
@@ -675,6 +680,9 @@ fn fused_trig_backward_matches_the_composite_formula() -> Result<()> {
         };
         assert_eq!(bits(&sin_b)?, bits(&g.mul(&x.cos()?)?)?, "sin_backward {dt}");
         assert_eq!(bits(&cos_b)?, bits(&g.mul(&x.sin()?.neg()?)?)?, "cos_backward {dt}");
+        let sq_b = call1(&ActivationBackward(ActivationKind::Square), &[&g, &x])?;
+        let gx = g.mul(&x)?;
+        assert_eq!(bits(&sq_b)?, bits(&gx.add(&gx)?)?, "square_backward {dt}");
     }
     // Through autograd: d/dx sin(x) = cos(x).
     let x = leaf(&[0.5, -1.25, 3.0]);

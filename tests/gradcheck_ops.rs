@@ -90,6 +90,9 @@ fn cases() -> Vec<Case> {
         case("cos_backward", vec![x(), x()], true, |t| {
             call1(&ActivationBackward(ActivationKind::Cos), &[&t[0], &t[1]])
         }),
+        case("square_backward", vec![x(), x()], true, |t| {
+            call1(&ActivationBackward(ActivationKind::Square), &[&t[0], &t[1]])
+        }),
         case("add", vec![x(), v(4)], true, |t| t[0].add_scaled(&t[1], 2.0)),
         case("sub", vec![x(), v(4)], true, |t| t[0].sub_scaled(&t[1], 0.5)),
         case("mul", vec![x(), v(4)], true, |t| t[0].mul(&t[1])),

@@ -120,6 +120,15 @@ impl BackwardCtx<'_> {
         self.needs.get(i).copied().unwrap_or(false)
     }
 
+    /// Whether the gradients of inputs `i` and `j` flow into the same place
+    /// (one tensor passed twice, as in `x * x`).
+    pub fn same_edge(&self, i: usize, j: usize) -> bool {
+        match (self.node.next_edges().get(i), self.node.next_edges().get(j)) {
+            (Some(Some(a)), Some(Some(b))) => Arc::ptr_eq(&a.node, &b.node) && a.input_nr == b.input_nr,
+            _ => false,
+        }
+    }
+
     /// Number of inputs of the operation.
     pub fn num_inputs(&self) -> usize {
         self.meta.len()

@@ -294,8 +294,8 @@ pub(crate) fn activation_backward_kernel(op: &dyn Op, inputs: &[&Tensor], output
     let op = *downcast_op::<ActivationBackward>(op)?;
     let (g, y, out) = (inputs[0], inputs[1], outputs[0]);
     let name = op.entry().name();
-    if matches!(op.0, ActivationKind::Sin | ActivationKind::Cos) {
-        return trig_backward(op, g, y, out);
+    if matches!(op.0, ActivationKind::Sin | ActivationKind::Cos | ActivationKind::Square) {
+        return by_input_backward(op, g, y, out);
     }
     match g.dtype() {
         DType::F32 => map2::<f32, f32, f32>(name, out, g, y, Cost::Cheap, |gs, ys, os| {
@@ -318,31 +318,31 @@ pub(crate) fn activation_backward_kernel(op: &dyn Op, inputs: &[&Tensor], output
     }
 }
 
-/// [`activation_backward_kernel`] for sin and cos: `grad * cos(x)` or
-/// `grad * -sin(x)`.
-fn trig_backward(op: ActivationBackward, g: &Tensor, x: &Tensor, out: &Tensor) -> Result<()> {
+/// [`activation_backward_kernel`] for sin, cos and square: `grad * cos(x)`,
+/// `grad * -sin(x)` or `grad * x + grad * x`.
+fn by_input_backward(op: ActivationBackward, g: &Tensor, x: &Tensor, out: &Tensor) -> Result<()> {
     let name = op.entry().name();
     // As the f32 forward kernels: through f64, rounded once.
     let (sin32, cos32) = (|v: f32| (v as f64).sin() as f32, |v: f32| (v as f64).cos() as f32);
     match g.dtype() {
         DType::F32 => map2::<f32, f32, f32>(name, out, g, x, Cost::Heavy, |gs, xs, os| {
             for ((g, x), o) in gs.iter().zip(xs).zip(os.iter_mut()) {
-                *o = op.trig(*g, *x, sin32, cos32);
+                *o = op.by_input(*g, *x, sin32, cos32, |v| v);
             }
         }),
         DType::F64 => map2::<f64, f64, f64>(name, out, g, x, Cost::Heavy, |gs, xs, os| {
             for ((g, x), o) in gs.iter().zip(xs).zip(os.iter_mut()) {
-                *o = op.trig(*g, *x, f64::sin, f64::cos);
+                *o = op.by_input(*g, *x, f64::sin, f64::cos, |v| v);
             }
         }),
         dt => with_dtype!(dt, T => {
-            // The sine or cosine rounded to the dtype, the product in f32
-            // rounded once: the composite formula's two kernels.
+            // Each op of the composite formula computes in f32 and rounds
+            // its result to the dtype once.
             let round = |v: f32| T::from_f64(v as f64).to_f64() as f32;
             map2::<T, T, T>(name, out, g, x, Cost::Heavy, |gs, xs, os| {
                 for ((g, x), o) in gs.iter().zip(xs).zip(os.iter_mut()) {
                     let (g, x) = (g.to_f64() as f32, x.to_f64() as f32);
-                    let v = op.trig(g, x, |v| round(sin32(v)), |v| round(cos32(v)));
+                    let v = op.by_input(g, x, |v| round(sin32(v)), |v| round(cos32(v)), round);
                     *o = T::from_f64(v as f64);
                 }
             })

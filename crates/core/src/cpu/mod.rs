@@ -51,6 +51,7 @@ pub(crate) fn register_kernels() -> Result<()> {
         &crate::ops::activation_backward::SIGMOID_BACKWARD,
         &crate::ops::activation_backward::SIN_BACKWARD,
         &crate::ops::activation_backward::COS_BACKWARD,
+        &crate::ops::activation_backward::SQUARE_BACKWARD,
     ] {
         structured(e, binary::activation_backward_kernel)?;
     }

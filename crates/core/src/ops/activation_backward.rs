@@ -1,6 +1,8 @@
 //! Fused backward formulas of activations, as operators of their own
-//! (PyTorch's `tanh_backward` / `sigmoid_backward`, and `sin_backward` /
-//! `cos_backward`, which PyTorch composes from two or three ops): one kernel
+//! (PyTorch's `tanh_backward` / `sigmoid_backward`; `sin_backward` /
+//! `cos_backward`, which PyTorch composes from two or three ops; and
+//! `square_backward` for `x * x`, whose two equal products PyTorch computes
+//! and adds): one kernel
 //! call instead of the pointwise ops the composite formula takes, which is
 //! most of the backward cost on small tensors. Each gives the composite
 //! formula's bits and is differentiable, so these functions keep their
@@ -19,6 +21,8 @@ pub static SIGMOID_BACKWARD: OpEntry = OpEntry::differentiable("sigmoid_backward
 pub static SIN_BACKWARD: OpEntry = OpEntry::differentiable("sin_backward");
 /// Dispatch table of `cos_backward`.
 pub static COS_BACKWARD: OpEntry = OpEntry::differentiable("cos_backward");
+/// Dispatch table of `square_backward`.
+pub static SQUARE_BACKWARD: OpEntry = OpEntry::differentiable("square_backward");
 
 /// Which activation's derivative an [`ActivationBackward`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +35,14 @@ pub enum ActivationKind {
     Sin,
     /// `grad * -sin(x)` for `cos(x)`: the second input is `x`.
     Cos,
+    /// `grad * x + grad * x` for `x * x` (both factors the same tensor):
+    /// the second input is `x`.
+    Square,
 }
 
 /// `grad` times the derivative of an activation, written in terms of the
-/// activation's result `y` (tanh, sigmoid) or its input `x` (sin, cos).
+/// activation's result `y` (tanh, sigmoid) or its input `x` (sin, cos,
+/// square).
 /// Inputs `[grad, y or x]` of one shape and float dtype; a shape or dtype
 /// mismatch is an error naming both.
 #[derive(Debug, Clone, Copy)]
@@ -51,21 +59,26 @@ impl ActivationBackward {
         match self.0 {
             ActivationKind::Tanh => g * (one - y * y),
             ActivationKind::Sigmoid => g * (one - y) * y,
-            ActivationKind::Sin | ActivationKind::Cos => unreachable!("sin/cos backward take `trig`"),
+            _ => unreachable!("sin/cos/square backward take `by_input`"),
         }
     }
 
-    /// sin's and cos's formula on one element: `grad` times cos(x), or
-    /// times -sin(x), where `cos` and `sin` are the forward kernels' own
-    /// (rounded to the dtype first, as the composite formula rounds them).
+    /// The formulas in terms of the input on one element: `grad` times
+    /// cos(x), times -sin(x), or `grad * x` twice over, where `cos` and `sin`
+    /// are the forward kernels' own and `round` rounds an intermediate to
+    /// the dtype (the composite formulas round each op's result).
     #[inline]
-    pub(crate) fn trig<T>(self, g: T, x: T, sin: impl Fn(T) -> T, cos: impl Fn(T) -> T) -> T
+    pub(crate) fn by_input<T>(self, g: T, x: T, sin: impl Fn(T) -> T, cos: impl Fn(T) -> T, round: impl Fn(T) -> T) -> T
     where
-        T: Copy + std::ops::Mul<Output = T> + std::ops::Neg<Output = T>,
+        T: Copy + std::ops::Mul<Output = T> + std::ops::Add<Output = T> + std::ops::Neg<Output = T>,
     {
         match self.0 {
             ActivationKind::Sin => g * cos(x),
             ActivationKind::Cos => g * -sin(x),
+            ActivationKind::Square => {
+                let p = round(g * x);
+                p + p
+            }
             ActivationKind::Tanh | ActivationKind::Sigmoid => unreachable!("tanh/sigmoid backward take `apply`"),
         }
     }
@@ -78,6 +91,7 @@ impl Op for ActivationBackward {
             ActivationKind::Sigmoid => &SIGMOID_BACKWARD,
             ActivationKind::Sin => &SIN_BACKWARD,
             ActivationKind::Cos => &COS_BACKWARD,
+            ActivationKind::Square => &SQUARE_BACKWARD,
         }
     }
 
@@ -123,6 +137,11 @@ impl Op for ActivationBackward {
                 ActivationKind::Sigmoid => gg.mul(&g.mul(&y.mul(-2.0)?.add(1.0)?)?)?,
                 ActivationKind::Sin => gg.mul(&g)?.mul(&y.sin()?.neg()?)?,
                 ActivationKind::Cos => gg.mul(&g)?.neg()?.mul(&y.cos()?)?,
+                // d/dx of g x + g x: g gg twice over, summed.
+                ActivationKind::Square => {
+                    let t = gg.mul(&g)?;
+                    t.add(&t)?
+                }
             })
         } else {
             None

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
 use crate::layout::{Dims, broadcast_shapes};
+use crate::ops::activation_backward::{ActivationBackward, ActivationKind};
 use crate::ops::grad_util::{grad0, mask, sum_to};
 use crate::ops::promote::{IntoOperand, Operand, result_type};
 use crate::{DType, Error, Result, Scalar, Tensor};
@@ -229,8 +230,14 @@ impl Op for Binary {
                 let (a, b) = (ctx.input(0)?, ctx.input(1)?);
                 let same = a.storage().same(b.storage()) && a.dtype() == b.dtype() && a.layout() == b.layout();
                 if same && ctx.needs_grad(0) && ctx.needs_grad(1) {
-                    // `x * x`: both gradients are `g * x`, computed once (the
-                    // engine adds them, exactly as it adds two equal products).
+                    // `x * x`: both gradients are `g * x`. With both going to
+                    // one place (one tensor), their sum `g*x + g*x` comes
+                    // from one fused kernel, the bits of the two products
+                    // the engine would add; else the product is made once.
+                    if ctx.same_edge(0, 1) && g.shape() == a.shape() {
+                        let kind = ActivationKind::Square;
+                        return Ok(vec![Some(call1(&ActivationBackward(kind), &[&g, &a])?), None]);
+                    }
                     let gx = sum_to(&g.mul(&a)?, sa)?;
                     return Ok(vec![Some(gx.clone()), Some(gx)]);
                 }
