@@ -163,23 +163,33 @@ thread_local! {
 }
 
 impl OpBackward {
-    /// A boxed node function, in a box left by a dropped node when there is one.
-    fn boxed(op: Box<dyn Op>, saved: SavedSet, meta: PerInput<TensorMeta>, needs: PerInput<bool>) -> Box<Self> {
-        let has_saved = saved.inputs.iter().chain(&saved.outputs).any(Option::is_some);
-        let fresh = OpBackward {
-            op: Some(op),
-            saved: Mutex::new(Some(saved)),
-            has_saved,
-            meta,
-            needs,
-        };
-        match SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten() {
-            Some(mut b) => {
-                *b = fresh;
-                b
-            }
-            None => Box::new(fresh),
-        }
+    /// An empty node function to fill in place (no operator, nothing saved,
+    /// no inputs): a box left by a dropped node when there is one.
+    fn empty_box() -> Box<Self> {
+        SPARE
+            .try_with(|s| s.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| {
+                Box::new(OpBackward {
+                    op: None,
+                    saved: Mutex::new(None),
+                    has_saved: false,
+                    meta: PerInput::new(),
+                    needs: PerInput::new(),
+                })
+            })
+    }
+
+    /// The saved set, created empty if there is none yet.
+    fn saved_mut(&mut self) -> &mut SavedSet {
+        self.saved
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| SavedSet {
+                inputs: SmallVec::new(),
+                outputs: SmallVec::new(),
+            })
     }
 
     fn op(&self) -> &dyn Op {
@@ -270,11 +280,11 @@ pub(crate) fn node_for(op: Box<dyn Op>, inputs: &[&Tensor]) -> Arc<Node> {
     let needs = inputs.iter().map(|t| t.requires_grad()).collect();
     let edges: Edges = inputs.iter().map(|t| t.gradient_edge()).collect();
     let meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
-    let saved = SavedSet {
-        inputs: SmallVec::new(),
-        outputs: SmallVec::new(),
-    };
-    Node::new(OpBackward::boxed(op, saved, meta, needs), edges, name)
+    let mut b = OpBackward::empty_box();
+    b.op = Some(op);
+    b.meta = meta;
+    b.needs = needs;
+    Node::new(b, edges, name)
 }
 
 fn check_inplace(o: &Tensor, op: &str) -> Result<()> {
@@ -324,23 +334,21 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
         return run_below();
     }
     let op = call.op;
-    // Per-input records, built with pushes (cheaper than collecting for one or two inputs).
+    // The node's function is filled in place (in a box left by a dropped
+    // node when there is one): per-input records built with pushes.
     let n = call.inputs.len();
-    let (mut needs, mut edges, mut meta) = (
-        PerInput::with_capacity(n),
-        Edges::with_capacity(n),
-        PerInput::with_capacity(n),
-    );
+    let mut b = OpBackward::empty_box();
+    let mut edges = Edges::with_capacity(n);
     for (i, t) in call.inputs.iter().enumerate() {
         let need = t.requires_grad() && op.differentiable_input(i);
-        needs.push(need);
+        b.needs.push(need);
         edges.push(if need { t.gradient_edge() } else { None });
-        meta.push(TensorMeta::of(t));
+        b.meta.push(TensorMeta::of(t));
     }
     let spec = op.saves();
-    let mut saved_inputs = PerInput::with_capacity(n);
+    let saved = b.saved_mut();
     for (i, t) in call.inputs.iter().enumerate() {
-        saved_inputs.push(if spec.input(i) {
+        saved.inputs.push(if spec.input(i) {
             // An input the call overwrites is saved as a copy.
             let aliased = call
                 .out
@@ -356,19 +364,12 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
         });
     }
     let outs = run_below()?;
-    let mut saved_outputs = PerInput::with_capacity(outs.len());
     for (i, o) in outs.iter().enumerate() {
-        saved_outputs.push(spec.output(i).then(|| SavedTensor::output(o, i)));
+        saved.outputs.push(spec.output(i).then(|| SavedTensor::output(o, i)));
     }
-    let saved = SavedSet {
-        inputs: saved_inputs,
-        outputs: saved_outputs,
-    };
-    let node = Node::new(
-        OpBackward::boxed(op.clone_op(), saved, meta, needs),
-        edges,
-        entry.name(),
-    );
+    b.has_saved = saved.inputs.iter().chain(&saved.outputs).any(Option::is_some);
+    b.op = Some(op.clone_op());
+    let node = Node::new(b, edges, entry.name());
     match call.out {
         None => {
             // The last output takes the node itself (one clone fewer).
