@@ -251,6 +251,26 @@ impl Layout {
         }
     }
 
+    /// Makes this the row-major layout of `shape` (offset 0), rewriting the
+    /// lists in place (no new layout built and moved: this runs for nearly
+    /// every op output); returns the number of elements.
+    pub(crate) fn set_contiguous(&mut self, shape: &[usize]) -> usize {
+        let n = shape.len();
+        self.shape.clear();
+        self.strides.clear();
+        for &s in shape {
+            self.shape.push(s);
+            self.strides.push(0);
+        }
+        let mut acc = 1usize;
+        for d in (0..n).rev() {
+            self.strides[d] = acc;
+            acc *= shape[d].max(1);
+        }
+        self.offset = 0;
+        numel(shape)
+    }
+
     /// Number of dimensions.
     pub fn ndim(&self) -> usize {
         self.shape.len()

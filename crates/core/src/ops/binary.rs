@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
-use crate::layout::{Dims, broadcast_shapes};
+use crate::layout::{broadcast_shapes, dims_of};
 use crate::ops::activation_backward::{ActivationBackward, ActivationKind};
 use crate::ops::grad_util::{grad0, mask, sum_to};
 use crate::ops::promote::{IntoOperand, Operand, result_type};
@@ -167,16 +167,16 @@ impl Op for Binary {
             }
             _ => {}
         }
-        // Equal shapes and scalar operands (most calls) need no broadcasting.
-        let shape = if crate::layout::same_dims(a.shape(), b.shape()) || b.ndim() == 0 {
-            a.dims()
-        } else if a.ndim() == 0 {
-            b.dims()
-        } else {
-            broadcast_shapes(name, a.shape(), b.shape())?
-        };
         let out_dt = if self.kind.is_predicate() { DType::Bool } else { dt };
-        Ok(smallvec::smallvec![broadcast_spec(shape, &[a, b], out_dt)])
+        // Equal shapes and scalar operands (most calls) need no broadcasting.
+        let spec = if crate::layout::same_dims(a.shape(), b.shape()) || b.ndim() == 0 {
+            broadcast_spec(a.shape(), &[a, b], out_dt)
+        } else if a.ndim() == 0 {
+            broadcast_spec(b.shape(), &[a, b], out_dt)
+        } else {
+            broadcast_spec(&broadcast_shapes(name, a.shape(), b.shape())?, &[a, b], out_dt)
+        };
+        Ok(smallvec::smallvec![spec])
     }
 
     fn alias_safe(&self) -> bool {
@@ -302,15 +302,18 @@ impl Op for Binary {
 /// Output spec of a broadcasting pointwise op: contiguous unless the first
 /// input with the full shape is dense but permuted, whose memory order the
 /// output then follows (as PyTorch's TensorIterator does).
-pub(crate) fn broadcast_spec(shape: Dims, inputs: &[&Tensor], dtype: DType) -> OutSpec {
-    let mut spec = OutSpec::new(shape, dtype);
-    if let Some(t) = inputs.iter().find(|t| crate::layout::same_dims(t.shape(), &spec.shape))
-        && !t.is_contiguous()
-        && t.layout().is_non_overlapping_and_dense()
-    {
-        spec.strides = Some(t.strides().into());
+pub(crate) fn broadcast_spec(shape: &[usize], inputs: &[&Tensor], dtype: DType) -> OutSpec {
+    let strides = inputs
+        .iter()
+        .find(|t| crate::layout::same_dims(t.shape(), shape))
+        .filter(|t| !t.is_contiguous() && t.layout().is_non_overlapping_and_dense())
+        .map(|t| dims_of(t.strides()));
+    // Built in one go (no spec moved and patched: this runs on every op).
+    OutSpec {
+        shape: dims_of(shape),
+        dtype,
+        strides,
     }
-    spec
 }
 
 /// The dtype a binary op computes in, from the promoted dtype of its operands.
@@ -590,7 +593,7 @@ impl Op for Where {
         }
         let s = broadcast_shapes("where", c.shape(), x.shape())?;
         let s = broadcast_shapes("where", &s, y.shape())?;
-        Ok(smallvec::smallvec![broadcast_spec(s, &[x, y], x.dtype())])
+        Ok(smallvec::smallvec![broadcast_spec(&s, &[x, y], x.dtype())])
     }
 
     fn alias_safe(&self) -> bool {

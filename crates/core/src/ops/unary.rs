@@ -220,11 +220,13 @@ impl Op for Unary {
 /// Output spec of a pointwise op: the input's shape, and its strides when it
 /// is dense but not contiguous (so `exp(x.t())` stays transposed, as in PyTorch).
 pub(crate) fn same_layout_spec(x: &Tensor, dtype: DType) -> OutSpec {
-    let mut spec = OutSpec::new(x.dims(), dtype);
-    if !x.is_contiguous() && x.layout().is_non_overlapping_and_dense() {
-        spec.strides = Some(x.strides().into());
+    let permuted = !x.is_contiguous() && x.layout().is_non_overlapping_and_dense();
+    // Built in one go (no spec moved and patched: this runs on every op).
+    OutSpec {
+        shape: x.dims(),
+        dtype,
+        strides: permuted.then(|| x.dims_of_strides()),
     }
-    spec
 }
 
 fn check_domain(kind: UnaryKind, dtype: DType) -> Result<()> {

@@ -146,6 +146,21 @@ impl Tensor {
 
     /// Uninitialised memory for an output described by `spec` on `device`.
     pub fn empty_for_spec(spec: &OutSpec, device: Device) -> Result<Tensor> {
+        // The common case, a contiguous CPU output, in a reused tensor whose
+        // layout is rewritten in place.
+        if spec.strides.is_none()
+            && device == Device::Cpu
+            && let Some(mut arc) = recycle::take()
+        {
+            let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
+            let numel = imp.layout.set_contiguous(&spec.shape);
+            if imp.storage.refill_cpu(numel * spec.dtype.element_size()) {
+                imp.numel = numel;
+                imp.contiguous = true;
+                imp.dtype = spec.dtype;
+                return Ok(Tensor::wrap(arc));
+            }
+        }
         let (layout, numel, contiguous) = match &spec.strides {
             Some(st) => {
                 let layout = Layout {
@@ -273,6 +288,11 @@ impl Tensor {
     /// The shape as a `Dims` (for building new shapes).
     pub fn dims(&self) -> Dims {
         crate::layout::dims_of(&self.0.layout.shape)
+    }
+
+    /// The strides as a `Dims`.
+    pub(crate) fn dims_of_strides(&self) -> Dims {
+        crate::layout::dims_of(&self.0.layout.strides)
     }
 
     /// The version counter shared with all views of this tensor's base.
