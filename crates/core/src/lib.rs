@@ -25,6 +25,7 @@ pub mod layout;
 pub mod ops;
 pub mod random;
 mod scalar;
+mod spare;
 pub mod storage;
 mod tensor;
 

@@ -166,19 +166,15 @@ impl OpBackward {
     /// An empty node function to fill in place (no operator, nothing saved,
     /// no inputs): a box left by a dropped node when there is one.
     fn empty_box() -> Box<Self> {
-        SPARE
-            .try_with(|s| s.borrow_mut().pop())
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| {
-                Box::new(OpBackward {
-                    op: None,
-                    saved: Mutex::new(None),
-                    has_saved: false,
-                    meta: PerInput::new(),
-                    needs: PerInput::new(),
-                })
+        crate::spare::take(&SPARE).unwrap_or_else(|| {
+            Box::new(OpBackward {
+                op: None,
+                saved: Mutex::new(None),
+                has_saved: false,
+                meta: PerInput::new(),
+                needs: PerInput::new(),
             })
+        })
     }
 
     /// The saved set, created empty if there is none yet.
@@ -258,19 +254,7 @@ impl Backward for OpBackward {
         *self.saved.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         self.meta.clear();
         self.needs.clear();
-        let rejected = SPARE
-            .try_with(|s| {
-                let mut s = s.borrow_mut();
-                if s.len() < SPARE_NODES {
-                    s.push(self);
-                    None
-                } else {
-                    Some(self)
-                }
-            })
-            .ok()
-            .flatten();
-        drop(rejected);
+        crate::spare::keep(&SPARE, self, SPARE_NODES);
     }
 }
 

@@ -31,26 +31,13 @@ pub(super) fn release(mut arc: Arc<TensorImpl>) {
     }
     // May drop other tensors (a grad, a graph): nothing is borrowed here.
     imp.autograd = Default::default();
-    let rejected = EMPTIED
-        .try_with(|e| {
-            let mut e = e.borrow_mut();
-            if e.len() < CAPACITY {
-                e.push(arc);
-                None
-            } else {
-                Some(arc)
-            }
-        })
-        .ok()
-        .flatten();
-    // Freed outside the borrow (its drop touches nothing of this cache).
-    drop(rejected);
+    crate::spare::keep(&EMPTIED, arc, CAPACITY);
 }
 
 /// An emptied tensor from the cache (unique, on the CPU, no base, no
 /// autograd state; its storage holds no memory), or `None`.
 pub(super) fn take() -> Option<Arc<TensorImpl>> {
-    EMPTIED.try_with(|e| e.borrow_mut().pop()).ok().flatten()
+    crate::spare::take(&EMPTIED)
 }
 
 #[cfg(test)]
