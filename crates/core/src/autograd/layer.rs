@@ -252,6 +252,7 @@ impl Backward for OpBackward {
         // the graph; nothing is borrowed here), keep the box.
         self.op = None;
         *self.saved.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        self.has_saved = false;
         self.meta.clear();
         self.needs.clear();
         crate::spare::keep(&SPARE, self, SPARE_NODES);
@@ -266,6 +267,7 @@ pub(crate) fn node_for(op: Box<dyn Op>, inputs: &[&Tensor]) -> Arc<Node> {
     let meta = inputs.iter().map(|t| TensorMeta::of(t)).collect();
     let mut b = OpBackward::empty_box();
     b.op = Some(op);
+    b.has_saved = false;
     b.meta = meta;
     b.needs = needs;
     Node::new(b, edges, name)
