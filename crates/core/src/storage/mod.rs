@@ -62,20 +62,15 @@ impl Buffer {
 }
 
 /// The contents of `arc` for writing when no other handle, strong or weak,
-/// exists (`Arc::get_mut` without its compare-and-swap: with one strong
-/// handle, ours, and no weak one, no other handle can appear while we hold
-/// `&mut`). `None` otherwise.
+/// exists; `None` otherwise. A plain load of the strong count first turns
+/// away shared handles without a locked instruction; the last handle then
+/// pays `Arc::get_mut`'s compare-and-swap, which also excludes a weak
+/// handle upgrading at the same moment.
 pub(crate) fn unique_mut<T>(arc: &mut Arc<T>) -> Option<&mut T> {
-    if Arc::strong_count(arc) != 1 || Arc::weak_count(arc) != 0 {
+    if Arc::strong_count(arc) != 1 {
         return None;
     }
-    // Pairs with the release decrements of handles dropped on other threads
-    // (as `Arc`'s own drop does) so their accesses happen before ours.
-    std::sync::atomic::fence(Ordering::Acquire);
-    // SAFETY: `arc` is the only handle (checked above, and no new one can be
-    // made without it), so this is the only reference to the contents for
-    // as long as `&mut arc` is borrowed.
-    Some(unsafe { &mut *(Arc::as_ptr(arc) as *mut T) })
+    Arc::get_mut(arc)
 }
 
 struct StorageImpl {
