@@ -225,7 +225,7 @@ pub(crate) fn same_layout_spec(x: &Tensor, dtype: DType) -> OutSpec {
     OutSpec {
         shape: x.dims(),
         dtype,
-        strides: permuted.then(|| x.dims_of_strides()),
+        strides: permuted.then(|| crate::layout::dims_of(x.strides())),
     }
 }
 

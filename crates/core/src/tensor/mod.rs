@@ -290,11 +290,6 @@ impl Tensor {
         crate::layout::dims_of(&self.0.layout.shape)
     }
 
-    /// The strides as a `Dims`.
-    pub(crate) fn dims_of_strides(&self) -> Dims {
-        crate::layout::dims_of(&self.0.layout.strides)
-    }
-
     /// The version counter shared with all views of this tensor's base.
     pub fn version_counter(&self) -> VersionCounter {
         VersionCounter(self.0.storage.clone())
