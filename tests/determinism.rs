@@ -39,6 +39,8 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
     push("matmul_transposed", b.t()?.matmul(&a.t()?)?);
     push("bmm", ba.bmm(&bb)?);
     push("matmul_big", o.randn(&[1100, 700])?.matmul(&o.randn(&[700, 900])?)?);
+    // Fewer row panels than threads (the columns are split) and two column blocks of B.
+    push("matmul_few_rows", o.randn(&[5, 300])?.matmul(&o.randn(&[300, 4500])?)?);
     push("cumsum_long", big.cumsum(0)?);
     push("cumsum_rows", m.cumsum(1)?);
     push("cumsum_cols", m.cumsum(0)?);

@@ -185,8 +185,10 @@ fn matmul_reference_sanity() {
 /// column-major and general strides of both operands, and they only kick in
 /// for products large enough to leave the serial small-matrix path. Every
 /// transpose combination at such sizes (ragged edges included) must match a
-/// naive f64 product. The last two shapes have several column blocks of B
-/// (packed one at a time), split by rows and, with 5 rows, by columns.
+/// naive f64 product. The later shapes have several column blocks of B
+/// (packed one at a time in one loop order, 4080 columns at a time in the
+/// other), split by rows and, with 5 rows, by columns, several depth blocks,
+/// and (300 rows) several row blocks of A.
 #[test]
 fn sgemm_packing_paths_match_naive() {
     let g = ferrotorch_core::TensorOptions::new().generator(&ferrotorch_core::Generator::new(7));
@@ -196,6 +198,8 @@ fn sgemm_packing_paths_match_naive() {
         (33, 16, 131),
         (70, 300, 1000),
         (5, 300, 1000),
+        (13, 300, 4200),
+        (300, 70, 40),
     ];
     for &(n, k, m) in &shapes {
         let a0 = g.randn(&[n, k]).unwrap();

@@ -1,15 +1,25 @@
 //! Matrix multiplication on the CPU, BLIS style.
 //!
 //! The inner dimension is cut into blocks of `KC`; for each, B is packed
-//! into panels of `NR` columns and A into panels of `MR` rows (zero-padded).
-//! Threads split the rows of C (or its columns when there are few rows):
-//! each packs its own A panels and walks column blocks of about `NC`,
-//! packing the block's B panels itself just before use, with one A
-//! micro-panel in L1 streaming over the block's B panels in L2 through the
-//! register-tiled micro-kernel (`kernels.rs`). The inner dimension is
-//! never split across threads and every output element accumulates its `KC`
-//! blocks in order, so the result is identical for any number of threads.
+//! into panels of `NR` columns and A into panels of `MR` rows (zero-padded),
+//! and a register-tiled micro-kernel (`kernels.rs`) multiplies one A panel
+//! by one B panel. Two loop orders around it, chosen per kernel by
+//! measurement (`MicroKernel::B_RESIDENT`):
+//!
+//! - `gemm_with` (here): threads split the rows of C (or its columns when
+//!   there are few rows); each packs its own A panels and walks column blocks
+//!   of about `NC`, packing the block's B panels itself just before use, with
+//!   one A micro-panel in L1 streaming over the block's B panels in L2. Best
+//!   for AVX-512's wide 12 x 32 tile.
+//! - `b_resident::gemm`: the BLIS order, each B panel in L1 with the A
+//!   panels of a row block streaming from L2, B packed once per block for
+//!   all threads. Best for AVX2's 6 x 16 tile.
+//!
+//! In both the inner dimension is never split across threads and every
+//! output element accumulates its `KC` blocks in order, so the result is
+//! identical for any number of threads.
 
+mod b_resident;
 mod kernels;
 
 use kernels::{Generic, MicroKernel};
@@ -24,19 +34,21 @@ const KC: usize = 256;
 /// Columns of a block (its B panels, `KC x NC`, stay in L2).
 const NC: usize = 480;
 
-/// Blocking `(kc, nc)`, overridable with `FERROTORCH_GEMM_BLOCKING=kc,nc`
-/// (for tuning on a new machine).
-fn blocking() -> (usize, usize) {
-    static B: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
-    *B.get_or_init(|| {
-        std::env::var("FERROTORCH_GEMM_BLOCKING")
-            .ok()
-            .and_then(|v| {
-                let p: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-                (p.len() == 2 && p.iter().all(|&x| x > 0)).then(|| (p[0], p[1]))
-            })
-            .unwrap_or((KC, NC))
-    })
+/// Blocking `(kc, nc, mc)`: `FERROTORCH_GEMM_BLOCKING=kc,nc[,mc]` when set
+/// (for tuning on a new machine; a missing `mc` keeps the default's), else `default`.
+fn blocking(default: (usize, usize, usize)) -> (usize, usize, usize) {
+    static B: std::sync::OnceLock<Option<Vec<usize>>> = std::sync::OnceLock::new();
+    let set = B.get_or_init(|| {
+        std::env::var("FERROTORCH_GEMM_BLOCKING").ok().and_then(|v| {
+            let p: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            ((p.len() == 2 || p.len() == 3) && p.iter().all(|&x| x > 0)).then_some(p)
+        })
+    });
+    match set.as_deref() {
+        Some([kc, nc]) => (*kc, *nc, default.2),
+        Some([kc, nc, mc]) => (*kc, *nc, *mc),
+        _ => default,
+    }
 }
 
 /// A strided matrix view: element (i, j) at `ptr + i*rs + j*cs`.
@@ -222,7 +234,10 @@ where
         }
         return;
     }
-    let (kc_blk, nc_blk) = blocking();
+    if K::B_RESIDENT {
+        return b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel);
+    }
+    let (kc_blk, nc_blk, _) = blocking((KC, NC, 0));
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
     let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
     let kblocks = k.div_ceil(kc_blk);
@@ -250,7 +265,7 @@ where
         };
         let mut other = Scratch::<T>::new(other_len * kc_blk.min(k));
         let ot = other.as_mut_ptr();
-        let mut edge = [T::default(); 16 * 32];
+        let mut edge = [T::default(); EDGE];
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
             let accumulate = kb > 0;
@@ -295,24 +310,7 @@ where
                         let bpanel = unsafe { b_base.add((pj - b_first) * nr * kc) };
                         unsafe {
                             let cptr = c.get().add(pi * mr * ldc + pj * nr);
-                            if rows == mr && cols == nr {
-                                K::run(kc, apanel, bpanel, cptr, ldc, accumulate);
-                            } else {
-                                let e = edge.as_mut_ptr();
-                                if accumulate {
-                                    for r in 0..rows {
-                                        for q in 0..cols {
-                                            *e.add(r * nr + q) = *cptr.add(r * ldc + q);
-                                        }
-                                    }
-                                }
-                                K::run(kc, apanel, bpanel, e, nr, accumulate);
-                                for r in 0..rows {
-                                    for q in 0..cols {
-                                        *cptr.add(r * ldc + q) = *e.add(r * nr + q);
-                                    }
-                                }
-                            }
+                            tile::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge);
                         }
                     }
                 }
@@ -326,6 +324,51 @@ where
         task(0);
     }
 }
+
+/// Runs the micro-kernel on one `rows x cols` tile of C at `cptr` (row stride
+/// `ldc`); a partial tile goes through `edge`, a full `MR x NR` scratch tile.
+///
+/// # Safety
+/// As `MicroKernel::run`, with `cptr` writable for `rows x cols`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile<T: Copy, K: MicroKernel<T>>(
+    kc: usize,
+    apanel: *const T,
+    bpanel: *const T,
+    cptr: *mut T,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+    accumulate: bool,
+    edge: &mut [T; EDGE],
+) {
+    let nr = K::NR;
+    // SAFETY: per the contract; the edge tile holds MR x NR <= EDGE values.
+    unsafe {
+        if rows == K::MR && cols == nr {
+            K::run(kc, apanel, bpanel, cptr, ldc, accumulate);
+            return;
+        }
+        let e = edge.as_mut_ptr();
+        if accumulate {
+            for r in 0..rows {
+                for q in 0..cols {
+                    *e.add(r * nr + q) = *cptr.add(r * ldc + q);
+                }
+            }
+        }
+        K::run(kc, apanel, bpanel, e, nr, accumulate);
+        for r in 0..rows {
+            for q in 0..cols {
+                *cptr.add(r * ldc + q) = *e.add(r * nr + q);
+            }
+        }
+    }
+}
+
+/// Size of the scratch tile for partial tiles (the largest `MR x NR`).
+const EDGE: usize = 16 * 32;
 
 /// `C = A * B` in f32 with the best kernel for this CPU.
 #[allow(clippy::too_many_arguments)]

@@ -1,0 +1,130 @@
+//! The BLIS loop order: each B micro-panel stays in L1 while the A
+//! micro-panels of a row block stream past it from L2.
+//!
+//! For each column block of about `NC` columns and each depth block of `KC`,
+//! the block's B panels are packed once, for all threads (each packs a
+//! share), into a buffer that stays in the shared L3. Then the threads split
+//! the rows of C (or the block's columns when there are fewer row panels than
+//! threads): each packs `MC` rows of A at a time (they stay in L2) and, for
+//! every B panel of the block, runs the micro-kernel down those rows.
+//!
+//! Per step of the micro-kernel this reads `MR` values of A from L2 and `NR`
+//! of B from L1, against `NR` from L2 in the other order (`gemm_with`): with
+//! a tall-narrow register tile (AVX2's 6 x 16) that is the order that keeps
+//! the FMA units fed. The inner dimension is never split and every output
+//! element accumulates its `KC` blocks in order, as in the other order, so
+//! the bits are the same for any number of threads and in both orders.
+
+use super::kernels::MicroKernel;
+use super::{EDGE, Mat, OutPtr, Scratch, blocking, tile};
+use crate::cpu::warm::par_for_each;
+
+/// Depth of one packed block (a `KC x NR` B panel stays in L1).
+const KC: usize = 256;
+/// Columns of a packed B block (`KC x NC`, in L3).
+const NC: usize = 4080;
+/// Rows of a packed A block (`MC x KC`, in L2).
+const MC: usize = 144;
+
+/// The `t`-th of `parts` near-equal shares of `0..len`.
+fn share(t: usize, parts: usize, len: usize) -> (usize, usize) {
+    (t * len / parts, (t + 1) * len / parts)
+}
+
+/// Runs `f(t)` for `t` in `0..tasks`, in parallel when there are several.
+fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    if tasks > 1 {
+        par_for_each(tasks, f);
+    } else if tasks == 1 {
+        f(0);
+    }
+}
+
+/// `C = A * B` (`m x k` times `k x n`, `k > 0`) into `c` with row stride `ldc`,
+/// in the BLIS loop order; `parallel` allows the pool's threads.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemm<T, K>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: OutPtr<T>, ldc: usize, parallel: bool)
+where
+    T: Copy + Default + Send + Sync,
+    K: MicroKernel<T>,
+{
+    let (mr, nr) = (K::MR, K::NR);
+    let (kc_blk, nc_blk, mc_blk) = blocking((KC, NC, MC));
+    let threads = if parallel { rayon::current_num_threads() } else { 1 };
+    let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
+    let (nc_panels, mc_panels) = ((nc_blk / nr).max(1), (mc_blk / mr).max(1));
+    let by_rows = m_panels >= threads;
+    let depth = kc_blk.min(k);
+    let mut bbuf = Scratch::<T>::new(nc_panels.min(n_panels) * nr * depth);
+    let bp = OutPtr(bbuf.as_mut_ptr());
+    let mut jc = 0;
+    while jc < n_panels {
+        let jc_end = (jc + nc_panels).min(n_panels);
+        let block_panels = jc_end - jc;
+        for kb in 0..k.div_ceil(kc_blk) {
+            let (p0, kc) = (kb * kc_blk, kc_blk.min(k - kb * kc_blk));
+            let accumulate = kb > 0;
+            // Panel pj of the block is at bp + (pj - jc) * nr * kc.
+            let bpanel = |pj: usize| bp.get().wrapping_add((pj - jc) * nr * kc) as *const T;
+            let pack_tasks = threads.min(block_panels);
+            run(pack_tasks, &|t| {
+                let (lo, hi) = share(t, pack_tasks, block_panels);
+                if lo < hi {
+                    K::pack_b(b, p0, kc, n, jc + lo, jc + hi, bp.get().wrapping_add(lo * nr * kc));
+                }
+            });
+            // Multiplies row panels [i_lo, i_hi) (A packed at `ap`, panel i_lo
+            // first) by the block's B panels [j_lo, j_hi).
+            let multiply = |ap: *const T, i_lo: usize, i_hi: usize, j_lo: usize, j_hi: usize| {
+                let mut edge = [T::default(); EDGE];
+                for pj in j_lo..j_hi {
+                    let cols = nr.min(n - pj * nr);
+                    for pi in i_lo..i_hi {
+                        let rows = mr.min(m - pi * mr);
+                        // SAFETY: the packed panels exist for these indices; the tile is inside C.
+                        unsafe {
+                            let apanel = ap.add((pi - i_lo) * mr * kc);
+                            let cptr = c.get().add(pi * mr * ldc + pj * nr);
+                            tile::<T, K>(kc, apanel, bpanel(pj), cptr, ldc, rows, cols, accumulate, &mut edge);
+                        }
+                    }
+                }
+            };
+            let pack_a = |ap: *mut T, i_lo: usize, i_hi: usize| {
+                for pi in i_lo..i_hi {
+                    let rows = mr.min(m - pi * mr);
+                    K::pack_a(a, pi * mr, rows, p0, kc, ap.wrapping_add((pi - i_lo) * mr * kc));
+                }
+            };
+            if by_rows {
+                let tasks = threads.min(m_panels);
+                run(tasks, &|t| {
+                    let (lo, hi) = share(t, tasks, m_panels);
+                    let mut abuf = Scratch::<T>::new(mc_panels.min(hi - lo) * mr * kc);
+                    let ap = abuf.as_mut_ptr();
+                    let mut ic = lo;
+                    while ic < hi {
+                        let ic_end = (ic + mc_panels).min(hi);
+                        pack_a(ap, ic, ic_end);
+                        multiply(ap, ic, ic_end, jc, jc_end);
+                        ic = ic_end;
+                    }
+                });
+            } else {
+                // Fewer row panels than threads: every task packs all of the
+                // (small) A and takes a share of the block's columns.
+                let tasks = threads.min(block_panels);
+                run(tasks, &|t| {
+                    let (lo, hi) = share(t, tasks, block_panels);
+                    if lo < hi {
+                        let mut abuf = Scratch::<T>::new(m_panels * mr * kc);
+                        let ap = abuf.as_mut_ptr();
+                        pack_a(ap, 0, m_panels);
+                        multiply(ap, 0, m_panels, jc + lo, jc + hi);
+                    }
+                });
+            }
+        }
+        jc = jc_end;
+    }
+}
