@@ -1,9 +1,13 @@
 """Joins the outputs of torch_ref.py and the Rust bench into one table.
 
-Usage: python compare.py ours.tsv torch.tsv > table.md
-Ratio = ours / PyTorch time (lower is better). For sgemm figures the
-GFLOP/s and the share of the machine's fp32 peak (threads x GHz x 64) are
-shown too.
+Usage: python compare.py ours.tsv torch.tsv [peak.tsv] > table.md
+Ratio = ours / PyTorch time (lower is better). A figure measured in several
+rounds keeps each side's fastest round (run.sh runs two, in the order
+PyTorch, ours, ours, PyTorch, so neither side gets the quieter moments). For
+sgemm figures the GFLOP/s and the share of the machine's fp32 peak are shown
+too: threads x one core's measured FMA peak from peak.tsv (`ferrotorch-bench
+--peak`), else threads x nominal GHz x flop per cycle (64 with AVX-512, 32
+with AVX2 + FMA).
 """
 import re
 import sys
@@ -14,18 +18,33 @@ def load(path):
     for line in open(path):
         parts = line.strip().split("\t")
         if len(parts) == 3:
-            out[(parts[0], int(parts[1]))] = float(parts[2])
+            key, value = (parts[0], int(parts[1])), float(parts[2])
+            out[key] = min(out.get(key, value), value)
     return out
 
 
-def ghz():
+def cpu_flags():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                return set(line.split(":")[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def nominal_peak_per_thread():
+    ghz = 2.5
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("cpu MHz"):
-                return float(line.split(":")[1]) / 1000.0
+                ghz = float(line.split(":")[1]) / 1000.0
+                break
     except OSError:
         pass
-    return 2.5
+    flags = cpu_flags()
+    flop_per_cycle = 64 if "avx512f" in flags else 32 if "fma" in flags else 8
+    return ghz * flop_per_cycle
 
 
 def fmt_time(s):
@@ -36,7 +55,9 @@ def fmt_time(s):
 
 def main():
     ours, ref = load(sys.argv[1]), load(sys.argv[2])
-    peak_per_thread = ghz() * 64
+    measured = load(sys.argv[3]).get(("fma_peak_gflops", 1)) if len(sys.argv) > 3 else None
+    peak_per_thread = measured or nominal_peak_per_thread()
+    peak_kind = "measured FMA peak" if measured else "nominal peak"
     print("| figure | threads | ours | PyTorch | ratio | note |")
     print("|---|---|---|---|---|---|")
     for key in sorted(ours, key=lambda k: (list(ours).index(k),)):
@@ -48,9 +69,11 @@ def main():
             n = int(m.group(1))
             gf_o, gf_r = 2 * n**3 / o / 1e9, (2 * n**3 / r / 1e9 if r else 0)
             peak = peak_per_thread * threads
-            note = f"{gf_o:.0f} vs {gf_r:.0f} GFLOP/s; ours {100 * gf_o / peak:.0f}% of peak"
+            note = f"{gf_o:.0f} vs {gf_r:.0f} GFLOP/s; ours {100 * gf_o / peak:.0f}% of {peak_kind}"
         ratio = f"{o / r:.2f}" if r else "-"
         print(f"| {name} | {threads} | {fmt_time(o)} | {fmt_time(r) if r else '-'} | {ratio} | {note} |")
+    if measured:
+        print(f"\nMeasured FMA peak: {measured:.1f} GFLOP/s per core.")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,16 @@ out="$here/results"
 mkdir -p "$out"
 : > "$out/ours.tsv"
 : > "$out/torch.tsv"
+torch_side() { "$here/.venv/bin/python" "$here/torch_ref.py" --threads "$1" --filter "$filter" >> "$out/torch.tsv"; }
+ours_side() { "$root/target/release/ferrotorch-bench" --threads "$1" --filter "$filter" >> "$out/ours.tsv"; }
+# Two rounds, PyTorch-ours then ours-PyTorch, so that neither side always
+# runs in the same moments of a shared machine; compare.py keeps each side's
+# faster round.
 for t in 1 2; do
-  "$here/.venv/bin/python" "$here/torch_ref.py" --threads "$t" --filter "$filter" >> "$out/torch.tsv"
-  "$root/target/release/ferrotorch-bench" --threads "$t" --filter "$filter" >> "$out/ours.tsv"
+  torch_side "$t"
+  ours_side "$t"
+  ours_side "$t"
+  torch_side "$t"
 done
-python3 "$here/compare.py" "$out/ours.tsv" "$out/torch.tsv" | tee "$out/latest.md"
+"$root/target/release/ferrotorch-bench" --peak > "$out/peak.tsv"
+python3 "$here/compare.py" "$out/ours.tsv" "$out/torch.tsv" "$out/peak.tsv" | tee "$out/latest.md"

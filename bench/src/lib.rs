@@ -3,6 +3,8 @@
 
 use ferrotorch::{Result, Tensor};
 
+pub mod peak;
+
 /// The 50-op elementwise chain of the `chain50_backward_1elem` figure:
 /// `* 1.01`, `+ 0.1`, `sin`, `y * y`, `tanh`, ten times over.
 pub fn chain50(x: &Tensor) -> Result<Tensor> {

@@ -3,7 +3,9 @@
 //! Prints one line per figure: `figure<TAB>threads<TAB>seconds_per_iteration`.
 //!
 //! Usage: `ferrotorch-bench --threads N [--filter SUBSTRING[,SUBSTRING...]]`
-//! (figures whose name contains any of the substrings).
+//! (figures whose name contains any of the substrings), or
+//! `ferrotorch-bench --peak`: one line `fma_peak_gflops<TAB>1<TAB>GFLOP/s`,
+//! one core's measured fp32 FMA peak (see `peak.rs`).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -120,6 +122,10 @@ fn main() -> Result<()> {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    if args.iter().any(|a| a == "--peak") {
+        println!("fma_peak_gflops\t1\t{:.3}", ferrotorch_bench::peak::fma_peak_gflops());
+        return Ok(());
+    }
     let threads: usize = arg("--threads").and_then(|s| s.parse().ok()).unwrap_or(1);
     let filter = arg("--filter").unwrap_or_default();
     let pool = rayon::ThreadPoolBuilder::new()
