@@ -88,6 +88,31 @@ impl Packer<f32> for Avx2F32 {
         }
     }
     fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+        if b.rs == 1 && b.cs != 1 {
+            // Column-major B (a transposed view, as in `x @ w.t()`): transpose 8 columns at a time.
+            for pj in pj0..pj1 {
+                let j0 = pj * 16;
+                let panel = dst.wrapping_add((pj - pj0) * 16 * kc);
+                if 16 <= n - j0 {
+                    for half in 0..2 {
+                        // SAFETY: 8 columns of kc elements are inside B; the panel
+                        // holds 16 * kc; the AVX2 kernel is only chosen with AVX2.
+                        unsafe {
+                            x86::pack_rows_f32_8(
+                                b.ptr.add((j0 + 8 * half) * b.cs + p0),
+                                b.cs,
+                                kc,
+                                panel.add(8 * half),
+                                16,
+                            )
+                        }
+                    }
+                } else {
+                    super::pack_b_panels::<f32, 16>(b, p0, kc, n, pj, pj + 1, panel);
+                }
+            }
+            return;
+        }
         super::pack_b_panels::<f32, 16>(b, p0, kc, n, pj0, pj1, dst)
     }
 }
@@ -433,39 +458,18 @@ mod x86 {
     pub(crate) unsafe fn pack_a_f32_6(a: *const f32, lda: usize, kc: usize, dst: *mut f32) {
         unsafe {
             let full = kc - kc % 8;
-            let zero = _mm256_setzero_ps();
             let mut p = 0;
             while p < full {
-                let r: [__m256; 6] = std::array::from_fn(|i| _mm256_loadu_ps(a.add(i * lda + p)));
-                let t = [
-                    _mm256_unpacklo_ps(r[0], r[1]),
-                    _mm256_unpackhi_ps(r[0], r[1]),
-                    _mm256_unpacklo_ps(r[2], r[3]),
-                    _mm256_unpackhi_ps(r[2], r[3]),
-                    _mm256_unpacklo_ps(r[4], r[5]),
-                    _mm256_unpackhi_ps(r[4], r[5]),
-                ];
-                let u = [
-                    _mm256_shuffle_ps::<0x44>(t[0], t[2]),
-                    _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
-                    _mm256_shuffle_ps::<0x44>(t[1], t[3]),
-                    _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
-                    _mm256_shuffle_ps::<0x44>(t[4], zero),
-                    _mm256_shuffle_ps::<0xEE>(t[4], zero),
-                    _mm256_shuffle_ps::<0x44>(t[5], zero),
-                    _mm256_shuffle_ps::<0xEE>(t[5], zero),
-                ];
+                let zero = _mm256_setzero_ps();
+                let r: [__m256; 8] = std::array::from_fn(|i| {
+                    if i < 6 {
+                        _mm256_loadu_ps(a.add(i * lda + p))
+                    } else {
+                        zero
+                    }
+                });
                 // Column q holds the 6 rows' values at depth p + q (and two zeros).
-                let col = [
-                    _mm256_permute2f128_ps::<0x20>(u[0], u[4]),
-                    _mm256_permute2f128_ps::<0x20>(u[1], u[5]),
-                    _mm256_permute2f128_ps::<0x20>(u[2], u[6]),
-                    _mm256_permute2f128_ps::<0x20>(u[3], u[7]),
-                    _mm256_permute2f128_ps::<0x31>(u[0], u[4]),
-                    _mm256_permute2f128_ps::<0x31>(u[1], u[5]),
-                    _mm256_permute2f128_ps::<0x31>(u[2], u[6]),
-                    _mm256_permute2f128_ps::<0x31>(u[3], u[7]),
-                ];
+                let col = transpose8(r);
                 // Each 8-wide store's last two lanes are overwritten by the next
                 // column's store; the last column stores exactly 6 values.
                 let out = dst.add(p * 6);
@@ -484,6 +488,64 @@ mod x86 {
                     *dst.add(p * 6 + r) = *a.add(r * lda + p);
                 }
             }
+        }
+    }
+
+    /// Writes 8 rows (`ld` apart, unit stride) of `kc` values transposed:
+    /// `dst[p * stride + r] = src[r * ld + p]` for r < 8.
+    ///
+    /// # Safety
+    /// The rows are readable, `dst` is writable for `kc` rows of `stride`, AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn pack_rows_f32_8(src: *const f32, ld: usize, kc: usize, dst: *mut f32, stride: usize) {
+        unsafe {
+            let full = kc - kc % 8;
+            let mut p = 0;
+            while p < full {
+                let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.add(i * ld + p)));
+                for (q, col) in transpose8(r).iter().enumerate() {
+                    _mm256_storeu_ps(dst.add((p + q) * stride), *col);
+                }
+                p += 8;
+            }
+            for p in full..kc {
+                for r in 0..8 {
+                    *dst.add(p * stride + r) = *src.add(r * ld + p);
+                }
+            }
+        }
+    }
+
+    /// Transposes an 8 x 8 block held as 8 row vectors into 8 column vectors.
+    #[inline(always)]
+    unsafe fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+        unsafe {
+            let t: [__m256; 8] = std::array::from_fn(|i| {
+                let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
+                if i % 2 == 0 {
+                    _mm256_unpacklo_ps(x, y)
+                } else {
+                    _mm256_unpackhi_ps(x, y)
+                }
+            });
+            // u[4g + 2h + s]: pairs (t[4g + h], t[4g + h + 2]), low (s = 0) or high halves.
+            let u: [__m256; 8] = std::array::from_fn(|i| {
+                let (g, h, s) = (i / 4, i / 2 % 2, i % 2);
+                let (x, y) = (t[4 * g + h], t[4 * g + h + 2]);
+                if s == 0 {
+                    _mm256_shuffle_ps::<0x44>(x, y)
+                } else {
+                    _mm256_shuffle_ps::<0xEE>(x, y)
+                }
+            });
+            std::array::from_fn(|q| {
+                let (x, y) = (u[q % 4], u[q % 4 + 4]);
+                if q < 4 {
+                    _mm256_permute2f128_ps::<0x20>(x, y)
+                } else {
+                    _mm256_permute2f128_ps::<0x31>(x, y)
+                }
+            })
         }
     }
 
@@ -570,6 +632,38 @@ mod tests {
             super::super::pack_a_panel::<f32, 6>(m, 0, 6, 5, kc, slow.as_mut_ptr());
             assert_eq!(fast, slow, "kc = {kc}");
             assert_eq!(fast[6 * kc], -1.0);
+        }
+    }
+
+    #[test]
+    fn avx2_column_pack_matches_scalar_pack() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        for kc in [1, 9, 16, 37] {
+            // B column-major: column j at j * ld; 16 columns into one 16-wide panel.
+            let ld = 53;
+            let b: Vec<f32> = (0..16 * ld).map(|i| i as f32).collect();
+            let mut fast = vec![-1f32; 16 * kc];
+            for half in 0..2 {
+                unsafe {
+                    super::x86::pack_rows_f32_8(
+                        b.as_ptr().add(8 * half * ld + 2),
+                        ld,
+                        kc,
+                        fast.as_mut_ptr().add(8 * half),
+                        16,
+                    )
+                };
+            }
+            let m = super::super::Mat {
+                ptr: b.as_ptr(),
+                rs: 1,
+                cs: ld,
+            };
+            let mut slow = vec![-1f32; 16 * kc];
+            super::super::pack_b_panels::<f32, 16>(m, 2, kc, 16, 0, 1, slow.as_mut_ptr());
+            assert_eq!(fast, slow, "kc = {kc}");
         }
     }
 }
