@@ -458,3 +458,32 @@ proptest! {
         }
     }
 }
+
+/// Row sums of a contiguous matrix are folded four rows at a time; each must
+/// have the bits of that row summed on its own (one contiguous fold), for
+/// row counts with and without a partial group of four and row lengths
+/// around the fold's 64 lanes. Run single-threaded and on the pool.
+#[test]
+fn row_sums_four_at_a_time_match_single_rows_bitwise() {
+    let g = ferrotorch_core::TensorOptions::new().generator(&ferrotorch_core::Generator::new(11));
+    for &(rows, cols) in &[(4usize, 64usize), (7, 63), (9, 130), (37, 300), (1030, 257)] {
+        let x = g.randn(&[rows, cols]).unwrap();
+        let want: Vec<u32> = (0..rows)
+            .map(|i| {
+                x.select(0, i as i64)
+                    .unwrap()
+                    .sum()
+                    .unwrap()
+                    .item::<f32>()
+                    .unwrap()
+                    .to_bits()
+            })
+            .collect();
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got: Vec<f32> = pool.install(|| x.sum_dim(1, false).unwrap().to_vec().unwrap());
+            let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want, "{rows}x{cols} on {threads} threads");
+        }
+    }
+}

@@ -33,6 +33,11 @@ trait Reducer<T>: Sync {
     fn init(&self) -> Self::Acc;
     fn fold(&self, xs: &[T]) -> Self::Acc;
     fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// `fold` of four equally long slices (the same four results); a reducer
+    /// may read them together, which keeps more memory loads in flight.
+    fn fold4(&self, xs: [&[T]; 4]) -> [Self::Acc; 4] {
+        xs.map(|x| self.fold(x))
+    }
 }
 
 /// Kept dims (in order) and reduced dims (merged where possible) of a layout.
@@ -175,6 +180,38 @@ fn run<T: Element, O: Element, R: Reducer<T>>(
         unsafe { *(op as *mut O).add(o) = v };
     };
     let work = n_out * n_in.max(1);
+    if n_out >= 4 && p.inner_shape.len() == 1 && p.inner_strides[0] == 1 && n_in <= CHUNK {
+        // Every output folds one contiguous run in one piece: fold them four
+        // at a time (the same folds, so the same bits).
+        let quad = |g: usize| {
+            let (lo, hi) = (4 * g, (4 * g + 4).min(n_out));
+            // SAFETY: each output's run of n_in contiguous elements is inside x.
+            let row = |o: usize| unsafe {
+                std::slice::from_raw_parts(
+                    (xp as *const T).add(offset_of(o, &p.outer_shape, &p.outer_strides)),
+                    n_in,
+                )
+            };
+            if hi - lo == 4 {
+                for (k, a) in r
+                    .fold4([row(lo), row(lo + 1), row(lo + 2), row(lo + 3)])
+                    .into_iter()
+                    .enumerate()
+                {
+                    write(lo + k, finish(a));
+                }
+            } else {
+                (lo..hi).for_each(|o| write(o, finish(r.fold(row(o)))));
+            }
+        };
+        let groups = n_out.div_ceil(4);
+        if work < PAR_MIN || rayon::current_num_threads() == 1 {
+            (0..groups).for_each(quad);
+        } else {
+            super::warm::par_for_each(groups, quad);
+        }
+        return Ok(());
+    }
     if work < PAR_MIN || rayon::current_num_threads() == 1 {
         (0..n_out).for_each(|o| write(o, reduce_one(o, false)));
     } else if n_out >= 16 || chunks == 1 {
@@ -212,6 +249,38 @@ macro_rules! lane_fold {
 multiversion! {
     fn sum_f32(xs: &[f32]) -> f32 {
         lane_fold!(xs, f32, 0.0f32, |v: f32| v, |a: f32, b: f32| a + b)
+    }
+}
+
+multiversion! {
+    /// `sum_f32` of four equally long slices, read together: each keeps its
+    /// own lanes and folds in the same order, so the bits are those of four calls.
+    fn sum4_f32(xs: [&[f32]; 4]) -> [f32; 4] {
+        let n = xs[0].len();
+        let full = n - n % LANES;
+        let mut lanes = [[0.0f32; LANES]; 4];
+        let mut i = 0;
+        while i < full {
+            for (l, x) in lanes.iter_mut().zip(xs) {
+                for (a, v) in l.iter_mut().zip(&x[i..i + LANES]) {
+                    *a += *v;
+                }
+            }
+            i += LANES;
+        }
+        xs.iter().zip(&mut lanes).for_each(|(x, l)| {
+            for (a, v) in l.iter_mut().zip(&x[full..]) {
+                *a += *v;
+            }
+            let mut w = LANES / 2;
+            while w > 0 {
+                for j in 0..w {
+                    l[j] += l[j + w];
+                }
+                w /= 2;
+            }
+        });
+        lanes.map(|l| l[0])
     }
 }
 
@@ -273,6 +342,9 @@ impl Reducer<f32> for FloatArith {
     }
     fn merge(&self, a: f32, b: f32) -> f32 {
         if self.prod { a * b } else { a + b }
+    }
+    fn fold4(&self, xs: [&[f32]; 4]) -> [f32; 4] {
+        if self.prod { xs.map(prod_f32) } else { sum4_f32(xs) }
     }
 }
 
