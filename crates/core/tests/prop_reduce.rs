@@ -487,3 +487,12 @@ fn row_sums_four_at_a_time_match_single_rows_bitwise() {
         }
     }
 }
+
+/// Reductions over an empty dim of several rows give the identity per row
+/// (sum 0, prod 1), not a fold of empty slices.
+#[test]
+fn reductions_over_an_empty_dim_give_the_identity() {
+    let x = Tensor::zeros(&[5, 0]).unwrap();
+    assert_eq!(x.sum_dim(1, false).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 5]);
+    assert_eq!(x.prod_dim(1, false).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 5]);
+}

@@ -180,7 +180,7 @@ fn run<T: Element, O: Element, R: Reducer<T>>(
         unsafe { *(op as *mut O).add(o) = v };
     };
     let work = n_out * n_in.max(1);
-    if n_out >= 4 && p.inner_shape.len() == 1 && p.inner_strides[0] == 1 && n_in <= CHUNK {
+    if n_out >= 4 && p.inner_shape.len() == 1 && p.inner_strides[0] == 1 && (1..=CHUNK).contains(&n_in) {
         // Every output folds one contiguous run in one piece: fold them four
         // at a time (the same folds, so the same bits).
         let quad = |g: usize| {

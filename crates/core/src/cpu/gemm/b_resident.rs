@@ -16,7 +16,7 @@
 //! the bits are the same for any number of threads and in both orders.
 
 use super::kernels::MicroKernel;
-use super::{EDGE, Mat, OutPtr, Scratch, blocking, tile};
+use super::{EDGE, Mat, OutPtr, Scratch, blocking, pack_a_panels, tile};
 use crate::cpu::warm::par_for_each;
 
 /// Depth of one packed block (a `KC x NR` B panel stays in L1).
@@ -90,12 +90,7 @@ where
                     }
                 }
             };
-            let pack_a = |ap: *mut T, i_lo: usize, i_hi: usize| {
-                for pi in i_lo..i_hi {
-                    let rows = mr.min(m - pi * mr);
-                    K::pack_a(a, pi * mr, rows, p0, kc, ap.wrapping_add((pi - i_lo) * mr * kc));
-                }
-            };
+            let pack_a = |ap: *mut T, i_lo: usize, i_hi: usize| pack_a_panels::<T, K>(a, m, i_lo, i_hi, p0, kc, ap);
             if by_rows {
                 let tasks = threads.min(m_panels);
                 run(tasks, &|t| {

@@ -41,28 +41,8 @@ impl Packer<f32> for Avx512F32 {
     fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
         if b.rs == 1 && b.cs != 1 {
             // Column-major B (a transposed view): transpose 16 columns at a time.
-            for pj in pj0..pj1 {
-                let j0 = pj * 32;
-                let cols = 32.min(n - j0);
-                let panel = dst.wrapping_add((pj - pj0) * 32 * kc);
-                if cols == 32 {
-                    for half in 0..2 {
-                        // SAFETY: 16 columns of kc elements are inside B; the panel holds 32 * kc.
-                        unsafe {
-                            x86::pack_rows_f32_16(
-                                b.ptr.add((j0 + 16 * half) * b.cs + p0),
-                                b.cs,
-                                kc,
-                                panel.add(16 * half),
-                                32,
-                            )
-                        }
-                    }
-                } else {
-                    super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj, pj + 1, panel);
-                }
-            }
-            return;
+            // SAFETY: the AVX-512 kernel is only chosen on CPUs with AVX-512F.
+            return unsafe { pack_b_transposed::<32, 16>(b, p0, kc, n, pj0, pj1, dst, x86::pack_rows_f32_16) };
         }
         if b.cs == 1 && n >= pj1 * 32 {
             // Row-major B, full panels only: 32 contiguous values per row and panel.
@@ -90,34 +70,57 @@ impl Packer<f32> for Avx2F32 {
     fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
         if b.rs == 1 && b.cs != 1 {
             // Column-major B (a transposed view, as in `x @ w.t()`): transpose 8 columns at a time.
-            for pj in pj0..pj1 {
-                let j0 = pj * 16;
-                let panel = dst.wrapping_add((pj - pj0) * 16 * kc);
-                if 16 <= n - j0 {
-                    for half in 0..2 {
-                        // SAFETY: 8 columns of kc elements are inside B; the panel
-                        // holds 16 * kc; the AVX2 kernel is only chosen with AVX2.
-                        unsafe {
-                            x86::pack_rows_f32_8(
-                                b.ptr.add((j0 + 8 * half) * b.cs + p0),
-                                b.cs,
-                                kc,
-                                panel.add(8 * half),
-                                16,
-                            )
-                        }
-                    }
-                } else {
-                    super::pack_b_panels::<f32, 16>(b, p0, kc, n, pj, pj + 1, panel);
-                }
-            }
-            return;
+            // SAFETY: the AVX2 kernel is only chosen on CPUs with AVX2.
+            return unsafe { pack_b_transposed::<16, 8>(b, p0, kc, n, pj0, pj1, dst, x86::pack_rows_f32_8) };
         }
         super::pack_b_panels::<f32, 16>(b, p0, kc, n, pj0, pj1, dst)
     }
 }
 #[cfg(target_arch = "x86_64")]
 packer!(Avx2F64, f64, 6, 8);
+
+/// Packs the `NR`-column panels `[pj0, pj1)` of a column-major B (`b.rs == 1`,
+/// panel `pj0` at `dst`; see `pack_b_panels`): full panels `W` columns at a
+/// time with `rows`, a transposing copy (`rows(src, ld, kc, dst, stride)`
+/// writes `dst[p * stride + r] = src[r * ld + p]` for `r < W`), the partial
+/// last panel with the scalar packer.
+///
+/// # Safety
+/// The CPU supports `rows`'s instruction set.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_b_transposed<const NR: usize, const W: usize>(
+    b: super::Mat<f32>,
+    p0: usize,
+    kc: usize,
+    n: usize,
+    pj0: usize,
+    pj1: usize,
+    dst: *mut f32,
+    rows: unsafe fn(*const f32, usize, usize, *mut f32, usize),
+) {
+    for pj in pj0..pj1 {
+        let j0 = pj * NR;
+        let panel = dst.wrapping_add((pj - pj0) * NR * kc);
+        if NR <= n - j0 {
+            for part in 0..NR / W {
+                // SAFETY: W columns of kc elements are inside B; the panel holds
+                // NR * kc; the CPU supports `rows` (the caller's contract).
+                unsafe {
+                    rows(
+                        b.ptr.add((j0 + W * part) * b.cs + p0),
+                        b.cs,
+                        kc,
+                        panel.add(W * part),
+                        NR,
+                    )
+                }
+            }
+        } else {
+            super::pack_b_panels::<f32, NR>(b, p0, kc, n, pj, pj + 1, panel);
+        }
+    }
+}
 
 /// A micro-kernel for element type `T`.
 pub(crate) trait MicroKernel<T>: Packer<T> + Sync {

@@ -272,16 +272,10 @@ where
             // Pack this task's part of the split operand for the block (and,
             // by columns, all of the small A).
             if by_rows {
-                for pi in lo..hi {
-                    let rows = mr.min(m - pi * mr);
-                    K::pack_a(a, pi * mr, rows, p0, kc, unsafe { op.add((pi - lo) * mr * kc) });
-                }
+                pack_a_panels::<T, K>(a, m, lo, hi, p0, kc, op);
             } else {
                 K::pack_b(b, p0, kc, n, lo, hi, op);
-                for pi in 0..m_panels {
-                    let rows = mr.min(m - pi * mr);
-                    K::pack_a(a, pi * mr, rows, p0, kc, unsafe { ot.add(pi * mr * kc) });
-                }
+                pack_a_panels::<T, K>(a, m, 0, m_panels, p0, kc, ot);
             }
             // Panel pi of A is at a_base + (pi - a_first) * mr * kc; likewise B.
             let (a_base, a_first) = if by_rows {
@@ -322,6 +316,23 @@ where
         super::warm::par_for_each(tasks, task);
     } else {
         task(0);
+    }
+}
+
+/// Packs the `MR`-row panels `[i_lo, i_hi)` of the `m`-row A, depth
+/// `[p0, p0 + kc)`, panel `i_lo` at `dst` (a partial last panel zero-padded).
+fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
+    a: Mat<T>,
+    m: usize,
+    i_lo: usize,
+    i_hi: usize,
+    p0: usize,
+    kc: usize,
+    dst: *mut T,
+) {
+    for pi in i_lo..i_hi {
+        let rows = K::MR.min(m - pi * K::MR);
+        K::pack_a(a, pi * K::MR, rows, p0, kc, dst.wrapping_add((pi - i_lo) * K::MR * kc));
     }
 }
 
