@@ -1,9 +1,10 @@
 """Joins the outputs of torch_ref.py and the Rust bench into one table.
 
 Usage: python compare.py ours.tsv torch.tsv [peak.tsv] > table.md
-Ratio = ours / PyTorch time (lower is better). A figure measured in several
-rounds keeps each side's fastest round (run.sh runs two, in the order
-PyTorch, ours, ours, PyTorch, so neither side gets the quieter moments). For
+Ratio = ours / PyTorch time (lower is better). run.sh measures each figure
+once per side, with interleave.py alternating the two sides' blocks; should a
+file hold a figure several times (rounds appended by hand), each side keeps
+its fastest. For
 sgemm figures the GFLOP/s and the share of the machine's fp32 peak are shown
 too: threads x one core's measured FMA peak from peak.tsv (`ferrotorch-bench
 --peak`), else threads x nominal GHz x flop per cycle (64 with AVX-512, 32

@@ -10,18 +10,10 @@ filter="${1:-}"
 (cd "$root" && cargo build --release -p ferrotorch-bench --quiet)
 out="$here/results"
 mkdir -p "$out"
-: > "$out/ours.tsv"
-: > "$out/torch.tsv"
-torch_side() { "$here/.venv/bin/python" "$here/torch_ref.py" --threads "$1" --filter "$filter" >> "$out/torch.tsv"; }
-ours_side() { "$root/target/release/ferrotorch-bench" --threads "$1" --filter "$filter" >> "$out/ours.tsv"; }
-# Two rounds, PyTorch-ours then ours-PyTorch, so that neither side always
-# runs in the same moments of a shared machine; compare.py keeps each side's
-# faster round.
-for t in 1 2; do
-  torch_side "$t"
-  ours_side "$t"
-  ours_side "$t"
-  torch_side "$t"
-done
+# Both sides run as block servers; interleave.py alternates their blocks
+# (PyTorch, ours, ours, PyTorch, ...) figure by figure, so both are timed in
+# the same moments of a shared machine, and writes ours.tsv and torch.tsv.
+"$here/.venv/bin/python" "$here/interleave.py" --ours "$root/target/release/ferrotorch-bench" \
+  --torch-python "$here/.venv/bin/python" --out "$out" --threads 1,2 --filter "$filter"
 "$root/target/release/ferrotorch-bench" --peak > "$out/peak.tsv"
 python3 "$here/compare.py" "$out/ours.tsv" "$out/torch.tsv" "$out/peak.tsv" | tee "$out/latest.md"

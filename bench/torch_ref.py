@@ -2,69 +2,123 @@
 
 Prints one line per figure: figure<TAB>threads<TAB>seconds_per_iteration.
 Usage: python torch_ref.py --threads N [--filter SUBSTRING[,SUBSTRING...]]
+   or: python torch_ref.py --serve --threads N
+The second form is the block server that interleave.py drives; it speaks the
+same line protocol as `ferrotorch-bench --serve` (list, setup NAME, block,
+quit; see serve() below).
 """
 import argparse
+import contextlib
+import sys
 import time
 
 import torch
+import torch.nn.functional as F
+
+# name -> (runs under inference_mode, setup returning the timed callable)
+FIGURES = {}
 
 
-def time_it(f):
+def figure(name, inference=True):
+    def register(setup):
+        FIGURES[name] = (inference, setup)
+        return setup
+
+    return register
+
+
+def mode(inference):
+    return torch.inference_mode() if inference else contextlib.nullcontext()
+
+
+def warm_up(f):
     warm = time.perf_counter()
     while time.perf_counter() - warm < 0.2:
         f()
-    blocks = []
-    while len(blocks) < 5:
-        start = time.perf_counter()
-        iters = 0
-        while time.perf_counter() - start < 0.1:
-            f()
-            iters += 1
-        blocks.append((time.perf_counter() - start) / iters)
-    blocks.sort()
+
+
+def block(f):
+    start = time.perf_counter()
+    iters = 0
+    while time.perf_counter() - start < 0.1:
+        f()
+        iters += 1
+    return (time.perf_counter() - start) / iters
+
+
+def time_it(f):
+    warm_up(f)
+    blocks = sorted(block(f) for _ in range(5))
     return blocks[len(blocks) // 2]
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--filter", default="")
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
+for _n in (256, 512, 1024, 2048):
 
-    def run(name, f):
-        if any(f in name for f in args.filter.split(",")):
-            print(f"{name}\t{args.threads}\t{time_it(f):.9e}", flush=True)
-
-    autograd_figures(run)
-    with torch.inference_mode():
-        for n in (256, 512, 1024, 2048):
-            a, b = torch.randn(n, n), torch.randn(n, n)
-            run(f"sgemm_{n}", lambda: torch.mm(a, b))
-        n = 10_000_000
-        a, b = torch.randn(n), torch.randn(n)
-        run("add_1e7", lambda: a + b)
-        run("mul_1e7", lambda: a * b)
-        run("exp_1e7", lambda: torch.exp(a))
-        side = 3163
-        x, y = torch.randn(side, side), torch.randn(side, side)
-        run("add_transposed_1e7", lambda: x.t() + y)
-        run("exp_transposed_1e7", lambda: torch.exp(x.t()))
-        m = torch.randn(4096, 4096)
-        run("sum_rows_4096", lambda: m.sum(dim=1))
-        run("softmax_rows_4096", lambda: torch.softmax(m, dim=1))
-        s1, s2 = torch.randn(1), torch.randn(1)
-        run("add_1elem_overhead", lambda: s1 + s2)
+    @figure(f"sgemm_{_n}")
+    def _sgemm(n=_n):
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        return lambda: torch.mm(a, b)
 
 
-def autograd_figures(run):
-    import torch.nn.functional as F
+def _pair():
+    n = 10_000_000
+    return torch.randn(n), torch.randn(n)
 
+
+@figure("add_1e7")
+def _add():
+    a, b = _pair()
+    return lambda: a + b
+
+
+@figure("mul_1e7")
+def _mul():
+    a, b = _pair()
+    return lambda: a * b
+
+
+@figure("exp_1e7")
+def _exp():
+    a, _ = _pair()
+    return lambda: torch.exp(a)
+
+
+SIDE = 3163
+
+
+@figure("add_transposed_1e7")
+def _add_t():
+    x, y = torch.randn(SIDE, SIDE), torch.randn(SIDE, SIDE)
+    return lambda: x.t() + y
+
+
+@figure("exp_transposed_1e7")
+def _exp_t():
+    x = torch.randn(SIDE, SIDE)
+    return lambda: torch.exp(x.t())
+
+
+@figure("sum_rows_4096")
+def _sum_rows():
+    m = torch.randn(4096, 4096)
+    return lambda: m.sum(dim=1)
+
+
+@figure("softmax_rows_4096")
+def _softmax_rows():
+    m = torch.randn(4096, 4096)
+    return lambda: torch.softmax(m, dim=1)
+
+
+@figure("mul_sum_backward_16", inference=False)
+def _mul_sum_backward():
     a = torch.randn(16, requires_grad=True)
     b = torch.randn(16, requires_grad=True)
-    run("mul_sum_backward_16", lambda: (a * b).sum().backward())
+    return lambda: (a * b).sum().backward()
 
+
+@figure("chain50_backward_1elem", inference=False)
+def _chain50():
     x = torch.randn(1, requires_grad=True)
 
     def chain():
@@ -83,8 +137,11 @@ def autograd_figures(run):
                 y = torch.tanh(y)
         y.sum().backward()
 
-    run("chain50_backward_1elem", chain)
+    return chain
 
+
+@figure("mlp_fwd_bwd_b128", inference=False)
+def _mlp():
     def p(o, i):
         w = (torch.randn(o, i) / i**0.5).requires_grad_()
         return w, torch.zeros(o, requires_grad=True)
@@ -104,7 +161,71 @@ def autograd_figures(run):
         for t in params:
             t.grad = None
 
-    run("mlp_fwd_bwd_b128", mlp)
+    return mlp
+
+
+@figure("add_1elem_overhead")
+def _add_1elem():
+    s1, s2 = torch.randn(1), torch.randn(1)
+    return lambda: s1 + s2
+
+
+def serve():
+    """One command per stdin line, one reply line: `list` (the figure names,
+    tab-separated), `setup NAME` (build and warm up; `ok` or `unknown`),
+    `block` (one untimed call, then one block of >= 0.1 s; its seconds per
+    call), `quit`."""
+    current = None
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            reply = f"error: unknown command {line!r}"
+        elif words[0] == "list":
+            reply = "\t".join(FIGURES)
+        elif words[0] == "setup" and len(words) == 2:
+            current = None
+            torch.manual_seed(0)
+            entry = FIGURES.get(words[1])
+            if entry is None:
+                reply = "unknown"
+            else:
+                inference, setup = entry
+                with mode(inference):
+                    f = setup()
+                    warm_up(f)
+                current = (inference, f)
+                reply = "ok"
+        elif words[0] == "block":
+            if current is None:
+                reply = "error: block before setup"
+            else:
+                inference, f = current
+                with mode(inference):
+                    f()
+                    reply = f"{block(f):.9e}"
+        elif words[0] == "quit":
+            break
+        else:
+            reply = f"error: unknown command {line!r}"
+        print(reply, flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--filter", default="")
+    p.add_argument("--serve", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.serve:
+        serve()
+        return
+    torch.manual_seed(0)
+    for name, (inference, setup) in FIGURES.items():
+        if any(f in name for f in args.filter.split(",")):
+            with mode(inference):
+                f = setup()
+                print(f"{name}\t{args.threads}\t{time_it(f):.9e}", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 //! Usage: `ferrotorch-bench --threads N [--filter SUBSTRING[,SUBSTRING...]]`
 //! (figures whose name contains any of the substrings), or
 //! `ferrotorch-bench --peak`: one line `fma_peak_gflops<TAB>1<TAB>GFLOP/s`,
-//! one core's measured fp32 FMA peak (see `peak.rs`).
+//! one core's measured fp32 FMA peak (see `peak.rs`), or
+//! `ferrotorch-bench --serve --threads N`: the block server that
+//! `bench/interleave.py` drives (see [`serve`]).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -13,32 +15,42 @@ use std::time::Instant;
 use ferrotorch::{Result, Tensor, manual_seed};
 use ferrotorch_bench::{Mlp, chain50};
 
-/// Median seconds per call of `f`: warm-up, then >= 5 blocks of >= 0.1 s.
-fn time_it(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+/// Calls `f` for at least 0.2 s (warm-up).
+fn warm_up(f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
     let warm = Instant::now();
     while warm.elapsed().as_secs_f64() < 0.2 {
         f()?;
     }
-    let mut blocks = Vec::new();
-    while blocks.len() < 5 {
-        let start = Instant::now();
-        let mut iters = 0u64;
-        while start.elapsed().as_secs_f64() < 0.1 {
-            f()?;
-            iters += 1;
-        }
-        blocks.push(start.elapsed().as_secs_f64() / iters as f64);
+    Ok(())
+}
+
+/// Seconds per call of `f` over one block of at least 0.1 s.
+fn block(f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+    let start = Instant::now();
+    let mut iters = 0u64;
+    while start.elapsed().as_secs_f64() < 0.1 {
+        f()?;
+        iters += 1;
     }
+    Ok(start.elapsed().as_secs_f64() / iters as f64)
+}
+
+/// Median seconds per call of `f`: warm-up, then >= 5 blocks of >= 0.1 s.
+fn time_it(f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+    warm_up(f)?;
+    let mut blocks = (0..5).map(|_| block(f)).collect::<Result<Vec<_>>>()?;
     blocks.sort_by(f64::total_cmp);
     Ok(blocks[blocks.len() / 2])
 }
 
+/// The timed closure of a figure.
+type Workload = Box<dyn FnMut() -> Result<()>>;
 /// One figure: its name and a setup that returns the timed closure.
-type Figure = (String, Box<dyn Fn() -> Result<Box<dyn FnMut() -> Result<()>>>>);
+type Figure = (String, Box<dyn Fn() -> Result<Workload>>);
 
 fn figure<F>(name: &str, setup: F) -> Figure
 where
-    F: Fn() -> Result<Box<dyn FnMut() -> Result<()>>> + 'static,
+    F: Fn() -> Result<Workload> + 'static,
 {
     (name.to_string(), Box::new(setup))
 }
@@ -114,7 +126,56 @@ fn workloads(filter: &str, threads: usize) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
+/// The block server driven by `bench/interleave.py`, which alternates
+/// blocks of this process and of `torch_ref.py --serve` so that both sides
+/// are timed in the same moments of a shared machine. One command per line
+/// on stdin, one reply line on stdout:
+/// - `list`: the figure names, tab-separated;
+/// - `setup NAME`: builds the figure's workload and warms it up (0.2 s);
+///   replies `ok`, or `unknown` for a name this side lacks;
+/// - `block`: one untimed call (caches warm again after the other side's
+///   block), then one block of at least 0.1 s; replies its seconds per call;
+/// - `quit` (or end of input): exits.
+fn serve() -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    use std::io::{BufRead, Write};
+    let figs = figures();
+    let mut current: Option<Workload> = None;
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let mut words = line.split_whitespace();
+        let reply = match (words.next(), words.next()) {
+            (Some("list"), _) => figs.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join("\t"),
+            (Some("setup"), Some(name)) => {
+                current = None;
+                manual_seed(0);
+                match figs.iter().find(|f| f.0 == name) {
+                    Some((_, setup)) => {
+                        let mut f = setup()?;
+                        warm_up(&mut *f)?;
+                        current = Some(f);
+                        "ok".to_string()
+                    }
+                    None => "unknown".to_string(),
+                }
+            }
+            (Some("block"), _) => match current.as_mut() {
+                Some(f) => {
+                    f()?;
+                    format!("{:.9e}", block(&mut **f)?)
+                }
+                None => "error: block before setup".to_string(),
+            },
+            (Some("quit"), _) => break,
+            _ => format!("error: unknown command {line:?}"),
+        };
+        writeln!(out, "{reply}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn main() -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |flag: &str| {
         args.iter()
@@ -132,5 +193,9 @@ fn main() -> Result<()> {
         .num_threads(threads)
         .build()
         .expect("thread pool");
-    pool.install(|| workloads(&filter, threads))
+    if args.iter().any(|a| a == "--serve") {
+        pool.install(serve)
+    } else {
+        Ok(pool.install(|| workloads(&filter, threads))?)
+    }
 }
