@@ -188,9 +188,18 @@ fn matmul_reference_sanity() {
 /// naive f64 product. The later shapes have several column blocks of B
 /// (packed one at a time in one loop order, 4080 columns at a time in the
 /// other), split by rows and, with 5 rows, by columns, several depth blocks,
-/// and (300 rows) several row blocks of A.
+/// and (300 rows) several row blocks of A. Run on 1, 2 and 3 threads: the
+/// threads split a block's tiles evenly, so a row panel may be shared by two
+/// threads (e.g. 22 x 4 tiles of the 129-row product on 3 threads).
 #[test]
 fn sgemm_packing_paths_match_naive() {
+    for threads in [1, 2, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(sgemm_packing_paths_match_naive_here);
+    }
+}
+
+fn sgemm_packing_paths_match_naive_here() {
     let g = ferrotorch_core::TensorOptions::new().generator(&ferrotorch_core::Generator::new(7));
     let shapes = [
         (70usize, 100usize, 96usize),
@@ -223,7 +232,8 @@ fn sgemm_packing_paths_match_naive() {
                 for (idx, (&g, &w)) in got.iter().zip(&want).enumerate() {
                     assert!(
                         (g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                        "{n}x{k}x{m} a#{ai} b#{bi} at {idx}: {g} vs {w}"
+                        "{n}x{k}x{m} a#{ai} b#{bi} on {} threads at {idx}: {g} vs {w}",
+                        rayon::current_num_threads()
                     );
                 }
             }

@@ -4,9 +4,11 @@
 //! For each column block of about `NC` columns and each depth block of `KC`,
 //! the block's B panels are packed once, for all threads (each packs a
 //! share), into a buffer that stays in the shared L3. Then the threads split
-//! the rows of C (or the block's columns when there are fewer row panels than
-//! threads): each packs `MC` rows of A at a time (they stay in L2) and, for
-//! every B panel of the block, runs the micro-kernel down those rows.
+//! the block's tiles of C evenly in row-panel-major order (a row panel may
+//! be shared by two threads; or they split the block's columns when there
+//! are fewer row panels than threads): each packs `MC` rows of A at a time
+//! (they stay in L2) and, for every B panel of the block, runs the
+//! micro-kernel down those rows.
 //!
 //! Per step of the micro-kernel this reads `MR` values of A from L2 and `NR`
 //! of B from L1, against `NR` from L2 in the other order (`gemm_with`): with
@@ -74,12 +76,16 @@ where
                 }
             });
             // Multiplies row panels [i_lo, i_hi) (A packed at `ap`, panel i_lo
-            // first) by the block's B panels [j_lo, j_hi).
-            let multiply = |ap: *const T, i_lo: usize, i_hi: usize, j_lo: usize, j_hi: usize| {
+            // first) by the block's B panels [j_lo, j_hi), the tiles numbered
+            // (row panel major) in `tiles` only.
+            let multiply = |ap: *const T, i_lo: usize, i_hi: usize, j_lo: usize, j_hi: usize, tiles: (usize, usize)| {
                 let mut edge = [T::default(); EDGE];
                 for pj in j_lo..j_hi {
                     let cols = nr.min(n - pj * nr);
                     for pi in i_lo..i_hi {
+                        if !(tiles.0..tiles.1).contains(&(pi * block_panels + pj - jc)) {
+                            continue;
+                        }
                         let rows = mr.min(m - pi * mr);
                         // SAFETY: the packed panels exist for these indices; the tile is inside C.
                         unsafe {
@@ -92,16 +98,25 @@ where
             };
             let pack_a = |ap: *mut T, i_lo: usize, i_hi: usize| pack_a_panels::<T, K>(a, m, i_lo, i_hi, p0, kc, ap);
             if by_rows {
+                // Each task takes an equal share of the block's tiles, in row
+                // panel major order: a row panel may be split between two
+                // tasks (each packs it), which balances the work when the
+                // row panels do not divide evenly (43 of them in a 256-row product).
                 let tasks = threads.min(m_panels);
+                let all = m_panels * block_panels;
                 run(tasks, &|t| {
-                    let (lo, hi) = share(t, tasks, m_panels);
+                    let tiles = share(t, tasks, all);
+                    if tiles.0 == tiles.1 {
+                        return;
+                    }
+                    let (lo, hi) = (tiles.0 / block_panels, (tiles.1 - 1) / block_panels + 1);
                     let mut abuf = Scratch::<T>::new(mc_panels.min(hi - lo) * mr * kc);
                     let ap = abuf.as_mut_ptr();
                     let mut ic = lo;
                     while ic < hi {
                         let ic_end = (ic + mc_panels).min(hi);
                         pack_a(ap, ic, ic_end);
-                        multiply(ap, ic, ic_end, jc, jc_end);
+                        multiply(ap, ic, ic_end, jc, jc_end, tiles);
                         ic = ic_end;
                     }
                 });
@@ -115,7 +130,7 @@ where
                         let mut abuf = Scratch::<T>::new(m_panels * mr * kc);
                         let ap = abuf.as_mut_ptr();
                         pack_a(ap, 0, m_panels);
-                        multiply(ap, 0, m_panels, jc + lo, jc + hi);
+                        multiply(ap, 0, m_panels, jc + lo, jc + hi, (0, usize::MAX));
                     }
                 });
             }
