@@ -5,7 +5,9 @@
 //!   with its shape rule and backward formula and given a CPU kernel through
 //!   the registry (so it records in the autograd graph like a built-in op);
 //! - a toy device backend (`toydev`, in the `PrivateUse1` slot) whose memory
-//!   is a plain `Vec<u8>`, with kernels for `add`, `fill` and the custom op.
+//!   is a plain `Vec<u8>`, with kernels for `add`, `mul`, `neg`, `sin`,
+//!   `cos`, `fill`, f32 copies and the custom op (enough for autograd through `sin`,
+//!   `cos` and `x * x`, whose backward formulas the core composes from these).
 //!
 //! Call [`register`] once; after that `Tensor::to(Device::PrivateUse1(0))`,
 //! `a.add(&b)` on toy tensors and `scaled_square(&x, 3.0)` work through the
@@ -19,7 +21,8 @@ use ferrotorch_core::autograd::{BackwardCtx, Saves};
 use ferrotorch_core::dispatch::{
     Backend, DispatchKey, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, call1, downcast_op, register_backend,
 };
-use ferrotorch_core::ops::{Binary, BinaryKind, Fill};
+use ferrotorch_core::ops::unary::{Unary, UnaryKind};
+use ferrotorch_core::ops::{Binary, BinaryKind, Cast, Fill};
 use ferrotorch_core::storage::{Buffer, DeviceBuffer};
 use ferrotorch_core::{DType, Device, Error, Result, Tensor};
 
@@ -161,20 +164,42 @@ fn write_f32(t: &Tensor, vals: &[f32]) -> Result<()> {
     Ok(())
 }
 
-fn toy_add(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+fn toy_binary(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op: &Binary = downcast_op(op)?;
-    if op.kind != BinaryKind::Add {
-        return Err(Error::invalid("toydev", "only add is implemented"));
-    }
     let alpha = op.alpha.to_f64() as f32;
+    let f: fn(f32, f32, f32) -> f32 = match op.kind {
+        BinaryKind::Add => |a, b, alpha| a + alpha * b,
+        BinaryKind::Mul => |a, b, _| a * b,
+        _ => return Err(Error::invalid("toydev", "only add and mul are implemented")),
+    };
     let (a, b) = (read_f32(inputs[0])?, read_f32(inputs[1])?);
     let n = outputs[0].numel();
     let pick = |v: &[f32], i: usize| if v.len() == 1 { v[0] } else { v[i] };
     if (a.len() != n && a.len() != 1) || (b.len() != n && b.len() != 1) {
-        return Err(Error::invalid("toydev", "toy add broadcasts only scalars"));
+        return Err(Error::invalid("toydev", "toy binary ops broadcast only scalars"));
     }
-    let out: Vec<f32> = (0..n).map(|i| pick(&a, i) + alpha * pick(&b, i)).collect();
+    let out: Vec<f32> = (0..n).map(|i| f(pick(&a, i), pick(&b, i), alpha)).collect();
     write_f32(outputs[0], &out)
+}
+
+fn toy_unary(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &Unary = downcast_op(op)?;
+    let f: fn(f32) -> f32 = match op.0 {
+        UnaryKind::Neg => |x| -x,
+        UnaryKind::Sin => f32::sin,
+        UnaryKind::Cos => f32::cos,
+        _ => return Err(Error::invalid("toydev", "only neg, sin and cos are implemented")),
+    };
+    let x = read_f32(inputs[0])?;
+    write_f32(outputs[0], &x.into_iter().map(f).collect::<Vec<_>>())
+}
+
+fn toy_copy(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &Cast = downcast_op(op)?;
+    if op.dtype != DType::F32 || !outputs[0].is_contiguous() {
+        return Err(Error::invalid("toydev", "toy copies are f32 to contiguous f32 only"));
+    }
+    write_f32(outputs[0], &read_f32(inputs[0])?)
 }
 
 fn toy_fill(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
@@ -205,8 +230,14 @@ pub fn register() -> Result<()> {
             let pu = Slot::Key(DispatchKey::PrivateUse1);
             SCALED_SQUARE.register(Slot::Key(DispatchKey::Cpu), Kernel::Structured(cpu_scaled_square))?;
             SCALED_SQUARE.register(pu, Kernel::Structured(toy_scaled_square))?;
-            BinaryKind::Add.entry().register(pu, Kernel::Structured(toy_add))?;
+            for kind in [BinaryKind::Add, BinaryKind::Mul] {
+                kind.entry().register(pu, Kernel::Structured(toy_binary))?;
+            }
+            for kind in [UnaryKind::Neg, UnaryKind::Sin, UnaryKind::Cos] {
+                kind.entry().register(pu, Kernel::Structured(toy_unary))?;
+            }
             ferrotorch_core::ops::copy::FILL.register(pu, Kernel::Structured(toy_fill))?;
+            ferrotorch_core::ops::copy::TO_COPY.register(pu, Kernel::Structured(toy_copy))?;
             Ok(())
         })();
     });

@@ -99,3 +99,34 @@ fn custom_op_has_a_backward_formula() {
     gradcheck(&f, &xs, GradcheckOptions::default()).unwrap();
     gradgradcheck(&f, &xs, GradcheckOptions::default()).unwrap();
 }
+
+/// The toy backend has kernels for add, mul, neg, sin and cos only, not for
+/// the CPU's fused backward operators; autograd through sin, cos and `x * x`
+/// still works on it, through the composite formulas of those operators.
+#[test]
+fn toy_device_autograd_uses_composite_backward_formulas() {
+    register().unwrap();
+    let dev = Device::PrivateUse1(0);
+    let xs = [0.5f32, -1.25, 2.0];
+    let cpu = Tensor::new(xs).unwrap();
+    let x = cpu.to(dev).unwrap().requires_grad_(true).unwrap();
+    let ones = TensorOptions::new().device(dev).ones(&[3]).unwrap();
+    let y = x
+        .sin()
+        .unwrap()
+        .add(&x.cos().unwrap())
+        .unwrap()
+        .add(&x.mul(&x).unwrap())
+        .unwrap();
+    assert_eq!(y.device(), dev);
+    y.backward_with(&ones).unwrap();
+    let grad = x.grad().unwrap();
+    assert_eq!(grad.device(), dev);
+    // d/dx (sin x + cos x + x^2) = cos x - sin x + 2x, in the composite's
+    // rounding: cos x, then + (-sin x), then + (x + x) (the x * x backward).
+    let want: Vec<f32> = xs.iter().map(|&v| v.cos() + -v.sin() + (v + v)).collect();
+    let got = grad.to(Device::Cpu).unwrap().to_vec::<f32>().unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{got:?} vs {want:?}");
+    }
+}

@@ -7,11 +7,17 @@
 //! most of the backward cost on small tensors. Each gives the composite
 //! formula's bits and is differentiable, so these functions keep their
 //! higher derivatives.
+//!
+//! The fused kernels are the CPU backend's; every other backend runs the
+//! composite formulas ([`register`] puts them in the `AnyBackend` slot), so a
+//! backend with kernels for the pointwise ops they use (mul, add, neg, sin,
+//! cos) differentiates tanh, sigmoid, sin, cos and `x * x` without kernels
+//! of its own for these operators.
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call1};
+use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
 use crate::ops::grad_util::grad0;
-use crate::{Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
 
 /// Dispatch table of `tanh_backward`.
 pub static TANH_BACKWARD: OpEntry = OpEntry::differentiable("tanh_backward");
@@ -147,5 +153,95 @@ impl Op for ActivationBackward {
             None
         };
         Ok(vec![d_grad, d_y])
+    }
+}
+
+/// The composite formula of an [`ActivationBackward`] call, in the ops the
+/// fused CPU kernels reproduce bit for bit: `g * (1 - y * y)`,
+/// `g * (1 - y) * y` (for f16 and bf16 computed in f32 and rounded once,
+/// as PyTorch's fused `tanh_backward` / `sigmoid_backward`), `g * cos(x)`,
+/// `g * -sin(x)`, and `g * x + g * x` (each op rounded to the dtype, as
+/// PyTorch's composite formulas).
+fn composite_kernel(call: &Call) -> Result<Tensors> {
+    let op: &ActivationBackward = downcast_op(call.op)?;
+    op.infer(call.inputs)?;
+    let (g, v) = (call.inputs[0], call.inputs[1]);
+    let dtype = g.dtype();
+    let in_f32 = |t: &Tensor| {
+        if matches!(dtype, DType::F16 | DType::BF16) {
+            t.to_dtype(DType::F32)
+        } else {
+            Ok(t.clone())
+        }
+    };
+    let out = match op.0 {
+        ActivationKind::Tanh => {
+            let (g, y) = (in_f32(g)?, in_f32(v)?);
+            g.mul(&y.mul(&y)?.neg()?.add(1.0)?)?.to_dtype(dtype)?
+        }
+        ActivationKind::Sigmoid => {
+            let (g, y) = (in_f32(g)?, in_f32(v)?);
+            g.mul(&y.neg()?.add(1.0)?)?.mul(&y)?.to_dtype(dtype)?
+        }
+        ActivationKind::Sin => g.mul(&v.cos()?)?,
+        ActivationKind::Cos => g.mul(&v.sin()?.neg()?)?,
+        ActivationKind::Square => {
+            let p = g.mul(v)?;
+            p.add(&p)?
+        }
+    };
+    Ok(smallvec::smallvec![out])
+}
+
+/// Registers the composite formulas for every backend without a fused kernel.
+pub(crate) fn register() -> Result<()> {
+    for e in [
+        &TANH_BACKWARD,
+        &SIGMOID_BACKWARD,
+        &SIN_BACKWARD,
+        &COS_BACKWARD,
+        &SQUARE_BACKWARD,
+    ] {
+        e.register(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TensorOptions;
+
+    /// The composite formulas (other backends) give the fused CPU kernels' bits.
+    #[test]
+    fn composite_formulas_match_fused_kernels_bitwise() {
+        let kinds = [
+            ActivationKind::Tanh,
+            ActivationKind::Sigmoid,
+            ActivationKind::Sin,
+            ActivationKind::Cos,
+            ActivationKind::Square,
+        ];
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let o = TensorOptions::new().dtype(dtype);
+            let g = o.randn(&[257]).unwrap();
+            let v = o.rand(&[257]).unwrap().mul(1.8).unwrap().add(-0.9).unwrap();
+            for kind in kinds {
+                let op = ActivationBackward(kind);
+                let fused = call1(&op, &[&g, &v]).unwrap();
+                let call = Call {
+                    op: &op,
+                    inputs: &[&g, &v],
+                    out: None,
+                };
+                let composite = composite_kernel(&call).unwrap().remove(0);
+                let bits = |t: &Tensor| t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+                let (f, c) = (bits(&fused), bits(&composite));
+                assert!(
+                    f.iter().zip(&c).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{kind:?} {dtype}: fused {f:?} vs composite {c:?}"
+                );
+            }
+        }
     }
 }

@@ -40,6 +40,7 @@ pub use view::{ViewKind, ViewOp, ViewScatter};
 pub(crate) fn register_composites() -> crate::Result<()> {
     view::register()?;
     unary::register()?;
+    activation_backward::register()?;
     join::register()?;
     copy::register()?;
     Ok(())
