@@ -1,10 +1,11 @@
 """Joins the outputs of torch_ref.py and the Rust bench into one table.
 
-Usage: python compare.py ours.tsv torch.tsv [peak.tsv] > table.md
-Ratio = ours / PyTorch time (lower is better). run.sh measures each figure
-once per side, with interleave.py alternating the two sides' blocks; should a
-file hold a figure several times (rounds appended by hand), each side keeps
-its fastest. For
+Usage: python compare.py ours.tsv torch.tsv [peak.tsv [ratio.tsv]] > table.md
+Ratio = ours / PyTorch time (lower is better): from ratio.tsv when given
+(interleave.py's median over adjacent pairs of blocks), else the quotient of
+the two times. run.sh measures each figure once per side, with
+interleave.py alternating the two sides' blocks; should a file hold a figure
+several times (rounds appended by hand), each side keeps its fastest. For
 sgemm figures the GFLOP/s and the share of the machine's fp32 peak are shown
 too: threads x one core's measured FMA peak from peak.tsv (`ferrotorch-bench
 --peak`), else threads x nominal GHz x flop per cycle (64 with AVX-512, 32
@@ -57,6 +58,7 @@ def fmt_time(s):
 def main():
     ours, ref = load(sys.argv[1]), load(sys.argv[2])
     measured = load(sys.argv[3]).get(("fma_peak_gflops", 1)) if len(sys.argv) > 3 else None
+    paired = load(sys.argv[4]) if len(sys.argv) > 4 else {}
     peak_per_thread = measured or nominal_peak_per_thread()
     peak_kind = "measured FMA peak" if measured else "nominal peak"
     print("| figure | threads | ours | PyTorch | ratio | note |")
@@ -71,7 +73,7 @@ def main():
             gf_o, gf_r = 2 * n**3 / o / 1e9, (2 * n**3 / r / 1e9 if r else 0)
             peak = peak_per_thread * threads
             note = f"{gf_o:.0f} vs {gf_r:.0f} GFLOP/s; ours {100 * gf_o / peak:.0f}% of {peak_kind}"
-        ratio = f"{o / r:.2f}" if r else "-"
+        ratio = f"{paired.get(key, o / r):.2f}" if r else "-"
         print(f"| {name} | {threads} | {fmt_time(o)} | {fmt_time(r) if r else '-'} | {ratio} | {note} |")
     if measured:
         print(f"\nMeasured FMA peak: {measured:.1f} GFLOP/s per core.")

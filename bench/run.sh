@@ -12,8 +12,9 @@ out="$here/results"
 mkdir -p "$out"
 # Both sides run as block servers; interleave.py alternates their blocks
 # (PyTorch, ours, ours, PyTorch, ...) figure by figure, so both are timed in
-# the same moments of a shared machine, and writes ours.tsv and torch.tsv.
+# the same moments of a shared machine, and writes ours.tsv, torch.tsv and
+# ratio.tsv (the median ratio over adjacent pairs of blocks).
 "$here/.venv/bin/python" "$here/interleave.py" --ours "$root/target/release/ferrotorch-bench" \
   --torch-python "$here/.venv/bin/python" --out "$out" --threads 1,2 --filter "$filter"
 "$root/target/release/ferrotorch-bench" --peak > "$out/peak.tsv"
-python3 "$here/compare.py" "$out/ours.tsv" "$out/torch.tsv" "$out/peak.tsv" | tee "$out/latest.md"
+python3 "$here/compare.py" "$out/ours.tsv" "$out/torch.tsv" "$out/peak.tsv" "$out/ratio.tsv" | tee "$out/latest.md"
