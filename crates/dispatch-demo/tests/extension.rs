@@ -100,9 +100,10 @@ fn custom_op_has_a_backward_formula() {
     gradgradcheck(&f, &xs, GradcheckOptions::default()).unwrap();
 }
 
-/// The toy backend has kernels for add, mul, neg, sin and cos only, not for
-/// the CPU's fused backward operators; autograd through sin, cos and `x * x`
-/// still works on it, through the composite formulas of those operators.
+/// The toy backend's pointwise kernels are add, mul, neg, sin and cos (plus
+/// fill and copy), none for the CPU's fused backward operators; autograd
+/// through sin, cos and `x * x` still works on it, through the composite
+/// formulas of those operators.
 #[test]
 fn toy_device_autograd_uses_composite_backward_formulas() {
     register().unwrap();
