@@ -232,18 +232,30 @@ macro_rules! lane_fold {
                 lanes[i] = $op(lanes[i], $load(c[i]));
             }
         }
-        for (i, v) in chunks.remainder().iter().enumerate() {
-            lanes[i] = $op(lanes[i], $load(*v));
-        }
-        let mut w = LANES / 2;
-        while w > 0 {
-            for i in 0..w {
-                lanes[i] = $op(lanes[i], lanes[i + w]);
-            }
-            w /= 2;
-        }
-        lanes[0]
+        finish_lanes(lanes, chunks.remainder(), $load, $op)
     }};
+}
+
+/// Folds the tail `rest` (shorter than [`LANES`]) into the first lanes, then
+/// the lanes pairwise, halving (the fixed end of every contiguous fold).
+#[inline(always)]
+fn finish_lanes<T: Copy, A: Copy>(
+    mut lanes: [A; LANES],
+    rest: &[T],
+    load: impl Fn(T) -> A,
+    op: impl Fn(A, A) -> A,
+) -> A {
+    for (l, v) in lanes.iter_mut().zip(rest) {
+        *l = op(*l, load(*v));
+    }
+    let mut w = LANES / 2;
+    while w > 0 {
+        for i in 0..w {
+            lanes[i] = op(lanes[i], lanes[i + w]);
+        }
+        w /= 2;
+    }
+    lanes[0]
 }
 
 multiversion! {
@@ -268,19 +280,7 @@ multiversion! {
             }
             i += LANES;
         }
-        xs.iter().zip(&mut lanes).for_each(|(x, l)| {
-            for (a, v) in l.iter_mut().zip(&x[full..]) {
-                *a += *v;
-            }
-            let mut w = LANES / 2;
-            while w > 0 {
-                for j in 0..w {
-                    l[j] += l[j + w];
-                }
-                w /= 2;
-            }
-        });
-        lanes.map(|l| l[0])
+        std::array::from_fn(|r| finish_lanes(lanes[r], &xs[r][full..], |v: f32| v, |a: f32, b: f32| a + b))
     }
 }
 

@@ -184,6 +184,29 @@ mod x86 {
 
     use super::MicroKernel;
 
+    /// The scalar end of a transposing packer: `dst[p * stride + r] =
+    /// src[r * ld + p]` for `r < rows` and `p` in `depths` (the depths that
+    /// do not fill a whole register transpose).
+    ///
+    /// # Safety
+    /// The rows are readable at those depths and `dst` writable there.
+    #[inline(always)]
+    unsafe fn transpose_tail(
+        src: *const f32,
+        ld: usize,
+        rows: usize,
+        depths: std::ops::Range<usize>,
+        dst: *mut f32,
+        stride: usize,
+    ) {
+        for p in depths {
+            for r in 0..rows {
+                // SAFETY: per the contract.
+                unsafe { *dst.add(p * stride + r) = *src.add(r * ld + p) };
+            }
+        }
+    }
+
     /// AVX-512 f32: 12 x 32 tile (24 zmm accumulators).
     pub(crate) struct Avx512F32;
 
@@ -265,11 +288,7 @@ mod x86 {
                 }
                 p += 16;
             }
-            for p in full..kc {
-                for r in 0..12 {
-                    *dst.add(p * 12 + r) = *a.add(r * lda + p);
-                }
-            }
+            transpose_tail(a, lda, 12, full..kc, dst, 12);
         }
     }
 
@@ -311,11 +330,7 @@ mod x86 {
                 }
                 p += 16;
             }
-            for p in full..kc {
-                for r in 0..16 {
-                    *dst.add(p * stride + r) = *src.add(r * ld + p);
-                }
-            }
+            transpose_tail(src, ld, 16, full..kc, dst, stride);
         }
     }
 
@@ -486,11 +501,7 @@ mod x86 {
                 );
                 p += 8;
             }
-            for p in full..kc {
-                for r in 0..6 {
-                    *dst.add(p * 6 + r) = *a.add(r * lda + p);
-                }
-            }
+            transpose_tail(a, lda, 6, full..kc, dst, 6);
         }
     }
 
@@ -511,11 +522,7 @@ mod x86 {
                 }
                 p += 8;
             }
-            for p in full..kc {
-                for r in 0..8 {
-                    *dst.add(p * stride + r) = *src.add(r * ld + p);
-                }
-            }
+            transpose_tail(src, ld, 8, full..kc, dst, stride);
         }
     }
 
