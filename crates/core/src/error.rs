@@ -124,6 +124,25 @@ pub enum Error {
         /// The device of the tensor.
         device: Device,
     },
+    /// A size computation (element count, byte count, stride, range length)
+    /// does not fit the machine's sizes.
+    #[error("{op}: size overflow: {detail}")]
+    SizeOverflow {
+        /// The operator.
+        op: &'static str,
+        /// The sizes involved.
+        detail: String,
+    },
+    /// The allocator could not provide the memory.
+    #[error("{op}: not enough memory: tried to allocate {nbytes} bytes on {device}")]
+    OutOfMemory {
+        /// The operator.
+        op: &'static str,
+        /// The bytes asked for.
+        nbytes: usize,
+        /// Where.
+        device: Device,
+    },
     /// Any other invalid argument.
     #[error("{op}: {detail}")]
     InvalidArgument {
@@ -152,6 +171,24 @@ impl Error {
         Error::InvalidArgument {
             op,
             detail: detail.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::SizeOverflow`].
+    pub fn overflow(op: &'static str, detail: impl Into<String>) -> Self {
+        Error::SizeOverflow {
+            op,
+            detail: detail.into(),
+        }
+    }
+
+    /// The same error attributed to `op` when it came from a generic helper
+    /// (an allocation or size check that does not know the operator).
+    pub fn in_op(self, op: &'static str) -> Self {
+        match self {
+            Error::OutOfMemory { nbytes, device, .. } => Error::OutOfMemory { op, nbytes, device },
+            Error::SizeOverflow { detail, .. } => Error::SizeOverflow { op, detail },
+            e => e,
         }
     }
 

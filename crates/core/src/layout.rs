@@ -49,13 +49,15 @@ pub(crate) fn dims_of(d: &[usize]) -> Dims {
     }
 }
 
-/// Row-major strides of a contiguous tensor of `shape`.
+/// Row-major strides of a contiguous tensor of `shape`. (A shape whose
+/// element count fits `usize` has strides that fit too; with a zero-size dim
+/// the strides of huge other dims saturate, as no element is ever addressed.)
 pub fn contiguous_strides(shape: &[usize]) -> Dims {
     let mut strides = zero_dims(shape.len());
     let mut acc = 1usize;
     for d in (0..shape.len()).rev() {
         strides[d] = acc;
-        acc *= shape[d].max(1);
+        acc = acc.saturating_mul(shape[d].max(1));
     }
     strides
 }
@@ -69,7 +71,7 @@ fn is_row_major(shape: &[usize], strides: &[usize]) -> bool {
             if st != expected {
                 return false;
             }
-            expected *= n;
+            expected = expected.wrapping_mul(n);
         }
     }
     true
@@ -82,9 +84,37 @@ pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
-/// Number of elements of a shape (1 for a 0-d tensor).
+/// Number of elements of a shape (1 for a 0-d tensor). The shape of a
+/// tensor always has a count that fits; for shapes from elsewhere use
+/// [`checked_numel`].
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    shape.iter().fold(1usize, |n, &s| n.wrapping_mul(s))
+}
+
+/// Number of elements of a shape, or [`Error::SizeOverflow`] naming `op` and
+/// the shape when it exceeds `i64::MAX` (PyTorch's limit).
+///
+/// ```
+/// use ferrotorch_core::layout::checked_numel;
+/// assert_eq!(checked_numel("zeros", &[2, 3])?, 6);
+/// assert_eq!(checked_numel("zeros", &[0, usize::MAX, 2])?, 0);
+/// assert!(checked_numel("zeros", &[1 << 62, 4]).is_err());
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
+pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    shape
+        .iter()
+        .try_fold(1usize, |n, &s| n.checked_mul(s))
+        .filter(|&n| n <= i64::MAX as usize)
+        .ok_or_else(|| {
+            Error::overflow(
+                op,
+                format!("the number of elements of shape {shape:?} does not fit in int64"),
+            )
+        })
 }
 
 /// Turns a possibly negative `dim` into an index in `[0, ndim)`.
@@ -160,7 +190,7 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Dims
         } else if s < 0 {
             return Err(Error::invalid(op, format!("invalid shape dimension {s}")));
         } else {
-            known *= s as usize;
+            known = known.saturating_mul(s as usize);
             out.push(s as usize);
         }
     }
@@ -265,7 +295,7 @@ impl Layout {
         let mut acc = 1usize;
         for d in (0..n).rev() {
             self.strides[d] = acc;
-            acc *= shape[d].max(1);
+            acc = acc.saturating_mul(shape[d].max(1));
         }
         self.offset = 0;
         numel(shape)
@@ -304,7 +334,7 @@ impl Layout {
             if self.strides[d] != expected {
                 return false;
             }
-            expected *= s;
+            expected = expected.wrapping_mul(s);
         }
         true
     }

@@ -38,8 +38,10 @@ pub(crate) fn arange_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor
         if T::DTYPE.is_floating_point() {
             fill_contiguous::<T>("arange", out, |i| T::from_f64(a.start + a.step * i as f64))
         } else {
-            let (s, st) = (a.start as i64, a.step as i64);
-            fill_contiguous::<T>("arange", out, |i| T::from_i64(s + st * i as i64))
+            // Wrapping: the values lie between start and end, but an integer
+            // step taken from a float step may exceed them for a narrow dtype.
+            let (s, st) = (a.int_start, a.int_step);
+            fill_contiguous::<T>("arange", out, |i| T::from_i64(s.wrapping_add(st.wrapping_mul(i as i64))))
         }
     })
 }

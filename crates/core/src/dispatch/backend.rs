@@ -87,22 +87,35 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn allocate(&self, _device: Device, nbytes: usize, zeroed: bool) -> Result<Buffer> {
-        Ok(Buffer::Cpu(CpuBuffer::new(nbytes, zeroed)))
+    /// Host memory is always zeroed here: an uninitialised buffer could be
+    /// read through the safe API (the dispatcher's own outputs are allocated
+    /// uninitialised without this trait, for kernels that write them whole).
+    fn allocate(&self, _device: Device, nbytes: usize, _zeroed: bool) -> Result<Buffer> {
+        Ok(Buffer::Cpu(CpuBuffer::zeroed(nbytes)?))
     }
 
     fn copy_from_host(&self, _device: Device, bytes: &[u8]) -> Result<Buffer> {
-        let b = CpuBuffer::new(bytes.len(), false);
-        // SAFETY: fresh buffer of exactly bytes.len() bytes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), b.as_ptr(), bytes.len()) };
-        Ok(Buffer::Cpu(b))
+        Ok(Buffer::Cpu(CpuBuffer::from_bytes(bytes)?))
     }
 
     fn copy_to_host(&self, buf: &Buffer, offset: usize, out: &mut [u8]) -> Result<()> {
         let b = buf
             .as_cpu()
             .ok_or_else(|| Error::invalid("to", "CPU backend got a buffer of another device"))?;
-        out.copy_from_slice(&b.bytes()[offset..offset + out.len()]);
+        let src = offset
+            .checked_add(out.len())
+            .and_then(|end| b.bytes().get(offset..end))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "to",
+                    format!(
+                        "reading {} bytes at offset {offset} from a buffer of {} bytes",
+                        out.len(),
+                        b.len()
+                    ),
+                )
+            })?;
+        out.copy_from_slice(src);
         Ok(())
     }
 }

@@ -287,9 +287,13 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
     let specs = call.op.infer(call.inputs)?;
     match call.out {
         None => {
+            let name = call.op.entry().name();
             let mut outs = Tensors::new();
             for s in &specs {
-                outs.push(Tensor::empty_for_spec(s, device)?);
+                // SAFETY: a structured kernel writes every element of its
+                // outputs (bool ones with 0 or 1), and they reach no one
+                // before it has (the meta device has no memory to read).
+                outs.push(unsafe { Tensor::uninit_for_spec(name, s, device)? });
             }
             if let Some(f) = f {
                 let refs: SmallVec<[&Tensor; 2]> = outs.iter().collect();
@@ -329,13 +333,13 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
                     let tmp: Tensors = specs
                         .iter()
                         .map(|s| {
-                            Tensor::empty_for_spec(
-                                &crate::OutSpec {
-                                    strides: None,
-                                    ..s.clone()
-                                },
-                                device,
-                            )
+                            let spec = crate::OutSpec {
+                                strides: None,
+                                ..s.clone()
+                            };
+                            // SAFETY: the kernel writes every element of these
+                            // temporaries before they are copied out.
+                            unsafe { Tensor::uninit_for_spec(name, &spec, device) }
                         })
                         .collect::<Result<_>>()?;
                     let refs: SmallVec<[&Tensor; 2]> = tmp.iter().collect();

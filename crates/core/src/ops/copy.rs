@@ -123,19 +123,25 @@ fn to_device_kernel(call: &Call) -> Result<Tensors> {
         }
         dst_backend.allocate(target, nbytes, false)?
     } else {
-        let mut bytes = vec![0u8; nbytes];
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(nbytes).map_err(|_| Error::OutOfMemory {
+            op: "to",
+            nbytes,
+            device: Device::Cpu,
+        })?;
+        bytes.resize(nbytes, 0);
         {
             let guard = src.storage().read();
             backend_for(src.device())?.copy_to_host(&guard, src.storage_offset() * es, &mut bytes)?;
         }
         dst_backend.copy_from_host(target, &bytes)?
     };
-    let storage = Storage::new(target, nbytes, buffer);
+    let storage = Storage::new(target, nbytes, buffer)?;
     Ok(smallvec::smallvec![Tensor::from_parts(
         storage,
         Layout::contiguous(src.shape()),
         src.dtype()
-    )])
+    )?])
 }
 
 pub(crate) fn register() -> Result<()> {

@@ -13,13 +13,19 @@ pub static LINSPACE: OpEntry = OpEntry::new("linspace");
 /// Dispatch table of the random samplers.
 pub static RANDOM: OpEntry = OpEntry::new("random");
 
-/// `start, start + step, ...` (`len` values), computed in f64 (i64 for integer dtypes).
+/// `start, start + step, ...` (`len` values), computed in f64 for float
+/// dtypes and exactly in i64 for integer ones (from `int_start` and
+/// `int_step`, the arguments truncated to integers, as PyTorch does).
 #[derive(Debug, Clone)]
 pub struct Arange {
     /// First value.
     pub start: f64,
     /// Increment.
     pub step: f64,
+    /// First value for integer dtypes.
+    pub int_start: i64,
+    /// Increment for integer dtypes.
+    pub int_step: i64,
     /// Number of values.
     pub len: usize,
     /// Output dtype.

@@ -57,7 +57,12 @@ impl Op for Cat {
                     ));
                 }
             }
-            total += t.shape()[self.dim];
+            total = usize::checked_add(total, t.shape()[self.dim]).ok_or_else(|| {
+                Error::overflow(
+                    "cat",
+                    format!("the sizes of dimension {} add up to more than usize::MAX", self.dim),
+                )
+            })?;
         }
         shape[self.dim] = total;
         Ok(smallvec::smallvec![OutSpec::new(shape, first.dtype())])

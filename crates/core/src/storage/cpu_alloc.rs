@@ -24,6 +24,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::{Device, Error, Result};
+
 /// Alignment of CPU buffers of 64 KiB and more (one cache line; enough for AVX-512 loads).
 pub const ALIGN: usize = 64;
 /// Alignment of blocks below the cache threshold (enough for every dtype).
@@ -49,8 +51,9 @@ impl Drop for SmallPool {
     fn drop(&mut self) {
         for (i, list) in self.lists.iter().enumerate() {
             for &addr in list {
-                // SAFETY: allocated with this class's layout in `CpuBuffer::new`.
-                unsafe { alloc::dealloc(addr as *mut u8, layout_of((i + 1) * SMALL_ALIGN)) };
+                // SAFETY: the block was allocated with this class's layout in
+                // `CpuBuffer::allocate`, and the pool was its only owner.
+                unsafe { alloc::dealloc(addr as *mut u8, layout_of_allocated((i + 1) * SMALL_ALIGN)) };
             }
         }
     }
@@ -105,7 +108,9 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
         let start = (ptr as usize).next_multiple_of(PAGE);
         let end = (ptr as usize + len) / PAGE * PAGE;
         if end > start {
-            // SAFETY: the range lies inside the block just allocated; the advice changes no contents.
+            // SAFETY: [start, end) lies inside the block just allocated (start is
+            // rounded up, end down, to pages within [ptr, ptr + len)); the
+            // advice changes no contents and no mapping we rely on.
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
         }
     }
@@ -201,46 +206,97 @@ fn num_allocs() -> usize {
     live.iter().map(|c| c.load(Ordering::Relaxed)).sum::<usize>() + COUNTS.retired.load(Ordering::Relaxed)
 }
 
-fn class_of(nbytes: usize) -> usize {
+/// The size class of a request: whole pages from 64 KiB up, else a multiple
+/// of 16 bytes (at least 16); `None` when rounding up overflows.
+fn class_of(nbytes: usize) -> Option<usize> {
     if nbytes >= CACHE_MIN {
-        nbytes.div_ceil(PAGE) * PAGE
+        nbytes.div_ceil(PAGE).checked_mul(PAGE)
     } else {
         // At least the alignment: smaller requests would take the system
         // allocator's slow aligned path.
-        nbytes.max(1).next_multiple_of(SMALL_ALIGN)
+        Some(nbytes.max(1).next_multiple_of(SMALL_ALIGN))
     }
 }
 
 /// Small blocks take the system allocator's natural 16-byte alignment (its
 /// fast thread-cached path; over-aligning them costs a slow `memalign` per
-/// tensor); cached blocks are 64-byte aligned for whole cache lines.
-fn layout_of(class: usize) -> AllocLayout {
+/// tensor); cached blocks are 64-byte aligned for whole cache lines. `None`
+/// for a size the allocator cannot describe (over `isize::MAX` bytes).
+fn layout_of(class: usize) -> Option<AllocLayout> {
     let align = if class >= CACHE_MIN { ALIGN } else { SMALL_ALIGN };
-    AllocLayout::from_size_align(class, align).expect("allocation size overflows isize")
+    AllocLayout::from_size_align(class, align).ok()
+}
+
+/// The layout of a class that was allocated before (so it is valid).
+fn layout_of_allocated(class: usize) -> AllocLayout {
+    layout_of(class).expect("a class that was allocated has a valid layout")
+}
+
+/// The error for a request the allocator cannot serve.
+fn out_of_memory(nbytes: usize) -> Error {
+    Error::OutOfMemory {
+        op: "allocate",
+        nbytes,
+        device: Device::Cpu,
+    }
 }
 
 /// A block of host memory from the caching allocator; returned to it on drop.
+///
+/// Every byte of a `CpuBuffer` is initialised: the public constructors zero
+/// or copy, and the crate's kernels write every byte of the uninitialised
+/// output buffers they are given before anything reads them.
 pub struct CpuBuffer {
     ptr: NonNull<u8>,
     nbytes: usize,
     class: usize,
 }
 
-// SAFETY: the buffer owns its memory exclusively; access is synchronised by
-// the storage's lock.
+// SAFETY: the buffer owns its block exclusively (no other handle to the
+// memory exists), and every access to the bytes goes through the owning
+// storage's RwLock, so moving it to or sharing it with another thread
+// cannot race.
 unsafe impl Send for CpuBuffer {}
+// SAFETY: as for Send: shared references only read, under the storage's lock.
 unsafe impl Sync for CpuBuffer {}
 
 impl CpuBuffer {
-    /// Allocates `nbytes` of uninitialised memory; zeroed when `zeroed`.
-    pub fn new(nbytes: usize, zeroed: bool) -> CpuBuffer {
-        let class = class_of(nbytes);
-        count_alloc();
-        let now = ALLOC.allocated.fetch_add(class, Ordering::Relaxed) + class;
-        // A plain load first: the read-modify-write only when a new peak is set.
-        if now > ALLOC.peak.load(Ordering::Relaxed) {
-            ALLOC.peak.fetch_max(now, Ordering::Relaxed);
-        }
+    /// `nbytes` of zeroed memory, or [`Error::OutOfMemory`] (with the byte
+    /// count) when the system cannot provide them.
+    ///
+    /// ```
+    /// use ferrotorch_core::storage::CpuBuffer;
+    /// assert_eq!(CpuBuffer::zeroed(8)?.bytes(), &[0u8; 8]);
+    /// assert!(CpuBuffer::zeroed(usize::MAX).is_err());
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn zeroed(nbytes: usize) -> Result<CpuBuffer> {
+        CpuBuffer::allocate(nbytes, true)
+    }
+
+    /// A buffer holding a copy of `bytes` ([`Error::OutOfMemory`] when it cannot be allocated).
+    pub fn from_bytes(bytes: &[u8]) -> Result<CpuBuffer> {
+        let buf = CpuBuffer::allocate(bytes.len(), false)?;
+        // SAFETY: the fresh block holds at least bytes.len() bytes and cannot
+        // overlap `bytes`, which is borrowed memory that was allocated before.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_ptr(), bytes.len()) };
+        Ok(buf)
+    }
+
+    /// `nbytes` of uninitialised memory for an output a kernel is about to write.
+    ///
+    /// # Safety
+    ///
+    /// Every one of the `nbytes` bytes must be written before the buffer is
+    /// read ([`CpuBuffer::bytes`], or a tensor over it read by a kernel).
+    pub(crate) unsafe fn uninit(nbytes: usize) -> Result<CpuBuffer> {
+        CpuBuffer::allocate(nbytes, false)
+    }
+
+    /// A block of `nbytes`, zeroed when `zeroed`, from the free lists or the
+    /// system allocator; the error when neither has it.
+    fn allocate(nbytes: usize, zeroed: bool) -> Result<CpuBuffer> {
+        let class = class_of(nbytes).ok_or_else(|| out_of_memory(nbytes))?;
         let reused = if class >= CACHE_MIN {
             cache_take(class)
         } else if class <= POOL_MAX {
@@ -248,27 +304,38 @@ impl CpuBuffer {
         } else {
             None
         };
-        if let Some(ptr) = reused {
-            if zeroed {
-                // SAFETY: the block has `class >= nbytes` bytes.
-                unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, nbytes) };
+        let ptr = match reused {
+            Some(ptr) => {
+                if zeroed {
+                    // SAFETY: a cached block of this class holds `class >= nbytes` bytes.
+                    unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, nbytes) };
+                }
+                ptr
             }
-            return CpuBuffer { ptr, nbytes, class };
-        }
-        let layout = layout_of(class);
-        // SAFETY: layout has non-zero size.
-        let raw = unsafe {
-            if zeroed {
-                alloc::alloc_zeroed(layout)
-            } else {
-                alloc::alloc(layout)
+            None => {
+                let layout = layout_of(class).ok_or_else(|| out_of_memory(nbytes))?;
+                // SAFETY: `layout` has a non-zero size (classes are at least 16 bytes).
+                let raw = unsafe {
+                    if zeroed {
+                        alloc::alloc_zeroed(layout)
+                    } else {
+                        alloc::alloc(layout)
+                    }
+                };
+                let ptr = NonNull::new(raw).ok_or_else(|| out_of_memory(nbytes))?;
+                if class >= HUGE_MIN {
+                    advise_huge_pages(raw, class);
+                }
+                ptr
             }
         };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        if class >= HUGE_MIN {
-            advise_huge_pages(raw, class);
+        count_alloc();
+        let now = ALLOC.allocated.fetch_add(class, Ordering::Relaxed) + class;
+        // A plain load first: the read-modify-write only when a new peak is set.
+        if now > ALLOC.peak.load(Ordering::Relaxed) {
+            ALLOC.peak.fetch_max(now, Ordering::Relaxed);
         }
-        CpuBuffer { ptr, nbytes, class }
+        Ok(CpuBuffer { ptr, nbytes, class })
     }
 
     /// Size in bytes as requested.
@@ -288,7 +355,10 @@ impl CpuBuffer {
 
     /// The bytes of the buffer.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: the block holds `nbytes` bytes (initialised by construction or by kernels).
+        // SAFETY: the block holds `nbytes` bytes, all initialised (see the
+        // type's documentation: public constructors zero or copy, and
+        // `uninit`'s contract has kernels write every byte first); the
+        // borrow of `self` keeps the block alive.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.nbytes) }
     }
 }
@@ -310,8 +380,9 @@ impl Drop for CpuBuffer {
         if self.class <= POOL_MAX && pool_put(self.class, self.ptr) {
             return;
         }
-        // SAFETY: allocated with this layout in `new`.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout_of(self.class)) };
+        // SAFETY: the block was allocated with this class's layout in
+        // `allocate` and is owned by this buffer alone; it is freed once.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), layout_of_allocated(self.class)) };
     }
 }
 
@@ -342,8 +413,9 @@ pub fn empty_cache() {
     for (class, addrs) in blocks {
         for a in addrs {
             ALLOC.cached.fetch_sub(class, Ordering::Relaxed);
-            // SAFETY: every cached block was allocated with `layout_of(class)`.
-            unsafe { alloc::dealloc(a as *mut u8, layout_of(class)) };
+            // SAFETY: every cached block was allocated with its class's layout,
+            // and taking it out of the free lists made this its only owner.
+            unsafe { alloc::dealloc(a as *mut u8, layout_of_allocated(class)) };
         }
     }
 }
@@ -354,11 +426,12 @@ mod tests {
 
     #[test]
     fn large_blocks_are_reused_and_zeroed_on_request() {
-        let a = CpuBuffer::new(1 << 20, false);
+        let a = CpuBuffer::zeroed(1 << 20).unwrap();
         let addr = a.as_ptr() as usize;
+        // SAFETY: the buffer holds 1 << 20 bytes and no one else uses it.
         unsafe { std::ptr::write_bytes(a.as_ptr(), 7, 1 << 20) };
         drop(a);
-        let b = CpuBuffer::new(1 << 20, true);
+        let b = CpuBuffer::zeroed(1 << 20).unwrap();
         // Another test thread may have taken the block; only check contents.
         assert!(b.bytes().iter().all(|&x| x == 0));
         let _ = addr;
@@ -371,13 +444,13 @@ mod tests {
         let before = memory_stats().num_allocs;
         std::thread::spawn(|| {
             for _ in 0..100 {
-                drop(CpuBuffer::new(8, false));
+                drop(CpuBuffer::zeroed(8).unwrap());
             }
         })
         .join()
         .expect("allocating thread");
         for _ in 0..10 {
-            drop(CpuBuffer::new(8, false));
+            drop(CpuBuffer::zeroed(8).unwrap());
         }
         // Other tests may allocate meanwhile: at least ours are counted.
         assert!(memory_stats().num_allocs >= before + 110);
@@ -385,19 +458,40 @@ mod tests {
 
     #[test]
     fn small_blocks_are_reused_per_thread_and_zeroed_on_request() {
-        let a = CpuBuffer::new(20, false);
+        let a = CpuBuffer::zeroed(20).unwrap();
         let addr = a.as_ptr() as usize;
+        // SAFETY: the buffer holds 20 bytes and no one else uses it.
         unsafe { std::ptr::write_bytes(a.as_ptr(), 7, 20) };
         drop(a);
         // The pool is this thread's: the block comes straight back.
-        let b = CpuBuffer::new(24, true);
+        let b = CpuBuffer::zeroed(24).unwrap();
         assert_eq!(b.as_ptr() as usize, addr);
         assert!(b.bytes().iter().all(|&x| x == 0));
         assert_eq!(b.len(), 24);
         assert_eq!(b.as_ptr() as usize % SMALL_ALIGN, 0);
         // Blocks of another size class are not handed out for it.
         drop(b);
-        let c = CpuBuffer::new(40, false);
+        let c = CpuBuffer::zeroed(40).unwrap();
         assert_ne!(c.as_ptr() as usize, addr);
+    }
+
+    /// Requests no system can serve are errors with the byte count, not aborts.
+    #[test]
+    fn impossible_requests_are_out_of_memory_errors() {
+        let before = memory_stats();
+        for nbytes in [usize::MAX, isize::MAX as usize, 1 << 47, (1 << 47) + 3] {
+            match CpuBuffer::zeroed(nbytes) {
+                Err(Error::OutOfMemory { nbytes: n, .. }) => assert_eq!(n, nbytes),
+                Err(e) => panic!("{nbytes} bytes: unexpected error {e}"),
+                Ok(_) => panic!("{nbytes} bytes were allocated"),
+            }
+        }
+        let e = CpuBuffer::zeroed(1 << 47).err().expect("an error");
+        assert_eq!(
+            e.to_string(),
+            "allocate: not enough memory: tried to allocate 140737488355328 bytes on cpu"
+        );
+        // Failed requests are not counted as allocated.
+        assert!(memory_stats().allocated <= before.allocated + (1 << 30));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 pub use cpu_alloc::{CpuBuffer, MemoryStats, empty_cache, memory_stats, reset_peak_memory_stats};
 
-use crate::Device;
+use crate::{DType, Device, Error, Result};
 
 /// Memory owned by a non-CPU backend (a CUDA allocation, a toy device's Vec).
 pub trait DeviceBuffer: Any + Send + Sync {
@@ -76,6 +76,11 @@ pub(crate) fn unique_mut<T>(arc: &mut Arc<T>) -> Option<&mut T> {
 struct StorageImpl {
     device: Device,
     nbytes: usize,
+    /// Whether bool tensors live on this storage. Bool kernels read bytes as
+    /// Rust `bool`s, for which any byte but 0 and 1 is undefined behaviour,
+    /// so a storage holds either bool tensors only (whose writes keep every
+    /// byte 0 or 1) or no bool tensor at all.
+    bool_typed: bool,
     /// The version counter of every tensor on this storage.
     version: AtomicU64,
     data: RwLock<Buffer>,
@@ -90,11 +95,43 @@ struct StorageImpl {
 pub struct Storage(Arc<StorageImpl>);
 
 impl Storage {
-    /// Wraps a buffer of `nbytes` bytes on `device`.
-    pub fn new(device: Device, nbytes: usize, buffer: Buffer) -> Storage {
+    /// Wraps a buffer of `nbytes` bytes on `device`. A CPU or device buffer
+    /// must hold exactly `nbytes` bytes (an [`Error::InvalidArgument`]
+    /// otherwise: kernels trust the size); a meta buffer holds none.
+    pub fn new(device: Device, nbytes: usize, buffer: Buffer) -> Result<Storage> {
+        let held = match &buffer {
+            Buffer::Cpu(b) => Some(b.len()),
+            Buffer::Device(b) => Some(b.len()),
+            Buffer::Meta => None,
+        };
+        if let Some(held) = held
+            && held != nbytes
+        {
+            return Err(Error::invalid(
+                "Storage::new",
+                format!("the buffer holds {held} bytes, but the storage was declared with {nbytes}"),
+            ));
+        }
+        if matches!(buffer, Buffer::Cpu(_)) != (device == Device::Cpu) {
+            return Err(Error::invalid(
+                "Storage::new",
+                format!("host memory must be on the cpu device and only there, got {device}"),
+            ));
+        }
+        Ok(Storage::wrap(device, nbytes, buffer, false))
+    }
+
+    /// [`Storage::new`] for a buffer the crate allocated itself (so of the
+    /// right size), typed for `dtype`'s tensors.
+    pub(crate) fn new_for(device: Device, nbytes: usize, buffer: Buffer, dtype: DType) -> Storage {
+        Storage::wrap(device, nbytes, buffer, dtype == DType::Bool)
+    }
+
+    fn wrap(device: Device, nbytes: usize, buffer: Buffer, bool_typed: bool) -> Storage {
         Storage(Arc::new(StorageImpl {
             device,
             nbytes,
+            bool_typed,
             version: AtomicU64::new(0),
             data: RwLock::new(buffer),
         }))
@@ -110,17 +147,108 @@ impl Storage {
         self.0.version.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Fresh host memory of `nbytes`, zeroed when `zeroed`.
-    pub fn cpu(nbytes: usize, zeroed: bool) -> Storage {
-        Storage::new(Device::Cpu, nbytes, Buffer::Cpu(CpuBuffer::new(nbytes, zeroed)))
+    /// Fresh zeroed host memory of `nbytes` ([`Error::OutOfMemory`] when the
+    /// system cannot provide it).
+    pub fn cpu(nbytes: usize) -> Result<Storage> {
+        Ok(Storage::wrap(
+            Device::Cpu,
+            nbytes,
+            Buffer::Cpu(CpuBuffer::zeroed(nbytes)?),
+            false,
+        ))
     }
 
-    /// Host memory holding a copy of `bytes`.
-    pub fn cpu_from_bytes(bytes: &[u8]) -> Storage {
-        let buf = CpuBuffer::new(bytes.len(), false);
-        // SAFETY: the new buffer has exactly bytes.len() bytes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_ptr(), bytes.len()) };
-        Storage::new(Device::Cpu, bytes.len(), Buffer::Cpu(buf))
+    /// Fresh uninitialised host memory of `nbytes` for `dtype`'s tensors.
+    ///
+    /// # Safety
+    ///
+    /// Every byte must be written before anything reads the storage (see
+    /// [`CpuBuffer`]); for bool, with 0 or 1.
+    pub(crate) unsafe fn cpu_uninit(nbytes: usize, dtype: DType) -> Result<Storage> {
+        // SAFETY: the caller writes every byte before reading (this function's contract).
+        let buf = unsafe { CpuBuffer::uninit(nbytes)? };
+        Ok(Storage::wrap(
+            Device::Cpu,
+            nbytes,
+            Buffer::Cpu(buf),
+            dtype == DType::Bool,
+        ))
+    }
+
+    /// Host memory holding a copy of `bytes` ([`Error::OutOfMemory`] when it
+    /// cannot be allocated).
+    pub fn cpu_from_bytes(bytes: &[u8]) -> Result<Storage> {
+        let buf = CpuBuffer::from_bytes(bytes)?;
+        Ok(Storage::wrap(Device::Cpu, bytes.len(), Buffer::Cpu(buf), false))
+    }
+
+    /// Host memory holding a copy of the elements of `data`, typed for
+    /// `T`'s tensors (no check needed: a `&[bool]` holds only 0 and 1).
+    pub(crate) fn cpu_from_elems<T: crate::Element>(data: &[T]) -> Result<Storage> {
+        // SAFETY: `Element` types are plain data without padding (numbers,
+        // f16/bf16, bool), so all size_of_val(data) bytes of the slice are
+        // initialised and may be read as bytes while `data` is borrowed.
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
+        let buf = CpuBuffer::from_bytes(bytes)?;
+        Ok(Storage::wrap(
+            Device::Cpu,
+            bytes.len(),
+            Buffer::Cpu(buf),
+            T::DTYPE == DType::Bool,
+        ))
+    }
+
+    /// `storage`, made by the caller a moment ago and holding only 0 and 1
+    /// if `dtype` is bool, typed for `dtype`'s tensors.
+    pub(crate) fn typed_for(mut storage: Storage, dtype: DType) -> Storage {
+        if let Some(st) = unique_mut(&mut storage.0) {
+            st.bool_typed = dtype == DType::Bool;
+        }
+        storage
+    }
+
+    /// Whether bool tensors live on this storage (bool and non-bool tensors
+    /// never share one: see [`crate::Tensor::from_parts`]).
+    pub fn is_bool_typed(&self) -> bool {
+        self.0.bool_typed
+    }
+
+    /// Checks that a tensor of `dtype` may live on this storage, typing it
+    /// for bool when nothing else holds it. A bool tensor needs storage
+    /// whose bytes are all 0 or 1 and on which no tensor of another dtype
+    /// can write (any other byte in a Rust `bool` is undefined behaviour);
+    /// so bool and non-bool tensors never share a storage. Errors name `op`.
+    pub(crate) fn claim_for(&mut self, op: &'static str, dtype: DType) -> Result<()> {
+        let want_bool = dtype == DType::Bool;
+        if self.0.bool_typed == want_bool {
+            return Ok(());
+        }
+        if want_bool && let Some(bad) = self.first_non_bool_byte() {
+            return Err(Error::invalid(
+                op,
+                format!("a bool tensor's bytes must be 0 or 1, but byte {bad} of its storage is not"),
+            ));
+        }
+        match unique_mut(&mut self.0) {
+            Some(st) => {
+                st.bool_typed = want_bool;
+                Ok(())
+            }
+            None => Err(Error::invalid(
+                op,
+                format!(
+                    "a {dtype} tensor cannot share a storage with tensors of {} (bool tensors must never see \
+                     bytes other than 0 and 1); copy with to_dtype instead",
+                    if want_bool { "other dtypes" } else { "dtype bool" }
+                ),
+            )),
+        }
+    }
+
+    /// The index of the first byte that is neither 0 nor 1 (host memory only).
+    fn first_non_bool_byte(&self) -> Option<usize> {
+        let g = self.read();
+        g.as_cpu()?.bytes().iter().position(|&b| b > 1)
     }
 
     /// The device of the memory.
@@ -176,17 +304,25 @@ impl Storage {
     }
 
     /// Gives a storage emptied by [`Storage::empty_if_unique`] fresh host
-    /// memory of `nbytes` (uninitialised) and version 0, as [`Storage::cpu`]
-    /// would. Returns false (nothing done) if the storage is shared.
-    pub(crate) fn refill_cpu(&mut self, nbytes: usize) -> bool {
+    /// memory of `nbytes` (uninitialised) for `dtype`'s tensors and version
+    /// 0, as [`Storage::cpu_uninit`] would. Returns false (nothing done) if
+    /// the storage is shared.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Storage::cpu_uninit`]: every byte is written before it is read.
+    pub(crate) unsafe fn refill_cpu(&mut self, nbytes: usize, dtype: DType) -> Result<bool> {
         let Some(st) = unique_mut(&mut self.0) else {
-            return false;
+            return Ok(false);
         };
         debug_assert!(st.device == Device::Cpu);
+        // SAFETY: the caller writes every byte before reading (this function's contract).
+        let buf = unsafe { CpuBuffer::uninit(nbytes)? };
         st.nbytes = nbytes;
+        st.bool_typed = dtype == DType::Bool;
         *st.version.get_mut() = 0;
-        *st.data.get_mut().unwrap_or_else(|e| e.into_inner()) = Buffer::Cpu(CpuBuffer::new(nbytes, false));
-        true
+        *st.data.get_mut().unwrap_or_else(|e| e.into_inner()) = Buffer::Cpu(buf);
+        Ok(true)
     }
 
     /// True when both handles share the same memory.

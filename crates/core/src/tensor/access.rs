@@ -100,9 +100,15 @@ impl Tensor {
     /// ```
     pub fn new<D: TensorData>(data: D) -> Result<Tensor> {
         let shape = data.shape()?;
-        let mut v = Vec::with_capacity(shape.iter().product());
+        let n = crate::layout::checked_numel("tensor", &shape)?;
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory {
+            op: "tensor",
+            nbytes: n.saturating_mul(std::mem::size_of::<D::Elem>()),
+            device: Device::Cpu,
+        })?;
         data.flatten_into(&mut v);
-        Ok(Tensor::from_elems(&v, shape))
+        Tensor::from_elems(&v, shape)
     }
 
     /// The elements in row-major order, converted to `T` (as `to_dtype`

@@ -123,16 +123,14 @@ impl TensorOptions {
                 "upper bound and larger bound inconsistent with step sign",
             ));
         }
-        let len = if any_float {
-            ((e - s) / st).ceil() as usize
-        } else {
-            let (si, ei, sti) = (start.to_i64(), end.to_i64(), step.to_i64());
-            ((ei - si + sti - sti.signum()) / sti).max(0) as usize
-        };
+        let ints = (!any_float).then(|| (start.to_i64(), end.to_i64(), step.to_i64()));
+        let len = arange_len(s, e, st, ints)?;
         call1(
             &Arange {
                 start: s,
                 step: st,
+                int_start: start.to_i64(),
+                int_step: step.to_i64(),
                 len,
                 dtype,
                 device: self.device,
@@ -246,6 +244,37 @@ impl TensorOptions {
     }
 }
 
+/// The number of values of `arange`: `ceil((end - start) / step)`,
+/// computed in f64 for float arguments and exactly for integer ones
+/// (`ints`); [`Error::SizeOverflow`] when it does not fit an `i64`
+/// (PyTorch: "invalid size, possible overflow?").
+fn arange_len(s: f64, e: f64, st: f64, ints: Option<(i64, i64, i64)>) -> Result<usize> {
+    let too_big = |len: String| {
+        Error::overflow(
+            "arange",
+            format!("invalid size, possible overflow? (start={s}, end={e}, step={st} give {len} values)"),
+        )
+    };
+    match ints {
+        None => {
+            let len = ((e - s) / st).ceil();
+            // Checked in f64: a cast would saturate a huge or NaN length silently.
+            if !(len >= 0.0 && len <= i64::MAX as f64) {
+                return Err(too_big(len.to_string()));
+            }
+            Ok(len as usize)
+        }
+        Some((si, ei, sti)) => {
+            // In i128: `ei - si` of two i64 may not fit an i64.
+            let (si, ei, sti) = (si as i128, ei as i128, sti as i128);
+            let len = ((ei - si + sti - sti.signum()) / sti).max(0);
+            i64::try_from(len)
+                .map(|l| l as usize)
+                .map_err(|_| too_big(len.to_string()))
+        }
+    }
+}
+
 /// `v` rounded (to nearest even) to f16 or bf16, as an exact f64 (so that
 /// `Element::from_f64` does not round again).
 fn round_to_half(v: f32, dtype: DType) -> f64 {
@@ -262,9 +291,14 @@ fn opts(dtype: DType) -> TensorOptions {
 
 impl Tensor {
     /// A 0-d CPU tensor holding `value` as `dtype`.
+    ///
+    /// # Panics
+    ///
+    /// When the system cannot allocate the element's few bytes (as
+    /// `Box::new` would).
     pub fn scalar_tensor(value: Scalar, dtype: DType) -> Tensor {
         let es = dtype.element_size();
-        let storage = Storage::cpu(es, false);
+        let storage = Storage::cpu(es).unwrap_or_else(|e| panic!("scalar_tensor: {e}"));
         {
             let g = storage.write();
             let p = g.as_cpu().expect("fresh CPU storage").as_ptr();
@@ -279,11 +313,13 @@ impl Tensor {
                     Scalar::Int(i) => <T as crate::Element>::from_i64(i),
                     Scalar::Bool(b) => <T as crate::Element>::from_i64(b as i64),
                 };
-                // SAFETY: the buffer holds one element of T.
+                // SAFETY: the fresh buffer holds one element of T (es bytes,
+                // aligned to 16), and the write lock makes this the only access.
                 unsafe { (p as *mut T).write(v) };
             });
         }
-        Tensor::from_parts(storage, Layout::contiguous(&[]), dtype)
+        // A bool value was written as a `bool`, so the storage holds only 0 or 1.
+        Tensor::from_fresh(Storage::typed_for(storage, dtype), Layout::contiguous(&[]), dtype)
     }
 
     /// Zeros of the default dtype on the CPU.
@@ -402,29 +438,39 @@ impl Tensor {
 
     /// A tensor with the given data, shape and dtype `T`.
     pub fn from_vec<T: crate::Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = crate::layout::checked_numel("from_vec", shape)?;
         if n != data.len() {
             return Err(Error::invalid(
                 "from_vec",
                 format!("shape {shape:?} has {n} elements but the data has {}", data.len()),
             ));
         }
-        Ok(Self::from_elems(&data, shape.into()))
+        Self::from_elems(&data, shape.into())
     }
 
     /// A 1-d tensor copying `data`.
+    ///
+    /// # Panics
+    ///
+    /// When the system cannot allocate the copy (as `slice::to_vec` would);
+    /// [`Tensor::from_vec`] returns [`Error::OutOfMemory`] instead.
     pub fn from_slice<T: crate::Element>(data: &[T]) -> Tensor {
-        Self::from_elems(data, Dims::from_slice(&[data.len()]))
+        Self::from_elems(data, Dims::from_slice(&[data.len()])).unwrap_or_else(|e| panic!("from_slice: {e}"))
     }
 
     /// A 0-d tensor holding `value`.
+    ///
+    /// # Panics
+    ///
+    /// When the system cannot allocate the element's few bytes (as `Box::new` would).
     pub fn scalar<T: crate::Element>(value: T) -> Tensor {
-        Self::from_elems(&[value], Dims::new())
+        Self::from_elems(&[value], Dims::new()).unwrap_or_else(|e| panic!("scalar: {e}"))
     }
 
-    pub(crate) fn from_elems<T: crate::Element>(data: &[T], shape: Dims) -> Tensor {
-        // SAFETY: T is a plain-old-data element type; reading its bytes is fine.
-        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
-        Tensor::from_parts(Storage::cpu_from_bytes(bytes), Layout::contiguous(&shape), T::DTYPE)
+    /// A tensor of `shape` (whose element count is `data.len()`) copying `data`.
+    pub(crate) fn from_elems<T: crate::Element>(data: &[T], shape: Dims) -> Result<Tensor> {
+        debug_assert_eq!(crate::layout::numel(&shape), data.len());
+        let storage = Storage::cpu_from_elems(data)?;
+        Ok(Tensor::from_fresh(storage, Layout::contiguous(&shape), T::DTYPE))
     }
 }

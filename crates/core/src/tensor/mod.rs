@@ -17,7 +17,80 @@ pub use index::TensorIndex;
 use crate::dispatch::{DispatchKeySet, OutSpec, backend_for};
 use crate::layout::{Dims, Layout};
 use crate::storage::Storage;
-use crate::{DType, Device, Result};
+use crate::{DType, Device, Error, Result};
+
+/// The error for an output whose bytes do not fit `isize` (PyTorch's
+/// "Storage size calculation overflowed").
+fn overflow_error(op: &'static str, shape: &[usize], element_size: usize) -> Error {
+    Error::overflow(
+        op,
+        format!("a tensor of shape {shape:?} with {element_size}-byte elements needs more than isize::MAX bytes"),
+    )
+}
+
+/// `count * element_size` bytes, or the overflow error past `isize::MAX`.
+fn checked_nbytes(op: &'static str, shape: &[usize], count: usize, element_size: usize) -> Result<usize> {
+    count
+        .checked_mul(element_size)
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| overflow_error(op, shape, element_size))
+}
+
+/// With a zero-size dim, the row-major strides of the other dims can exceed
+/// what the element count bounds: [`Error::SizeOverflow`] when they do not fit
+/// an `i64` (PyTorch: "Stride calculation overflowed").
+fn check_contiguous_strides(op: &'static str, shape: &[usize]) -> Result<()> {
+    let fits = shape
+        .iter()
+        .skip(1)
+        .try_fold(1usize, |acc, &s| acc.checked_mul(s.max(1)))
+        .is_some_and(|largest| largest <= i64::MAX as usize);
+    if fits {
+        Ok(())
+    } else {
+        Err(Error::overflow(
+            op,
+            format!("stride calculation overflowed for shape {shape:?}"),
+        ))
+    }
+}
+
+/// Validates a layout for a tensor of `dtype` on `storage` (see
+/// [`Tensor::from_parts`]) and returns its element count.
+fn check_layout(op: &'static str, layout: &Layout, dtype: DType, storage: &Storage) -> Result<usize> {
+    if layout.shape.len() != layout.strides.len() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "shape {:?} and strides {:?} have different lengths",
+                layout.shape.as_slice(),
+                layout.strides.as_slice()
+            ),
+        ));
+    }
+    let numel = crate::layout::checked_numel(op, &layout.shape)?;
+    if numel == 0 || storage.device() == Device::Meta {
+        return Ok(numel);
+    }
+    let es = dtype.element_size();
+    let fits = layout
+        .checked_storage_end()
+        .and_then(|end| end.checked_mul(es))
+        .is_some_and(|end| end <= storage.nbytes());
+    if !fits {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the layout (shape {:?}, strides {:?}, offset {}) of {dtype} elements reaches past the storage of {} bytes",
+                layout.shape.as_slice(),
+                layout.strides.as_slice(),
+                layout.offset,
+                storage.nbytes()
+            ),
+        ));
+    }
+    Ok(numel)
+}
 
 /// The version counter of a storage's tensors: bumped by every in-place
 /// write, shared by all views of one base and by `detach()`ed tensors
@@ -128,37 +201,98 @@ impl Tensor {
 
     /// Builds a tensor from its parts. The version counter is the storage's:
     /// tensors built on one storage share it, as views do.
-    pub fn from_parts(storage: Storage, layout: Layout, dtype: DType) -> Tensor {
+    ///
+    /// The layout is checked against the storage, since kernels trust it:
+    /// its element count must fit an `i64` and every element it addresses
+    /// must lie inside the storage ([`Error::SizeOverflow`] /
+    /// [`Error::InvalidArgument`] otherwise). A bool tensor's bytes must all
+    /// be 0 or 1, and bool and non-bool tensors never share a storage (a
+    /// non-bool tensor could write other bytes, and any byte but 0 and 1 is
+    /// undefined behaviour in a Rust `bool`): the storage must then be
+    /// otherwise unused, or already hold tensors of that kind.
+    ///
+    /// ```
+    /// use ferrotorch_core::{DType, Layout, Tensor, storage::Storage};
+    /// let s = Storage::cpu_from_bytes(&1.5f32.to_le_bytes())?;
+    /// let t = Tensor::from_parts(s.clone(), Layout::contiguous(&[1]), DType::F32)?;
+    /// assert_eq!(t.to_vec::<f32>()?, [1.5]);
+    /// // Four elements do not fit a 4-byte storage.
+    /// assert!(Tensor::from_parts(s, Layout::contiguous(&[4]), DType::F32).is_err());
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn from_parts(mut storage: Storage, layout: Layout, dtype: DType) -> Result<Tensor> {
+        let numel = check_layout("from_parts", &layout, dtype, &storage)?;
+        storage.claim_for("from_parts", dtype)?;
+        let contiguous = layout.is_contiguous();
+        Ok(Tensor::wrap(TensorImpl::arc_with_counts(
+            storage, layout, dtype, None, numel, contiguous,
+        )))
+    }
+
+    /// A tensor over storage the crate just made for it (no checks).
+    pub(crate) fn from_fresh(storage: Storage, layout: Layout, dtype: DType) -> Tensor {
         Tensor::wrap(TensorImpl::arc(storage, layout, dtype, None))
     }
 
     /// A view of this tensor's storage with another layout (shares the
-    /// version counter). The layout must stay inside the storage.
-    pub fn view_with_layout(&self, layout: Layout) -> Tensor {
-        debug_assert!(
-            layout.numel() == 0
-                || self.storage().device() == Device::Meta
-                || layout.storage_end() * self.dtype().element_size() <= self.storage().nbytes()
-        );
-        let base = Some(self.0.base.clone().unwrap_or_else(|| self.clone()));
-        Tensor::wrap(TensorImpl::arc(self.0.storage.clone(), layout, self.0.dtype, base))
+    /// version counter). The layout must fit the storage, as in
+    /// [`Tensor::from_parts`]: an error names the layout and the storage's
+    /// size otherwise.
+    pub fn view_with_layout(&self, layout: Layout) -> Result<Tensor> {
+        self.view_for("view_with_layout", layout)
     }
 
-    /// Uninitialised memory for an output described by `spec` on `device`.
+    /// [`Tensor::view_with_layout`] for the view operator `op` (named in errors).
+    pub(crate) fn view_for(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
+        let numel = check_layout(op, &layout, self.dtype(), self.storage())?;
+        let base = Some(self.0.base.clone().unwrap_or_else(|| self.clone()));
+        let contiguous = layout.is_contiguous();
+        Ok(Tensor::wrap(TensorImpl::arc_with_counts(
+            self.0.storage.clone(),
+            layout,
+            self.0.dtype,
+            base,
+            numel,
+            contiguous,
+        )))
+    }
+
+    /// Zeroed memory for an output described by `spec` on `device` (the
+    /// dispatcher gives structured kernels uninitialised memory instead).
+    /// Sizes that overflow are [`Error::SizeOverflow`], memory the system
+    /// cannot provide [`Error::OutOfMemory`].
     pub fn empty_for_spec(spec: &OutSpec, device: Device) -> Result<Tensor> {
+        let t = Tensor::alloc_for_spec("empty", spec, device, true)?;
+        Ok(t)
+    }
+
+    /// Uninitialised memory for an output of `op` described by `spec`.
+    ///
+    /// # Safety
+    ///
+    /// Every element must be written (bool ones with 0 or 1) before anything
+    /// reads the tensor.
+    pub(crate) unsafe fn uninit_for_spec(op: &'static str, spec: &OutSpec, device: Device) -> Result<Tensor> {
+        Tensor::alloc_for_spec(op, spec, device, false)
+    }
+
+    fn alloc_for_spec(op: &'static str, spec: &OutSpec, device: Device, zeroed: bool) -> Result<Tensor> {
+        let es = spec.dtype.element_size();
         // The common case, a contiguous CPU output, in a reused tensor whose
         // layout is rewritten in place.
-        if spec.strides.is_none()
-            && device == Device::Cpu
-            && let Some(mut arc) = recycle::take()
-        {
-            let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
-            let numel = imp.layout.set_contiguous(&spec.shape);
-            if imp.storage.refill_cpu(numel * spec.dtype.element_size()) {
-                imp.numel = numel;
-                imp.contiguous = true;
-                imp.dtype = spec.dtype;
-                return Ok(Tensor::wrap(arc));
+        if spec.strides.is_none() && device == Device::Cpu && !zeroed {
+            let numel = crate::layout::checked_numel(op, &spec.shape)?;
+            let nbytes = checked_nbytes(op, &spec.shape, numel, es)?;
+            if let Some(mut arc) = recycle::take() {
+                let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
+                // SAFETY: the caller writes every element before reading (this function's contract).
+                if unsafe { imp.storage.refill_cpu(nbytes, spec.dtype) }.map_err(|e| e.in_op(op))? {
+                    imp.layout.set_contiguous(&spec.shape);
+                    imp.numel = numel;
+                    imp.contiguous = true;
+                    imp.dtype = spec.dtype;
+                    return Ok(Tensor::wrap(arc));
+                }
             }
         }
         let (layout, numel, contiguous) = match &spec.strides {
@@ -168,27 +302,35 @@ impl Tensor {
                     strides: st.clone(),
                     offset: 0,
                 };
-                let (n, c) = (layout.numel(), layout.is_contiguous());
+                let n = crate::layout::checked_numel(op, &layout.shape)?;
+                let c = layout.is_contiguous();
                 (layout, n, c)
             }
             None => {
-                let layout = Layout::contiguous(&spec.shape);
-                let n = crate::layout::numel(&layout.shape);
-                (layout, n, true)
+                let n = crate::layout::checked_numel(op, &spec.shape)?;
+                if n == 0 {
+                    check_contiguous_strides(op, &spec.shape)?;
+                }
+                (Layout::contiguous(&spec.shape), n, true)
             }
         };
         let nbytes = if numel == 0 {
             0
         } else if contiguous {
-            numel * spec.dtype.element_size()
+            checked_nbytes(op, &spec.shape, numel, es)?
         } else {
-            layout.storage_end() * spec.dtype.element_size()
+            let end = layout
+                .checked_storage_end()
+                .ok_or_else(|| overflow_error(op, &spec.shape, es))?;
+            checked_nbytes(op, &spec.shape, end, es)?
         };
         if device == Device::Cpu
+            && !zeroed
             && let Some(mut arc) = recycle::take()
         {
             let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
-            if imp.storage.refill_cpu(nbytes) {
+            // SAFETY: the caller writes every element before reading (this function's contract).
+            if unsafe { imp.storage.refill_cpu(nbytes, spec.dtype) }.map_err(|e| e.in_op(op))? {
                 imp.layout = layout;
                 imp.numel = numel;
                 imp.contiguous = contiguous;
@@ -197,9 +339,18 @@ impl Tensor {
             }
         }
         let storage = if device == Device::Cpu {
-            Storage::cpu(nbytes, false)
+            let s = if zeroed {
+                Storage::cpu(nbytes)
+            } else {
+                // SAFETY: the caller writes every element before reading (this function's contract).
+                unsafe { Storage::cpu_uninit(nbytes, spec.dtype) }
+            };
+            s.map_err(|e| e.in_op(op))?
         } else {
-            Storage::new(device, nbytes, backend_for(device)?.allocate(device, nbytes, false)?)
+            let buffer = backend_for(device)?
+                .allocate(device, nbytes, zeroed)
+                .map_err(|e| e.in_op(op))?;
+            Storage::new_for(device, nbytes, buffer, spec.dtype)
         };
         Ok(Tensor::wrap(TensorImpl::arc_with_counts(
             storage, layout, spec.dtype, None, numel, contiguous,
