@@ -105,6 +105,28 @@ fn cases() -> Vec<Case> {
         }),
         case("sum", vec![x()], true, |t| t[0].sum_dim(1, false)),
         case("prod", vec![pos()], true, |t| t[0].prod_dim(0, true)),
+        case("mean", vec![x()], true, |t| t[0].mean_dim(1, false)),
+        case("mean", vec![x()], true, |t| t[0].mean()),
+        case("var", vec![x()], true, |t| t[0].var_dim(Some(vec![0]), 1.0, false)),
+        case("var", vec![x()], true, |t| t[0].var(0.0)),
+        case("std", vec![x()], true, |t| t[0].std_dim(Some(vec![1]), 1.0, true)),
+        case("std", vec![x()], true, |t| t[0].std(1.0)),
+        case("linalg_vector_norm", vec![x()], true, |t| t[0].norm(2.0)),
+        case("linalg_vector_norm", vec![x()], true, |t| {
+            t[0].norm_dim(3.0, Some(vec![1]), false)
+        }),
+        case("linalg_vector_norm", vec![x()], true, |t| {
+            t[0].norm_dim(1.5, Some(vec![0]), true)
+        }),
+        case("linalg_vector_norm", vec![x()], true, |t| {
+            t[0].norm_dim(0.5, None, false)
+        }),
+        case("linalg_vector_norm", vec![x()], false, |t| {
+            t[0].norm_dim(f64::INFINITY, Some(vec![1]), false)
+        }),
+        case("linalg_vector_norm", vec![x()], true, |t| t[0].norm(1.0)),
+        case("logsumexp", vec![x()], true, |t| t[0].logsumexp(1, false)),
+        case("logsumexp", vec![x()], true, |t| t[0].logsumexp([0, 1], true)),
         case("amax", vec![x()], false, |t| t[0].amax(1, false)),
         case("amin", vec![x()], false, |t| t[0].amin(0, true)),
         case("max_dim", vec![x()], false, |t| Ok(t[0].max_dim(1, false)?.0)),

@@ -325,13 +325,18 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
     let n = call.inputs.len();
     let mut b = OpBackward::empty_box();
     let mut edges = Edges::with_capacity(n);
+    let mut needs = 0u64;
     for (i, t) in call.inputs.iter().enumerate() {
         let need = t.requires_grad() && op.differentiable_input(i);
         b.needs.push(need);
         edges.push(if need { t.gradient_edge() } else { None });
         b.meta.push(TensorMeta::of(t));
+        // Inputs past 64 count as needing grad (their formulas save all).
+        if need || i >= 64 {
+            needs |= 1u64.checked_shl(i as u32).unwrap_or(0);
+        }
     }
-    let spec = op.saves();
+    let spec = op.saves_for(needs);
     let saved = b.saved_mut();
     for (i, t) in call.inputs.iter().enumerate() {
         saved.inputs.push(if spec.input(i) {

@@ -87,6 +87,17 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
         crate::autograd::Saves::NONE
     }
 
+    /// The tensors the backward formula reads when only the inputs in
+    /// `needs` (bit `i`: input `i`) require a gradient; [`Op::saves`] unless
+    /// the operator says more. Saving only what the needed gradients read
+    /// (as PyTorch's derivative formulas do) means an in-place change to a
+    /// tensor none of them reads does not fail backward: for `y = a * c`
+    /// with only `a` requiring grad, `a` is not saved.
+    fn saves_for(&self, needs: u64) -> crate::autograd::Saves {
+        let _ = needs;
+        self.saves()
+    }
+
     /// The backward formula: gradients of the inputs (one per input, `None`
     /// where none) from the gradients of the outputs. Written with
     /// differentiable operators, so it can itself be differentiated.

@@ -184,11 +184,22 @@ impl Op for Binary {
     }
 
     fn saves(&self) -> Saves {
+        self.saves_for(0b11)
+    }
+
+    fn saves_for(&self, needs: u64) -> Saves {
+        let (need_a, need_b) = (needs & 1 != 0, needs & 2 != 0);
         match self.kind {
             BinaryKind::Add | BinaryKind::Sub => Saves::NONE,
+            BinaryKind::Div if self.rounding != Rounding::None => Saves::NONE,
+            // grad_a = g * b, grad_b = g * a.
+            BinaryKind::Mul => Saves::inputs(u64::from(need_b) | u64::from(need_a) << 1),
+            // grad_a = g / b, grad_b = -g * a / b^2.
+            BinaryKind::Div => Saves::inputs(u64::from(need_b) | 0b10),
+            // PyTorch's pow_backward_self reads a and b, pow_backward_exponent the result too.
             BinaryKind::Pow => Saves {
                 inputs: 0b11,
-                outputs: 1,
+                outputs: u64::from(need_b),
             },
             _ => Saves::inputs(0b11),
         }
@@ -226,10 +237,10 @@ impl Op for Binary {
                 };
                 (Some(g), gb)
             }
-            BinaryKind::Mul => {
+            BinaryKind::Mul if ctx.needs_grad(0) && ctx.needs_grad(1) => {
                 let (a, b) = (ctx.input(0)?, ctx.input(1)?);
                 let same = a.storage().same(b.storage()) && a.dtype() == b.dtype() && a.layout() == b.layout();
-                if same && ctx.needs_grad(0) && ctx.needs_grad(1) {
+                if same {
                     // `x * x`: both gradients are `g * x`. With both going to
                     // one place (one tensor), their sum `g*x + g*x` comes
                     // from one fused kernel, the bits of the two products
@@ -241,24 +252,26 @@ impl Op for Binary {
                     let gx = sum_to(&g.mul(&a)?, sa)?;
                     return Ok(vec![Some(gx.clone()), Some(gx)]);
                 }
-                (
-                    ctx.needs_grad(0).then(|| g.mul(&b)).transpose()?,
-                    ctx.needs_grad(1).then(|| g.mul(&a)).transpose()?,
-                )
+                (Some(g.mul(&b)?), Some(g.mul(&a)?))
             }
+            // One gradient: only the other factor was saved.
+            BinaryKind::Mul => (
+                ctx.needs_grad(0).then(|| g.mul(&ctx.input(1)?)).transpose()?,
+                ctx.needs_grad(1).then(|| g.mul(&ctx.input(0)?)).transpose()?,
+            ),
             BinaryKind::Div if self.rounding != Rounding::None => (Some(g.zeros_like()?), Some(g.zeros_like()?)),
             BinaryKind::Div => {
-                let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+                let b = ctx.input(1)?;
                 let ga = g.div(&b)?;
                 let gb = if ctx.needs_grad(1) {
-                    Some(ga.mul(&a)?.div(&b)?.neg()?)
+                    Some(ga.mul(&ctx.input(0)?)?.div(&b)?.neg()?)
                 } else {
                     None
                 };
                 (Some(ga), gb)
             }
             BinaryKind::Pow => {
-                let (a, b, y) = (ctx.input(0)?, ctx.input(1)?, ctx.output(0)?);
+                let (a, b) = (ctx.input(0)?, ctx.input(1)?);
                 // PyTorch's pow_backward_self / pow_backward_exponent, zeros where the formula is 0 * inf.
                 let ga = if ctx.needs_grad(0) {
                     let d = b.mul(&a.pow(&b.sub(1.0)?)?)?;
@@ -268,7 +281,7 @@ impl Op for Binary {
                     None
                 };
                 let gb = if ctx.needs_grad(1) {
-                    let d = y.mul(&a.log()?)?;
+                    let d = ctx.output(0)?.mul(&a.log()?)?;
                     let d = d.masked_fill(&a.eq(0.0)?.logical_and(&b.ge(0.0)?)?, 0.0)?;
                     Some(g.mul(&d)?)
                 } else {

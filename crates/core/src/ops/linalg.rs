@@ -31,16 +31,19 @@ impl Op for MatMul {
         Saves::inputs(0b11)
     }
 
+    fn saves_for(&self, needs: u64) -> Saves {
+        cross_saves(needs)
+    }
+
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
-        let (a, b) = (ctx.input(0)?, ctx.input(1)?);
         let ga = if ctx.needs_grad(0) {
-            Some(call1(&MatMul, &[&g, &b.transpose(-1, -2)?])?)
+            Some(call1(&MatMul, &[&g, &ctx.input(1)?.transpose(-1, -2)?])?)
         } else {
             None
         };
         let gb = if ctx.needs_grad(1) {
-            Some(call1(&MatMul, &[&a.transpose(-1, -2)?, &g])?)
+            Some(call1(&MatMul, &[&ctx.input(0)?.transpose(-1, -2)?, &g])?)
         } else {
             None
         };
@@ -73,13 +76,30 @@ impl Op for Mm {
         Saves::inputs(0b11)
     }
 
+    fn saves_for(&self, needs: u64) -> Saves {
+        cross_saves(needs)
+    }
+
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
-        let (a, b) = (ctx.input(0)?, ctx.input(1)?);
-        let ga = if ctx.needs_grad(0) { Some(g.mm(&b.t()?)?) } else { None };
-        let gb = if ctx.needs_grad(1) { Some(a.t()?.mm(&g)?) } else { None };
+        let ga = if ctx.needs_grad(0) {
+            Some(g.mm(&ctx.input(1)?.t()?)?)
+        } else {
+            None
+        };
+        let gb = if ctx.needs_grad(1) {
+            Some(ctx.input(0)?.t()?.mm(&g)?)
+        } else {
+            None
+        };
         Ok(vec![ga, gb])
     }
+}
+
+/// What a product of two factors saves: each factor only when the other
+/// one needs its gradient (which is the first factor times or by `g`).
+fn cross_saves(needs: u64) -> Saves {
+    Saves::inputs((needs >> 1 & 1) | (needs & 1) << 1)
 }
 
 fn infer_matmul(name: &'static str, inputs: &[&Tensor]) -> Result<OutSpecs> {

@@ -17,6 +17,7 @@ pub mod linalg;
 mod overloads;
 pub mod promote;
 pub mod reduce;
+pub mod reduce_composite;
 pub mod softmax;
 pub mod sort;
 pub mod unary;
@@ -31,6 +32,7 @@ pub use join::Cat;
 pub use linalg::{MatMul, Mm};
 pub use promote::{IntoOperand, Operand, result_type};
 pub use reduce::{IndexReduce, IntoDims, Reduce, ReduceKind, Scan};
+pub use reduce_composite::{CompositeKind, CompositeReduce};
 pub use softmax::Softmax;
 pub use sort::{Sort, TopK};
 pub use unary::{ALL_UNARY, Clamp, Domain, PowScalar, Softplus, Unary, UnaryKind};
@@ -43,5 +45,6 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     activation_backward::register()?;
     join::register()?;
     copy::register()?;
+    reduce_composite::register()?;
     Ok(())
 }

@@ -1,12 +1,13 @@
 //! Reductions: sum, prod, amax/amin, all/any, max/min with indices,
-//! argmax/argmin, cumsum/cumprod, and composites built on them (mean,
-//! var/std, logsumexp, norm).
+//! argmax/argmin, cumsum/cumprod, and the front ends of the composites
+//! built on them (mean, var/std, logsumexp, norm: `reduce_composite`).
 
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
 use crate::layout::{Dims, normalize_dim, normalize_dims};
 use crate::ops::grad_util::{expand_reduced, grad0, mask};
 use crate::ops::promote::Operand;
+use crate::ops::reduce_composite::{CompositeKind, CompositeReduce};
 use crate::{DType, Error, Result, Scalar, Tensor};
 
 /// Dims to reduce over: one dim, several, or (with `None`) all.
@@ -459,13 +460,6 @@ fn float_input(op: &'static str, x: &Tensor) -> Result<()> {
     }
 }
 
-fn count(x: &Tensor, dims: &Option<Dims>) -> usize {
-    match dims {
-        None => x.numel(),
-        Some(ds) => ds.iter().map(|&d| x.shape().get(d).copied().unwrap_or(1)).product(),
-    }
-}
-
 impl Tensor {
     /// Sum of all elements (integers sum to i64).
     pub fn sum(&self) -> Result<Tensor> {
@@ -612,16 +606,12 @@ impl Tensor {
 
     /// Mean of all elements (floating point only).
     pub fn mean(&self) -> Result<Tensor> {
-        float_input("mean", self)?;
-        self.sum()?.div(self.numel() as f64)
+        self.composite("mean", CompositeKind::Mean, None, false)
     }
 
     /// Mean over `dims`.
     pub fn mean_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        float_input("mean", self)?;
-        let dims = norm_dims("mean", Some(dims.into_dims()), self.ndim())?;
-        let n = count(self, &dims);
-        self.sum_dim(dims_vec(&dims, self.ndim()), keepdim)?.div(n as f64)
+        self.composite("mean", CompositeKind::Mean, Some(dims.into_dims()), keepdim)
     }
 
     /// Variance of all elements with Bessel's `correction` (1 = unbiased).
@@ -632,24 +622,7 @@ impl Tensor {
     /// Variance over `dims` (all when `None`) with `correction`. f16/bf16
     /// inputs are computed in f32, as PyTorch does.
     pub fn var_dim(&self, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
-        self.var_named("var", dims, correction, keepdim)
-    }
-
-    fn var_named(&self, name: &'static str, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
-        float_input(name, self)?;
-        if matches!(self.dtype(), DType::F16 | DType::BF16) {
-            return self
-                .to_dtype(DType::F32)?
-                .var_named(name, dims, correction, keepdim)?
-                .to_dtype(self.dtype());
-        }
-        let dims = norm_dims(name, dims, self.ndim())?;
-        let dv = dims_vec(&dims, self.ndim());
-        let n = count(self, &dims) as f64;
-        let mean = self.sum_dim(dv.clone(), true)?.div(n)?;
-        let dev = self.sub(&mean)?;
-        let ss = dev.mul(&dev)?.sum_dim(dv, keepdim)?;
-        ss.div((n - correction).max(0.0))
+        self.composite("var", CompositeKind::Var { correction }, dims, keepdim)
     }
 
     /// Standard deviation of all elements with `correction`.
@@ -659,33 +632,20 @@ impl Tensor {
 
     /// Standard deviation over `dims` with `correction`.
     pub fn std_dim(&self, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
-        if matches!(self.dtype(), DType::F16 | DType::BF16) {
-            return self
-                .to_dtype(DType::F32)?
-                .std_dim(dims, correction, keepdim)?
-                .to_dtype(self.dtype());
-        }
-        self.var_named("std", dims, correction, keepdim)?.sqrt()
+        self.composite("std", CompositeKind::Std { correction }, dims, keepdim)
     }
 
-    /// `log(sum(exp(x)))` over `dims`, computed stably.
+    /// `log(sum(exp(x)))` over `dims`, computed stably (integer inputs in
+    /// the default float dtype).
     pub fn logsumexp(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
         let x = if self.is_floating_point() {
             self.clone()
         } else {
             self.to_dtype(crate::default_dtype())?
         };
-        let dims = dims.into_dims();
-        norm_dims("logsumexp", Some(dims.clone()), self.ndim())?;
-        if x.numel() == 0 {
-            // No maximum to subtract: log of an empty sum (-inf), as PyTorch.
-            return x.exp()?.sum_dim(dims, keepdim)?.log();
-        }
-        let m = x.amax(dims.clone(), true)?;
-        let m = m.masked_fill(&m.abs()?.eq(f64::INFINITY)?, 0.0)?;
-        let s = x.sub(&m)?.exp()?.sum_dim(dims.clone(), keepdim)?.log()?;
-        let m = if keepdim { m } else { m.squeeze_dims(&dims)? };
-        s.add(&m)
+        // An empty list reduces every dim (as PyTorch's keepdim form does;
+        // without keepdim PyTorch 2.15 fails on its own output shape).
+        x.composite("logsumexp", CompositeKind::LogSumExp, Some(dims.into_dims()), keepdim)
     }
 
     /// The `p`-norm of all elements (`p` = 2 is the Euclidean norm; inf and
@@ -694,31 +654,25 @@ impl Tensor {
         self.norm_dim(p, None, false)
     }
 
-    /// The `p`-norm over `dims` (all when `None`).
+    /// The `p`-norm over `dims` (all when `None`), PyTorch's
+    /// `linalg.vector_norm`.
     pub fn norm_dim(&self, p: f64, dims: Option<Vec<i64>>, keepdim: bool) -> Result<Tensor> {
-        float_input("norm", self)?;
-        let dims = norm_dims("norm", dims, self.ndim())?;
-        let dv = dims_vec(&dims, self.ndim());
-        let a = self.abs()?;
-        if p == 2.0 {
-            self.mul(self)?.sum_dim(dv, keepdim)?.sqrt()
-        } else if p == 1.0 {
-            a.sum_dim(dv, keepdim)
-        } else if p == f64::INFINITY {
-            a.amax(dv, keepdim)
-        } else if p == f64::NEG_INFINITY {
-            a.amin(dv, keepdim)
-        } else if p == 0.0 {
-            a.ne(0.0)?.to_dtype(self.dtype())?.sum_dim(dv, keepdim)
-        } else {
-            a.pow(p)?.sum_dim(dv, keepdim)?.pow(1.0 / p)
-        }
+        self.composite("norm", CompositeKind::Norm { p }, dims, keepdim)
     }
-}
 
-fn dims_vec(dims: &Option<Dims>, ndim: usize) -> Vec<i64> {
-    match dims {
-        None => (0..ndim as i64).collect(),
-        Some(d) => d.iter().map(|&x| x as i64).collect(),
+    /// Runs a composite reduction over normalised `dims` of a float tensor.
+    fn composite(
+        &self,
+        name: &'static str,
+        kind: CompositeKind,
+        dims: Option<Vec<i64>>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        float_input(name, self)?;
+        let dims = norm_dims(name, dims, self.ndim())?.map(|mut d| {
+            d.sort_unstable();
+            d
+        });
+        call1(&CompositeReduce { kind, dims, keepdim }, &[self])
     }
 }

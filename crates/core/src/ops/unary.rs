@@ -426,10 +426,10 @@ impl Op for Clamp {
         let x = ctx.input(0)?;
         let mut keep = x.eq(&x)?;
         if let Some(lo) = self.min {
-            keep = keep.logical_and(&x.ge(lo)?)?;
+            keep = keep.logical_and(&x.gt(lo)?)?;
         }
         if let Some(hi) = self.max {
-            keep = keep.logical_and(&x.le(hi)?)?;
+            keep = keep.logical_and(&x.lt(hi)?)?;
         }
         Ok(vec![Some(g.mul(&mask(&keep, &g)?)?)])
     }

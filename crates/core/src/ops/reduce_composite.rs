@@ -1,0 +1,279 @@
+//! Reductions written in other operators but recorded as one graph node with
+//! PyTorch's name and derivative formula (PyTorch's
+//! CompositeExplicitAutograd ops): `mean`, `var` / `std`,
+//! `linalg_vector_norm` and `logsumexp`. The forward runs below autograd in
+//! the `AnyBackend` slot, so every backend with the pieces runs them; f16
+//! and bf16 inputs are computed in f32 and rounded once, as PyTorch's CPU
+//! kernels accumulate them (a half sum of squares overflows long before the
+//! norm does). The backward formulas are PyTorch's, masks at singular
+//! points included (the norm at zero, the std of a constant row).
+
+use crate::autograd::{BackwardCtx, Saves};
+use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, downcast_op};
+use crate::layout::Dims;
+use crate::ops::grad_util::{expand_reduced, grad0};
+use crate::ops::reduce::reduced_shape;
+use crate::{DType, Result, Tensor};
+
+/// Dispatch table of `mean`.
+pub static MEAN: OpEntry = OpEntry::differentiable("mean");
+/// Dispatch table of `var`.
+pub static VAR: OpEntry = OpEntry::differentiable("var");
+/// Dispatch table of `std`.
+pub static STD: OpEntry = OpEntry::differentiable("std");
+/// Dispatch table of `linalg_vector_norm` (`Tensor::norm`).
+pub static VECTOR_NORM: OpEntry = OpEntry::differentiable("linalg_vector_norm");
+/// Dispatch table of `logsumexp`.
+pub static LOGSUMEXP: OpEntry = OpEntry::differentiable("logsumexp");
+
+/// Which composite reduction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CompositeKind {
+    /// Arithmetic mean.
+    Mean,
+    /// Variance with Bessel's `correction`.
+    Var {
+        /// Subtracted from the element count in the divisor.
+        correction: f64,
+    },
+    /// Standard deviation with `correction`.
+    Std {
+        /// Subtracted from the element count in the divisor.
+        correction: f64,
+    },
+    /// `p`-norm (2 Euclidean; inf / -inf max / min of |x|; 0 counts nonzeros).
+    Norm {
+        /// The order.
+        p: f64,
+    },
+    /// `log(sum(exp(x)))`, computed stably.
+    LogSumExp,
+}
+
+/// A composite reduction over `dims` (all dims when `None`) of a
+/// floating-point input; the front ends (`Tensor::mean`, `var_dim`, ...)
+/// validate the arguments.
+#[derive(Debug, Clone)]
+pub struct CompositeReduce {
+    /// What to compute.
+    pub kind: CompositeKind,
+    /// Normalised dims to reduce, sorted; `None` for all.
+    pub dims: Option<Dims>,
+    /// Keep reduced dims as size 1.
+    pub keepdim: bool,
+}
+
+impl CompositeReduce {
+    fn dims_i64(&self, ndim: usize) -> Vec<i64> {
+        match &self.dims {
+            None => (0..ndim as i64).collect(),
+            Some(d) => d.iter().map(|&x| x as i64).collect(),
+        }
+    }
+
+    /// The number of elements reduced into each output.
+    fn count(&self, shape: &[usize]) -> usize {
+        match &self.dims {
+            None => shape.iter().product(),
+            Some(ds) => ds.iter().map(|&d| shape.get(d).copied().unwrap_or(1)).product(),
+        }
+    }
+
+    /// The result in the input's (float) dtype, computed in `x`'s dtype.
+    fn compute(&self, x: &Tensor) -> Result<Tensor> {
+        let dv = self.dims_i64(x.ndim());
+        let keep = self.keepdim;
+        let n = self.count(x.shape()) as f64;
+        match self.kind {
+            CompositeKind::Mean => x.sum_dim(dv, keep)?.div(n),
+            CompositeKind::Var { correction } => variance(x, dv, n, correction, keep),
+            CompositeKind::Std { correction } => variance(x, dv, n, correction, keep)?.sqrt(),
+            CompositeKind::Norm { p } => {
+                let a = x.abs()?;
+                if p == 2.0 {
+                    x.mul(x)?.sum_dim(dv, keep)?.sqrt()
+                } else if p == 1.0 {
+                    a.sum_dim(dv, keep)
+                } else if p == f64::INFINITY {
+                    a.amax(dv, keep)
+                } else if p == f64::NEG_INFINITY {
+                    a.amin(dv, keep)
+                } else if p == 0.0 {
+                    a.ne(0.0)?.to_dtype(x.dtype())?.sum_dim(dv, keep)
+                } else {
+                    a.pow(p)?.sum_dim(dv, keep)?.pow(1.0 / p)
+                }
+            }
+            CompositeKind::LogSumExp => {
+                if x.numel() == 0 {
+                    // No maximum to subtract: log of an empty sum (-inf), as PyTorch.
+                    return x.exp()?.sum_dim(dv, keep)?.log();
+                }
+                let m = x.amax(dv.clone(), true)?;
+                let m = m.masked_fill(&m.abs()?.eq(f64::INFINITY)?, 0.0)?;
+                let s = x.sub(&m)?.exp()?.sum_dim(dv.clone(), keep)?.log()?;
+                let m = if keep { m } else { m.squeeze_dims(&dv)? };
+                s.add(&m)
+            }
+        }
+    }
+
+    /// `g` with the reduced dims put back (size 1), to broadcast against the input.
+    fn unsqueezed(&self, g: &Tensor, ndim: usize) -> Result<Tensor> {
+        if self.keepdim || g.ndim() == ndim {
+            return Ok(g.clone());
+        }
+        let mut g = g.clone();
+        for d in self.dims_i64(ndim) {
+            g = g.unsqueeze(d)?;
+        }
+        Ok(g)
+    }
+
+    /// PyTorch's `var_backward`: `2 / (n - correction) * g * (x - mean)`; a
+    /// full reduction with no degrees of freedom gives NaN where x equals the
+    /// mean and inf elsewhere.
+    fn var_backward(&self, g: &Tensor, x: &Tensor, correction: f64) -> Result<Tensor> {
+        let dof = self.count(x.shape()) as f64 - correction;
+        if self.dims.is_none() && dof <= 0.0 {
+            let at_mean = x.eq(&x.mean()?)?;
+            let nan_or_inf = crate::ops::binary::where_(
+                &at_mean,
+                crate::ops::Operand::Scalar(f64::NAN.into()),
+                crate::ops::Operand::Scalar(f64::INFINITY.into()),
+            )?;
+            return g.mul(&nan_or_inf.to_dtype(x.dtype())?);
+        }
+        let g = self.unsqueezed(g, x.ndim())?;
+        let mean = x.mean_dim(self.dims_i64(x.ndim()), true)?;
+        g.mul(2.0 / dof)?.mul(&x.sub(&mean)?)
+    }
+
+    /// PyTorch's `norm_backward`.
+    fn norm_backward(&self, g: &Tensor, x: &Tensor, norm: &Tensor, p: f64) -> Result<Tensor> {
+        let (g, norm) = (self.unsqueezed(g, x.ndim())?, self.unsqueezed(norm, x.ndim())?);
+        if p == 0.0 {
+            return x.zeros_like();
+        }
+        if p == 1.0 {
+            return x.sign()?.mul(&g);
+        }
+        let at_zero = norm.eq(0.0)?;
+        if p == 2.0 {
+            return g.mul(&x.div(&norm)?.masked_fill(&at_zero, 0.0)?);
+        }
+        if p.is_infinite() {
+            // Shared evenly among the elements reaching the norm or NaN (a != a).
+            let a = x.abs()?;
+            let hit = a.eq(&norm)?.logical_or(&a.ne(&a)?)?.to_dtype(x.dtype())?;
+            let ties = hit.sum_dim(self.dims_i64(x.ndim()), true)?;
+            return x.sign()?.mul(&g.div(&ties)?.mul(&hit)?);
+        }
+        let a = x.abs()?;
+        if p < 1.0 {
+            let scaled = x.sign()?.mul(&a.pow(p - 1.0)?.masked_fill(&x.eq(0.0)?, 0.0)?)?;
+            return scaled.mul(&g)?.mul(&norm.pow(1.0 - p)?);
+        }
+        let scaled = if p < 2.0 {
+            x.sign()?.mul(&a.pow(p - 1.0)?)?
+        } else {
+            x.mul(&a.pow(p - 2.0)?)?
+        };
+        let scale = g.div(&norm.pow(p - 1.0)?)?.masked_fill(&at_zero, 0.0)?;
+        scaled.mul(&scale)
+    }
+}
+
+/// The sum of squared deviations from the mean over `dims`, divided by
+/// `n - correction` (at least 0).
+fn variance(x: &Tensor, dims: Vec<i64>, n: f64, correction: f64, keepdim: bool) -> Result<Tensor> {
+    let mean = x.sum_dim(dims.clone(), true)?.div(n)?;
+    let dev = x.sub(&mean)?;
+    dev.mul(&dev)?.sum_dim(dims, keepdim)?.div((n - correction).max(0.0))
+}
+
+impl Op for CompositeReduce {
+    fn entry(&self) -> &'static OpEntry {
+        match self.kind {
+            CompositeKind::Mean => &MEAN,
+            CompositeKind::Var { .. } => &VAR,
+            CompositeKind::Std { .. } => &STD,
+            CompositeKind::Norm { .. } => &VECTOR_NORM,
+            CompositeKind::LogSumExp => &LOGSUMEXP,
+        }
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        Ok(smallvec::smallvec![OutSpec::new(
+            reduced_shape(x.shape(), self.dims.as_deref(), self.keepdim),
+            x.dtype()
+        )])
+    }
+
+    fn saves(&self) -> Saves {
+        match self.kind {
+            CompositeKind::Mean => Saves::NONE,
+            CompositeKind::Var { .. } => Saves::INPUTS,
+            CompositeKind::Std { .. } | CompositeKind::Norm { .. } | CompositeKind::LogSumExp => {
+                Saves { inputs: 1, outputs: 1 }
+            }
+        }
+    }
+
+    fn backward_name(&self) -> String {
+        match (self.kind, &self.dims) {
+            (CompositeKind::Mean, Some(_)) => "MeanBackward1".into(),
+            (CompositeKind::Mean, None) => "MeanBackward0".into(),
+            (CompositeKind::Var { .. }, _) => "VarBackward0".into(),
+            (CompositeKind::Std { .. }, _) => "StdBackward0".into(),
+            (CompositeKind::Norm { .. }, _) => "LinalgVectorNormBackward0".into(),
+            (CompositeKind::LogSumExp, _) => "LogsumexpBackward0".into(),
+        }
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let shape = ctx.input_shape(0).to_vec();
+        let r = match self.kind {
+            CompositeKind::Mean => {
+                let n = self.count(&shape) as f64;
+                expand_reduced(&g, &shape, self.dims.as_deref(), self.keepdim)?.div(n)?
+            }
+            CompositeKind::Var { correction } => self.var_backward(&g, &ctx.input(0)?, correction)?,
+            CompositeKind::Std { correction } => {
+                // PyTorch's std_backward: var_backward of g / (2 std), 0 where std is 0.
+                let y = ctx.output(0)?;
+                let gv = g.div(&y.mul(2.0)?)?.masked_fill(&y.eq(0.0)?, 0.0)?;
+                self.var_backward(&gv, &ctx.input(0)?, correction)?
+            }
+            CompositeKind::Norm { p } => self.norm_backward(&g, &ctx.input(0)?, &ctx.output(0)?, p)?,
+            CompositeKind::LogSumExp => {
+                let (x, y) = (ctx.input(0)?, ctx.output(0)?);
+                let (g, y) = (self.unsqueezed(&g, x.ndim())?, self.unsqueezed(&y, x.ndim())?);
+                g.mul(&x.sub(&y)?.exp()?)?
+            }
+        };
+        Ok(vec![Some(r)])
+    }
+}
+
+/// The forward of every composite reduction: half-precision inputs in f32,
+/// rounded once at the end.
+fn composite_kernel(call: &Call) -> Result<Tensors> {
+    let op: &CompositeReduce = downcast_op(call.op)?;
+    let x = call.inputs[0];
+    let r = if matches!(x.dtype(), DType::F16 | DType::BF16) {
+        op.compute(&x.to_dtype(DType::F32)?)?.to_dtype(x.dtype())?
+    } else {
+        op.compute(x)?
+    };
+    Ok(smallvec::smallvec![r])
+}
+
+pub(crate) fn register() -> Result<()> {
+    for e in [&MEAN, &VAR, &STD, &VECTOR_NORM, &LOGSUMEXP] {
+        e.register(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
+    }
+    Ok(())
+}
