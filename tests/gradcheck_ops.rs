@@ -143,6 +143,18 @@ fn cases() -> Vec<Case> {
             |t| t[0].bmm(&t[1]),
         ),
         case("view", vec![x()], true, |t| t[0].view(&[4, 3])),
+        case("t", vec![x()], true, |t| t[0].t()),
+        case("masked_fill", vec![x()], true, |t| {
+            t[0].masked_fill(&Tensor::new([true, false, false, true]).unwrap(), 2.5)
+        }),
+        case("tril", vec![x()], true, |t| t[0].tril(1)),
+        case("triu", vec![x()], true, |t| t[0].triu(-1)),
+        case("dot", vec![v(4), v(4)], true, |t| t[0].dot(&t[1])),
+        case("mv", vec![x(), v(4)], true, |t| t[0].mv(&t[1])),
+        case("stack", vec![x(), x(), x()], true, |t| {
+            Tensor::stack(&[&t[0], &t[1], &t[2]], 1)
+        }),
+        case("t", vec![v(3)], true, |t| t[0].t()),
         case("permute", vec![rand(&g, &[2, 3, 2], -1.0, 1.0)], true, |t| {
             t[0].permute(&[2, 0, 1])
         }),

@@ -146,3 +146,95 @@ fn half_reductions_accumulate_in_f32() -> Result<()> {
     }
     Ok(())
 }
+
+/// Validation PyTorch does: scalars that do not fit a fill's dtype, scatter
+/// with a source of another dtype, index_select of a 0-d tensor with two
+/// indices.
+#[test]
+fn validation_as_pytorch() -> Result<()> {
+    let msg = |r: Result<Tensor>| r.err().map(|e| e.to_string()).unwrap_or_else(|| "no error".into());
+    let u8s = Tensor::zeros_dtype(&[3], DType::U8)?;
+    assert_eq!(
+        msg(u8s.fill_(256)),
+        "fill_: value cannot be converted to type uint8_t without overflow"
+    );
+    assert_eq!(u8s.fill_(-1)?.to_vec::<u8>()?, [255, 255, 255]);
+    assert_eq!(u8s.fill_(255.9)?.to_vec::<u8>()?, [255, 255, 255]);
+    assert!(msg(u8s.fill_(-256)).contains("uint8_t"));
+    let i32s = Tensor::zeros_dtype(&[3], DType::I32)?;
+    assert!(msg(i32s.fill_(1i64 << 31)).ends_with("type int without overflow"));
+    assert_eq!(i32s.fill_(2147483647.9)?.to_vec::<i32>()?, [i32::MAX; 3]);
+    assert!(msg(i32s.fill_(2147483648.0)).contains("overflow"));
+    let i64s = Tensor::zeros_dtype(&[3], DType::I64)?;
+    assert!(msg(i64s.fill_(f64::NAN)).contains("int64_t"));
+    assert!(msg(i64s.fill_(9.3e18)).contains("int64_t"));
+    assert_eq!(i64s.fill_(1.5)?.to_vec::<i64>()?, [1, 1, 1]);
+    let halves = Tensor::zeros_dtype(&[3], DType::F16)?;
+    assert!(msg(halves.fill_(65519.0)).contains("c10::Half"));
+    assert!(halves.fill_(f64::INFINITY).is_ok() && halves.fill_(f64::NAN).is_ok());
+    let bf = Tensor::zeros_dtype(&[3], DType::BF16)?;
+    assert!(msg(bf.fill_(3.39e38)).contains("c10::BFloat16"));
+    let f32s = Tensor::zeros(&[3])?;
+    assert!(msg(f32s.fill_(3.5e38)).ends_with("type float without overflow"));
+    assert!(f32s.fill_(3.4e38).is_ok());
+    assert_eq!(
+        Tensor::zeros_dtype(&[2], DType::Bool)?.fill_(5)?.to_vec::<bool>()?,
+        [true, true]
+    );
+    let m = Tensor::from_slice(&[true, false, true]);
+    assert!(msg(u8s.masked_fill(&m, 300)).starts_with("masked_fill: value cannot be converted"));
+    assert!(msg(halves.masked_fill(&m, 1e5)).contains("c10::Half"));
+    assert!(msg(ferrotorch::TensorOptions::new().dtype(DType::U8).full(&[2], 300)).contains("uint8_t"));
+
+    let idx = Tensor::from_slice(&[0i64]);
+    let e = msg(Tensor::zeros(&[3])?.scatter(0, &idx, &Tensor::ones_like(&Tensor::zeros_dtype(&[1], DType::F64)?)?));
+    assert!(e.contains("expected self.dtype to be equal to src.dtype"), "{e}");
+    let e = msg(Tensor::zeros(&[3])?.scatter_add(0, &idx, &Tensor::zeros_dtype(&[1], DType::F64)?));
+    assert!(e.contains("expected self.dtype to be equal to src.dtype"), "{e}");
+
+    let s = Tensor::scalar(5.0f32);
+    let e = msg(s.index_select(0, &Tensor::from_slice(&[0i64, 0])));
+    assert!(e.contains("index to scalar can have only 1 value, got 2"), "{e}");
+    assert_eq!(s.index_select(0, &idx)?.item::<f32>()?, 5.0);
+    Ok(())
+}
+
+/// `type(t.grad_fn).__name__` in PyTorch 2.15 for the same expressions.
+#[test]
+fn node_names_match_pytorch() -> Result<()> {
+    let x = Tensor::randn(&[3, 4])?.requires_grad_(true)?;
+    let r0 = x.select(0, 0)?;
+    let idx = Tensor::zeros_dtype(&[3, 1], DType::I64)?;
+    let cases: Vec<(&str, Tensor, &str)> = vec![
+        (
+            "x.masked_fill(x > 0, 0)",
+            x.masked_fill(&x.gt(0.0)?, 0.0)?,
+            "MaskedFillBackward0",
+        ),
+        ("x.tril()", x.tril(0)?, "TrilBackward0"),
+        ("x.triu(1)", x.triu(1)?, "TriuBackward0"),
+        ("x.t()", x.t()?, "TBackward0"),
+        ("x[1:]", x.slice(0, Some(1), None, 1)?, "SliceBackward0"),
+        ("x[:, 1]", x.select(1, 1)?, "SelectBackward0"),
+        ("x.narrow(1, 0, 2)", x.narrow(1, 0, 2)?, "SliceBackward0"),
+        ("x[0].dot(x[1])", r0.dot(&x.select(0, 1)?)?, "DotBackward0"),
+        ("x.log1p()", x.log1p()?, "Log1PBackward0"),
+        ("x.mv(x[0])", x.t()?.mv(&x.select(1, 0)?)?, "MvBackward0"),
+        ("torch.stack([x, x])", Tensor::stack(&[&x, &x], 0)?, "StackBackward0"),
+        ("torch.cat([x, x])", Tensor::cat(&[&x, &x], 0)?, "CatBackward0"),
+        ("x.reshape(-1)", x.reshape(&[-1])?, "ViewBackward0"),
+        ("x.max(1)[0]", x.max_dim(1, false)?.0, "MaxBackward0"),
+        ("x.clamp(-1, 1)", x.clamp(Some(-1.0), Some(1.0))?, "ClampBackward1"),
+        ("x.gather(1, idx)", x.gather(1, &idx)?, "GatherBackward0"),
+        ("x.pow(2)", x.pow(2.0)?, "PowBackward0"),
+        ("x ** x", x.pow(&x)?, "PowBackward1"),
+        ("x @ x.t()", x.matmul(&x.t()?)?, "MmBackward0"),
+        ("x.to(torch.float64)", x.to_dtype(DType::F64)?, "ToCopyBackward0"),
+        ("x.sum(1)", x.sum_dim(1, false)?, "SumBackward1"),
+        ("x.amax(1)", x.amax(1, false)?, "AmaxBackward0"),
+    ];
+    for (expr, t, want) in cases {
+        assert_eq!(t.grad_fn().expect(expr).name(), want, "{expr}");
+    }
+    Ok(())
+}

@@ -20,6 +20,58 @@ pub enum Scalar {
 }
 
 impl Scalar {
+    /// Checks that the value can be stored in `dtype` (PyTorch's
+    /// `checked_convert` for `fill_`, `masked_fill` and `full`): integers
+    /// must lie in the dtype's range (unsigned ones also accept negative
+    /// values down to `-max`, which wrap, as in PyTorch), finite floats in
+    /// the float dtype's range (inf and NaN pass), and bool takes anything.
+    /// The error names `op` and the C++ type PyTorch names.
+    ///
+    /// ```
+    /// use ferrotorch_core::{DType, Scalar};
+    /// assert!(Scalar::Int(255).check_fits("fill_", DType::U8).is_ok());
+    /// assert!(Scalar::Int(-1).check_fits("fill_", DType::U8).is_ok()); // wraps to 255
+    /// let e = Scalar::Int(256).check_fits("fill_", DType::U8).unwrap_err();
+    /// assert_eq!(e.to_string(), "fill_: value cannot be converted to type uint8_t without overflow");
+    /// assert!(Scalar::Float(1e10).check_fits("fill_", DType::F16).is_err());
+    /// assert!(Scalar::Float(f64::INFINITY).check_fits("fill_", DType::F16).is_ok());
+    /// ```
+    pub fn check_fits(self, op: &'static str, dtype: DType) -> crate::Result<()> {
+        let (lo, hi, cname): (f64, f64, &str) = match dtype {
+            DType::Bool => return Ok(()),
+            DType::U8 => (-255.0, 255.0, "uint8_t"),
+            DType::I32 => (i32::MIN as f64, i32::MAX as f64, "int"),
+            DType::I64 => (i64::MIN as f64, i64::MAX as f64, "int64_t"),
+            DType::F16 => (-65504.0, 65504.0, "c10::Half"),
+            DType::BF16 => (-f64::from(half::bf16::MAX), f64::from(half::bf16::MAX), "c10::BFloat16"),
+            DType::F32 => (f32::MIN as f64, f32::MAX as f64, "float"),
+            DType::F64 => return Ok(()),
+        };
+        let fits = match self {
+            Scalar::Bool(_) => true,
+            // Exact for every integer dtype (no rounding through f64).
+            Scalar::Int(i) => match dtype {
+                DType::U8 => (-255..=255).contains(&i),
+                DType::I32 => i32::try_from(i).is_ok(),
+                DType::I64 => true,
+                _ => (i as f64) >= lo && (i as f64) <= hi,
+            },
+            Scalar::Float(f) if dtype.is_floating_point() => !f.is_finite() || (f >= lo && f <= hi),
+            // A float into an integer dtype truncates, so anything below
+            // max + 1 fits (PyTorch: 2147483647.9 fills an int32, 2^31 does
+            // not); NaN and inf fail.
+            Scalar::Float(f) => f >= lo && f < hi + 1.0,
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(crate::Error::invalid(
+                op,
+                format!("value cannot be converted to type {cname} without overflow"),
+            ))
+        }
+    }
+
     /// The value as f64.
     pub fn to_f64(self) -> f64 {
         match self {

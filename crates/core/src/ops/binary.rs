@@ -557,8 +557,8 @@ impl Tensor {
                 "mask must broadcast to the input",
             ));
         }
-        let v = Tensor::scalar_tensor(value, self.dtype());
-        call1(&Where, &[mask, &v, self])
+        value.check_fits("masked_fill", self.dtype())?;
+        call1(&crate::ops::composite::CompositeOp::MaskedFill { value }, &[self, mask])
     }
 
     /// In-place [`Tensor::masked_fill`].

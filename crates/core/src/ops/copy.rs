@@ -251,9 +251,13 @@ impl Tensor {
         Ok(self.clone())
     }
 
-    /// Sets every element to `value` (cast to the tensor's dtype) in place; returns `self`.
+    /// Sets every element to `value` (cast to the tensor's dtype) in place;
+    /// returns `self`. A value outside the dtype's range is an error
+    /// ("value cannot be converted to type uint8_t without overflow"; see
+    /// [`Scalar::check_fits`]).
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
+        value.check_fits("fill_", self.dtype())?;
         call_out(
             &Fill {
                 value,

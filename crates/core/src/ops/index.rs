@@ -203,6 +203,12 @@ impl Op for IndexSelect {
                 "index must be a vector",
             ));
         }
+        if x.ndim() == 0 && index.numel() != 1 {
+            return Err(Error::invalid(
+                "index_select",
+                format!("index to scalar can have only 1 value, got {} value(s)", index.numel()),
+            ));
+        }
         let mut shape = x.dims();
         if x.ndim() > 0 {
             shape[self.dim] = index.numel();
@@ -328,7 +334,16 @@ impl Tensor {
             let r = flat(self)?.scatter_impl(0, &flat(index)?, &flat(src)?, add, inplace)?;
             return if inplace { Ok(self.clone()) } else { r.reshape(&[]) };
         }
-        let src = src.to_dtype(self.dtype())?;
+        if src.dtype() != self.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: if add { "scatter_add" } else { "scatter" },
+                detail: format!(
+                    "expected self.dtype to be equal to src.dtype, got {} and {}",
+                    self.dtype(),
+                    src.dtype()
+                ),
+            });
+        }
         let op = Scatter { dim: d, add };
         if inplace {
             call_out(&op, &[self, index, &src], &[self])?;
@@ -447,15 +462,10 @@ impl Tensor {
         if self.ndim() < 2 {
             return Err(Error::invalid(name, "input tensor must have at least 2 dimensions"));
         }
-        let n = self.shape()[self.ndim() - 2] as i64;
-        let m = self.shape()[self.ndim() - 1] as i64;
-        let opts = crate::TensorOptions::new().dtype(DType::I64).device(self.device());
-        let rows = opts.arange(0, n, 1)?.unsqueeze(1)?;
-        let cols = opts.arange(0, m, 1)?.unsqueeze(0)?;
-        let diff = cols.sub(&rows)?;
-        let keep = if upper { diff.ge(k)? } else { diff.le(k)? };
-        let zero = Tensor::scalar_tensor(Scalar::Int(0), self.dtype());
-        crate::ops::binary::where_(&keep, self.into(), (&zero).into())
+        call1(
+            &crate::ops::composite::CompositeOp::Triangle { diagonal: k, upper },
+            &[self],
+        )
     }
 
     /// One-hot encoding of an int64 tensor: a new last dim of size

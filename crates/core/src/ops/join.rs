@@ -148,12 +148,10 @@ impl Tensor {
                 ));
             }
         }
-        let unsq: Vec<Tensor> = tensors.iter().map(|t| t.unsqueeze(d as i64)).collect::<Result<_>>()?;
-        let refs: Vec<&Tensor> = unsq.iter().collect();
-        let ops: Vec<Operand> = refs.iter().map(|t| Operand::Tensor(t)).collect();
+        let ops: Vec<Operand> = tensors.iter().map(|t| Operand::Tensor(t)).collect();
         let dt = result_type(&ops);
-        let cast: Vec<Tensor> = refs.iter().map(|t| t.to_dtype(dt)).collect::<Result<_>>()?;
+        let cast: Vec<Tensor> = tensors.iter().map(|t| t.to_dtype(dt)).collect::<Result<_>>()?;
         let refs: Vec<&Tensor> = cast.iter().collect();
-        call1(&Cat { dim: d }, &refs)
+        call1(&crate::ops::composite::CompositeOp::Stack { dim: d }, &refs)
     }
 }

@@ -188,7 +188,16 @@ impl Tensor {
                 "expected a 2-D matrix and a 1-D vector",
             ));
         }
-        self.mm(&vec.unsqueeze(1)?)?.squeeze_dim(1)
+        same_dtype("mv", self, vec)?;
+        if self.shape()[1] != vec.shape()[0] {
+            return Err(Error::shape(
+                "mv",
+                self.shape(),
+                vec.shape(),
+                "size mismatch: the matrix's columns must match the vector's length",
+            ));
+        }
+        call1(&crate::ops::composite::CompositeOp::Mv, &[self, vec])
     }
 
     /// Inner product of two 1-D tensors of the same size and dtype.
@@ -205,7 +214,7 @@ impl Tensor {
             ));
         }
         same_dtype("dot", self, other)?;
-        self.unsqueeze(0)?.mm(&other.unsqueeze(1)?)?.reshape(&[])
+        call1(&crate::ops::composite::CompositeOp::Dot, &[self, other])
     }
 
     /// Outer product of two 1-D tensors.

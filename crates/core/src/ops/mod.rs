@@ -8,6 +8,7 @@
 
 pub mod activation_backward;
 pub mod binary;
+pub mod composite;
 pub mod copy;
 pub mod factory;
 pub(crate) mod grad_util;
@@ -24,6 +25,7 @@ pub mod unary;
 pub mod view;
 
 pub use binary::{ALL_BINARY, Binary, BinaryKind, Rounding, Where};
+pub use composite::CompositeOp;
 pub(crate) use copy::copy_into;
 pub use copy::{Cast, Fill, ToDevice};
 pub use factory::{Arange, Distribution, Linspace, Random};
@@ -46,5 +48,6 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     join::register()?;
     copy::register()?;
     reduce_composite::register()?;
+    composite::register()?;
     Ok(())
 }

@@ -151,6 +151,7 @@ impl Op for Unary {
         match self.0 {
             UnaryKind::GeluTanh => "GeluBackward0".into(),
             UnaryKind::Sign => "SignBackward0".into(),
+            UnaryKind::Log1p => "Log1PBackward0".into(),
             k => {
                 let n = k.entry().name();
                 let mut c = n.chars();

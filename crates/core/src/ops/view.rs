@@ -20,6 +20,8 @@ pub enum ViewKind {
     Permute(Vec<i64>),
     /// `transpose(d0, d1)`.
     Transpose(i64, i64),
+    /// `t()`: transposes a matrix, leaves 0-d and 1-d tensors as they are.
+    T,
     /// `expand(shape)`; -1 keeps a size.
     Expand(Vec<i64>),
     /// Python slicing of one dim.
@@ -78,6 +80,8 @@ pub static VIEW: OpEntry = OpEntry::differentiable("view");
 pub static PERMUTE: OpEntry = OpEntry::differentiable("permute");
 /// Dispatch table of `transpose`.
 pub static TRANSPOSE: OpEntry = OpEntry::differentiable("transpose");
+/// Dispatch table of `t`.
+pub static T: OpEntry = OpEntry::differentiable("t");
 /// Dispatch table of `expand`.
 pub static EXPAND: OpEntry = OpEntry::differentiable("expand");
 /// Dispatch table of `slice`.
@@ -96,10 +100,11 @@ pub static AS_STRIDED: OpEntry = OpEntry::differentiable("as_strided");
 pub static ALIAS: OpEntry = OpEntry::differentiable("alias");
 
 /// Every view operator's table.
-pub const VIEW_ENTRIES: [&OpEntry; 11] = [
+pub const VIEW_ENTRIES: [&OpEntry; 12] = [
     &VIEW,
     &PERMUTE,
     &TRANSPOSE,
+    &T,
     &EXPAND,
     &SLICE,
     &NARROW,
@@ -122,6 +127,8 @@ impl ViewOp {
             ViewKind::View(shape) => l.view(name, shape),
             ViewKind::Permute(p) => l.permute(name, p),
             ViewKind::Transpose(a, b) => l.transpose(name, *a, *b),
+            ViewKind::T if l.ndim() < 2 => Ok(l.clone()),
+            ViewKind::T => l.transpose(name, 0, 1),
             ViewKind::Expand(shape) => l.expand(name, shape),
             ViewKind::Slice { dim, start, end, step } => l.slice(name, *dim, *start, *end, *step),
             ViewKind::Narrow { dim, start, length } => l.narrow(name, *dim, *start, *length),
@@ -169,6 +176,7 @@ impl Op for ViewOp {
             ViewKind::View(_) => &VIEW,
             ViewKind::Permute(_) => &PERMUTE,
             ViewKind::Transpose(..) => &TRANSPOSE,
+            ViewKind::T => &T,
             ViewKind::Expand(_) => &EXPAND,
             ViewKind::Slice { .. } => &SLICE,
             ViewKind::Narrow { .. } => &NARROW,
@@ -185,9 +193,11 @@ impl Op for ViewOp {
             ViewKind::View(_) => "ViewBackward0",
             ViewKind::Permute(_) => "PermuteBackward0",
             ViewKind::Transpose(..) => "TransposeBackward0",
+            ViewKind::T => "TBackward0",
             ViewKind::Expand(_) => "ExpandBackward0",
             ViewKind::Slice { .. } => "SliceBackward0",
-            ViewKind::Narrow { .. } => "NarrowBackward0",
+            // PyTorch's narrow is a slice.
+            ViewKind::Narrow { .. } => "SliceBackward0",
             ViewKind::Select { .. } => "SelectBackward0",
             ViewKind::Squeeze(_) => "SqueezeBackward0",
             ViewKind::Unsqueeze(_) => "UnsqueezeBackward0",
@@ -217,6 +227,7 @@ impl Op for ViewOp {
                 g.permute(&inv)?
             }
             ViewKind::Transpose(a, b) => g.transpose(*a, *b)?,
+            ViewKind::T => g.t()?,
             ViewKind::Expand(_) => sum_to(&g, &shape)?,
             ViewKind::AsStrided { input_strides, .. }
                 if as_strided_layouts(&self.0, &shape).is_some_and(|(_, input)| input.has_overlapping_elements()) =>
@@ -405,8 +416,7 @@ impl Tensor {
     /// Transpose of a matrix (a 0-d or 1-d tensor is returned as is).
     pub fn t(&self) -> Result<Tensor> {
         match self.ndim() {
-            0 | 1 => view_op(self, ViewKind::Alias),
-            2 => self.transpose(0, 1),
+            0..=2 => view_op(self, ViewKind::T),
             n => Err(Error::invalid(
                 "t",
                 format!("t() expects a tensor with <= 2 dimensions, but self is {n}D"),

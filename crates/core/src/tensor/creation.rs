@@ -63,7 +63,8 @@ impl TensorOptions {
     }
 
     /// Every element `value`; without a dtype set, the dtype follows the
-    /// value (bool, int64, or the default float dtype), as `torch.full`.
+    /// value (bool, int64, or the default float dtype), as `torch.full`. A
+    /// value outside the dtype's range is an error ([`Scalar::check_fits`]).
     pub fn full(&self, shape: &[usize], value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
         let dtype = self.dtype.unwrap_or_else(|| match value {
@@ -71,6 +72,7 @@ impl TensorOptions {
             Scalar::Int(_) => DType::I64,
             Scalar::Float(_) => crate::default_dtype(),
         });
+        value.check_fits("full", dtype)?;
         self.fill(shape, value, dtype)
     }
 
