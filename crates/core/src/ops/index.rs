@@ -346,10 +346,10 @@ impl Tensor {
         }
         let op = Scatter { dim: d, add };
         if inplace {
-            call_out(&op, &[self, index, &src], &[self])?;
+            call_out(&op, &[self, index, src], &[self])?;
             Ok(self.clone())
         } else {
-            call1(&op, &[self, index, &src])
+            call1(&op, &[self, index, src])
         }
     }
 
