@@ -77,6 +77,13 @@ def enc(t):
     return {"dtype": DNAME[t.dtype], "shape": list(t.shape), "data": data}
 
 
+def snapshot(t):
+    v = enc(t)
+    v["rg"] = t.requires_grad
+    v["grad_fn"] = type(t.grad_fn).__name__ if t.grad_fn is not None else None
+    return v
+
+
 def dec_scalar(v):
     if "int" in v:
         return int(v["int"])
@@ -292,6 +299,7 @@ class Run:
         self.env = {}
         self.leaves = []
         self.status = None  # (kind, step, msg) on error
+        self.steps = []  # each op's outputs right after it ran
 
     def add_input(self, spec):
         base, t = make_input(spec)
@@ -307,20 +315,19 @@ class Run:
         except Exception as e:  # noqa: BLE001 - every PyTorch error counts as an error
             self.status = ("error", k, "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
             return None
+        snap = {}
         for j, t in enumerate(outs):
-            self.env["%s.%d" % (out_prefix(op, k), j)] = t
+            name = "%s.%d" % (out_prefix(op, k), j)
+            self.env[name] = t
+            snap[name] = snapshot(t)
+        self.steps.append(snap)
         return outs
 
     def result(self, backward):
         if self.status:
-            return {"status": self.status[0], "step": self.status[1], "msg": self.status[2]}
-        vals = {}
-        for name, t in self.env.items():
-            v = enc(t)
-            v["rg"] = t.requires_grad
-            v["grad_fn"] = type(t.grad_fn).__name__ if t.grad_fn is not None else None
-            vals[name] = v
-        r = {"status": "ok", "values": vals}
+            return {"status": self.status[0], "step": self.status[1], "msg": self.status[2], "steps": self.steps}
+        vals = {name: snapshot(t) for name, t in self.env.items()}
+        r = {"status": "ok", "steps": self.steps, "values": vals}
         if backward:
             try:
                 self.env[backward].sum().backward()
@@ -1044,6 +1051,7 @@ def main():
     summary = collections.Counter()
     all_classes = collections.Counter()
     per_op = collections.Counter()
+    grad_fns = collections.Counter()
     first = {}
     passing = {}
     exact = close = n_find = 0
@@ -1064,6 +1072,8 @@ def main():
             summary[key] += 1
             for f in fs:
                 all_classes[f["class"]] += 1
+                if f["class"] == "grad_fn":
+                    grad_fns[(f["op"], f["detail"].split("grad_fn ", 1)[-1])] += 1
             first.setdefault(key, (prog, expect))
             fin.write(json.dumps({"id": prog["id"], "class": key[0], "op": key[1], "findings": fs,
                                   "program": prog, "torch": expect, "ours": resp.get("result")},
@@ -1087,6 +1097,8 @@ def main():
     for (cls, op), n in sorted(summary.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append("| %s | %s | %d |" % (op, cls, n))
     lines += ["", "All findings by class: " + ", ".join("%s %d" % kv for kv in all_classes.most_common())]
+    lines += ["", "grad_fn names that differ (op: torch vs ours, findings):", ""]
+    lines += ["- %s: %s (%d)" % (op, d, n) for (op, d), n in sorted(grad_fns.items(), key=lambda kv: -kv[1])]
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(out, "summary.md"), "w") as f:

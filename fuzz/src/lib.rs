@@ -257,6 +257,21 @@ fn run_op(env: &Env, op: &Value) -> Res<Vec<Tensor>> {
     ops::other(name, env, a)
 }
 
+/// A tensor's encoding with `rg` (requires_grad) and `grad_fn` (the node's name).
+fn snapshot(t: &Tensor) -> Value {
+    match guarded(|| encode_tensor(t)) {
+        Ok(mut v) => {
+            v["rg"] = json!(t.requires_grad());
+            v["grad_fn"] = match t.grad_fn() {
+                Some(n) => json!(n.name()),
+                None => Value::Null,
+            };
+            v
+        }
+        Err((kind, msg)) => json!({ kind: msg }),
+    }
+}
+
 /// Runs a program; the result in the same JSON form as the driver's
 /// PyTorch result (`status`, `step`, `msg`, `values`, `bwd`, `grads`).
 pub fn run_program(prog: &Value) -> Value {
@@ -300,36 +315,29 @@ pub fn run_program(prog: &Value) -> Value {
         }
     }
     let ops = prog["ops"].as_array().unwrap_or(&empty);
+    let mut steps = Vec::new();
     for (k, op) in ops.iter().enumerate() {
         match guarded(|| run_op(&env, op)) {
             Ok(ts) => {
                 let prefix = out_prefix(op, k);
+                let mut snap = Map::new();
                 for (j, t) in ts.into_iter().enumerate() {
-                    env.vals.insert(format!("{prefix}.{j}"), t);
+                    let name = format!("{prefix}.{j}");
+                    snap.insert(name.clone(), snapshot(&t));
+                    env.vals.insert(name, t);
                 }
+                steps.push(Value::Object(snap));
             }
             Err(f) => {
                 fail(&mut out, k as i64, f);
+                out.insert("steps".into(), Value::Array(steps));
                 return Value::Object(out);
             }
         }
     }
     out.insert("status".into(), json!("ok"));
-    let mut values = Map::new();
-    for (name, t) in &env.vals {
-        let v = match guarded(|| encode_tensor(t)) {
-            Ok(mut v) => {
-                v["rg"] = json!(t.requires_grad());
-                v["grad_fn"] = match t.grad_fn() {
-                    Some(n) => json!(n.name()),
-                    None => Value::Null,
-                };
-                v
-            }
-            Err((kind, msg)) => json!({ kind: msg }),
-        };
-        values.insert(name.clone(), v);
-    }
+    out.insert("steps".into(), Value::Array(steps));
+    let values: Map<String, Value> = env.vals.iter().map(|(n, t)| (n.clone(), snapshot(t))).collect();
     out.insert("values".into(), Value::Object(values));
     if let Some(target) = prog["backward"].as_str() {
         let r = guarded(|| {
@@ -366,7 +374,8 @@ pub struct Finding {
     /// The class: `value`, `dtype`, `shape`, `error_vs_ok` (PyTorch errors,
     /// ferrotorch does not), `ok_vs_error`, `panic`, `grad_fn`,
     /// `requires_grad`, `missing`, `bwd_error_vs_ok`, `bwd_ok_vs_error`,
-    /// `bwd_panic`, `grad_value`, `grad_dtype`, `grad_shape`, `grad_none`.
+    /// `bwd_panic`, `grad_value`, `grad_dtype`, `grad_shape`, `grad_none`,
+    /// `value_cascade` and `grad_cascade` (after an earlier merely-close float).
     pub class: String,
     /// The op the difference is attributed to.
     pub op: String,
@@ -522,14 +531,75 @@ fn value_op(prog: &Value, name: &str) -> String {
         .to_string()
 }
 
-/// Orders value names by their producing step (inputs last: they only
-/// change through in-place ops).
-fn value_order(prog: &Value, name: &str) -> (usize, String) {
-    (producer(prog, name).unwrap_or(usize::MAX), name.to_string())
+/// Rank of a finding class: the primary finding of a program is the one of
+/// lowest rank (then the earliest).
+fn severity(class: &str) -> u8 {
+    match class {
+        "crash" | "hang" => 0,
+        "panic" | "bwd_panic" => 1,
+        "error_vs_ok" | "ok_vs_error" => 2,
+        "dtype" | "shape" | "missing" => 3,
+        "value" => 4,
+        "requires_grad" => 5,
+        "bwd_error_vs_ok" | "bwd_ok_vs_error" => 6,
+        "grad_none" | "grad_dtype" | "grad_shape" => 7,
+        "grad_value" => 8,
+        "value_cascade" | "grad_cascade" => 9,
+        _ => 10,
+    }
+}
+
+/// Compares two snapshots of value `name`, adding findings; returns false
+/// when a float tensor was not bitwise identical (later differences may be
+/// its consequences).
+fn compare_value(
+    name: &str,
+    op: &str,
+    e: &Value,
+    g: &Value,
+    tainted: bool,
+    check_grad_fn: bool,
+    out: &mut Vec<Finding>,
+    stats: &mut Exactness,
+) -> bool {
+    let f = |class: &str, detail: String| Finding {
+        class: class.into(),
+        op: op.into(),
+        detail: format!("{name}: {detail}"),
+    };
+    if let Some(p) = g.get("panic") {
+        out.push(f("panic", format!("reading the value panicked: {p}")));
+        return false;
+    }
+    let mut exact = true;
+    match compare_tensor(e, g, op, "") {
+        Err((class, detail)) => {
+            let class = if class == "value" && tainted { "value_cascade".into() } else { class };
+            out.push(f(&class, detail));
+            exact = false;
+        }
+        Ok(Some(true)) => stats.exact += 1,
+        Ok(Some(false)) => {
+            stats.close += 1;
+            exact = false;
+        }
+        Ok(None) => {}
+    }
+    if e["rg"] != g["rg"] {
+        out.push(f("requires_grad", format!("requires_grad torch {} vs ours {}", e["rg"], g["rg"])));
+    } else if check_grad_fn && e["grad_fn"] != g["grad_fn"] {
+        out.push(f("grad_fn", format!("grad_fn torch {} vs ours {}", e["grad_fn"], g["grad_fn"])));
+    }
+    exact
 }
 
 /// Compares PyTorch's result `exp` with ours `got` for program `prog`:
-/// every difference, most significant (earliest) first.
+/// every difference, the primary one (see [`severity`]) first.
+///
+/// Each op's outputs are compared as they were right after the op, then
+/// every value's final state (in-place ops and writes through views), then
+/// the gradients. A value difference after some float result was merely
+/// close (not bitwise identical) is a `value_cascade`, not a `value`.
 pub fn compare(prog: &Value, exp: &Value, got: &Value, stats: &mut Exactness) -> Vec<Finding> {
     let mut out = Vec::new();
     let f = |class: &str, op: String, detail: String| Finding {
@@ -544,80 +614,97 @@ pub fn compare(prog: &Value, exp: &Value, got: &Value, stats: &mut Exactness) ->
     let gk = if gs == "ok" { i64::MAX } else { step(got) };
     if gs == "panic" && gk <= ek {
         out.push(f("panic", op_name(prog, gk), got["msg"].as_str().unwrap_or("").into()));
-        return out;
+    } else if ek < gk {
+        let msg = format!("torch: {}", exp["msg"].as_str().unwrap_or(""));
+        out.push(f("error_vs_ok", op_name(prog, ek), msg));
+    } else if gk < ek {
+        let msg = format!("ours: {}", got["msg"].as_str().unwrap_or(""));
+        out.push(f("ok_vs_error", op_name(prog, gk), msg));
     }
-    if ek != gk {
-        if ek < gk {
-            let msg = format!("torch: {}", exp["msg"].as_str().unwrap_or(""));
-            out.push(f("error_vs_ok", op_name(prog, ek), msg));
-        } else {
-            let msg = format!("ours: {}", got["msg"].as_str().unwrap_or(""));
-            out.push(f("ok_vs_error", op_name(prog, gk), msg));
-        }
-        return out;
-    }
-    if es != "ok" {
-        return out;
-    }
+    // Outputs of the steps both sides ran.
+    let empty_vec = vec![];
     let empty = Map::new();
-    let ev = exp["values"].as_object().unwrap_or(&empty);
-    let gv = got["values"].as_object().unwrap_or(&empty);
-    let mut names: Vec<&String> = ev.keys().chain(gv.keys()).collect();
-    names.sort_by_key(|n| value_order(prog, n));
-    names.dedup();
-    for name in names {
-        let op = value_op(prog, name);
-        let (e, g) = match (ev.get(name), gv.get(name)) {
-            (Some(e), Some(g)) => (e, g),
-            _ => {
-                out.push(f("missing", op, format!("{name} exists on one side only")));
+    let esteps = exp["steps"].as_array().unwrap_or(&empty_vec);
+    let gsteps = got["steps"].as_array().unwrap_or(&empty_vec);
+    let mut tainted = false;
+    let mut differs = std::collections::HashSet::new();
+    for (k, (e, g)) in esteps.iter().zip(gsteps).enumerate() {
+        let op = op_name(prog, k as i64);
+        let (e, g) = (e.as_object().unwrap_or(&empty), g.as_object().unwrap_or(&empty));
+        if e.len() != g.len() {
+            let d = format!("{} outputs in torch vs {} in ours", e.len(), g.len());
+            out.push(f("shape", op.clone(), d));
+        }
+        let mut step_exact = true;
+        for (name, ev) in e {
+            let Some(gv) = g.get(name) else { continue };
+            let n = out.len();
+            step_exact &= compare_value(name, &op, ev, gv, tainted, true, &mut out, stats);
+            if out.len() > n {
+                differs.insert(name.clone());
+            }
+        }
+        tainted |= !step_exact;
+    }
+    if es == "ok" && gs == "ok" {
+        // Final states.
+        let ev = exp["values"].as_object().unwrap_or(&empty);
+        let gv = got["values"].as_object().unwrap_or(&empty);
+        let mut names: Vec<&String> = ev.keys().chain(gv.keys()).collect();
+        names.sort_by_key(|n| value_order(prog, n));
+        names.dedup();
+        for name in names {
+            if differs.contains(name.as_str()) {
                 continue;
             }
-        };
-        if let Some(p) = g.get("panic") {
-            out.push(f("panic", op, format!("{name}: reading the value panicked: {p}")));
-            continue;
+            let op = value_op(prog, name);
+            match (ev.get(name), gv.get(name)) {
+                (Some(e), Some(g)) => {
+                    let mut scratch = Exactness::default();
+                    compare_value(name, &op, e, g, tainted, false, &mut out, &mut scratch);
+                }
+                _ => out.push(f("missing", op, format!("{name} exists on one side only"))),
+            }
         }
-        match compare_tensor(e, g, &op, "") {
-            Err((class, detail)) => out.push(f(&class, op.clone(), format!("{name}: {detail}"))),
-            Ok(Some(true)) => stats.exact += 1,
-            Ok(Some(false)) => stats.close += 1,
-            Ok(None) => {}
-        }
-        if e["rg"] != g["rg"] {
-            let d = format!("{name}: requires_grad torch {} vs ours {}", e["rg"], g["rg"]);
-            out.push(f("requires_grad", op.clone(), d));
-        } else if e["grad_fn"] != g["grad_fn"] {
-            let d = format!("{name}: grad_fn torch {} vs ours {}", e["grad_fn"], g["grad_fn"]);
-            out.push(f("grad_fn", op, d));
-        }
-    }
-    // Backward.
-    let (eb, gb) = (exp["bwd"].as_str(), got["bwd"].as_str());
-    let last = prog["ops"].as_array().map_or(0, |o| o.len() as i64) - 1;
-    let bop = op_name(prog, last);
-    match (eb, gb) {
-        (_, Some("panic")) => out.push(f("bwd_panic", bop, got["bwd_msg"].to_string())),
-        (Some("ok"), Some("ok")) => {
-            let eg = exp["grads"].as_object().unwrap_or(&empty);
-            let gg = got["grads"].as_object().unwrap_or(&empty);
-            for (name, e) in eg {
-                let g = gg.get(name).unwrap_or(&Value::Null);
-                if e.is_null() != g.is_null() {
-                    let d = format!("grad of {name}: torch {} vs ours {}", e.is_null(), g.is_null());
-                    out.push(f("grad_none", bop.clone(), format!("{d} (is None)")));
-                } else if !e.is_null() {
-                    if let Err((class, detail)) = compare_tensor(e, g, "backward", "grad_") {
-                        out.push(f(&class, bop.clone(), format!("grad of {name}: {detail}")));
+        // Backward.
+        let (eb, gb) = (exp["bwd"].as_str(), got["bwd"].as_str());
+        let last = prog["ops"].as_array().map_or(0, |o| o.len() as i64) - 1;
+        let bop = op_name(prog, last);
+        match (eb, gb) {
+            (_, Some("panic")) => out.push(f("bwd_panic", bop, got["bwd_msg"].to_string())),
+            (Some("ok"), Some("ok")) => {
+                let eg = exp["grads"].as_object().unwrap_or(&empty);
+                let gg = got["grads"].as_object().unwrap_or(&empty);
+                for (name, e) in eg {
+                    let g = gg.get(name).unwrap_or(&Value::Null);
+                    if e.is_null() != g.is_null() {
+                        let d = format!("grad of {name} is None: torch {} vs ours {}", e.is_null(), g.is_null());
+                        out.push(f("grad_none", bop.clone(), d));
+                    } else if !e.is_null() {
+                        if let Err((class, detail)) = compare_tensor(e, g, "backward", "grad_") {
+                            let class = if class == "grad_value" && tainted {
+                                "grad_cascade".into()
+                            } else {
+                                class
+                            };
+                            out.push(f(&class, bop.clone(), format!("grad of {name}: {detail}")));
+                        }
                     }
                 }
             }
+            (Some("ok"), Some(_)) => out.push(f("bwd_ok_vs_error", bop, got["bwd_msg"].to_string())),
+            (Some(_), Some("ok")) => out.push(f("bwd_error_vs_ok", bop, exp["bwd_msg"].to_string())),
+            _ => {}
         }
-        (Some("ok"), Some(_)) => out.push(f("bwd_ok_vs_error", bop, got["bwd_msg"].to_string())),
-        (Some(_), Some("ok")) => out.push(f("bwd_error_vs_ok", bop, exp["bwd_msg"].to_string())),
-        _ => {}
     }
+    out.sort_by_key(|x| severity(&x.class));
     out
+}
+
+/// Orders value names by their producing step (inputs last: they only
+/// change through in-place ops).
+fn value_order(prog: &Value, name: &str) -> (usize, String) {
+    (producer(prog, name).unwrap_or(usize::MAX), name.to_string())
 }
 
 /// Handles one input line of the evaluator: `{"program": P, "expect": R?}`
