@@ -342,9 +342,7 @@ pub fn run_program(prog: &Value) -> Value {
     if let Some(target) = prog["backward"].as_str() {
         let r = guarded(|| {
             let t = env.get(&json!(target))?;
-            t.sum()
-                .and_then(|s| s.backward())
-                .map_err(|e| e.to_string())
+            t.sum().and_then(|s| s.backward()).map_err(|e| e.to_string())
         });
         match r {
             Ok(()) => {
@@ -553,8 +551,7 @@ fn severity(class: &str) -> u8 {
 /// when a float tensor was not bitwise identical (later differences may be
 /// its consequences).
 fn compare_value(
-    name: &str,
-    op: &str,
+    (name, op): (&str, &str),
     e: &Value,
     g: &Value,
     tainted: bool,
@@ -574,7 +571,11 @@ fn compare_value(
     let mut exact = true;
     match compare_tensor(e, g, op, "") {
         Err((class, detail)) => {
-            let class = if class == "value" && tainted { "value_cascade".into() } else { class };
+            let class = if class == "value" && tainted {
+                "value_cascade".into()
+            } else {
+                class
+            };
             out.push(f(&class, detail));
             exact = false;
         }
@@ -586,9 +587,15 @@ fn compare_value(
         Ok(None) => {}
     }
     if e["rg"] != g["rg"] {
-        out.push(f("requires_grad", format!("requires_grad torch {} vs ours {}", e["rg"], g["rg"])));
+        out.push(f(
+            "requires_grad",
+            format!("requires_grad torch {} vs ours {}", e["rg"], g["rg"]),
+        ));
     } else if check_grad_fn && e["grad_fn"] != g["grad_fn"] {
-        out.push(f("grad_fn", format!("grad_fn torch {} vs ours {}", e["grad_fn"], g["grad_fn"])));
+        out.push(f(
+            "grad_fn",
+            format!("grad_fn torch {} vs ours {}", e["grad_fn"], g["grad_fn"]),
+        ));
     }
     exact
 }
@@ -639,7 +646,7 @@ pub fn compare(prog: &Value, exp: &Value, got: &Value, stats: &mut Exactness) ->
         for (name, ev) in e {
             let Some(gv) = g.get(name) else { continue };
             let n = out.len();
-            step_exact &= compare_value(name, &op, ev, gv, tainted, true, &mut out, stats);
+            step_exact &= compare_value((name, &op), ev, gv, tainted, true, &mut out, stats);
             if out.len() > n {
                 differs.insert(name.clone());
             }
@@ -661,7 +668,7 @@ pub fn compare(prog: &Value, exp: &Value, got: &Value, stats: &mut Exactness) ->
             match (ev.get(name), gv.get(name)) {
                 (Some(e), Some(g)) => {
                     let mut scratch = Exactness::default();
-                    compare_value(name, &op, e, g, tainted, false, &mut out, &mut scratch);
+                    compare_value((name, &op), e, g, tainted, false, &mut out, &mut scratch);
                 }
                 _ => out.push(f("missing", op, format!("{name} exists on one side only"))),
             }
@@ -680,15 +687,15 @@ pub fn compare(prog: &Value, exp: &Value, got: &Value, stats: &mut Exactness) ->
                     if e.is_null() != g.is_null() {
                         let d = format!("grad of {name} is None: torch {} vs ours {}", e.is_null(), g.is_null());
                         out.push(f("grad_none", bop.clone(), d));
-                    } else if !e.is_null() {
-                        if let Err((class, detail)) = compare_tensor(e, g, "backward", "grad_") {
-                            let class = if class == "grad_value" && tainted {
-                                "grad_cascade".into()
-                            } else {
-                                class
-                            };
-                            out.push(f(&class, bop.clone(), format!("grad of {name}: {detail}")));
-                        }
+                    } else if !e.is_null()
+                        && let Err((class, detail)) = compare_tensor(e, g, "backward", "grad_")
+                    {
+                        let class = if class == "grad_value" && tainted {
+                            "grad_cascade".into()
+                        } else {
+                            class
+                        };
+                        out.push(f(&class, bop.clone(), format!("grad of {name}: {detail}")));
                     }
                 }
             }

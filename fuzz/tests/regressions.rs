@@ -28,7 +28,10 @@ fn fixed_cases_agree_with_pytorch() {
         let ours = run_program(prog);
         let findings = compare(prog, &case["expect"], &ours, &mut Exactness::default());
         if let Some(f) = findings.first() {
-            failures.push(format!("{} ({}): {} {}: {}", prog["id"], case["op"], f.class, f.op, f.detail));
+            failures.push(format!(
+                "{} ({}): {} {}: {}",
+                prog["id"], case["op"], f.class, f.op, f.detail
+            ));
         }
     }
     println!(
@@ -36,7 +39,12 @@ fn fixed_cases_agree_with_pytorch() {
         fixed.len(),
         cases("open.jsonl").len()
     );
-    assert!(failures.is_empty(), "{} fixed cases differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} fixed cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
