@@ -265,7 +265,8 @@ def exec_op(env, op):
     if n == "index_select":
         return [torch.index_select(T(0), a[1], T(2))]
     if n == "index":
-        return [T(0)[tuple(slice(None) if v is None else env[v] for v in a[1])]]
+        # ferrotorch's Tensor::index is aten::index (0-d index tensors index, they do not select).
+        return [torch.ops.aten.index.Tensor(T(0), [None if v is None else env[v] for v in a[1]])]
     if n in ("tril", "triu"):
         return [getattr(torch, n)(T(0), a[1])]
     if n == "one_hot":
