@@ -1,0 +1,1142 @@
+#!/usr/bin/env python3
+"""Differential fuzzer: random small tensor programs run in PyTorch and in
+ferrotorch (the `ferrotorch-fuzz-eval` binary); every difference is reported.
+
+    bench/.venv/bin/python fuzz/driver.py --quick
+    bench/.venv/bin/python fuzz/driver.py --seed 1 --count 100000 --out fuzz/out/s1
+    bench/.venv/bin/python fuzz/driver.py --replay open
+
+See fuzz/README.md.
+"""
+
+import argparse
+import collections
+import json
+import math
+import os
+import select
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV_PY = os.path.join(ROOT, "bench", ".venv", "bin", "python")
+CASES = os.path.join(ROOT, "fuzz", "cases")
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    if os.path.exists(VENV_PY) and os.path.realpath(sys.executable) != os.path.realpath(VENV_PY):
+        os.execv(VENV_PY, [VENV_PY] + sys.argv)
+    sys.exit("PyTorch not found: run bench/setup_venv.sh, then bench/.venv/bin/python fuzz/driver.py")
+
+import random  # noqa: E402
+import warnings  # noqa: E402
+
+warnings.filterwarnings("ignore")
+torch.set_num_threads(1)
+
+DTYPES = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+DNAME = {v: k for k, v in DTYPES.items()}
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+
+# ---------------------------------------------------------------- encoding
+
+
+def jf(x):
+    """A float as JSON: non-finite values as strings."""
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def pf(x):
+    if isinstance(x, str):
+        return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}[x]
+    return float(x)
+
+
+def enc(t):
+    t = t.detach()
+    if t.is_floating_point():
+        data = [jf(v) for v in t.to(torch.float64).flatten().tolist()]
+    else:
+        data = t.flatten().tolist()
+    return {"dtype": DNAME[t.dtype], "shape": list(t.shape), "data": data}
+
+
+def snapshot(t):
+    v = enc(t)
+    v["rg"] = t.requires_grad
+    try:
+        v["grad_fn"] = type(t.grad_fn).__name__ if t.grad_fn is not None else None
+    except RuntimeError:  # a multi-output view modified in place: PyTorch refuses to say
+        v["grad_fn"] = "<unavailable>"
+    return v
+
+
+def dec_scalar(v):
+    if "int" in v:
+        return int(v["int"])
+    if "float" in v:
+        return pf(v["float"])
+    return bool(v["bool"])
+
+
+def make_input(spec):
+    """The base tensor and the (possibly non-contiguous) view of an input spec."""
+    dt = DTYPES[spec["dtype"]]
+    data = [pf(v) for v in spec["data"]] if spec["dtype"] in FLOATS else spec["data"]
+    base = torch.tensor(data, dtype=dt).reshape(spec["shape"])
+    if spec.get("rg"):
+        base.requires_grad_(True)
+    t = base
+    for v in spec.get("views", []):
+        if v[0] == "t":
+            t = t.transpose(v[1], v[2])
+        elif v[0] == "slice":
+            d = v[1] % t.dim()
+            t = t[(slice(None),) * d + (slice(v[2], v[3], v[4]),)]
+        elif v[0] == "expand":
+            t = t.expand(v[1])
+        elif v[0] == "permute":
+            t = t.permute(v[1])
+    return base, t
+
+
+# ---------------------------------------------------------------- the op table (PyTorch side)
+
+UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "log": torch.log, "log1p": torch.log1p,
+    "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal,
+    "sin": torch.sin, "cos": torch.cos, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "erf": torch.erf,
+    "relu": torch.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
+    "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "sign": torch.sign,
+    "square": torch.square, "logical_not": torch.logical_not,
+}
+UNARY_INPLACE = [
+    "neg_", "abs_", "exp_", "log_", "log1p_", "expm1_", "sqrt_", "rsqrt_", "reciprocal_", "sin_", "cos_", "tanh_",
+    "sigmoid_", "erf_", "relu_", "floor_", "ceil_", "round_", "trunc_", "sign_",
+]
+NOARG = {
+    "sum": torch.sum, "prod": torch.prod, "max": torch.max, "min": torch.min, "all": torch.all, "any": torch.any,
+    "mean": torch.mean, "t": torch.t, "squeeze": torch.squeeze, "contiguous": lambda x: x.contiguous(),
+    "nonzero": torch.nonzero, "zeros_like": torch.zeros_like, "ones_like": torch.ones_like,
+    "zero_": lambda x: x.zero_(), "clone": lambda x: x.clone(),
+}
+BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+          "logical_and", "logical_or", "logical_xor"]
+BINARY_INPLACE = ["add_", "sub_", "mul_", "div_", "pow_", "eq_", "ne_", "lt_", "le_", "gt_", "ge_",
+                  "logical_and_", "logical_or_", "logical_xor_"]
+RLHS = {
+    "radd": lambda s, x: s + x, "rsub": lambda s, x: s - x, "rmul": lambda s, x: s * x,
+    "rdiv": lambda s, x: s / x, "rpow": lambda s, x: s ** x, "rlt": lambda s, x: s < x,
+    "rle": lambda s, x: s <= x, "rgt": lambda s, x: s > x, "rge": lambda s, x: s >= x,
+    "req": lambda s, x: s == x, "rne": lambda s, x: s != x,
+}
+
+
+def opnd(env, v):
+    return env[v] if isinstance(v, str) else dec_scalar(v)
+
+
+def sl(x, d, s, e, st):
+    if not -x.dim() <= d < max(x.dim(), 1) or x.dim() == 0:
+        raise IndexError("dim out of range")
+    d %= x.dim()
+    return x[(slice(None),) * d + (slice(s, e, st),)]
+
+
+def exec_op(env, op):
+    """Runs one op on the PyTorch side: its outputs as a list."""
+    n, a = op["op"], op.get("args", [])
+    T = lambda i: env[a[i]]  # noqa: E731
+    S = lambda i: dec_scalar(a[i])  # noqa: E731
+    if n in UNARY:
+        return [UNARY[n](T(0))]
+    if n in UNARY_INPLACE:
+        return [getattr(T(0), n)()]
+    if n in NOARG:
+        return [NOARG[n](T(0))]
+    base = n[:-1] if n.endswith("_") else n
+    if base in BINARY:
+        x, y = T(0), opnd(env, a[1])
+        extra = a[2] if len(a) > 2 else None
+        kw = {}
+        if base in ("add", "sub") and extra is not None:
+            kw["alpha"] = dec_scalar(extra)
+        if base == "div" and extra is not None:
+            kw["rounding_mode"] = extra
+        if n.endswith("_"):
+            return [getattr(x, n)(y, **kw)]
+        return [getattr(torch, base)(x, y, **kw)]
+    if n in RLHS:
+        return [RLHS[n](S(0), T(1))]
+    if n == "softplus":
+        return [F.softplus(T(0), a[1], a[2])]
+    if n == "where":
+        return [torch.where(T(0), opnd(env, a[1]), opnd(env, a[2]))]
+    if n in ("masked_fill", "masked_fill_"):
+        return [getattr(T(0), n)(T(1), S(2))]
+    if n in ("clamp", "clamp_"):
+        lo = None if a[1] is None else S(1)
+        hi = None if a[2] is None else S(2)
+        return [getattr(T(0), n)(min=lo, max=hi)]
+    if n in ("clamp_min", "clamp_max"):
+        return [getattr(torch, n)(T(0), S(1))]
+    if n == "scalar_pow":
+        return [torch.pow(S(0), T(1))]
+    if n == "sum_dim":
+        return [torch.sum(T(0), dim=a[1], keepdim=a[2])]
+    if n == "sum_dtype":
+        if a[1] is None:
+            return [torch.sum(T(0), dtype=DTYPES[a[3]])]
+        return [torch.sum(T(0), dim=a[1], keepdim=a[2], dtype=DTYPES[a[3]])]
+    if n == "prod_dim":
+        return [torch.prod(T(0), a[1], keepdim=a[2])]
+    if n in ("amax", "amin", "mean_dim", "logsumexp"):
+        f = {"amax": torch.amax, "amin": torch.amin, "mean_dim": torch.mean, "logsumexp": torch.logsumexp}[n]
+        return [f(T(0), a[1], keepdim=a[2])]
+    if n in ("all_dim", "any_dim"):
+        return [getattr(torch, n[:3])(T(0), dim=tuple(a[1]), keepdim=a[2])]
+    if n in ("max_dim", "min_dim"):
+        r = getattr(torch, n[:3])(T(0), a[1], keepdim=a[2])
+        return [r[0], r[1]]
+    if n in ("argmax", "argmin"):
+        return [getattr(torch, n)(T(0), dim=a[1], keepdim=a[2])]
+    if n in ("cumsum", "cumprod"):
+        return [getattr(torch, n)(T(0), a[1])]
+    if n in ("var", "std"):
+        return [getattr(torch, n)(T(0), correction=a[1])]
+    if n in ("var_dim", "std_dim"):
+        return [getattr(torch, n[:3])(T(0), dim=a[1], correction=a[2], keepdim=a[3])]
+    if n == "norm":
+        return [torch.linalg.vector_norm(T(0), ord=pf(a[1]))]
+    if n == "norm_dim":
+        return [torch.linalg.vector_norm(T(0), ord=pf(a[1]), dim=a[2], keepdim=a[3])]
+    if n in ("softmax", "log_softmax"):
+        return [getattr(torch, n)(T(0), a[1])]
+    if n in ("mm", "bmm", "mv", "dot", "outer", "matmul"):
+        return [getattr(torch, n)(T(0), T(1))]
+    if n in ("view", "reshape", "permute", "expand"):
+        return [getattr(T(0), n)(a[1])]
+    if n == "transpose":
+        return [T(0).transpose(a[1], a[2])]
+    if n == "narrow":
+        return [T(0).narrow(a[1], a[2], a[3])]
+    if n == "slice":
+        return [sl(T(0), a[1], a[2], a[3], a[4])]
+    if n == "select":
+        return [T(0).select(a[1], a[2])]
+    if n == "squeeze_dim":
+        return [T(0).squeeze(a[1])]
+    if n == "squeeze_dims":
+        return [T(0).squeeze(tuple(a[1]))]
+    if n == "unsqueeze":
+        return [T(0).unsqueeze(a[1])]
+    if n == "flatten":
+        return [T(0).flatten(a[1], a[2])]
+    if n == "unflatten":
+        return [T(0).unflatten(a[1], a[2])]
+    if n in ("split", "chunk"):
+        return list(getattr(torch, n)(T(0), a[1], a[2]))
+    if n == "unbind":
+        return list(torch.unbind(T(0), a[1]))
+    if n == "gather":
+        return [torch.gather(T(0), a[1], T(2))]
+    if n in ("scatter", "scatter_add"):
+        return [getattr(torch, n)(T(0), a[1], T(2), T(3))]
+    if n in ("scatter_", "scatter_add_"):
+        return [getattr(T(0), n)(a[1], T(2), T(3))]
+    if n == "scatter_value":
+        return [torch.scatter(T(0), a[1], T(2), S(3))]
+    if n == "index_select":
+        return [torch.index_select(T(0), a[1], T(2))]
+    if n == "index":
+        # ferrotorch's Tensor::index is aten::index (0-d index tensors index, they do not select).
+        return [torch.ops.aten.index.Tensor(T(0), [None if v is None else env[v] for v in a[1]])]
+    if n in ("tril", "triu"):
+        return [getattr(torch, n)(T(0), a[1])]
+    if n == "one_hot":
+        return [F.one_hot(T(0), -1 if a[1] is None else a[1])]
+    if n == "sort":
+        r = torch.sort(T(0), dim=a[1], descending=a[2], stable=True)
+        return [r[0], r[1]]
+    if n == "argsort":
+        return [torch.argsort(T(0), dim=a[1], descending=a[2], stable=True)]
+    if n == "topk":
+        r = torch.topk(T(0), a[1], dim=a[2], largest=a[3], sorted=True)
+        return [r[0], r[1]]
+    if n in ("cat", "stack"):
+        return [getattr(torch, n)([env[v] for v in a[0]], a[1])]
+    if n == "to":
+        return [T(0).to(DTYPES[a[1]])]
+    if n == "fill_":
+        return [T(0).fill_(S(1))]
+    if n == "copy_":
+        return [T(0).copy_(T(1))]
+    if n == "full_like":
+        return [torch.full_like(T(0), S(1))]
+    raise KeyError("unknown op " + n)
+
+
+def out_prefix(op, k):
+    return op.get("out", "r%d" % k)
+
+
+class Run:
+    """A program being run in PyTorch."""
+
+    def __init__(self):
+        self.env = {}
+        self.leaves = []
+        self.status = None  # (kind, step, msg) on error
+        self.steps = []  # each op's outputs right after it ran
+
+    def add_input(self, spec):
+        base, t = make_input(spec)
+        if base.requires_grad:
+            self.leaves.append((spec["name"], base))
+        if spec.get("views"):
+            self.env[spec["name"] + ".b"] = base
+        self.env[spec["name"]] = t
+
+    def step(self, op, k):
+        try:
+            outs = exec_op(self.env, op)
+        except Exception as e:  # noqa: BLE001 - every PyTorch error counts as an error
+            self.status = ("error", k, "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+            return None
+        snap = {}
+        for j, t in enumerate(outs):
+            name = "%s.%d" % (out_prefix(op, k), j)
+            self.env[name] = t
+            snap[name] = snapshot(t)
+        self.steps.append(snap)
+        return outs
+
+    def result(self, backward):
+        if self.status:
+            return {"status": self.status[0], "step": self.status[1], "msg": self.status[2], "steps": self.steps}
+        vals = {name: snapshot(t) for name, t in self.env.items()}
+        r = {"status": "ok", "steps": self.steps, "values": vals}
+        if backward:
+            try:
+                self.env[backward].sum().backward()
+                r["bwd"] = "ok"
+                r["grads"] = {n: (None if b.grad is None else enc(b.grad)) for n, b in self.leaves}
+            except Exception as e:  # noqa: BLE001
+                r["bwd"] = "error"
+                r["bwd_msg"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+        return r
+
+
+def run_torch(prog):
+    """PyTorch's result of a program."""
+    run = Run()
+    try:
+        for spec in prog["inputs"]:
+            run.add_input(spec)
+    except Exception as e:  # noqa: BLE001
+        return {"status": "error", "step": -1, "msg": str(e)}
+    for k, op in enumerate(prog["ops"]):
+        if run.step(op, k) is None:
+            break
+    return run.result(prog.get("backward"))
+
+
+# ---------------------------------------------------------------- program generation
+
+EDGE_F = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 1e-40, -1e-30, 1e-8,
+          3e38, -3e38, 65504.0, 7e4, 1e300, 88.8, -104.0, 710.0, 1e-310]
+EDGE_I = {
+    "int64": [0, -1, 1, 2**63 - 1, -2**63, 2**31, -2**31 - 1, 255, 256, 7],
+    "int32": [0, -1, 1, 2**31 - 1, -2**31, 255, 256, 7],
+    "uint8": [0, 1, 255, 128, 127, 7],
+}
+IRANGE = {"int64": (-2**63, 2**63 - 1), "int32": (-2**31, 2**31 - 1), "uint8": (0, 255)}
+DTYPE_W = [("float32", 30), ("float64", 14), ("float16", 9), ("bfloat16", 9), ("int64", 16), ("int32", 8),
+           ("uint8", 6), ("bool", 8)]
+
+
+def wchoice(rng, pairs):
+    tot = sum(w for _, w in pairs)
+    r = rng.random() * tot
+    for v, w in pairs:
+        r -= w
+        if r < 0:
+            return v
+    return pairs[-1][0]
+
+
+def numel(shape):
+    return math.prod(shape)
+
+
+class Gen:
+    """Generates one program, running it in PyTorch as it grows."""
+
+    def __init__(self, rng, ops, pid):
+        self.rng = rng
+        self.ops_allowed = ops
+        self.prog = {"id": pid, "inputs": [], "ops": []}
+        self.run = Run()
+        self.edge = rng.choice([0.0, 0.0, 0.05, 0.05, 0.2, 0.5])
+        self.grad = rng.random() < 0.4
+        self.outs = []  # names of op outputs
+
+    # ---- values
+    def rand_dtype(self):
+        return wchoice(self.rng, DTYPE_W)
+
+    def rand_shape(self, max_ndim=4):
+        r = self.rng
+        nd = wchoice(r, [(0, 14), (1, 30), (2, 30), (3, 20), (4, 6)][: max_ndim + 1])
+        return [wchoice(r, [(0, 3), (1, 20), (2, 25), (3, 25), (4, 15), (5, 12)]) for _ in range(nd)]
+
+    def rand_value(self, dtype):
+        r = self.rng
+        if dtype == "bool":
+            return r.random() < 0.5
+        if dtype in FLOATS:
+            if r.random() < self.edge:
+                return r.choice(EDGE_F)
+            if r.random() < 0.3:
+                return float(r.randint(-6, 6)) + r.choice([0.0, 0.5])
+            return r.gauss(0, 2)
+        if r.random() < self.edge:
+            return r.choice(EDGE_I[dtype])
+        lo, hi = (0, 12) if dtype == "uint8" else (-6, 6)
+        return r.randint(lo, hi)
+
+    def new_input(self, dtype=None, shape=None, views=True, rg=None, data=None):
+        r = self.rng
+        dtype = dtype or self.rand_dtype()
+        shape = list(self.rand_shape() if shape is None else shape)
+        base_shape, vs = list(shape), []
+        if views and r.random() < 0.3:
+            kind = r.choice(["t", "slice", "expand", "permute"])
+            nd = len(shape)
+            if kind == "t" and nd >= 2:
+                d0, d1 = r.sample(range(nd), 2)
+                base_shape[d0], base_shape[d1] = shape[d1], shape[d0]
+                vs = [["t", d0, d1]]
+            elif kind == "slice" and nd >= 1:
+                d = r.randrange(nd)
+                step, start = r.choice([1, 2, 3]), r.choice([0, 1])
+                base_shape[d] = start + shape[d] * step + r.choice([0, 1])
+                vs = [["slice", d - nd if r.random() < 0.3 else d, start, start + shape[d] * step, step]]
+            elif kind == "expand" and nd >= 1:
+                base_shape = [1 if (s != 1 and r.random() < 0.5) else s for s in shape]
+                drop = r.randint(0, nd) if r.random() < 0.3 else 0
+                base_shape = base_shape[drop:]
+                vs = [["expand", shape]]
+            elif kind == "permute" and nd >= 2:
+                perm = list(range(nd))
+                r.shuffle(perm)
+                inv = [0] * nd
+                for i, p in enumerate(perm):
+                    inv[p] = i
+                base_shape = [shape[inv[i]] for i in range(nd)]
+                # base.permute(perm) has shape[i] = base_shape[perm[i]]
+                base_shape = [0] * nd
+                for i, p in enumerate(perm):
+                    base_shape[p] = shape[i]
+                vs = [["permute", perm]]
+        if data is None:
+            data = [self.rand_value(dtype) for _ in range(numel(base_shape))]
+        if rg is None:
+            rg = self.grad and dtype in FLOATS and r.random() < 0.8
+        # Store the values as the dtype holds them, so both sides start from the same bits.
+        t = torch.tensor([pf(v) for v in data] if dtype in FLOATS else data, dtype=DTYPES[dtype])
+        data = [jf(v) for v in t.to(torch.float64).tolist()] if dtype in FLOATS else t.tolist()
+        name = "a%d" % len(self.prog["inputs"])
+        spec = {"name": name, "dtype": dtype, "shape": base_shape, "data": data}
+        if vs:
+            spec["views"] = vs
+        if rg:
+            spec["rg"] = True
+        self.prog["inputs"].append(spec)
+        self.run.add_input(spec)
+        return name
+
+    def index_input(self, size, shape, oob=0.04):
+        """An int64 index tensor with entries in [-size, size) mostly valid."""
+        r = self.rng
+        data = []
+        for _ in range(numel(shape)):
+            if r.random() < oob:
+                data.append(r.choice([size, -size - 1, size + 3]))
+            elif size > 0:
+                data.append(r.randrange(size) - (size if r.random() < 0.1 else 0))
+            else:
+                data.append(0)
+        return self.new_input("int64", shape, views=False, rg=False, data=data)
+
+    def t(self, name):
+        return self.run.env[name]
+
+    def pick(self, pred=lambda t: True, fresh=0.35):
+        """An existing value satisfying pred (recent op outputs preferred), or a new input."""
+        r = self.rng
+        if r.random() >= fresh:
+            cands = [n for n in self.outs if pred(self.t(n))]
+            if cands and r.random() < 0.7:
+                return cands[-1] if r.random() < 0.6 else r.choice(cands)
+            cands = [n for n in self.run.env if not n.endswith(".b") and pred(self.t(n))]
+            if cands:
+                return r.choice(cands)
+        for _ in range(4):
+            n = self.new_input()
+            if pred(self.t(n)):
+                return n
+        return n
+
+    def like(self, x, dtype=None):
+        """A second operand for x: same, broadcastable, 0-d, or random shape."""
+        r = self.rng
+        sh = list(self.t(x).shape)
+        k = r.random()
+        if k < 0.45:
+            shape = sh
+        elif k < 0.7:
+            shape = [1 if r.random() < 0.4 else s for s in sh][r.randint(0, len(sh)) if r.random() < 0.3 else 0:]
+        elif k < 0.85:
+            shape = []
+        elif k < 0.92:
+            shape = [s for s in sh] + [1] if r.random() < 0.5 else [2] + sh
+        else:
+            shape = None
+        return self.new_input(dtype, shape)
+
+    def operand(self, x, scalar_p=0.3):
+        r = self.rng
+        if r.random() < scalar_p:
+            return self.scalar()
+        if r.random() < 0.25:
+            sh = tuple(self.t(x).shape)
+            return self.pick(lambda t: tuple(t.shape) == sh, fresh=0.0)
+        return self.like(x)
+
+    def scalar(self, kinds=("int", "float", "bool")):
+        r = self.rng
+        k = r.choice(kinds)
+        if k == "bool":
+            return {"bool": r.random() < 0.5}
+        if k == "int":
+            return {"int": r.choice([0, 1, 2, -1, 3, -7, 100, 2**31, -2**63, 2**63 - 1]) if r.random() < 0.3
+                    else r.randint(-4, 4)}
+        if r.random() < 0.3:
+            return {"float": jf(r.choice(EDGE_F))}
+        return {"float": r.choice([0.5, -1.5, 2.0, 0.1, 1e10, -3.25, 1e-3])}
+
+    def dim(self, x, oob=0.04):
+        r = self.rng
+        nd = self.t(x).dim()
+        if r.random() < oob:
+            return r.choice([nd, -nd - 1, nd + 2])
+        lo, hi = (-1, 0) if nd == 0 else (-nd, nd - 1)
+        return r.randint(lo, hi)
+
+    def dims(self, x):
+        r = self.rng
+        nd = self.t(x).dim()
+        if nd == 0:
+            return r.choice([[], [0], [-1]])
+        k = r.randint(0 if r.random() < 0.1 else 1, nd)
+        ds = r.sample(range(nd), k)
+        ds = [d - nd if r.random() < 0.3 else d for d in ds]
+        if r.random() < 0.03:
+            ds.append(ds[0] if ds else nd)
+        return ds
+
+    def float_x(self):
+        return self.pick(lambda t: t.is_floating_point())
+
+    # ---- ops
+    def gen_op(self, name):
+        """Arguments of op `name`, or None when it cannot be generated here."""
+        r = self.rng
+        if name in UNARY or name in NOARG or name in UNARY_INPLACE:
+            if name.endswith("_"):
+                return [self.pick(lambda t: not (t.is_leaf and t.requires_grad), fresh=0.2)]
+            return [self.pick()]
+        base = name[:-1] if name.endswith("_") else name
+        if base in BINARY:
+            if name.endswith("_"):
+                x = self.pick(lambda t: not (t.is_leaf and t.requires_grad), fresh=0.2)
+            else:
+                x = self.pick()
+            tensor_only = base in ("maximum", "minimum") or base.startswith("logical")
+            y = self.operand(x, 0.0 if tensor_only else 0.35)
+            if base in ("add", "sub") and r.random() < 0.25 and name != "sub_":
+                return [x, y, self.scalar(("int", "float", "bool"))]
+            if base == "div" and r.random() < 0.5:
+                return [x, y, r.choice(["trunc", "floor"])]
+            return [x, y]
+        if name in RLHS:
+            return [self.scalar(), self.pick()]
+        if name == "softplus":
+            return [self.pick(), r.choice([1.0, 2.0, 0.5]), r.choice([20.0, 1.0, 5.0])]
+        if name == "where":
+            x = self.pick()
+            c = self.pick(lambda t: t.dtype == torch.bool, fresh=0.0) if r.random() < 0.5 else None
+            if c is None or r.random() < 0.3:
+                c = self.like(x, "bool" if r.random() < 0.95 else None)
+            y = self.operand(x, 0.3)
+            return [c, x if r.random() < 0.8 else self.scalar(), y]
+        if name in ("masked_fill", "masked_fill_"):
+            x = self.pick(lambda t: not (t.is_leaf and t.requires_grad), fresh=0.2) if name.endswith("_") \
+                else self.pick()
+            return [x, self.like(x, "bool" if r.random() < 0.95 else None), self.scalar()]
+        if name in ("clamp", "clamp_"):
+            x = self.pick(lambda t: not (t.is_leaf and t.requires_grad), fresh=0.2) if name.endswith("_") \
+                else self.pick()
+            lo = self.scalar(("int", "float")) if r.random() < 0.7 else None
+            hi = self.scalar(("int", "float")) if r.random() < 0.7 else None
+            return [x, lo, hi]
+        if name in ("clamp_min", "clamp_max"):
+            return [self.pick(), self.scalar(("int", "float"))]
+        if name == "scalar_pow":
+            return [self.scalar(("int", "float")), self.pick()]
+        if name in ("sum_dim", "amax", "amin", "all_dim", "any_dim", "mean_dim", "logsumexp"):
+            x = self.pick()
+            return [x, self.dims(x), r.random() < 0.4]
+        if name == "sum_dtype":
+            x = self.pick()
+            if r.random() < 0.3:
+                return [x, None, False, self.rand_dtype()]
+            return [x, self.dims(x), r.random() < 0.4, self.rand_dtype()]
+        if name in ("prod_dim", "max_dim", "min_dim"):
+            x = self.pick()
+            return [x, self.dim(x), r.random() < 0.4]
+        if name in ("argmax", "argmin"):
+            x = self.pick()
+            return [x, self.dim(x) if r.random() < 0.7 else None, r.random() < 0.4]
+        if name in ("cumsum", "cumprod", "softmax", "log_softmax", "unsqueeze", "squeeze_dim", "unbind"):
+            x = self.pick()
+            if name == "unsqueeze":
+                nd = self.t(x).dim()
+                return [x, r.randint(-nd - 1, nd) if r.random() < 0.95 else nd + 1]
+            return [x, self.dim(x)]
+        if name in ("var", "std"):
+            return [self.pick(), r.choice([0, 1, 1, 2])]
+        if name in ("var_dim", "std_dim"):
+            x = self.pick()
+            return [x, self.dims(x) if r.random() < 0.8 else None, r.choice([0, 1, 1, 2]), r.random() < 0.4]
+        if name == "norm":
+            return [self.pick(), jf(r.choice([2.0, 1.0, math.inf, -math.inf, 0.0, 3.0, 0.5]))]
+        if name == "norm_dim":
+            x = self.pick()
+            p = jf(r.choice([2.0, 1.0, math.inf, -math.inf, 0.0, 3.0]))
+            return [x, p, self.dims(x) if r.random() < 0.8 else None, r.random() < 0.4]
+        if name in ("mm", "bmm", "mv", "dot", "outer", "matmul"):
+            nd = {"mm": (2, 2), "bmm": (3, 3), "mv": (2, 1), "dot": (1, 1), "outer": (1, 1)}.get(name)
+            if nd is None:
+                nd = (r.randint(1, 4), r.randint(1, 4))
+            dt = self.rand_dtype() if r.random() < 0.8 else None
+            sa = [r.randint(0, 4) for _ in range(nd[0])]
+            x = self.new_input(dt, sa)
+            if name == "outer":
+                sb = [r.randint(0, 4)]
+            else:
+                sb = [r.randint(1, 3) for _ in range(nd[1])]
+                if r.random() < 0.9:
+                    sb[-2 if nd[1] >= 2 else -1] = sa[-1]
+                if nd[0] >= 3 and nd[1] >= 3 and r.random() < 0.8:
+                    sb[:-2] = sa[:-2][-(nd[1] - 2):] if nd[1] - 2 <= nd[0] - 2 else sb[:-2]
+            y = self.new_input(dt if r.random() < 0.9 else None, sb)
+            return [x, y]
+        if name in ("view", "reshape"):
+            x = self.pick()
+            n = self.t(x).numel()
+            shape = self.factor(n)
+            if shape and r.random() < 0.3:
+                shape[r.randrange(len(shape))] = -1
+            return [x, shape]
+        if name == "permute":
+            x = self.pick()
+            p = list(range(self.t(x).dim()))
+            r.shuffle(p)
+            return [x, [q - len(p) if r.random() < 0.3 else q for q in p]]
+        if name == "transpose":
+            x = self.pick()
+            return [x, self.dim(x), self.dim(x)]
+        if name == "expand":
+            x = self.pick()
+            sh = list(self.t(x).shape)
+            new = [r.randint(1, 3) if s == 1 else (-1 if r.random() < 0.3 else s) for s in sh]
+            if r.random() < 0.3:
+                new = [r.randint(0, 3)] + new
+            return [x, new]
+        if name == "narrow":
+            x = self.pick()
+            d = self.dim(x)
+            size = self.t(x).shape[d] if -self.t(x).dim() <= d < max(self.t(x).dim(), 1) and self.t(x).dim() else 1
+            start = r.randint(-size, size)
+            return [x, d, start, r.randint(0, max(size - (start % max(size, 1)), 0))]
+        if name == "slice":
+            x = self.pick(lambda t: t.dim() > 0)
+            d = self.dim(x)
+            return [x, d, r.choice([None, 0, 1, -1, -2, 3]), r.choice([None, 2, -1, 5, 100]), r.choice([1, 1, 2, 3])]
+        if name == "select":
+            x = self.pick(lambda t: t.dim() > 0)
+            d = self.dim(x)
+            size = self.t(x).shape[d] if -self.t(x).dim() <= d < self.t(x).dim() else 1
+            return [x, d, r.randint(-size, size)]
+        if name == "squeeze_dims":
+            x = self.pick()
+            return [x, self.dims(x)]
+        if name == "flatten":
+            x = self.pick()
+            a, b = self.dim(x), self.dim(x)
+            return [x, a, b]
+        if name == "unflatten":
+            x = self.pick(lambda t: t.dim() > 0)
+            d = self.dim(x)
+            size = self.t(x).shape[d] if -self.t(x).dim() <= d < self.t(x).dim() else 1
+            sizes = self.factor(size, 2)
+            if sizes and r.random() < 0.3:
+                sizes[0] = -1
+            return [x, d, sizes]
+        if name in ("split", "chunk"):
+            x = self.pick(lambda t: t.dim() > 0)
+            return [x, r.randint(1, 3) if r.random() < 0.97 else 0, self.dim(x)]
+        if name in ("gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_value"):
+            if name.endswith("_"):
+                x = self.pick(lambda t: not (t.is_leaf and t.requires_grad), fresh=0.2)
+            else:
+                x = self.pick()
+            d = self.dim(x, 0.02)
+            xs = list(self.t(x).shape)
+            nd = len(xs)
+            size = xs[d] if -nd <= d < nd else 1
+            ish = [r.randint(0, s) for s in xs] if r.random() < 0.9 else self.rand_shape()
+            if name == "gather" and r.random() < 0.5 and -nd <= d < nd:
+                ish[d] = r.randint(0, 5)
+            idx = self.index_input(size, ish)
+            if name == "gather":
+                return [x, d, idx]
+            if name == "scatter_value":
+                return [x, d, idx, self.scalar()]
+            src_shape = [s + (1 if r.random() < 0.3 else 0) for s in ish]
+            src = self.new_input(DNAME[self.t(x).dtype] if r.random() < 0.9 else None, src_shape, views=False)
+            return [x, d, idx, src]
+        if name == "index_select":
+            x = self.pick()
+            d = self.dim(x, 0.02)
+            nd = self.t(x).dim()
+            size = self.t(x).shape[d] if -nd <= d < nd and nd else 1
+            return [x, d, self.index_input(size, [r.randint(0, 4)] if r.random() < 0.9 else [])]
+        if name == "index":
+            x = self.pick(lambda t: t.dim() > 0)
+            xs = list(self.t(x).shape)
+            k = r.randint(1, len(xs))
+            ish = [r.randint(0, 3) for _ in range(r.randint(0, 2))]
+            idx = []
+            for d in range(k):
+                if r.random() < 0.4:
+                    idx.append(None)
+                elif r.random() < 0.15:
+                    idx.append(self.new_input("bool", xs[d:d + 1], views=False, rg=False))
+                else:
+                    idx.append(self.index_input(xs[d], ish))
+            return [x, idx]
+        if name in ("tril", "triu"):
+            return [self.pick(), r.randint(-2, 2)]
+        if name == "one_hot":
+            x = self.index_input(4, self.rand_shape(3), 0.02)
+            return [x, r.choice([None, 4, 5, 2])]
+        if name in ("sort", "argsort"):
+            x = self.pick()
+            return [x, self.dim(x), r.random() < 0.5]
+        if name == "topk":
+            x = self.pick()
+            d = self.dim(x)
+            nd = self.t(x).dim()
+            size = (self.t(x).shape[d] if -nd <= d < nd else 1) if nd else 1
+            return [x, r.randint(0, size + (1 if r.random() < 0.05 else 0)), d, r.random() < 0.7]
+        if name in ("cat", "stack"):
+            x = self.pick()
+            xs = list(self.t(x).shape)
+            d = self.dim(x) if name == "cat" else r.randint(-len(xs) - 1, len(xs))
+            parts = [x]
+            for _ in range(r.randint(0, 2)):
+                sh = list(xs)
+                if name == "cat" and -len(xs) <= d < len(xs) and r.random() < 0.7:
+                    sh[d] = r.randint(0, 3)
+                if r.random() < 0.05:
+                    sh = [0]
+                parts.append(self.new_input(DNAME[self.t(x).dtype] if r.random() < 0.6 else None, sh))
+            return [parts, d]
+        if name == "to":
+            return [self.pick(), self.rand_dtype()]
+        if name == "fill_":
+            return [self.pick(lambda t: not (t.is_leaf and t.requires_grad), fresh=0.2), self.scalar()]
+        if name == "copy_":
+            x = self.pick(lambda t: not (t.is_leaf and t.requires_grad), fresh=0.2)
+            return [x, self.like(x)]
+        if name == "full_like":
+            return [self.pick(), self.scalar()]
+        return None
+
+    def factor(self, n, parts=None):
+        r = self.rng
+        k = parts if parts is not None else r.randint(0, 3)
+        if n == 0:
+            return [0] + [r.randint(1, 3) for _ in range(max(k - 1, 0))] if k else [0]
+        out = []
+        for _ in range(max(k - 1, 0)):
+            divs = [d for d in range(1, n + 1) if n % d == 0]
+            d = r.choice(divs)
+            out.append(d)
+            n //= d
+        out.append(n)
+        if k == 0 and n == 1:
+            return []
+        return out
+
+
+ALL_OPS = (list(UNARY) + UNARY_INPLACE + list(NOARG) + BINARY + BINARY_INPLACE + list(RLHS) + [
+    "softplus", "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "clamp_min", "clamp_max", "scalar_pow",
+    "sum_dim", "sum_dtype", "prod_dim", "amax", "amin", "all_dim", "any_dim", "mean_dim", "max_dim", "min_dim",
+    "argmax", "argmin", "cumsum", "cumprod", "var", "std", "var_dim", "std_dim", "logsumexp", "norm", "norm_dim",
+    "softmax", "log_softmax", "mm", "bmm", "mv", "dot", "outer", "matmul", "view", "reshape", "permute",
+    "transpose", "expand", "narrow", "slice", "select", "squeeze_dim", "squeeze_dims", "unsqueeze", "flatten",
+    "unflatten", "split", "chunk", "unbind", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
+    "scatter_value", "index_select", "index", "tril", "triu", "one_hot", "sort", "argsort", "topk", "cat",
+    "stack", "to", "fill_", "copy_", "full_like"])
+
+
+def generate(seed, i, ops):
+    rng = random.Random("%s:%d" % (seed, i))
+    g = Gen(rng, ops, "%s:%d" % (seed, i))
+    n_ops = rng.choice([1, 1, 2, 2, 3, 4])
+    for _ in range(n_ops):
+        name = rng.choice(ops)
+        args = None
+        for _ in range(3):
+            try:
+                args = g.gen_op(name)
+            except Exception:  # noqa: BLE001 - a generator slip: try another op
+                args = None
+            if args is not None:
+                break
+            name = rng.choice(ops)
+        if args is None:
+            continue
+        k = len(g.prog["ops"])
+        op = {"op": name, "args": args}
+        g.prog["ops"].append(op)
+        outs = g.run.step(op, k)
+        if outs is None:
+            break
+        g.outs.extend("r%d.%d" % (k, j) for j in range(len(outs)))
+    if g.grad and g.run.status is None and g.prog["ops"]:
+        k = len(g.prog["ops"]) - 1
+        last = g.run.env.get("r%d.0" % k)
+        if last is not None and last.requires_grad and last.is_floating_point():
+            g.prog["backward"] = "r%d.0" % k
+    return g.prog, g.run.result(g.prog.get("backward"))
+
+
+# ---------------------------------------------------------------- the evaluator process
+
+
+def evaluator_path():
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return os.path.join(target, "release", "ferrotorch-fuzz-eval")
+
+
+class Evaluator:
+    """The ferrotorch side: one long-lived process, restarted after a crash."""
+
+    def __init__(self, path, timeout=20.0):
+        self.path, self.timeout, self.proc = path, timeout, None
+        self.restarts = 0
+
+    def start(self):
+        env = dict(os.environ, RAYON_NUM_THREADS="1")
+        self.proc = subprocess.Popen([self.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, bufsize=0)
+        self.buf = b""
+
+    def kill(self):
+        if self.proc:
+            self.proc.kill()
+            try:
+                err = self.proc.communicate(timeout=5)[1].decode(errors="replace")
+            except Exception:  # noqa: BLE001
+                err = ""
+            self.proc = None
+            self.restarts += 1
+            return err[-2000:]
+        return ""
+
+    def ask(self, prog, expect):
+        """(response, None) or (None, (class, detail)) when the process died or hung."""
+        if self.proc is None:
+            self.start()
+        line = json.dumps({"program": prog, "expect": expect}, allow_nan=False) + "\n"
+        try:
+            self.proc.stdin.write(line.encode())
+        except BrokenPipeError:
+            return None, ("crash", self.kill())
+        deadline = time.time() + self.timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = deadline - time.time()
+            if left <= 0:
+                return None, ("hang", self.kill())
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    rc = self.proc.poll()
+                    return None, ("crash", "exit %s: %s" % (rc, self.kill()))
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line), None
+
+
+def check(ev, prog, expect):
+    """Findings (list of dicts) of one program, and the response."""
+    resp, dead = ev.ask(prog, expect)
+    if dead:
+        return [{"class": dead[0], "op": prog["ops"][-1]["op"] if prog["ops"] else "input",
+                 "detail": dead[1]}], {"result": None}
+    return resp.get("findings", []), resp
+
+
+# ---------------------------------------------------------------- minimization
+
+
+def refs(v):
+    if isinstance(v, str):
+        return {v.split(".")[0]}
+    if isinstance(v, list):
+        return set().union(*[refs(x) for x in v]) if v else set()
+    return set()
+
+
+def minimize(ev, prog, key, budget=80):
+    """A smaller program with the same primary finding (class, op)."""
+    import copy
+
+    def same(p):
+        nonlocal budget
+        budget -= 1
+        e = run_torch(p)
+        fs, _ = check(ev, p, e)
+        return bool(fs) and (fs[0]["class"], fs[0]["op"]) == key
+
+    prog = copy.deepcopy(prog)
+    for k, op in enumerate(prog["ops"]):
+        op.setdefault("out", "r%d" % k)
+    changed = True
+    while changed and budget > 0:
+        changed = False
+        # drop an op whose outputs nothing uses
+        for k in range(len(prog["ops"]) - 1, -1, -1):
+            used = set()
+            for j, o in enumerate(prog["ops"]):
+                if j != k:
+                    used |= refs(o["args"])
+            if prog["ops"][k]["out"] in used:
+                continue
+            cand = copy.deepcopy(prog)
+            del cand["ops"][k]
+            if cand.get("backward", "").split(".")[0] == prog["ops"][k]["out"]:
+                cand.pop("backward")
+            if cand["ops"] and budget > 0 and same(cand):
+                prog, changed = cand, True
+                break
+        for k in range(len(prog["inputs"])):
+            spec = prog["inputs"][k]
+            for field in ("views", "rg"):
+                if field in spec and budget > 0:
+                    cand = copy.deepcopy(prog)
+                    cand["inputs"][k].pop(field)
+                    if field == "views":
+                        cand["inputs"][k]["shape"] = list(run_torch_input_shape(spec))
+                        cand["inputs"][k]["data"] = enc(make_input(spec)[1])["data"]
+                    if same(cand):
+                        prog, changed = cand, True
+        if "backward" in prog and budget > 0 and not key[0].startswith(("grad", "bwd")):
+            cand = copy.deepcopy(prog)
+            cand.pop("backward")
+            if same(cand):
+                prog, changed = cand, True
+    used = set()
+    for o in prog["ops"]:
+        used |= refs(o["args"])
+    prog["inputs"] = [s for s in prog["inputs"] if s["name"] in used]
+    return prog
+
+
+def run_torch_input_shape(spec):
+    return make_input(spec)[1].shape
+
+
+# ---------------------------------------------------------------- main
+
+
+def load_cases(which):
+    path = which if os.path.exists(which) else os.path.join(CASES, which + ".jsonl")
+    if not os.path.exists(path):
+        return path, []
+    with open(path) as f:
+        return path, [json.loads(line) for line in f if line.strip()]
+
+
+def replay(ev, which, promote):
+    path, cases = load_cases(which)
+    still, passing = [], []
+    for c in cases:
+        fs, _ = check(ev, c["program"], c["expect"])
+        (still if fs else passing).append(c)
+        status = "FAILS  " + fs[0]["class"] + ": " + fs[0]["detail"][:100] if fs else "passes"
+        print("%-10s %-14s %s" % (c["program"].get("id", "?"), c.get("op", "?"), status))
+    print("%s: %d cases, %d still differ, %d agree" % (path, len(cases), len(still), len(passing)))
+    if promote and passing and os.path.basename(path) == "open.jsonl":
+        with open(path, "w") as f:
+            for c in still:
+                f.write(json.dumps(c, allow_nan=False) + "\n")
+        with open(os.path.join(CASES, "fixed.jsonl"), "a") as f:
+            for c in passing:
+                f.write(json.dumps(c, allow_nan=False) + "\n")
+        print("moved %d agreeing cases to fixed.jsonl" % len(passing))
+    return 1 if (still and which != "open") else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", default="0")
+    ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--start", type=int, default=0, help="index of the first program")
+    ap.add_argument("--quick", action="store_true", help="300 programs")
+    ap.add_argument("--out", default=None, help="folder for findings.jsonl and summary.md")
+    ap.add_argument("--ops", default=None, help="comma-separated op names (default: all)")
+    ap.add_argument("--eval", default=None, help="path of ferrotorch-fuzz-eval")
+    ap.add_argument("--replay", default=None, help="open, fixed or a JSONL file of cases")
+    ap.add_argument("--promote", action="store_true", help="with --replay open: move agreeing cases to fixed")
+    ap.add_argument("--save-cases", action="store_true",
+                    help="minimize one program per new (op, class) and append it to fuzz/cases/open.jsonl")
+    ap.add_argument("--keep-passing", action="store_true",
+                    help="append one agreeing program per op not yet in fuzz/cases/fixed.jsonl")
+    ap.add_argument("--print-program", action="store_true", help="print the generated programs and exit")
+    args = ap.parse_args()
+    path = args.eval or evaluator_path()
+    if not os.path.exists(path):
+        sys.exit("%s missing: build it with `cargo build --release -p ferrotorch-fuzz`" % path)
+    ev = Evaluator(path)
+    if args.replay:
+        sys.exit(replay(ev, args.replay, args.promote))
+    ops = args.ops.split(",") if args.ops else ALL_OPS
+    bad = [o for o in ops if o not in ALL_OPS]
+    if bad:
+        sys.exit("unknown ops: " + ", ".join(bad))
+    count = 300 if args.quick else args.count
+    out = args.out or os.path.join(ROOT, "fuzz", "out", "seed-%s" % args.seed)
+    os.makedirs(out, exist_ok=True)
+    fin = open(os.path.join(out, "findings.jsonl"), "w")
+    summary = collections.Counter()
+    all_classes = collections.Counter()
+    per_op = collections.Counter()
+    grad_fns = collections.Counter()
+    first = {}
+    passing = {}
+    exact = close = n_find = driver_errors = 0
+    t0 = last = time.time()
+    for i in range(args.start, args.start + count):
+        try:
+            prog, expect = generate(args.seed, i, ops)
+        except Exception as e:  # noqa: BLE001 - a driver bug must not end a long run
+            print("driver error in program %s:%d: %r" % (args.seed, i, e), flush=True)
+            driver_errors += 1
+            continue
+        if args.print_program:
+            print(json.dumps({"program": prog, "expect": expect}))
+            continue
+        fs, resp = check(ev, prog, expect)
+        exact += resp.get("exact", 0)
+        close += resp.get("close", 0)
+        for o in prog["ops"]:
+            per_op[o["op"]] += 1
+        if fs:
+            n_find += 1
+            key = (fs[0]["class"], fs[0]["op"])
+            summary[key] += 1
+            for f in fs:
+                all_classes[f["class"]] += 1
+                if f["class"] == "grad_fn":
+                    grad_fns[(f["op"], f["detail"].split("grad_fn ", 1)[-1])] += 1
+            first.setdefault(key, (prog, expect))
+            fin.write(json.dumps({"id": prog["id"], "class": key[0], "op": key[1], "findings": fs,
+                                  "program": prog, "torch": expect, "ours": resp.get("result")},
+                                 allow_nan=False) + "\n")
+        elif prog["ops"] and len(prog["ops"]) == 1:
+            passing.setdefault(prog["ops"][0]["op"], (prog, expect))
+        done = i - args.start + 1
+        if time.time() - last > 10 or done == count:
+            last = time.time()
+            print("%d/%d programs, %.0f/s, %d differing, %d evaluator restarts" %
+                  (done, count, done / (last - t0), n_find, ev.restarts), flush=True)
+    fin.close()
+    if args.print_program:
+        return
+    elapsed = time.time() - t0
+    lines = ["# Fuzz summary: seed %s, programs %d..%d" % (args.seed, args.start, args.start + count - 1), "",
+             "%d programs in %.0f s (%.0f/s); %d differ from PyTorch; evaluator restarts: %d; driver errors: %d." %
+             (count, elapsed, count / max(elapsed, 1e-9), n_find, ev.restarts, driver_errors),
+             "Float results compared: %d bitwise identical, %d within tolerance only." % (exact, close), "",
+             "| op | class | programs |", "|---|---|---|"]
+    for (cls, op), n in sorted(summary.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append("| %s | %s | %d |" % (op, cls, n))
+    lines += ["", "All findings by class: " + ", ".join("%s %d" % kv for kv in all_classes.most_common())]
+    lines += ["", "grad_fn names that differ (op: torch vs ours, findings):", ""]
+    lines += ["- %s: %s (%d)" % (op, d, n) for (op, d), n in sorted(grad_fns.items(), key=lambda kv: -kv[1])]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(text)
+    if args.save_cases:
+        _, open_cases = load_cases("open")
+        known = {(c["class"], c["op"]) for c in open_cases}
+        os.makedirs(CASES, exist_ok=True)
+        with open(os.path.join(CASES, "open.jsonl"), "a") as f:
+            for key, (prog, _) in sorted(first.items()):
+                if key in known or key[0] in ("crash", "hang"):
+                    continue
+                small = minimize(ev, prog, key)
+                exp = run_torch(small)
+                fs, _ = check(ev, small, exp)
+                if not fs:
+                    continue
+                f.write(json.dumps({"class": fs[0]["class"], "op": fs[0]["op"], "detail": fs[0]["detail"],
+                                    "program": small, "expect": exp}, allow_nan=False) + "\n")
+                print("saved open case", key)
+    if args.keep_passing:
+        _, fixed = load_cases("fixed")
+        have = {c["op"] for c in fixed}
+        with open(os.path.join(CASES, "fixed.jsonl"), "a") as f:
+            for op, (prog, exp) in sorted(passing.items()):
+                if op not in have:
+                    f.write(json.dumps({"class": "agree", "op": op, "program": prog, "expect": exp},
+                                       allow_nan=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()
