@@ -238,3 +238,43 @@ fn node_names_match_pytorch() -> Result<()> {
     }
     Ok(())
 }
+
+/// `torch.topk(torch.tensor(0.24, dtype=torch.float64), 0)` gives the element
+/// and index 0 (the output was once left unwritten here).
+#[test]
+fn topk_of_a_scalar() -> Result<()> {
+    for k in [0, 1] {
+        let (v, i) = Tensor::scalar(0.24f64).topk(k, 0, true)?;
+        assert_eq!((v.shape(), i.shape()), (&[][..], &[][..]));
+        assert_eq!((v.item::<f64>()?, i.item::<i64>()?), (0.24, 0));
+    }
+    assert!(Tensor::scalar(0.24f64).topk(2, 0, true).is_err());
+    Ok(())
+}
+
+/// f32 variances and norms accumulate in f64, as PyTorch's CPU kernels do.
+#[test]
+fn f32_norms_and_variances_accumulate_in_f64() -> Result<()> {
+    let x = Tensor::from_slice(&[3e38f32, 0.0]);
+    assert_eq!(x.norm_dim(3.0, None, false)?.item::<f32>()?, 3e38);
+    assert_eq!(x.norm(2.0)?.item::<f32>()?, 3e38);
+    let s = Tensor::from_slice(&[-3e38f32, 0.0]).std(1.0)?.item::<f32>()?;
+    assert!((s - 2.1213203e38).abs() < 1e32, "{s}");
+    Ok(())
+}
+
+/// A gradient computed in another dtype arrives in the input's dtype
+/// (PyTorch's validate_outputs): `a = f16; b = f32 leaf; a.mul_(b)` gives
+/// `b.grad` in float32.
+#[test]
+fn gradients_arrive_in_the_inputs_dtype() -> Result<()> {
+    let a = Tensor::from_slice(&[1.5f32, 2.0]).to_dtype(DType::F16)?;
+    let b = leaf(&[3.0, 4.0], &[2])?;
+    a.mul_(&b)?;
+    assert_eq!(a.dtype(), DType::F16);
+    a.sum()?.backward()?;
+    let g = b.grad().expect("b's gradient");
+    assert_eq!(g.dtype(), DType::F32);
+    assert_eq!(g.to_vec::<f32>()?, [1.5, 2.0]);
+    Ok(())
+}

@@ -262,7 +262,8 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
             if !task.retain_graph {
                 node.backward_fn().release();
             }
-            check_outputs(node, &out)?;
+            let mut out = out;
+            validate_outputs(node, &mut out)?;
             out
         } else {
             Vec::new()
@@ -285,8 +286,11 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
     Ok(captured)
 }
 
-/// Validates the gradients a node returned against its inputs.
-fn check_outputs(node: &Arc<Node>, out: &[Option<Tensor>]) -> Result<()> {
+/// Validates the gradients a node returned against its inputs (PyTorch's
+/// `validate_outputs`): their number and shapes must match, a gradient in
+/// another floating dtype is cast to the input's (an f32 gradient of an f16
+/// input arrives as f16), one on another device is an error.
+fn validate_outputs(node: &Arc<Node>, out: &mut [Option<Tensor>]) -> Result<()> {
     if out.len() != node.next_edges().len() {
         return Err(Error::invalid(
             "backward",
@@ -298,8 +302,24 @@ fn check_outputs(node: &Arc<Node>, out: &[Option<Tensor>]) -> Result<()> {
             ),
         ));
     }
-    for (i, g) in out.iter().enumerate() {
-        let Some(g) = g else { continue };
+    for (i, slot) in out.iter_mut().enumerate() {
+        let Some(g) = slot else { continue };
+        if let Some((dtype, device)) = node.backward_fn().input_dtype_device(i) {
+            if g.device() != device {
+                return Err(Error::invalid(
+                    "backward",
+                    format!(
+                        "function {} returned a gradient on {} for an input on {device} at index {i}",
+                        node.name(),
+                        g.device()
+                    ),
+                ));
+            }
+            if g.dtype() != dtype && dtype.is_floating_point() {
+                *g = g.to_dtype(dtype)?;
+            }
+        }
+        let g = &*g;
         if let Some(s) = node.backward_fn().input_shape(i)
             && !crate::layout::same_dims(g.shape(), s)
         {

@@ -247,6 +247,10 @@ impl Backward for OpBackward {
         self.meta.get(i).map(|m| m.shape.as_slice())
     }
 
+    fn input_dtype_device(&self, i: usize) -> Option<(DType, Device)> {
+        self.meta.get(i).map(|m| (m.dtype, m.device))
+    }
+
     fn recycle(mut self: Box<Self>) {
         // Free everything it holds now (saved tensors may release more of
         // the graph; nothing is borrowed here), keep the box.

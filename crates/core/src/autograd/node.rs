@@ -42,6 +42,14 @@ pub trait Backward: Send + Sync {
         let _ = i;
         None
     }
+
+    /// Dtype and device of input `i`: a gradient returned in another dtype
+    /// is cast to it, one on another device is an error (PyTorch's
+    /// `validate_outputs`); `None`: not checked.
+    fn input_dtype_device(&self, i: usize) -> Option<(crate::DType, crate::Device)> {
+        let _ = i;
+        None
+    }
 }
 
 /// A node's edges, inline for the common one- and two-input operators.

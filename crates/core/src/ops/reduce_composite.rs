@@ -3,9 +3,9 @@
 //! CompositeExplicitAutograd ops): `mean`, `var` / `std`,
 //! `linalg_vector_norm` and `logsumexp`. The forward runs below autograd in
 //! the `AnyBackend` slot, so every backend with the pieces runs them; f16
-//! and bf16 inputs are computed in f32 and rounded once, as PyTorch's CPU
-//! kernels accumulate them (a half sum of squares overflows long before the
-//! norm does). The backward formulas are PyTorch's, masks at singular
+//! and bf16 inputs are computed in f32 (and f32 variances and norms in f64)
+//! and rounded once, as PyTorch's CPU kernels accumulate them (a half sum of
+//! squares overflows long before the norm does). The backward formulas are PyTorch's, masks at singular
 //! points included (the norm at zero, the std of a constant row).
 
 use crate::autograd::{BackwardCtx, Saves};
@@ -258,15 +258,23 @@ impl Op for CompositeReduce {
     }
 }
 
-/// The forward of every composite reduction: half-precision inputs in f32,
-/// rounded once at the end.
+/// The forward of every composite reduction, in PyTorch's CPU accumulation
+/// type, rounded once at the end: f32 for half-precision inputs, and f64
+/// for f32 variances and norms (PyTorch's `acc_type<float>` on the CPU,
+/// whose squares of 1e20 do not overflow).
 fn composite_kernel(call: &Call) -> Result<Tensors> {
     let op: &CompositeReduce = downcast_op(call.op)?;
     let x = call.inputs[0];
-    let r = if matches!(x.dtype(), DType::F16 | DType::BF16) {
-        op.compute(&x.to_dtype(DType::F32)?)?.to_dtype(x.dtype())?
-    } else {
-        op.compute(x)?
+    let wide = match (x.dtype(), op.kind) {
+        (DType::F16 | DType::BF16, _) => Some(DType::F32),
+        (DType::F32, CompositeKind::Var { .. } | CompositeKind::Std { .. } | CompositeKind::Norm { .. }) => {
+            Some(DType::F64)
+        }
+        _ => None,
+    };
+    let r = match wide {
+        Some(dt) => op.compute(&x.to_dtype(dt)?)?.to_dtype(x.dtype())?,
+        None => op.compute(x)?,
     };
     Ok(smallvec::smallvec![r])
 }
