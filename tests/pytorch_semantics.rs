@@ -278,3 +278,20 @@ fn gradients_arrive_in_the_inputs_dtype() -> Result<()> {
     assert_eq!(g.to_vec::<f32>()?, [1.5, 2.0]);
     Ok(())
 }
+
+/// The 0-d tensors that wrap Python-style scalars are cached per thread and
+/// shared by every `x * 2.0`: nothing may write into them, or every later
+/// product would change. Gradients of `x * 2.0` reach them as broadcast
+/// views; accumulating into those must copy.
+#[test]
+fn cached_scalars_cannot_be_written() -> Result<()> {
+    let x = leaf(&[1.0, 2.0], &[2])?;
+    for _ in 0..3 {
+        let y = x.mul(2.0)?;
+        let z = x.mul(2.0)?.mul(2.0)?;
+        y.add(&z)?.sum()?.backward()?;
+    }
+    assert_eq!(grad_of(&x), [18.0, 18.0]);
+    assert_eq!(x.detach().mul(2.0)?.to_vec::<f32>()?, [2.0, 4.0]);
+    Ok(())
+}

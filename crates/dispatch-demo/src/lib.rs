@@ -14,7 +14,7 @@
 //! normal dispatcher.
 
 use std::any::Any;
-use std::sync::Once;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrotorch_core::autograd::{BackwardCtx, Saves};
@@ -220,12 +220,12 @@ fn cpu_scaled_square(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Re
     outputs[0].copy_(&y).map(|_| ())
 }
 
-/// Registers the custom operator's kernels and the toy backend (idempotent).
+/// Registers the custom operator's kernels and the toy backend (idempotent:
+/// later calls return the first call's result, an error included).
 pub fn register() -> Result<()> {
-    static ONCE: Once = Once::new();
-    let mut result = Ok(());
-    ONCE.call_once(|| {
-        result = (|| {
+    static RESULT: OnceLock<Result<()>> = OnceLock::new();
+    RESULT
+        .get_or_init(|| {
             register_backend(DispatchKey::PrivateUse1, &ToyBackend)?;
             let pu = Slot::Key(DispatchKey::PrivateUse1);
             SCALED_SQUARE.register(Slot::Key(DispatchKey::Cpu), Kernel::Structured(cpu_scaled_square))?;
@@ -239,7 +239,6 @@ pub fn register() -> Result<()> {
             ferrotorch_core::ops::copy::FILL.register(pu, Kernel::Structured(toy_fill))?;
             ferrotorch_core::ops::copy::TO_COPY.register(pu, Kernel::Structured(toy_copy))?;
             Ok(())
-        })();
-    });
-    result
+        })
+        .clone()
 }

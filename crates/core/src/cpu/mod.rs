@@ -28,7 +28,7 @@ use crate::ops::{
 };
 
 fn structured(entry: &'static OpEntry, f: StructuredFn) -> Result<()> {
-    entry.register(Slot::Key(DispatchKey::Cpu), Kernel::Structured(f))
+    entry.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Structured(f))
 }
 
 /// Registers every CPU kernel.
@@ -72,7 +72,7 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&idx::SCATTER_ADD, index::scatter_kernel)?;
     structured(&idx::INDEX_SELECT, index::index_select_kernel)?;
     structured(&idx::INDEX, index::index_tensors_kernel)?;
-    idx::NONZERO.register(Slot::Key(DispatchKey::Cpu), Kernel::Functional(index::nonzero_kernel))?;
+    idx::NONZERO.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Functional(index::nonzero_kernel))?;
     structured(&srt::SORT, sort::sort_kernel)?;
     structured(&srt::TOPK, sort::topk_kernel)?;
     structured(&fac::ARANGE, factory::arange_kernel)?;

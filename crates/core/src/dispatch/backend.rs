@@ -39,7 +39,17 @@ static BACKENDS: [OnceLock<&'static dyn Backend>; NUM_BACKENDS] = [const { OnceL
 /// Registers the backend of a device type. `key` must be a backend key; each
 /// key takes one backend. For `PrivateUse1`, the backend's name becomes the
 /// device type's name (`Device::PrivateUse1(0)` prints as `name:0`).
+///
+/// The built-in backends (CPU, meta) are registered first, whenever this is
+/// called, so registering one of their keys is an [`Error::Registration`]
+/// rather than a failure of start-up registration later.
 pub fn register_backend(key: DispatchKey, backend: &'static dyn Backend) -> Result<()> {
+    super::ensure_init();
+    register_backend_builtin(key, backend)
+}
+
+/// [`register_backend`] during start-up registration.
+pub(crate) fn register_backend_builtin(key: DispatchKey, backend: &'static dyn Backend) -> Result<()> {
     if !key.is_backend() {
         return Err(Error::Registration {
             what: format!("backend {}", backend.name()),

@@ -36,12 +36,16 @@ static INIT: Once = Once::new();
 #[inline]
 pub(crate) fn ensure_init() {
     INIT.call_once(|| {
-        register_backend(DispatchKey::Cpu, &backend::CpuBackend).expect("cpu backend registered twice");
-        register_backend(DispatchKey::Meta, &backend::MetaBackend).expect("meta backend registered twice");
-        crate::cpu::register_kernels().expect("registering the CPU kernels failed");
-        crate::ops::register_composites().expect("registering the composite kernels failed");
-        register_fallback(DispatchKey::Autograd, crate::autograd::layer::autograd_layer)
-            .expect("registering the autograd layer failed");
+        // Nothing else can register before these (every public registration
+        // function waits for this first), so none of them can fail.
+        backend::register_backend_builtin(DispatchKey::Cpu, &backend::CpuBackend)
+            .expect("the CPU backend is registered first");
+        backend::register_backend_builtin(DispatchKey::Meta, &backend::MetaBackend)
+            .expect("the meta backend is registered first");
+        crate::cpu::register_kernels().expect("the CPU kernels are registered first");
+        crate::ops::register_composites().expect("the composite kernels are registered first");
+        register_fallback_builtin(DispatchKey::Autograd, crate::autograd::layer::autograd_layer)
+            .expect("the autograd layer is registered first");
     });
 }
 
@@ -49,7 +53,14 @@ static FALLBACKS: [OnceLock<LayerFn>; NUM_KEYS] = [const { OnceLock::new() }; NU
 
 /// Registers the kernel a layer key runs for operators without a kernel of
 /// their own at that key (PyTorch's boxed fallback; e.g. the profiler).
+/// Built-in fallbacks (autograd) are registered first, whenever this is
+/// called.
 pub fn register_fallback(key: DispatchKey, f: LayerFn) -> Result<()> {
+    ensure_init();
+    register_fallback_builtin(key, f)
+}
+
+fn register_fallback_builtin(key: DispatchKey, f: LayerFn) -> Result<()> {
     if key.is_backend() {
         return Err(Error::Registration {
             what: format!("fallback for {key}"),
@@ -165,6 +176,14 @@ pub fn call_device(call: &Call) -> Result<Device> {
 /// Runs a call: computes its key set and runs the highest key's kernel.
 pub fn dispatch(call: &Call) -> Result<Tensors> {
     ensure_init();
+    if let Some(out) = call.out
+        && out.iter().any(|o| o.storage().is_read_only())
+    {
+        return Err(Error::invalid(
+            call.op.entry().name(),
+            "cannot write in place into a shared cached constant (a wrapped scalar); clone() it first",
+        ));
+    }
     let device = call_device(call)?;
     let mut keys = DispatchKeySet::of(DispatchKey::for_device(device));
     for t in call.inputs.iter().chain(call.out.unwrap_or(&[])) {

@@ -203,6 +203,8 @@ pub struct OpEntry {
     name: &'static str,
     differentiable: bool,
     slots: [OnceLock<Kernel>; NUM_SLOTS],
+    /// Kernels registered over a built-in one (looked up first).
+    overrides: [OnceLock<Kernel>; NUM_SLOTS],
     listed: OnceLock<()>,
 }
 
@@ -216,6 +218,7 @@ impl OpEntry {
             name,
             differentiable: false,
             slots: [const { OnceLock::new() }; NUM_SLOTS],
+            overrides: [const { OnceLock::new() }; NUM_SLOTS],
             listed: OnceLock::new(),
         }
     }
@@ -227,6 +230,7 @@ impl OpEntry {
             name,
             differentiable: true,
             slots: [const { OnceLock::new() }; NUM_SLOTS],
+            overrides: [const { OnceLock::new() }; NUM_SLOTS],
             listed: OnceLock::new(),
         }
     }
@@ -241,27 +245,55 @@ impl OpEntry {
         self.name
     }
 
-    /// Adds a kernel. Each slot takes one kernel; registering a second one is
-    /// an error (as PyTorch's `TORCH_LIBRARY_IMPL` twice for one key).
+    /// Adds a kernel. The built-in kernels are registered first (whenever
+    /// this is called), so an out-of-tree crate may replace a built-in
+    /// kernel: the new one wins and a warning is printed, as `torch.library`
+    /// does. A slot takes one kernel of its own and one replacement;
+    /// registering more is an [`Error::Registration`].
     pub fn register(&'static self, slot: Slot, kernel: Kernel) -> Result<()> {
+        super::ensure_init();
+        self.register_impl(slot, kernel, false)
+    }
+
+    /// Registers a built-in kernel (during start-up registration, which
+    /// `register` would wait for).
+    pub(crate) fn register_builtin(&'static self, slot: Slot, kernel: Kernel) -> Result<()> {
+        self.register_impl(slot, kernel, true)
+    }
+
+    fn register_impl(&'static self, slot: Slot, kernel: Kernel, builtin: bool) -> Result<()> {
+        let what = || format!("{} at {slot:?}", self.name);
         if matches!(kernel, Kernel::Layer(_)) != matches!(slot, Slot::Key(k) if !k.is_backend()) {
             return Err(Error::Registration {
-                what: format!("{} at {slot:?}", self.name),
+                what: what(),
                 detail: "layer kernels go to layer keys, compute kernels to backend keys".into(),
             });
         }
-        self.slots[slot.index()].set(kernel).map_err(|_| Error::Registration {
-            what: format!("{} at {slot:?}", self.name),
-            detail: "a kernel is already registered there".into(),
-        })?;
-        self.listed.get_or_init(|| REGISTRY.lock().unwrap().push(self));
+        let i = slot.index();
+        if self.slots[i].set(kernel).is_err() {
+            if builtin || self.overrides[i].set(kernel).is_err() {
+                return Err(Error::Registration {
+                    what: what(),
+                    detail: "a kernel is already registered there".into(),
+                });
+            }
+            eprintln!(
+                "ferrotorch warning: overriding a previously registered kernel for the same operator and the same \
+                 dispatch key: {}",
+                what()
+            );
+        }
+        self.listed
+            .get_or_init(|| REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).push(self));
         Ok(())
     }
 
-    /// The kernel in `slot`, if registered.
+    /// The kernel in `slot`, if registered (a replacement before the
+    /// built-in one).
     #[inline]
     pub fn kernel(&self, slot: Slot) -> Option<Kernel> {
-        self.slots[slot.index()].get().copied()
+        let i = slot.index();
+        self.overrides[i].get().or_else(|| self.slots[i].get()).copied()
     }
 
     /// Whether any kernel is registered for `slot`.
@@ -279,5 +311,5 @@ impl fmt::Debug for OpEntry {
 /// Every operator that has at least one kernel registered, in registration order.
 pub fn registered_ops() -> Vec<&'static OpEntry> {
     super::ensure_init();
-    REGISTRY.lock().unwrap().clone()
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }

@@ -202,7 +202,7 @@ pub(crate) fn register() -> Result<()> {
         &COS_BACKWARD,
         &SQUARE_BACKWARD,
     ] {
-        e.register(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
+        e.register_builtin(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
     }
     Ok(())
 }

@@ -165,7 +165,7 @@ fn composite_kernel(call: &Call) -> Result<Tensors> {
 
 pub(crate) fn register() -> Result<()> {
     for e in [&MASKED_FILL, &TRIL, &TRIU, &DOT, &MV, &STACK] {
-        e.register(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
+        e.register_builtin(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
     }
     Ok(())
 }

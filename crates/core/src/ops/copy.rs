@@ -145,7 +145,7 @@ fn to_device_kernel(call: &Call) -> Result<Tensors> {
 }
 
 pub(crate) fn register() -> Result<()> {
-    TO_DEVICE.register(Slot::AnyBackend, Kernel::Functional(to_device_kernel))
+    TO_DEVICE.register_builtin(Slot::AnyBackend, Kernel::Functional(to_device_kernel))
 }
 
 /// Writes `src` (broadcast to `dst`'s shape, cast to its dtype, moved to its

@@ -98,7 +98,7 @@ fn cat_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()
 }
 
 pub(crate) fn register() -> Result<()> {
-    CAT.register(Slot::AnyBackend, Kernel::Structured(cat_kernel))
+    CAT.register_builtin(Slot::AnyBackend, Kernel::Structured(cat_kernel))
 }
 
 impl Tensor {

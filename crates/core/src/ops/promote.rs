@@ -101,7 +101,8 @@ fn wrapped_scalar(value: Scalar, dtype: DType) -> Tensor {
             match &cache[slot] {
                 Some((s, d, t)) if *d == dtype && same(s) => t.clone(),
                 _ => {
-                    let t = Tensor::scalar_tensor(value, dtype);
+                    // Shared by every later use: in-place writes are refused.
+                    let t = Tensor::scalar_tensor(value, dtype).into_read_only();
                     cache[slot] = Some((value, dtype, t.clone()));
                     t
                 }
@@ -164,5 +165,25 @@ mod tests {
         assert_eq!(result_type(&[t(&i32t), t(&f64z)]), DType::F64);
         assert_eq!(result_type(&[t(&b), s(Scalar::Int(2))]), DType::I64);
         assert_eq!(result_type(&[t(&b), t(&b)]), DType::Bool);
+    }
+}
+
+#[cfg(test)]
+mod read_only_tests {
+    use super::*;
+
+    /// A write into a cached wrapped scalar is refused, and the cache keeps its value.
+    #[test]
+    fn cached_scalars_are_read_only() {
+        let two = Operand::Scalar(Scalar::Float(2.0)).to_input(DType::F32).unwrap();
+        assert!(two.storage().is_read_only());
+        let e = two.fill_(3.0).unwrap_err().to_string();
+        assert!(e.contains("shared cached constant"), "{e}");
+        assert!(two.add_(1.0).is_err());
+        assert!(two.expand(&[3]).unwrap().mul_(0.0).is_err());
+        let again = Operand::Scalar(Scalar::Float(2.0)).to_input(DType::F32).unwrap();
+        assert_eq!(again.item::<f32>().unwrap(), 2.0);
+        let x = Tensor::from_slice(&[1.0f32, 2.0]);
+        assert_eq!(x.mul(2.0).unwrap().to_vec::<f32>().unwrap(), [2.0, 4.0]);
     }
 }

@@ -281,7 +281,7 @@ fn composite_kernel(call: &Call) -> Result<Tensors> {
 
 pub(crate) fn register() -> Result<()> {
     for e in [&MEAN, &VAR, &STD, &VECTOR_NORM, &LOGSUMEXP] {
-        e.register(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
+        e.register_builtin(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
     }
     Ok(())
 }

@@ -309,7 +309,7 @@ fn threshold_backward_kernel(call: &crate::dispatch::Call) -> Result<crate::disp
 }
 
 pub(crate) fn register() -> Result<()> {
-    THRESHOLD_BACKWARD.register(
+    THRESHOLD_BACKWARD.register_builtin(
         crate::dispatch::Slot::AnyBackend,
         crate::dispatch::Kernel::Functional(threshold_backward_kernel),
     )

@@ -373,9 +373,9 @@ fn view_kernel(call: &Call) -> Result<Tensors> {
 
 pub(crate) fn register() -> Result<()> {
     for e in VIEW_ENTRIES {
-        e.register(Slot::AnyBackend, Kernel::Functional(view_kernel))?;
+        e.register_builtin(Slot::AnyBackend, Kernel::Functional(view_kernel))?;
     }
-    VIEW_SCATTER.register(Slot::AnyBackend, Kernel::Structured(view_scatter_kernel))
+    VIEW_SCATTER.register_builtin(Slot::AnyBackend, Kernel::Structured(view_scatter_kernel))
 }
 
 fn view_op(x: &Tensor, kind: ViewKind) -> Result<Tensor> {

@@ -81,6 +81,9 @@ struct StorageImpl {
     /// so a storage holds either bool tensors only (whose writes keep every
     /// byte 0 or 1) or no bool tensor at all.
     bool_typed: bool,
+    /// Whether in-place writes are refused (the per-thread cached scalars
+    /// that every `x * 2.0` shares).
+    read_only: bool,
     /// The version counter of every tensor on this storage.
     version: AtomicU64,
     data: RwLock<Buffer>,
@@ -132,6 +135,7 @@ impl Storage {
             device,
             nbytes,
             bool_typed,
+            read_only: false,
             version: AtomicU64::new(0),
             data: RwLock::new(buffer),
         }))
@@ -205,6 +209,21 @@ impl Storage {
             st.bool_typed = dtype == DType::Bool;
         }
         storage
+    }
+
+    /// `storage`, made by the caller a moment ago, with in-place writes
+    /// refused from now on.
+    pub(crate) fn read_only(mut storage: Storage) -> Storage {
+        if let Some(st) = unique_mut(&mut storage.0) {
+            st.read_only = true;
+        }
+        storage
+    }
+
+    /// Whether in-place writes to this storage are refused (shared cached
+    /// constants).
+    pub fn is_read_only(&self) -> bool {
+        self.0.read_only
     }
 
     /// Whether bool tensors live on this storage (bool and non-bool tensors
@@ -320,6 +339,7 @@ impl Storage {
         let buf = unsafe { CpuBuffer::uninit(nbytes)? };
         st.nbytes = nbytes;
         st.bool_typed = dtype == DType::Bool;
+        st.read_only = false;
         *st.version.get_mut() = 0;
         *st.data.get_mut().unwrap_or_else(|e| e.into_inner()) = Buffer::Cpu(buf);
         Ok(true)

@@ -357,6 +357,15 @@ impl Tensor {
         )))
     }
 
+    /// This fresh tensor with in-place writes to its storage refused from
+    /// now on (a no-op on a tensor whose storage is shared).
+    pub(crate) fn into_read_only(self) -> Tensor {
+        let Tensor(arc) = &self;
+        let (storage, layout, dtype) = (arc.storage.clone(), arc.layout.clone(), arc.dtype);
+        drop(self);
+        Tensor::from_fresh(Storage::read_only(storage), layout, dtype)
+    }
+
     /// Size of each dimension (`tensor.shape`).
     pub fn shape(&self) -> &[usize] {
         &self.0.layout.shape
