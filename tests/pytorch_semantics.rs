@@ -295,3 +295,28 @@ fn cached_scalars_cannot_be_written() -> Result<()> {
     assert_eq!(x.detach().mul(2.0)?.to_vec::<f32>()?, [2.0, 4.0]);
     Ok(())
 }
+
+/// Integer division at the edge of i64: PyTorch returns i64::MIN for
+/// `tensor([-2**63]) // -1` (its trunc division and `%` of these operands
+/// crash with SIGFPE; here they wrap). Once a panic here.
+#[test]
+fn integer_division_of_the_minimum_by_minus_one() -> Result<()> {
+    use ferrotorch::Rounding;
+    let x = Tensor::from_slice(&[i64::MIN, 1, -5]);
+    assert_eq!(
+        x.div_rounding(-1i64, Rounding::Floor)?.to_vec::<i64>()?,
+        [i64::MIN, -1, 5]
+    );
+    assert_eq!(
+        x.div_rounding(-1i64, Rounding::Trunc)?.to_vec::<i64>()?,
+        [i64::MIN, -1, 5]
+    );
+    let y = Tensor::from_slice(&[i64::MIN, 7, -7]);
+    assert_eq!(
+        y.div_rounding(2i64, Rounding::Floor)?.to_vec::<i64>()?,
+        [i64::MIN / 2, 3, -4]
+    );
+    let z = Tensor::from_slice(&[i32::MIN]);
+    assert_eq!(z.div_rounding(-1i64, Rounding::Floor)?.to_vec::<i32>()?, [i32::MIN]);
+    Ok(())
+}

@@ -132,9 +132,11 @@ fn int_one(op: &Binary, a: i64, b: i64) -> Option<i64> {
             if b == 0 {
                 return None;
             }
+            // Wrapping: i64::MIN / -1 is i64::MIN, as in PyTorch (whose
+            // `%` of the same operands crashes; `wrapping_rem` gives 0).
             let q = a.wrapping_div(b);
             match op.rounding {
-                Rounding::Floor if (a % b != 0) && ((a < 0) != (b < 0)) => q - 1,
+                Rounding::Floor if (a.wrapping_rem(b) != 0) && ((a < 0) != (b < 0)) => q.wrapping_sub(1),
                 _ => q,
             }
         }
