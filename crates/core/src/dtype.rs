@@ -317,6 +317,10 @@ mod tests {
         assert_eq!(BF16.promote(F32), F32);
         assert_eq!(F32.promote(F64), F64);
         assert_eq!(U8.promote(F32), F32);
+        for (i, d) in ALL_DTYPES.iter().enumerate() {
+            // `default_dtype` indexes ALL_DTYPES by discriminant.
+            assert_eq!(*d as usize, i, "{d}");
+        }
         for a in ALL_DTYPES {
             for b in ALL_DTYPES {
                 assert_eq!(a.promote(b), b.promote(a), "{a} {b}");

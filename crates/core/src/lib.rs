@@ -43,7 +43,8 @@ pub use random::{Generator, manual_seed};
 pub use scalar::Scalar;
 pub use tensor::{PrintOptions, Tensor, TensorData, TensorIndex, TensorOptions, VersionCounter, set_print_options};
 
-static DEFAULT_DTYPE: AtomicU8 = AtomicU8::new(6);
+/// The default dtype, as its discriminant (`ALL_DTYPES` is in declaration order).
+static DEFAULT_DTYPE: AtomicU8 = AtomicU8::new(DType::F32 as u8);
 
 /// The default floating-point dtype (f32 unless changed).
 pub fn default_dtype() -> DType {
@@ -60,7 +61,6 @@ pub fn set_default_dtype(dtype: DType) -> Result<()> {
             "only floating-point types are supported as the default type",
         ));
     }
-    let i = ALL_DTYPES.iter().position(|d| *d == dtype).unwrap_or(6);
-    DEFAULT_DTYPE.store(i as u8, Ordering::Relaxed);
+    DEFAULT_DTYPE.store(dtype as u8, Ordering::Relaxed);
     Ok(())
 }

@@ -88,7 +88,7 @@ fn reduced(v: f64, dtype: DType) -> f64 {
     match dtype {
         DType::F16 => f16::from_f32(v as f32).to_f64(),
         DType::BF16 => bf16::from_f32(v as f32).to_f64(),
-        _ => v,
+        DType::F32 | DType::F64 | DType::Bool | DType::U8 | DType::I32 | DType::I64 => v,
     }
 }
 

@@ -113,17 +113,6 @@ fn f64_one(kind: UnaryKind, v: f64) -> f64 {
     }
 }
 
-fn int_one(kind: UnaryKind, v: i64) -> i64 {
-    use UnaryKind::*;
-    match kind {
-        Neg => v.wrapping_neg(),
-        Abs => v.wrapping_abs(),
-        Relu => v.max(0),
-        Sign => v.signum(),
-        _ => v, // floor/ceil/round/trunc are the identity on integers
-    }
-}
-
 /// Applies an f32 block function to a half-precision block through f32 buffers.
 #[inline(always)]
 pub(crate) fn via_f32<H: Element>(x: &[H], y: &mut [H], f: impl Fn(&[f32], &mut [f32])) {
@@ -145,8 +134,26 @@ fn cost(kind: UnaryKind) -> Cost {
     use UnaryKind::*;
     match kind {
         Neg | Abs | Relu | Floor | Ceil | Round | Trunc | Sign => Cost::Cheap,
-        _ => Cost::Heavy,
+        Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tanh | Sigmoid | Erf | Gelu | GeluTanh
+        | Silu => Cost::Heavy,
     }
+}
+
+/// The integer form of `kind` (wrapping, as PyTorch's C++: `-i64::MIN` and
+/// `abs(i64::MIN)` are `i64::MIN`), or `None` for a float-domain kind.
+fn int_fn(kind: UnaryKind) -> Option<fn(i64) -> i64> {
+    use UnaryKind::*;
+    Some(match kind {
+        Neg => i64::wrapping_neg,
+        Abs => i64::wrapping_abs,
+        Relu => |v| v.max(0),
+        Sign => i64::signum,
+        // Rounding is the identity on integers.
+        Floor | Ceil | Round | Trunc => |v| v,
+        // The front end promotes integer inputs of these to a float dtype.
+        Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tanh | Sigmoid | Erf | Gelu | GeluTanh
+        | Silu => return None,
+    })
 }
 
 /// Runs an f32 block function over any float dtype.
@@ -195,7 +202,8 @@ pub(crate) fn unary_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor])
             |v| f64_one(kind, v),
         )
     } else {
-        int_map(name, out, x, cost(kind), |v| int_one(kind, v))
+        let f = int_fn(kind).ok_or_else(|| Error::dtype(name, x.dtype(), "expects a floating-point input"))?;
+        int_map(name, out, x, cost(kind), f)
     }
 }
 
