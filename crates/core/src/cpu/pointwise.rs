@@ -106,6 +106,8 @@ fn plan(shape: &[usize], out: &Operand, ins: &[Operand]) -> Plan {
 /// `src` must be valid for the strided reads and `dst` for `n * esize` bytes.
 #[inline]
 unsafe fn gather(src: *const u8, stride: usize, n: usize, esize: usize, dst: *mut u8) {
+    // SAFETY: this function's contract: `src` readable for n elements `stride` elements apart, `dst` writable for n
+    // contiguous elements of esize bytes.
     unsafe {
         if stride == 1 {
             std::ptr::copy_nonoverlapping(src, dst, n * esize);
@@ -142,6 +144,8 @@ unsafe fn gather(src: *const u8, stride: usize, n: usize, esize: usize, dst: *mu
 /// As [`gather`], reversed.
 #[inline]
 unsafe fn scatter(src: *const u8, n: usize, esize: usize, dst: *mut u8, stride: usize) {
+    // SAFETY: this function's contract: `src` readable for n contiguous elements, `dst` writable for n elements
+    // `stride` elements apart, esize bytes each.
     unsafe {
         if stride == 1 {
             std::ptr::copy_nonoverlapping(src, dst, n * esize);
@@ -355,6 +359,8 @@ fn small_call(out: &Tensor, ins: &[&Tensor], f: &BlockFn) -> bool {
         return false;
     };
     // SAFETY (every `add` below): a tensor's offset lies inside its storage.
+    // SAFETY: a tensor's offset lies inside its storage (checked when the tensor was made), so the output's first
+    // element is inside the locked buffer.
     let out_ptr = unsafe { ob.as_ptr().add(out.storage_offset() * out.element_size()) };
     let mut guards: [Option<RwLockReadGuard<'_, Buffer>>; MAX_INPUTS] = [None, None, None, None];
     let mut ptrs = [std::ptr::null::<u8>(); MAX_INPUTS];
@@ -377,6 +383,7 @@ fn small_call(out: &Tensor, ins: &[&Tensor], f: &BlockFn) -> bool {
             guards[k] = Some(g);
             p
         };
+        // SAFETY: as above, each input's offset lies inside its storage, whose buffer is locked for this call.
         ptrs[k] = unsafe { base.add(t.storage_offset() * t.element_size()) };
     }
     if copied == 0 {

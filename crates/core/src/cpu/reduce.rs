@@ -607,6 +607,8 @@ pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&T
             #[allow(clippy::eq_op)]
             if best == best {
                 for i in 1..n {
+                    // SAFETY: base + i * st for i < n addresses element i of the reduced dim, inside the input's
+                    // layout (checked at its construction).
                     let v = unsafe { *xp.add(base + i * st) };
                     #[allow(clippy::eq_op)]
                     let is_nan = v != v;
@@ -664,6 +666,7 @@ pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) 
                     // SAFETY: in-bounds by the layouts.
                     let v = unsafe { *xp.add(ib + i * st) }.to_f64();
                     a = if prod { a * v } else { a + v };
+                    // SAFETY: ob + i * ost for i < n is element i of this line of the output, inside its layout.
                     unsafe { *yp.add(ob + i * ost) = T::from_f64(a) };
                 }
             } else {
@@ -672,6 +675,7 @@ pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) 
                     // SAFETY: in-bounds by the layouts.
                     let v = unsafe { *xp.add(ib + i * st) }.to_i64();
                     a = if prod { a.wrapping_mul(v) } else { a.wrapping_add(v) };
+                    // SAFETY: ob + i * ost for i < n is element i of this line of the output, inside its layout.
                     unsafe { *yp.add(ob + i * ost) = T::from_i64(a) };
                 }
             }

@@ -66,6 +66,7 @@ macro_rules! multiversion {
                 match $crate::cpu::simd::isa() {
                     // SAFETY: the features were detected at runtime.
                     $crate::cpu::simd::Isa::Avx512 => return unsafe { v512($($arg),*) },
+                    // SAFETY: AVX2, FMA and F16C were detected at runtime (`isa()` returns Avx2 only then).
                     $crate::cpu::simd::Isa::Avx2 => return unsafe { v256($($arg),*) },
                     $crate::cpu::simd::Isa::Baseline => {}
                 }

@@ -155,6 +155,8 @@ macro_rules! generic_kernel {
                         // SAFETY: per the contract.
                         let av = unsafe { *a.add(p * 4 + i) };
                         for j in 0..8 {
+                            // SAFETY: per the contract, `b` holds the 8-wide packed panel of kc rows, and p < kc, j <
+                            // 8.
                             acc[i][j] = av.mul_add(unsafe { *b.add(p * 8 + j) }, acc[i][j]);
                         }
                     }
@@ -223,6 +225,8 @@ mod x86 {
 
     #[target_feature(enable = "avx512f")]
     unsafe fn avx512_f32(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+        // SAFETY: the caller upholds this function's contract (`a`/`b` hold the packed 12 x kc / kc x 32 panels, `c`
+        // the 12 x 32 tile with row stride `ldc`) and the target feature was detected at runtime.
         unsafe {
             for i in 0..12 {
                 _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc) as *const i8);
@@ -274,6 +278,8 @@ mod x86 {
     /// The rows are readable, `dst` holds `12 * kc` values, the CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn pack_a_f32_12(a: *const f32, lda: usize, kc: usize, dst: *mut f32) {
+        // SAFETY: this function's contract: 12 readable rows of kc values `lda` apart, `dst` holds 12 * kc values,
+        // AVX-512F present.
         unsafe {
             let full = kc - kc % 16;
             let mut p = 0;
@@ -300,6 +306,8 @@ mod x86 {
     /// The rows and panels are readable, `dst` is writable for the panels, AVX-512F.
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn pack_b_f32_32(b: *const f32, ldb: usize, kc: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+        // SAFETY: this function's contract: kc readable rows `ldb` apart covering panels [pj0, pj1), `dst` writable
+        // for those panels, AVX-512F present.
         unsafe {
             for p in 0..kc {
                 let row = b.add(p * ldb);
@@ -319,6 +327,8 @@ mod x86 {
     /// The rows are readable, `dst` is writable for `kc` rows of `stride`, AVX-512F.
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn pack_rows_f32_16(src: *const f32, ld: usize, kc: usize, dst: *mut f32, stride: usize) {
+        // SAFETY: this function's contract: 16 readable rows of kc values `ld` apart, `dst` writable for kc rows of
+        // `stride`, AVX-512F present.
         unsafe {
             let full = kc - kc % 16;
             let mut p = 0;
@@ -337,6 +347,7 @@ mod x86 {
     /// Transposes a 16 x 16 block held as 16 row vectors into 16 column vectors.
     #[inline(always)]
     unsafe fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
+        // SAFETY: register-only shuffles; the caller runs with AVX-512F (this is only called from AVX-512 functions).
         unsafe {
             let mut t = [_mm512_setzero_ps(); 16];
             for i in 0..8 {
@@ -383,6 +394,8 @@ mod x86 {
 
     #[target_feature(enable = "avx512f")]
     unsafe fn avx512_f64(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usize, accumulate: bool) {
+        // SAFETY: the caller upholds this function's contract (packed 12 x kc and kc x 16 panels, a 12 x 16 tile of C
+        // with row stride `ldc`) and the target feature was detected at runtime.
         unsafe {
             let mut acc = [[_mm512_setzero_pd(); 2]; 12];
             let (mut a, mut b) = (a, b);
@@ -424,6 +437,8 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_f32(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+        // SAFETY: the caller upholds this function's contract (packed 6 x kc and kc x 16 panels, a 6 x 16 tile of C
+        // with row stride `ldc`) and AVX2 + FMA were detected at runtime.
         unsafe {
             // The tile of C is read and written after the k loop: fetch it now.
             for i in 0..6 {
@@ -474,6 +489,8 @@ mod x86 {
     /// The rows are readable, `dst` holds `6 * kc` values, the CPU has AVX2.
     #[target_feature(enable = "avx2")]
     pub(crate) unsafe fn pack_a_f32_6(a: *const f32, lda: usize, kc: usize, dst: *mut f32) {
+        // SAFETY: this function's contract: 6 readable rows of kc values `lda` apart, `dst` holds 6 * kc values, AVX2
+        // present.
         unsafe {
             let full = kc - kc % 8;
             let mut p = 0;
@@ -512,6 +529,8 @@ mod x86 {
     /// The rows are readable, `dst` is writable for `kc` rows of `stride`, AVX2.
     #[target_feature(enable = "avx2")]
     pub(crate) unsafe fn pack_rows_f32_8(src: *const f32, ld: usize, kc: usize, dst: *mut f32, stride: usize) {
+        // SAFETY: this function's contract: 8 readable rows of kc values `ld` apart, `dst` writable for kc rows of
+        // `stride`, AVX2 present.
         unsafe {
             let full = kc - kc % 8;
             let mut p = 0;
@@ -529,6 +548,7 @@ mod x86 {
     /// Transposes an 8 x 8 block held as 8 row vectors into 8 column vectors.
     #[inline(always)]
     unsafe fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+        // SAFETY: register-only shuffles; the caller runs with AVX2 (this is only called from AVX2 functions).
         unsafe {
             let t: [__m256; 8] = std::array::from_fn(|i| {
                 let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
@@ -573,6 +593,8 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     unsafe fn avx2_f64(kc: usize, a: *const f64, b: *const f64, c: *mut f64, ldc: usize, accumulate: bool) {
+        // SAFETY: the caller upholds this function's contract (packed 6 x kc and kc x 8 panels, a 6 x 8 tile of C with
+        // row stride `ldc`) and AVX2 + FMA were detected at runtime.
         unsafe {
             let mut acc = [[_mm256_setzero_pd(); 2]; 6];
             let (mut a, mut b) = (a, b);
@@ -613,6 +635,8 @@ mod tests {
         let a: Vec<f32> = (0..rows * lda).map(|i| i as f32).collect();
         let mut fast = vec![0f32; 12 * kc];
         let mut slow = vec![0f32; 12 * kc];
+        // SAFETY: AVX-512F was detected above; rows 0..12 of `a` from column 3 hold kc values each (lda = 53 >= 3 +
+        // kc), and `fast` holds 12 * kc values.
         unsafe { super::x86::pack_a_f32_12(a.as_ptr().add(3), lda, kc, fast.as_mut_ptr()) };
         let m = super::super::Mat {
             ptr: a.as_ptr(),
@@ -635,6 +659,8 @@ mod tests {
             // One guard value past the panel: the packer must not write it.
             let mut fast = vec![-1f32; 6 * kc + 1];
             let mut slow = vec![-1f32; 6 * kc + 1];
+            // SAFETY: AVX2 was detected above; rows 0..6 of `a` from column 5 hold kc values each (lda = 301 >= 5 +
+            // kc), and `fast` holds 6 * kc + 1 values.
             unsafe { super::x86::pack_a_f32_6(a.as_ptr().add(5), lda, kc, fast.as_mut_ptr()) };
             let m = super::super::Mat {
                 ptr: a.as_ptr(),
@@ -659,6 +685,8 @@ mod tests {
             let b: Vec<f32> = (0..16 * ld).map(|i| i as f32).collect();
             let mut fast = vec![-1f32; 16 * kc];
             for half in 0..2 {
+                // SAFETY: AVX2 was detected above; the 8 source columns from `8 * half` hold kc values from row 2 (ld
+                // = 53 >= 2 + kc), and `fast` holds 16 * kc values, written at stride 16 from column 8 * half.
                 unsafe {
                     super::x86::pack_rows_f32_8(
                         b.as_ptr().add(8 * half * ld + 2),

@@ -59,12 +59,18 @@ pub(crate) struct Mat<T> {
     pub cs: usize,
 }
 
+// SAFETY: a `Mat` only reads the matrix it views, which its creator keeps alive and unchanged (under the storage
+// locks) for the whole product, so sharing it across the product's threads is sound.
 unsafe impl<T> Send for Mat<T> {}
+// SAFETY: as for Send: threads only read through it.
 unsafe impl<T> Sync for Mat<T> {}
 
 #[derive(Clone, Copy)]
 struct OutPtr<T>(*mut T);
+// SAFETY: threads write disjoint tiles of C through it (the split never gives two threads one output element), and C
+// outlives the product.
 unsafe impl<T> Send for OutPtr<T> {}
+// SAFETY: as for Send: writes through copies of the pointer touch disjoint elements.
 unsafe impl<T> Sync for OutPtr<T> {}
 
 impl<T> OutPtr<T> {
@@ -145,18 +151,24 @@ fn pack_a_panel<T: Copy + Default, const MR: usize>(
     if rows == MR && a.rs == 1 {
         // Column-major A (a transposed view): each depth step is MR contiguous values.
         for p in 0..kc {
+            // SAFETY: column-major A (rs = 1): column p0 + p has MR rows from i0 inside A (rows == MR), and `dst`
+            // holds MR * kc values.
             unsafe { std::ptr::copy_nonoverlapping(a.ptr.add(i0 + (p0 + p) * a.cs), dst.add(p * MR), MR) };
         }
     } else if rows == MR {
+        // SAFETY: rows i0..i0 + MR of A exist (rows == MR), so each row's start at depth p0 is inside A.
         let base: [*const T; MR] = std::array::from_fn(|r| unsafe { a.ptr.add((i0 + r) * a.rs + p0 * a.cs) });
         for p in 0..kc {
             for (r, row) in base.iter().enumerate() {
+                // SAFETY: row r at depth p0 + p is inside A (p < kc), and p * MR + r < MR * kc, the size of `dst`.
                 unsafe { *dst.add(p * MR + r) = *row.add(p * a.cs) };
             }
         }
     } else {
         for p in 0..kc {
             for r in 0..MR {
+                // SAFETY: only rows r < rows are read, each inside A at depth p0 + p < p0 + kc; p * MR + r < MR * kc,
+                // the size of `dst`.
                 unsafe {
                     *dst.add(p * MR + r) = if r < rows {
                         *a.ptr.add((i0 + r) * a.rs + (p0 + p) * a.cs)
@@ -186,10 +198,13 @@ fn pack_b_panels<T: Copy + Default, const NR: usize>(
 ) {
     // SAFETY (all blocks): dst holds NR * kc elements per panel; reads are inside B.
     for p in 0..kc {
+        // SAFETY: row p0 + p < p0 + kc of B exists (the caller's depth block lies inside B).
         let src_row = unsafe { b.ptr.add((p0 + p) * b.rs) };
         for pj in pj0..pj1 {
             let j0 = pj * NR;
             let cols = NR.min(n - j0);
+            // SAFETY: only columns j < cols (inside B's n columns) are read; the panel slot (pj - pj0) * NR * kc + p *
+            // NR + j lies inside `dst`, which holds NR * kc values per panel.
             unsafe {
                 let src = src_row.add(j0 * b.cs);
                 let out = dst.add((pj - pj0) * NR * kc + p * NR);
@@ -301,7 +316,11 @@ where
                     let apanel = unsafe { a_base.add((pi - a_first) * mr * kc) };
                     for pj in jc..jc_end {
                         let cols = nr.min(n - pj * nr);
+                        // SAFETY: panel pj of this column block was packed at b_base + (pj - b_first) * nr * kc.
                         let bpanel = unsafe { b_base.add((pj - b_first) * nr * kc) };
+                        // SAFETY: the A and B panels hold mr x kc and kc x nr values; the tile at (pi * mr, pj * nr)
+                        // with rows x cols <= mr x nr lies inside C (m x n, row stride ldc), and no other thread
+                        // writes it.
                         unsafe {
                             let cptr = c.get().add(pi * mr * ldc + pj * nr);
                             tile::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge);
