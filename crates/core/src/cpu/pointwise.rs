@@ -358,7 +358,6 @@ fn small_call(out: &Tensor, ins: &[&Tensor], f: &BlockFn) -> bool {
     let Buffer::Cpu(ob) = &*out_guard else {
         return false;
     };
-    // SAFETY (every `add` below): a tensor's offset lies inside its storage.
     // SAFETY: a tensor's offset lies inside its storage (checked when the tensor was made), so the output's first
     // element is inside the locked buffer.
     let out_ptr = unsafe { ob.as_ptr().add(out.storage_offset() * out.element_size()) };
@@ -389,7 +388,10 @@ fn small_call(out: &Tensor, ins: &[&Tensor], f: &BlockFn) -> bool {
     if copied == 0 {
         f(&ptrs[..ins.len()], out_ptr, numel);
     } else {
-        run_with_copies(ins, &ptrs, copied, out_ptr, numel, f);
+        // SAFETY: every input has `numel` dense elements or a single one at its
+        // pointer (the checks above), the output `numel` dense elements, all
+        // in buffers locked for this call; `f` handles exactly `numel`.
+        unsafe { run_with_copies(ins, &ptrs, copied, out_ptr, numel, f) };
     }
     true
 }
@@ -397,8 +399,20 @@ fn small_call(out: &Tensor, ins: &[&Tensor], f: &BlockFn) -> bool {
 /// [`small_call`]'s run when some inputs are read from copies (bit `k` of
 /// `copied`): each such input is gathered (a single value repeated, or the
 /// elements as they are) into a scratch block first.
+///
+/// # Safety
+/// Each `ptrs[k]` is readable for `numel` elements of its input (or one, for
+/// an input of a single element), `out_ptr` is writable for `numel` output
+/// elements, and `f` reads and writes only that many.
 #[inline(never)]
-fn run_with_copies(ins: &[&Tensor], ptrs: &[*const u8], copied: u32, out_ptr: *mut u8, numel: usize, f: &BlockFn) {
+unsafe fn run_with_copies(
+    ins: &[&Tensor],
+    ptrs: &[*const u8],
+    copied: u32,
+    out_ptr: *mut u8,
+    numel: usize,
+    f: &BlockFn,
+) {
     let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS]>::uninit();
     let base_buf = scratch.as_mut_ptr() as *mut u64;
     let mut srcs = [std::ptr::null::<u8>(); MAX_INPUTS];

@@ -44,9 +44,20 @@ fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
 
 /// `C = A * B` (`m x k` times `k x n`, `k > 0`) into `c` with row stride `ldc`,
 /// in the BLIS loop order; `parallel` allows the pool's threads.
+///
+/// # Safety
+/// As `gemm_with`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn gemm<T, K>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: OutPtr<T>, ldc: usize, parallel: bool)
-where
+pub(super) unsafe fn gemm<T, K>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<T>,
+    b: Mat<T>,
+    c: OutPtr<T>,
+    ldc: usize,
+    parallel: bool,
+) where
     T: Copy + Default + Send + Sync,
     K: MicroKernel<T>,
 {
@@ -72,7 +83,9 @@ where
             run(pack_tasks, &|t| {
                 let (lo, hi) = share(t, pack_tasks, block_panels);
                 if lo < hi {
-                    K::pack_b(b, p0, kc, n, jc + lo, jc + hi, bp.get().wrapping_add(lo * nr * kc));
+                    // SAFETY: panels [jc + lo, jc + hi) at depth [p0, p0 + kc) lie inside B
+                    // (the caller's contract); the block buffer holds the block's panels.
+                    unsafe { K::pack_b(b, p0, kc, n, jc + lo, jc + hi, bp.get().wrapping_add(lo * nr * kc)) };
                 }
             });
             // Multiplies row panels [i_lo, i_hi) (A packed at `ap`, panel i_lo
@@ -96,7 +109,11 @@ where
                     }
                 }
             };
-            let pack_a = |ap: *mut T, i_lo: usize, i_hi: usize| pack_a_panels::<T, K>(a, m, i_lo, i_hi, p0, kc, ap);
+            let pack_a = |ap: *mut T, i_lo: usize, i_hi: usize| {
+                // SAFETY: row panels [i_lo, i_hi) at this depth lie inside A, and
+                // `ap` is a scratch buffer sized for them (every caller below).
+                unsafe { pack_a_panels::<T, K>(a, m, i_lo, i_hi, p0, kc, ap) }
+            };
             if by_rows {
                 // Each task takes an equal share of the block's tiles, in row
                 // panel major order: a row panel may be split between two

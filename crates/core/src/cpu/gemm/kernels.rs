@@ -6,22 +6,35 @@
 //! results differ across instruction sets only by FMA rounding.
 
 /// Packing with the kernel's tile sizes as constants (so the copy loops unroll).
+///
+/// Both methods write through `dst`, hence `unsafe`.
 pub(crate) trait Packer<T> {
     /// Packs one MR-row panel of A (see `pack_a_panel`).
-    fn pack_a(a: super::Mat<T>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut T);
+    ///
+    /// # Safety
+    /// As `pack_a_panel`: rows `[i0, i0 + rows)` at depth `[p0, p0 + kc)` lie
+    /// inside `a`, and `dst` is writable for `MR * kc` values.
+    unsafe fn pack_a(a: super::Mat<T>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut T);
     /// Packs NR-column panels `[pj0, pj1)` of B, panel `pj0` at `dst` (see `pack_b_panels`).
+    ///
+    /// # Safety
+    /// As `pack_b_panels`: depth `[p0, p0 + kc)` and the panels' columns
+    /// (below `n`) lie inside `b`, and `dst` is writable for `NR * kc` values
+    /// per panel.
     #[allow(clippy::too_many_arguments)]
-    fn pack_b(b: super::Mat<T>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut T);
+    unsafe fn pack_b(b: super::Mat<T>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut T);
 }
 
 macro_rules! packer {
     ($k:ty, $t:ty, $mr:literal, $nr:literal) => {
         impl Packer<$t> for $k {
-            fn pack_a(a: super::Mat<$t>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut $t) {
-                super::pack_a_panel::<$t, $mr>(a, i0, rows, p0, kc, dst)
+            unsafe fn pack_a(a: super::Mat<$t>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut $t) {
+                // SAFETY: the same contract, forwarded.
+                unsafe { super::pack_a_panel::<$t, $mr>(a, i0, rows, p0, kc, dst) }
             }
-            fn pack_b(b: super::Mat<$t>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut $t) {
-                super::pack_b_panels::<$t, $nr>(b, p0, kc, n, pj0, pj1, dst)
+            unsafe fn pack_b(b: super::Mat<$t>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut $t) {
+                // SAFETY: the same contract, forwarded.
+                unsafe { super::pack_b_panels::<$t, $nr>(b, p0, kc, n, pj0, pj1, dst) }
             }
         }
     };
@@ -30,15 +43,16 @@ packer!(Generic, f32, 4, 8);
 packer!(Generic, f64, 4, 8);
 #[cfg(target_arch = "x86_64")]
 impl Packer<f32> for Avx512F32 {
-    fn pack_a(a: super::Mat<f32>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32) {
+    unsafe fn pack_a(a: super::Mat<f32>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32) {
         if rows == 12 && a.cs == 1 {
             // SAFETY: 12 rows of kc elements are inside A; dst holds 12 * kc.
             unsafe { x86::pack_a_f32_12(a.ptr.add(i0 * a.rs + p0), a.rs, kc, dst) }
         } else {
-            super::pack_a_panel::<f32, 12>(a, i0, rows, p0, kc, dst)
+            // SAFETY: this method's contract, forwarded.
+            unsafe { super::pack_a_panel::<f32, 12>(a, i0, rows, p0, kc, dst) }
         }
     }
-    fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+    unsafe fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
         if b.rs == 1 && b.cs != 1 {
             // Column-major B (a transposed view): transpose 16 columns at a time.
             // SAFETY: the AVX-512 kernel is only chosen on CPUs with AVX-512F.
@@ -51,29 +65,32 @@ impl Packer<f32> for Avx512F32 {
             unsafe { x86::pack_b_f32_32(b.ptr.add(p0 * b.rs), b.rs, kc, pj0, pj1, dst) };
             return;
         }
-        super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj0, pj1, dst)
+        // SAFETY: this method's contract, forwarded.
+        unsafe { super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj0, pj1, dst) }
     }
 }
 #[cfg(target_arch = "x86_64")]
 packer!(Avx512F64, f64, 12, 16);
 #[cfg(target_arch = "x86_64")]
 impl Packer<f32> for Avx2F32 {
-    fn pack_a(a: super::Mat<f32>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32) {
+    unsafe fn pack_a(a: super::Mat<f32>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32) {
         if rows == 6 && a.cs == 1 {
             // SAFETY: 6 rows of kc elements are inside A; dst holds 6 * kc; the
             // AVX2 kernel is only chosen on CPUs with AVX2.
             unsafe { x86::pack_a_f32_6(a.ptr.add(i0 * a.rs + p0), a.rs, kc, dst) }
         } else {
-            super::pack_a_panel::<f32, 6>(a, i0, rows, p0, kc, dst)
+            // SAFETY: this method's contract, forwarded.
+            unsafe { super::pack_a_panel::<f32, 6>(a, i0, rows, p0, kc, dst) }
         }
     }
-    fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+    unsafe fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
         if b.rs == 1 && b.cs != 1 {
             // Column-major B (a transposed view, as in `x @ w.t()`): transpose 8 columns at a time.
             // SAFETY: the AVX2 kernel is only chosen on CPUs with AVX2.
             return unsafe { pack_b_transposed::<16, 8>(b, p0, kc, n, pj0, pj1, dst, x86::pack_rows_f32_8) };
         }
-        super::pack_b_panels::<f32, 16>(b, p0, kc, n, pj0, pj1, dst)
+        // SAFETY: this method's contract, forwarded.
+        unsafe { super::pack_b_panels::<f32, 16>(b, p0, kc, n, pj0, pj1, dst) }
     }
 }
 #[cfg(target_arch = "x86_64")]
@@ -86,7 +103,8 @@ packer!(Avx2F64, f64, 6, 8);
 /// last panel with the scalar packer.
 ///
 /// # Safety
-/// The CPU supports `rows`'s instruction set.
+/// The CPU supports `rows`'s instruction set, and the contract of
+/// `Packer::pack_b` holds (the panels lie inside `b`, `dst` holds them).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn pack_b_transposed<const NR: usize, const W: usize>(
@@ -117,7 +135,8 @@ unsafe fn pack_b_transposed<const NR: usize, const W: usize>(
                 }
             }
         } else {
-            super::pack_b_panels::<f32, NR>(b, p0, kc, n, pj, pj + 1, panel);
+            // SAFETY: the caller's contract: panel pj lies inside `b` and at `panel` in `dst`.
+            unsafe { super::pack_b_panels::<f32, NR>(b, p0, kc, n, pj, pj + 1, panel) };
         }
     }
 }
@@ -643,7 +662,8 @@ mod tests {
             rs: lda,
             cs: 1,
         };
-        super::super::pack_a_panel::<f32, 12>(m, 0, 12, 3, kc, slow.as_mut_ptr());
+        // SAFETY: rows 0..12 from column 3 hold kc values each; `slow` holds 12 * kc.
+        unsafe { super::super::pack_a_panel::<f32, 12>(m, 0, 12, 3, kc, slow.as_mut_ptr()) };
         assert_eq!(fast, slow);
     }
 
@@ -667,7 +687,8 @@ mod tests {
                 rs: lda,
                 cs: 1,
             };
-            super::super::pack_a_panel::<f32, 6>(m, 0, 6, 5, kc, slow.as_mut_ptr());
+            // SAFETY: rows 0..6 from column 5 hold kc values each; `slow` holds 6 * kc + 1.
+            unsafe { super::super::pack_a_panel::<f32, 6>(m, 0, 6, 5, kc, slow.as_mut_ptr()) };
             assert_eq!(fast, slow, "kc = {kc}");
             assert_eq!(fast[6 * kc], -1.0);
         }
@@ -703,7 +724,8 @@ mod tests {
                 cs: ld,
             };
             let mut slow = vec![-1f32; 16 * kc];
-            super::super::pack_b_panels::<f32, 16>(m, 2, kc, 16, 0, 1, slow.as_mut_ptr());
+            // SAFETY: depth 2..2 + kc of the 16 columns is inside `b`; `slow` holds 16 * kc.
+            unsafe { super::super::pack_b_panels::<f32, 16>(m, 2, kc, 16, 0, 1, slow.as_mut_ptr()) };
             assert_eq!(fast, slow, "kc = {kc}");
         }
     }

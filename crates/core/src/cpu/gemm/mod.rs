@@ -138,8 +138,12 @@ impl<T> Drop for Scratch<T> {
 
 /// Packs `rows <= MR` rows from `i0` and depth `[p0, p0 + kc)` of A into one
 /// MR-row panel (zero-padded): `dst[p * MR + r] = A[i0 + r][p0 + p]`.
+///
+/// # Safety
+/// Rows `[i0, i0 + rows)` at depth `[p0, p0 + kc)` lie inside `a`, and `dst`
+/// is writable for `MR * kc` values.
 #[inline(always)]
-fn pack_a_panel<T: Copy + Default, const MR: usize>(
+unsafe fn pack_a_panel<T: Copy + Default, const MR: usize>(
     a: Mat<T>,
     i0: usize,
     rows: usize,
@@ -185,9 +189,13 @@ fn pack_a_panel<T: Copy + Default, const MR: usize>(
 /// (`n` columns in all; the last panel is zero-padded), panel `pj0` first:
 /// `dst[(pj - pj0) * NR * kc + p * NR + j] = B[p0 + p][pj * NR + j]`. Rows of B are
 /// read in order, which keeps the reads sequential when B is row-major.
+///
+/// # Safety
+/// Depth `[p0, p0 + kc)` of B's first `n` columns lies inside `b`, and `dst`
+/// is writable for `NR * kc` values per panel of `[pj0, pj1)`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn pack_b_panels<T: Copy + Default, const NR: usize>(
+unsafe fn pack_b_panels<T: Copy + Default, const NR: usize>(
     b: Mat<T>,
     p0: usize,
     kc: usize,
@@ -229,8 +237,13 @@ fn pack_b_panels<T: Copy + Default, const NR: usize>(
 /// still in L2 when the micro-kernel reads it). Packing the other operand
 /// once for all threads costs a round trip through memory that is dearer
 /// than packing it twice, and a second fork-join.
+///
+/// # Safety
+/// `a` and `b` view `m x k` and `k x n` readable matrices, `c` is writable
+/// for `m` rows of `n` values `ldc` apart, and nothing else accesses them
+/// during the call.
 #[allow(clippy::too_many_arguments)]
-fn gemm_with<T, K>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: *mut T, ldc: usize, parallel: bool)
+unsafe fn gemm_with<T, K>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: *mut T, ldc: usize, parallel: bool)
 where
     T: Copy + Default + Send + Sync + std::ops::Add<Output = T>,
     K: MicroKernel<T>,
@@ -250,7 +263,8 @@ where
         return;
     }
     if K::B_RESIDENT {
-        return b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel);
+        // SAFETY: this function's contract, forwarded (k > 0 here).
+        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel) };
     }
     let (kc_blk, nc_blk, _) = blocking((KC, NC, 0));
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
@@ -286,11 +300,16 @@ where
             let accumulate = kb > 0;
             // Pack this task's part of the split operand for the block (and,
             // by columns, all of the small A).
-            if by_rows {
-                pack_a_panels::<T, K>(a, m, lo, hi, p0, kc, op);
-            } else {
-                K::pack_b(b, p0, kc, n, lo, hi, op);
-                pack_a_panels::<T, K>(a, m, 0, m_panels, p0, kc, ot);
+            // SAFETY: the panels [lo, hi) (or all of A) at depth [p0, p0 + kc)
+            // lie inside A / B (the caller's contract), and the scratch
+            // buffers hold `own_len` / `other_len` values per depth step.
+            unsafe {
+                if by_rows {
+                    pack_a_panels::<T, K>(a, m, lo, hi, p0, kc, op);
+                } else {
+                    K::pack_b(b, p0, kc, n, lo, hi, op);
+                    pack_a_panels::<T, K>(a, m, 0, m_panels, p0, kc, ot);
+                }
             }
             // Panel pi of A is at a_base + (pi - a_first) * mr * kc; likewise B.
             let (a_base, a_first) = if by_rows {
@@ -307,7 +326,9 @@ where
             while jc < j_hi {
                 let jc_end = (jc + nc_panels).min(j_hi);
                 if by_rows {
-                    K::pack_b(b, p0, kc, n, jc, jc_end, ot);
+                    // SAFETY: panels [jc, jc_end) at depth [p0, p0 + kc) lie inside B;
+                    // the scratch holds `nc_panels` panels of nr * kc.
+                    unsafe { K::pack_b(b, p0, kc, n, jc, jc_end, ot) };
                     (b_base, b_first) = (ot as *const T, jc);
                 }
                 for pi in i_lo..i_hi {
@@ -340,7 +361,11 @@ where
 
 /// Packs the `MR`-row panels `[i_lo, i_hi)` of the `m`-row A, depth
 /// `[p0, p0 + kc)`, panel `i_lo` at `dst` (a partial last panel zero-padded).
-fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
+///
+/// # Safety
+/// Row panels `[i_lo, i_hi)` (rows below `m`) at depth `[p0, p0 + kc)` lie
+/// inside `a`, and `dst` is writable for `(i_hi - i_lo) * MR * kc` values.
+unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
     a: Mat<T>,
     m: usize,
     i_lo: usize,
@@ -351,7 +376,8 @@ fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
 ) {
     for pi in i_lo..i_hi {
         let rows = K::MR.min(m - pi * K::MR);
-        K::pack_a(a, pi * K::MR, rows, p0, kc, dst.wrapping_add((pi - i_lo) * K::MR * kc));
+        // SAFETY: the caller's contract covers panel pi and its slot in `dst`.
+        unsafe { K::pack_a(a, pi * K::MR, rows, p0, kc, dst.wrapping_add((pi - i_lo) * K::MR * kc)) };
     }
 }
 
@@ -401,32 +427,65 @@ unsafe fn tile<T: Copy, K: MicroKernel<T>>(
 const EDGE: usize = 16 * 32;
 
 /// `C = A * B` in f32 with the best kernel for this CPU.
+///
+/// # Safety
+/// As `gemm_with`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn sgemm(m: usize, n: usize, k: usize, a: Mat<f32>, b: Mat<f32>, c: *mut f32, ldc: usize, parallel: bool) {
+pub(crate) unsafe fn sgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<f32>,
+    b: Mat<f32>,
+    c: *mut f32,
+    ldc: usize,
+    parallel: bool,
+) {
     #[cfg(target_arch = "x86_64")]
     match isa() {
-        Isa::Avx512 => return gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel),
-        Isa::Avx2 => return gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel),
+        // SAFETY: the caller's contract; the kernel's instruction set was detected.
+        Isa::Avx512 => return unsafe { gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel) },
+        // SAFETY: the caller's contract; the kernel's instruction set was detected.
+        Isa::Avx2 => return unsafe { gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel) },
         Isa::Baseline => {}
     }
-    gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel)
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel) }
 }
 
 /// `C = A * B` in f64 with the best kernel for this CPU.
+///
+/// # Safety
+/// As `gemm_with`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn dgemm(m: usize, n: usize, k: usize, a: Mat<f64>, b: Mat<f64>, c: *mut f64, ldc: usize, parallel: bool) {
+pub(crate) unsafe fn dgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<f64>,
+    b: Mat<f64>,
+    c: *mut f64,
+    ldc: usize,
+    parallel: bool,
+) {
     #[cfg(target_arch = "x86_64")]
     match isa() {
-        Isa::Avx512 => return gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel),
-        Isa::Avx2 => return gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel),
+        // SAFETY: the caller's contract; the kernel's instruction set was detected.
+        Isa::Avx512 => return unsafe { gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel) },
+        // SAFETY: the caller's contract; the kernel's instruction set was detected.
+        Isa::Avx2 => return unsafe { gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel) },
         Isa::Baseline => {}
     }
-    gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel)
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel) }
 }
 
 /// Integer matrix product with wrapping i64 arithmetic (summing in k order).
+///
+/// # Safety
+/// As `gemm_with`.
 #[allow(clippy::too_many_arguments)]
-fn igemm<T: Element>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: *mut T, ldc: usize) {
+unsafe fn igemm<T: Element>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: *mut T, ldc: usize) {
     for i in 0..m {
         for j in 0..n {
             let mut s: i64 = 0;
@@ -486,10 +545,15 @@ fn batched<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
             cs: bst[nd - 1],
         };
         let c = (cp as *mut T).wrapping_add(bi * m * n);
-        match T::DTYPE {
-            DType::F32 => sgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f32, n, parallel),
-            DType::F64 => dgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f64, n, parallel),
-            _ => igemm(m, n, k, am, bm, c, n),
+        // SAFETY: batch bi of `a` and `b` is inside their storages (locked for
+        // reading by `acc`), its m x n block of the contiguous output is inside
+        // `out` (locked for writing), and batches write disjoint blocks.
+        unsafe {
+            match T::DTYPE {
+                DType::F32 => sgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f32, n, parallel),
+                DType::F64 => dgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f64, n, parallel),
+                _ => igemm(m, n, k, am, bm, c, n),
+            }
         }
     };
     if small && nb > 1 && rayon::current_num_threads() > 1 {
