@@ -320,3 +320,30 @@ fn integer_division_of_the_minimum_by_minus_one() -> Result<()> {
     assert_eq!(z.div_rounding(-1i64, Rounding::Floor)?.to_vec::<i32>()?, [i32::MIN]);
     Ok(())
 }
+
+/// `torch.all(x, dim=())` reduces nothing: `x != 0` elementwise (uint8 for
+/// uint8 input), unlike `sum(x, dim=())`, which reduces everything.
+#[test]
+fn all_and_any_over_no_dims() -> Result<()> {
+    let x = Tensor::from_vec(vec![0u8, 2, 3, 4], &[2, 2])?;
+    let a = x.all_dim(Vec::<i64>::new(), false)?;
+    assert_eq!((a.dtype(), a.shape()), (DType::U8, &[2usize, 2][..]));
+    assert_eq!(a.to_vec::<u8>()?, [0, 1, 1, 1]);
+    let y = Tensor::from_vec(vec![0.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+    let b = y.any_dim(Vec::<i64>::new(), true)?;
+    assert_eq!(b.to_vec::<bool>()?, [false, true, true, true]);
+    assert_eq!(y.sum_dim(Vec::<i64>::new(), false)?.item::<f32>()?, 9.0);
+    Ok(())
+}
+
+/// `F.gelu` / `F.silu` / `F.softplus` of an integer tensor are errors in
+/// PyTorch ("not implemented for 'Long'"), unlike `exp`, which promotes.
+#[test]
+fn activations_refuse_integer_inputs() -> Result<()> {
+    let i = Tensor::from_slice(&[1i64, -2]);
+    assert!(i.gelu().is_err() && i.gelu_tanh().is_err() && i.silu().is_err());
+    assert!(i.softplus(1.0, 20.0).is_err());
+    assert!(Tensor::from_slice(&[true]).silu().is_err());
+    assert_eq!(i.exp()?.dtype(), DType::F32);
+    Ok(())
+}

@@ -84,9 +84,10 @@ struct Groups {
     empty_dim: bool,
 }
 
-/// Groups of reducing `x` over `dims` (all when empty); `None` when a dim is
-/// out of range or repeated.
-fn groups(x: &Nd<V>, dims: &[i64], keepdim: bool) -> Option<Groups> {
+/// Groups of reducing `x` over `dims` (all when empty, or none with
+/// `empty_is_none`: PyTorch's `all`/`any` with `dim=()`); `None` when a dim
+/// is out of range or repeated.
+fn groups(x: &Nd<V>, dims: &[i64], keepdim: bool, empty_is_none: bool) -> Option<Groups> {
     let nd = x.ndim();
     let mut red = Vec::new();
     for &d in dims {
@@ -96,7 +97,7 @@ fn groups(x: &Nd<V>, dims: &[i64], keepdim: bool) -> Option<Groups> {
         }
         red.push(w);
     }
-    if dims.is_empty() {
+    if dims.is_empty() && !empty_is_none {
         red = (0..nd).collect();
     }
     if nd == 0 {
@@ -152,7 +153,7 @@ struct Expect {
 
 /// The reference of reduction `op`, or `None` where PyTorch raises.
 fn reference(op: Red, x: &Nd<V>, dt: DType, dims: &[i64], keepdim: bool) -> Option<Expect> {
-    let gr = groups(x, dims, keepdim)?;
+    let gr = groups(x, dims, keepdim, matches!(op, Red::All | Red::Any))?;
     let float = is_float(dt);
     let out_dt = match op {
         Red::Sum | Red::Prod => {
@@ -417,7 +418,7 @@ proptest! {
             Some(d) => vec![d],
             None => vec![],
         };
-        let gr = groups(&xv, &dims, keepdim);
+        let gr = groups(&xv, &dims, keepdim, false);
         let invalid = gr.is_none()
             || (is_arg && dt == DType::Bool)
             || gr.as_ref().is_some_and(|g| g.empty_dim)

@@ -512,8 +512,24 @@ impl Tensor {
     }
 
     /// `all` over `dims`.
+    /// An empty list of dims reduces nothing (PyTorch: `all(x, dim=())` is
+    /// `x != 0` elementwise, unlike `sum(x, dim=())`).
     pub fn all_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        reduce(self, ReduceKind::All, Some(dims.into_dims()), keepdim, None)
+        let dims = dims.into_dims();
+        if dims.is_empty() {
+            return self.truthiness("all");
+        }
+        reduce(self, ReduceKind::All, Some(dims), keepdim, None)
+    }
+
+    /// `x != 0` as bool (uint8 for a uint8 input, as `all`/`any` return).
+    fn truthiness(&self, op: &'static str) -> Result<Tensor> {
+        let t = self.ne(0)?;
+        match self.dtype() {
+            DType::U8 => t.to_dtype(DType::U8),
+            _ if t.dtype() == DType::Bool => Ok(t),
+            dt => Err(Error::dtype(op, dt, "expected a bool result")),
+        }
     }
 
     /// Whether some element is nonzero (bool; uint8 for a uint8 input, as PyTorch).
@@ -522,8 +538,13 @@ impl Tensor {
     }
 
     /// `any` over `dims`.
+    /// An empty list of dims reduces nothing, as for [`Tensor::all_dim`].
     pub fn any_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        reduce(self, ReduceKind::Any, Some(dims.into_dims()), keepdim, None)
+        let dims = dims.into_dims();
+        if dims.is_empty() {
+            return self.truthiness("any");
+        }
+        reduce(self, ReduceKind::Any, Some(dims), keepdim, None)
     }
 
     fn index_reduce(&self, max: bool, with_values: bool, dim: Option<i64>, keepdim: bool) -> Result<Vec<Tensor>> {

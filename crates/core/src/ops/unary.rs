@@ -243,6 +243,15 @@ fn check_domain(kind: UnaryKind, dtype: DType) -> Result<()> {
 }
 
 fn promoted(kind: UnaryKind, x: &Tensor) -> Result<Tensor> {
+    // PyTorch's activation kernels have no integer or bool versions (unlike
+    // exp or sin, whose integer inputs are promoted).
+    if matches!(kind, UnaryKind::Gelu | UnaryKind::GeluTanh | UnaryKind::Silu) && !x.is_floating_point() {
+        return Err(Error::dtype(
+            kind.entry().name(),
+            x.dtype(),
+            "activations take floating-point inputs",
+        ));
+    }
     if kind.domain() == Domain::Float && !x.dtype().is_floating_point() {
         x.to_dtype(crate::default_dtype())
     } else {
@@ -536,7 +545,14 @@ impl Tensor {
 
     /// `F.softplus(x, beta, threshold)`.
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
-        let x = promoted(UnaryKind::Exp, self)?;
+        if !self.is_floating_point() {
+            return Err(Error::dtype(
+                "softplus",
+                self.dtype(),
+                "activations take floating-point inputs",
+            ));
+        }
+        let x = self.clone();
         call1(&Softplus { beta, threshold }, &[&x])
     }
 
