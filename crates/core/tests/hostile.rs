@@ -39,8 +39,14 @@ fn sizes_that_overflow_are_errors() {
     // "invalid size, possible overflow?"
     assert_eq!(overflow_op(Tensor::arange_step(0.0, 1.0, 1e-300)), "arange");
     assert_eq!(overflow_op(Tensor::arange_step(0.0, f64::MAX, 1e-300)), "arange");
-    // "Stride calculation overflowed"
+    // "Stride calculation overflowed", whether or not a recycled tensor is at hand.
     assert_eq!(overflow_op(Tensor::zeros(&[0, 1 << 40, 1 << 40])), "fill");
+    drop(Tensor::ones(&[3]).unwrap().add(1.0).unwrap());
+    let x = Tensor::ones(&[2]).unwrap();
+    assert_eq!(
+        overflow_op(x.sum().unwrap().expand(&[0, 1 << 40, 1 << 40]).unwrap().neg()),
+        "neg"
+    );
     // "numel: integer multiplication overflow"
     let row = Tensor::zeros(&[1, 4]).unwrap();
     assert_eq!(overflow_op(row.expand(&[1 << 62, 4])), "expand");

@@ -282,6 +282,9 @@ impl Tensor {
         // layout is rewritten in place.
         if spec.strides.is_none() && device == Device::Cpu && !zeroed {
             let numel = crate::layout::checked_numel(op, &spec.shape)?;
+            if numel == 0 {
+                check_contiguous_strides(op, &spec.shape)?;
+            }
             let nbytes = checked_nbytes(op, &spec.shape, numel, es)?;
             if let Some(mut arc) = recycle::take() {
                 let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
