@@ -209,6 +209,7 @@ fn cases() -> Vec<Case> {
                 &Cast {
                     dtype: DType::F64,
                     preserve_strides: false,
+                    clone: false,
                 },
                 &[&t[0].t()?],
             )

@@ -232,6 +232,10 @@ fn node_names_match_pytorch() -> Result<()> {
         ("x.to(torch.float64)", x.to_dtype(DType::F64)?, "ToCopyBackward0"),
         ("x.sum(1)", x.sum_dim(1, false)?, "SumBackward1"),
         ("x.amax(1)", x.amax(1, false)?, "AmaxBackward0"),
+        ("x.amax(())", x.amax(Vec::<i64>::new(), false)?, "AmaxBackward0"),
+        ("x.max()", x.max()?, "MaxBackward1"),
+        ("x.min()", x.min()?, "MinBackward1"),
+        ("x.clone()", x.clone_tensor()?, "CloneBackward0"),
     ];
     for (expr, t, want) in cases {
         assert_eq!(t.grad_fn().expect(expr).name(), want, "{expr}");

@@ -24,6 +24,9 @@ pub struct Cast {
     pub dtype: DType,
     /// Keep a dense input's memory order.
     pub preserve_strides: bool,
+    /// `clone()` (a copy in the input's dtype): the node is `CloneBackward0`
+    /// instead of `ToCopyBackward0`, as in PyTorch.
+    pub clone: bool,
 }
 
 impl Op for Cast {
@@ -42,6 +45,15 @@ impl Op for Cast {
 
     fn alias_safe(&self) -> bool {
         true
+    }
+
+    fn backward_name(&self) -> String {
+        if self.clone {
+            "CloneBackward0"
+        } else {
+            "ToCopyBackward0"
+        }
+        .into()
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -173,6 +185,7 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         &Cast {
             dtype: dst.dtype(),
             preserve_strides: false,
+            clone: false,
         },
         &[&src],
         &[dst],
@@ -189,6 +202,7 @@ impl Tensor {
             &Cast {
                 dtype,
                 preserve_strides: true,
+                clone: false,
             },
             &[self],
         )
@@ -218,6 +232,7 @@ impl Tensor {
             &Cast {
                 dtype: self.dtype(),
                 preserve_strides: true,
+                clone: true,
             },
             &[self],
         )
@@ -232,6 +247,7 @@ impl Tensor {
             &Cast {
                 dtype: self.dtype(),
                 preserve_strides: false,
+                clone: false,
             },
             &[self],
         )

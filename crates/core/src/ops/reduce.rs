@@ -181,6 +181,9 @@ impl Op for Reduce {
             ReduceKind::Any => "Any",
         };
         let v = match (self.kind, &self.dims) {
+            // `max()` / `min()` over everything: PyTorch's MaxBackward1 / MinBackward1.
+            (ReduceKind::Amax, None) => return "MaxBackward1".into(),
+            (ReduceKind::Amin, None) => return "MinBackward1".into(),
             (ReduceKind::Amax | ReduceKind::Amin, _) | (_, None) => 0,
             _ => 1,
         };
@@ -488,12 +491,24 @@ impl Tensor {
 
     /// Maximum over `dims` (the gradient is shared among ties).
     pub fn amax(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        reduce(self, ReduceKind::Amax, Some(dims.into_dims()), keepdim, None)
+        reduce(
+            self,
+            ReduceKind::Amax,
+            Some(self.all_if_empty(dims.into_dims())),
+            keepdim,
+            None,
+        )
     }
 
     /// Minimum over `dims`.
     pub fn amin(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        reduce(self, ReduceKind::Amin, Some(dims.into_dims()), keepdim, None)
+        reduce(
+            self,
+            ReduceKind::Amin,
+            Some(self.all_if_empty(dims.into_dims())),
+            keepdim,
+            None,
+        )
     }
 
     /// The largest element (`torch.max(x)`).
@@ -520,6 +535,16 @@ impl Tensor {
             return self.truthiness("all");
         }
         reduce(self, ReduceKind::All, Some(dims), keepdim, None)
+    }
+
+    /// Every dim for an empty list: `amax(())` names its dims, so that a
+    /// `Reduce` over `None` dims is `max()` (MaxBackward1, not AmaxBackward0).
+    fn all_if_empty(&self, dims: Vec<i64>) -> Vec<i64> {
+        if dims.is_empty() {
+            (0..self.ndim() as i64).collect()
+        } else {
+            dims
+        }
     }
 
     /// `x != 0` as bool (uint8 for a uint8 input, as `all`/`any` return).
