@@ -103,7 +103,9 @@ pub(crate) fn gather_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
                 return;
             }
             match check_bound("gather", idx[k], dim, size, false) {
-                // SAFETY: offsets are in bounds of their tensors.
+                // SAFETY: `oo` walks out's layout; `xo` walks x with the gather
+                // dim's stride zeroed, and `i < size` (checked just above)
+                // adds `i * dst` inside that dim; both buffers are locked.
                 Ok(i) => unsafe { *(op_ as *mut T).add(oo) = *(xp as *const T).add(xo + i * dst) },
                 Err(e) => err = Some(e),
             }
@@ -140,8 +142,12 @@ pub(crate) fn scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
                 return;
             }
             match check_bound(name, idx[k], dim, size, false) {
+                // SAFETY: `so` walks src within its layout (the shape rule
+                // checked it covers the index's shape, or src is one element
+                // with zero strides); `oo` walks out with the scatter dim's
+                // stride zeroed, and `i < size` (checked just above) adds
+                // `i * dst` inside that dim; src and out are locked by `acc`.
                 Ok(i) => unsafe {
-                    // SAFETY: offsets are in bounds.
                     let v = *(sp as *const T).add(so);
                     let d = (op_ as *mut T).add(oo + i * dst);
                     *d = if op.add { add_elems(*d, v) } else { v };
