@@ -245,7 +245,7 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
             }
         }
         let mut outputs = if runs(i) {
-            let out = node.backward_fn().apply(node, &grads).map_err(|e| {
+            let mut out = node.backward_fn().apply(node, &grads).map_err(|e| {
                 if super::is_anomaly_enabled() {
                     Error::invalid(
                         "backward",
@@ -262,7 +262,6 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
             if !task.retain_graph {
                 node.backward_fn().release();
             }
-            let mut out = out;
             validate_outputs(node, &mut out)?;
             out
         } else {

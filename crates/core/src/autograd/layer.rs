@@ -42,6 +42,13 @@ impl Saves {
         }
     }
 
+    /// What a product of two factors saves given which inputs need a
+    /// gradient (`needs`, bit `i`: input `i`): each factor only when the
+    /// other needs its gradient, which reads it (`g * b` for `a`, `g * a` for `b`).
+    pub const fn cross(needs: u64) -> Saves {
+        Saves::inputs((needs >> 1 & 1) | (needs & 1) << 1)
+    }
+
     fn input(&self, i: usize) -> bool {
         i < 64 && self.inputs >> i & 1 == 1
     }

@@ -85,5 +85,8 @@ pub(crate) fn sort_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) 
 
 pub(crate) fn topk_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<TopK>(op)?;
-    sort_lines(inputs[0], outputs[0], outputs[1], op.dim, op.k, op.largest)
+    // A 0-d input's outputs hold its one element for k = 0 and 1 alike (as
+    // PyTorch's): write as many values per line as the outputs have.
+    let k = if outputs[0].ndim() == 0 { 1 } else { op.k };
+    sort_lines(inputs[0], outputs[0], outputs[1], op.dim, k, op.largest)
 }

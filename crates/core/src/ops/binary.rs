@@ -188,18 +188,18 @@ impl Op for Binary {
     }
 
     fn saves_for(&self, needs: u64) -> Saves {
-        let (need_a, need_b) = (needs & 1 != 0, needs & 2 != 0);
+        let need_b = needs >> 1 & 1;
         match self.kind {
             BinaryKind::Add | BinaryKind::Sub => Saves::NONE,
             BinaryKind::Div if self.rounding != Rounding::None => Saves::NONE,
             // grad_a = g * b, grad_b = g * a.
-            BinaryKind::Mul => Saves::inputs(u64::from(need_b) | u64::from(need_a) << 1),
+            BinaryKind::Mul => Saves::cross(needs),
             // grad_a = g / b, grad_b = -g * a / b^2.
-            BinaryKind::Div => Saves::inputs(u64::from(need_b) | 0b10),
+            BinaryKind::Div => Saves::inputs(need_b | 0b10),
             // PyTorch's pow_backward_self reads a and b, pow_backward_exponent the result too.
             BinaryKind::Pow => Saves {
                 inputs: 0b11,
-                outputs: u64::from(need_b),
+                outputs: need_b,
             },
             _ => Saves::inputs(0b11),
         }

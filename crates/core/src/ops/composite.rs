@@ -91,7 +91,7 @@ impl Op for CompositeOp {
             CompositeOp::MaskedFill { .. } => Saves::inputs(0b10),
             CompositeOp::Triangle { .. } | CompositeOp::Stack { .. } => Saves::NONE,
             // Each factor's gradient reads the other factor.
-            CompositeOp::Dot | CompositeOp::Mv => Saves::inputs((needs >> 1 & 1) | (needs & 1) << 1),
+            CompositeOp::Dot | CompositeOp::Mv => Saves::cross(needs),
         }
     }
 

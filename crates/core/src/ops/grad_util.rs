@@ -31,6 +31,29 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     r.reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
 }
 
+/// The reduced dims as `i64` (all of `0..ndim` when `None`).
+pub(crate) fn dims_i64(dims: Option<&[usize]>, ndim: usize) -> Vec<i64> {
+    match dims {
+        None => (0..ndim as i64).collect(),
+        Some(d) => d.iter().map(|&x| x as i64).collect(),
+    }
+}
+
+/// Re-inserts reduced dims (size 1) into a reduction's result or gradient
+/// (a no-op with `keepdim` or for a 0-d full reduction, which broadcasts as
+/// it is).
+pub(crate) fn unsqueeze_reduced(g: &Tensor, ndim: usize, dims: Option<&[usize]>, keepdim: bool) -> Result<Tensor> {
+    let mut g = g.clone();
+    if !keepdim && g.ndim() > 0 {
+        let mut ds = dims_i64(dims, ndim);
+        ds.sort_unstable();
+        for d in ds {
+            g = g.unsqueeze(d)?;
+        }
+    }
+    Ok(g)
+}
+
 /// Re-inserts reduced dims (size 1) into a reduction's gradient and
 /// broadcasts it to the input shape.
 pub(crate) fn expand_reduced(
@@ -39,17 +62,8 @@ pub(crate) fn expand_reduced(
     dims: Option<&[usize]>,
     keepdim: bool,
 ) -> Result<Tensor> {
-    let mut g = g.clone();
-    // A full reduction's 0-d gradient broadcasts to any shape as it is.
-    if !keepdim && g.ndim() > 0 {
-        let all: Vec<usize> = (0..input_shape.len()).collect();
-        let mut ds: Vec<usize> = dims.map_or(all, |d| d.to_vec());
-        ds.sort_unstable();
-        for d in ds {
-            g = g.unsqueeze(d as i64)?;
-        }
-    }
-    g.expand(&input_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
+    unsqueeze_reduced(g, input_shape.len(), dims, keepdim)?
+        .expand(&input_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
 }
 
 /// A 0/1 tensor of `dtype` from a bool mask (a constant in the graph).

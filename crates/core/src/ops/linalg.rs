@@ -32,7 +32,7 @@ impl Op for MatMul {
     }
 
     fn saves_for(&self, needs: u64) -> Saves {
-        cross_saves(needs)
+        Saves::cross(needs)
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -77,7 +77,7 @@ impl Op for Mm {
     }
 
     fn saves_for(&self, needs: u64) -> Saves {
-        cross_saves(needs)
+        Saves::cross(needs)
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -94,12 +94,6 @@ impl Op for Mm {
         };
         Ok(vec![ga, gb])
     }
-}
-
-/// What a product of two factors saves: each factor only when the other
-/// one needs its gradient (which is the first factor times or by `g`).
-fn cross_saves(needs: u64) -> Saves {
-    Saves::inputs((needs >> 1 & 1) | (needs & 1) << 1)
 }
 
 fn infer_matmul(name: &'static str, inputs: &[&Tensor]) -> Result<OutSpecs> {

@@ -102,7 +102,7 @@ fn wrapped_scalar(value: Scalar, dtype: DType) -> Tensor {
                 Some((s, d, t)) if *d == dtype && same(s) => t.clone(),
                 _ => {
                     // Shared by every later use: in-place writes are refused.
-                    let t = Tensor::scalar_tensor(value, dtype).into_read_only();
+                    let t = Tensor::scalar_tensor_with(value, dtype, true);
                     cache[slot] = Some((value, dtype, t.clone()));
                     t
                 }

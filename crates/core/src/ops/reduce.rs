@@ -5,7 +5,7 @@
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
 use crate::layout::{Dims, normalize_dim, normalize_dims};
-use crate::ops::grad_util::{expand_reduced, grad0, mask};
+use crate::ops::grad_util::{dims_i64, expand_reduced, grad0, mask};
 use crate::ops::promote::Operand;
 use crate::ops::reduce_composite::{CompositeKind, CompositeReduce};
 use crate::{DType, Error, Result, Scalar, Tensor};
@@ -231,13 +231,6 @@ impl Op for Reduce {
             }
         };
         Ok(vec![Some(r)])
-    }
-}
-
-fn dims_i64(dims: Option<&[usize]>, ndim: usize) -> Vec<i64> {
-    match dims {
-        None => (0..ndim as i64).collect(),
-        Some(d) => d.iter().map(|&x| x as i64).collect(),
     }
 }
 
@@ -532,7 +525,7 @@ impl Tensor {
     pub fn all_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
         let dims = dims.into_dims();
         if dims.is_empty() {
-            return self.truthiness("all");
+            return self.truthiness();
         }
         reduce(self, ReduceKind::All, Some(dims), keepdim, None)
     }
@@ -548,12 +541,12 @@ impl Tensor {
     }
 
     /// `x != 0` as bool (uint8 for a uint8 input, as `all`/`any` return).
-    fn truthiness(&self, op: &'static str) -> Result<Tensor> {
+    fn truthiness(&self) -> Result<Tensor> {
         let t = self.ne(0)?;
-        match self.dtype() {
-            DType::U8 => t.to_dtype(DType::U8),
-            _ if t.dtype() == DType::Bool => Ok(t),
-            dt => Err(Error::dtype(op, dt, "expected a bool result")),
+        if self.dtype() == DType::U8 {
+            t.to_dtype(DType::U8)
+        } else {
+            Ok(t)
         }
     }
 
@@ -567,7 +560,7 @@ impl Tensor {
     pub fn any_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
         let dims = dims.into_dims();
         if dims.is_empty() {
-            return self.truthiness("any");
+            return self.truthiness();
         }
         reduce(self, ReduceKind::Any, Some(dims), keepdim, None)
     }

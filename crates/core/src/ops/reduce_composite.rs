@@ -11,7 +11,7 @@
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, downcast_op};
 use crate::layout::Dims;
-use crate::ops::grad_util::{expand_reduced, grad0};
+use crate::ops::grad_util::{dims_i64, expand_reduced, grad0, unsqueeze_reduced};
 use crate::ops::reduce::reduced_shape;
 use crate::{DType, Result, Tensor};
 
@@ -65,10 +65,7 @@ pub struct CompositeReduce {
 
 impl CompositeReduce {
     fn dims_i64(&self, ndim: usize) -> Vec<i64> {
-        match &self.dims {
-            None => (0..ndim as i64).collect(),
-            Some(d) => d.iter().map(|&x| x as i64).collect(),
-        }
+        dims_i64(self.dims.as_deref(), ndim)
     }
 
     /// The number of elements reduced into each output.
@@ -120,14 +117,7 @@ impl CompositeReduce {
 
     /// `g` with the reduced dims put back (size 1), to broadcast against the input.
     fn unsqueezed(&self, g: &Tensor, ndim: usize) -> Result<Tensor> {
-        if self.keepdim || g.ndim() == ndim {
-            return Ok(g.clone());
-        }
-        let mut g = g.clone();
-        for d in self.dims_i64(ndim) {
-            g = g.unsqueeze(d)?;
-        }
-        Ok(g)
+        unsqueeze_reduced(g, ndim, self.dims.as_deref(), self.keepdim)
     }
 
     /// PyTorch's `var_backward`: `2 / (n - correction) * g * (x - mean)`; a

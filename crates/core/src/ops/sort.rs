@@ -125,9 +125,6 @@ impl Tensor {
     /// The `k` largest (`largest`) or smallest entries along `dim` and their indices, sorted.
     pub fn topk(&self, k: usize, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
         let d = normalize_dim("topk", dim, self.ndim())?;
-        // A 0-d tensor is its own top element for k = 0 and 1 (PyTorch
-        // returns the element either way): the output always holds it.
-        let k = if self.ndim() == 0 && k == 0 { 1 } else { k };
         let mut v = call(&TopK { k, dim: d, largest }, &[self])?;
         let i = v.pop().unwrap();
         Ok((v.pop().unwrap(), i))

@@ -202,20 +202,13 @@ impl Storage {
         ))
     }
 
-    /// `storage`, made by the caller a moment ago and holding only 0 and 1
-    /// if `dtype` is bool, typed for `dtype`'s tensors.
-    pub(crate) fn typed_for(mut storage: Storage, dtype: DType) -> Storage {
+    /// `storage`, made by the caller a moment ago (holding only 0 and 1 if
+    /// `dtype` is bool), typed for `dtype`'s tensors and refusing in-place
+    /// writes when `read_only`.
+    pub(crate) fn with_flags(mut storage: Storage, dtype: DType, read_only: bool) -> Storage {
         if let Some(st) = unique_mut(&mut storage.0) {
             st.bool_typed = dtype == DType::Bool;
-        }
-        storage
-    }
-
-    /// `storage`, made by the caller a moment ago, with in-place writes
-    /// refused from now on.
-    pub(crate) fn read_only(mut storage: Storage) -> Storage {
-        if let Some(st) = unique_mut(&mut storage.0) {
-            st.read_only = true;
+            st.read_only = read_only;
         }
         storage
     }

@@ -299,6 +299,12 @@ impl Tensor {
     /// When the system cannot allocate the element's few bytes (as
     /// `Box::new` would).
     pub fn scalar_tensor(value: Scalar, dtype: DType) -> Tensor {
+        Tensor::scalar_tensor_with(value, dtype, false)
+    }
+
+    /// [`Tensor::scalar_tensor`], refusing in-place writes when `read_only`
+    /// (the cached wrapped scalars every `x * 2.0` shares).
+    pub(crate) fn scalar_tensor_with(value: Scalar, dtype: DType, read_only: bool) -> Tensor {
         let es = dtype.element_size();
         let storage = Storage::cpu(es).unwrap_or_else(|e| panic!("scalar_tensor: {e}"));
         {
@@ -321,7 +327,8 @@ impl Tensor {
             });
         }
         // A bool value was written as a `bool`, so the storage holds only 0 or 1.
-        Tensor::from_fresh(Storage::typed_for(storage, dtype), Layout::contiguous(&[]), dtype)
+        let storage = Storage::with_flags(storage, dtype, read_only);
+        Tensor::from_fresh(storage, Layout::contiguous(&[]), dtype)
     }
 
     /// Zeros of the default dtype on the CPU.

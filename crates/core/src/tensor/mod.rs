@@ -36,6 +36,46 @@ fn checked_nbytes(op: &'static str, shape: &[usize], count: usize, element_size:
         .ok_or_else(|| overflow_error(op, shape, element_size))
 }
 
+/// Element and byte counts of a contiguous output of `shape`, checked
+/// (counts, bytes, and the strides of a shape with a zero-size dim).
+fn contiguous_sizes(op: &'static str, shape: &[usize], element_size: usize) -> Result<(usize, usize)> {
+    let numel = crate::layout::checked_numel(op, shape)?;
+    if numel == 0 {
+        check_contiguous_strides(op, shape)?;
+    }
+    Ok((numel, checked_nbytes(op, shape, numel, element_size)?))
+}
+
+/// A tensor from the per-thread cache of dead ones, with fresh uninitialised
+/// memory of `nbytes` for `dtype` and its layout set by `set_layout`
+/// (`numel` elements, `contiguous` or not); `None` when the cache is empty.
+///
+/// # Safety
+///
+/// Every element must be written before anything reads the tensor.
+unsafe fn reuse_cached(
+    op: &'static str,
+    nbytes: usize,
+    dtype: DType,
+    numel: usize,
+    contiguous: bool,
+    set_layout: impl FnOnce(&mut Layout),
+) -> Result<Option<Tensor>> {
+    let Some(mut arc) = recycle::take() else {
+        return Ok(None);
+    };
+    let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
+    // SAFETY: the caller writes every element before reading (this function's contract).
+    if !unsafe { imp.storage.refill_cpu(nbytes, dtype) }.map_err(|e| e.in_op(op))? {
+        return Ok(None);
+    }
+    set_layout(&mut imp.layout);
+    imp.numel = numel;
+    imp.contiguous = contiguous;
+    imp.dtype = dtype;
+    Ok(Some(Tensor::wrap(arc)))
+}
+
 /// With a zero-size dim, the row-major strides of the other dims can exceed
 /// what the element count bounds: [`Error::SizeOverflow`] when they do not fit
 /// an `i64` (PyTorch: "Stride calculation overflowed").
@@ -262,8 +302,7 @@ impl Tensor {
     /// Sizes that overflow are [`Error::SizeOverflow`], memory the system
     /// cannot provide [`Error::OutOfMemory`].
     pub fn empty_for_spec(spec: &OutSpec, device: Device) -> Result<Tensor> {
-        let t = Tensor::alloc_for_spec("empty", spec, device, true)?;
-        Ok(t)
+        Tensor::alloc_for_spec("empty", spec, device, true)
     }
 
     /// Uninitialised memory for an output of `op` described by `spec`.
@@ -278,69 +317,49 @@ impl Tensor {
 
     fn alloc_for_spec(op: &'static str, spec: &OutSpec, device: Device, zeroed: bool) -> Result<Tensor> {
         let es = spec.dtype.element_size();
-        // The common case, a contiguous CPU output, in a reused tensor whose
-        // layout is rewritten in place.
-        if spec.strides.is_none() && device == Device::Cpu && !zeroed {
-            let numel = crate::layout::checked_numel(op, &spec.shape)?;
-            if numel == 0 {
-                check_contiguous_strides(op, &spec.shape)?;
-            }
-            let nbytes = checked_nbytes(op, &spec.shape, numel, es)?;
-            if let Some(mut arc) = recycle::take() {
-                let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
+        let reuse = device == Device::Cpu && !zeroed;
+        let (layout, numel, contiguous, nbytes) = match &spec.strides {
+            None => {
+                let (numel, nbytes) = contiguous_sizes(op, &spec.shape, es)?;
+                // The common case, a contiguous CPU output: a reused tensor
+                // whose layout is rewritten in place (no layout built and moved).
                 // SAFETY: the caller writes every element before reading (this function's contract).
-                if unsafe { imp.storage.refill_cpu(nbytes, spec.dtype) }.map_err(|e| e.in_op(op))? {
-                    imp.layout.set_contiguous(&spec.shape);
-                    imp.numel = numel;
-                    imp.contiguous = true;
-                    imp.dtype = spec.dtype;
-                    return Ok(Tensor::wrap(arc));
+                let cached = reuse.then(|| unsafe {
+                    reuse_cached(op, nbytes, spec.dtype, numel, true, |l| {
+                        l.set_contiguous(&spec.shape);
+                    })
+                });
+                if let Some(t) = cached.transpose()?.flatten() {
+                    return Ok(t);
                 }
+                (Layout::contiguous(&spec.shape), numel, true, nbytes)
             }
-        }
-        let (layout, numel, contiguous) = match &spec.strides {
             Some(st) => {
                 let layout = Layout {
                     shape: spec.shape.clone(),
                     strides: st.clone(),
                     offset: 0,
                 };
-                let n = crate::layout::checked_numel(op, &layout.shape)?;
-                let c = layout.is_contiguous();
-                (layout, n, c)
-            }
-            None => {
-                let n = crate::layout::checked_numel(op, &spec.shape)?;
-                if n == 0 {
-                    check_contiguous_strides(op, &spec.shape)?;
+                let numel = crate::layout::checked_numel(op, &layout.shape)?;
+                let contiguous = layout.is_contiguous();
+                let nbytes = if numel == 0 {
+                    0
+                } else {
+                    let end = layout
+                        .checked_storage_end()
+                        .ok_or_else(|| overflow_error(op, &spec.shape, es))?;
+                    checked_nbytes(op, &spec.shape, end, es)?
+                };
+                if reuse {
+                    let set = |l: &mut Layout| *l = layout.clone();
+                    // SAFETY: the caller writes every element before reading (this function's contract).
+                    if let Some(t) = unsafe { reuse_cached(op, nbytes, spec.dtype, numel, contiguous, set)? } {
+                        return Ok(t);
+                    }
                 }
-                (Layout::contiguous(&spec.shape), n, true)
+                (layout, numel, contiguous, nbytes)
             }
         };
-        let nbytes = if numel == 0 {
-            0
-        } else if contiguous {
-            checked_nbytes(op, &spec.shape, numel, es)?
-        } else {
-            let end = layout
-                .checked_storage_end()
-                .ok_or_else(|| overflow_error(op, &spec.shape, es))?;
-            checked_nbytes(op, &spec.shape, end, es)?
-        };
-        if device == Device::Cpu
-            && !zeroed
-            && let Some(mut arc) = recycle::take()
-        {
-            let imp = crate::storage::unique_mut(&mut arc).expect("cached tensors are unique");
-            // SAFETY: the caller writes every element before reading (this function's contract).
-            if unsafe { imp.storage.refill_cpu(nbytes, spec.dtype) }.map_err(|e| e.in_op(op))? {
-                imp.layout = layout;
-                imp.numel = numel;
-                imp.contiguous = contiguous;
-                imp.dtype = spec.dtype;
-                return Ok(Tensor::wrap(arc));
-            }
-        }
         let storage = if device == Device::Cpu {
             let s = if zeroed {
                 Storage::cpu(nbytes)
@@ -358,15 +377,6 @@ impl Tensor {
         Ok(Tensor::wrap(TensorImpl::arc_with_counts(
             storage, layout, spec.dtype, None, numel, contiguous,
         )))
-    }
-
-    /// This fresh tensor with in-place writes to its storage refused from
-    /// now on (a no-op on a tensor whose storage is shared).
-    pub(crate) fn into_read_only(self) -> Tensor {
-        let Tensor(arc) = &self;
-        let (storage, layout, dtype) = (arc.storage.clone(), arc.layout.clone(), arc.dtype);
-        drop(self);
-        Tensor::from_fresh(Storage::read_only(storage), layout, dtype)
     }
 
     /// Size of each dimension (`tensor.shape`).
