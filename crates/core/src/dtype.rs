@@ -336,4 +336,65 @@ mod tests {
         assert_eq!(DType::from_name("long"), Some(I64));
         assert_eq!(u8::from_f64(-1.0), 255);
     }
+
+    /// Every dtype's flags, sizes and names against PyTorch 2.15
+    /// (`d.is_signed`, `d.is_floating_point`, `d.itemsize`, `str(d)`).
+    #[test]
+    fn flags_sizes_and_names_match_torch() {
+        let table: [(DType, bool, bool, usize, &str, &[&str]); 8] = [
+            (Bool, false, false, 1, "bool", &[]),
+            (U8, false, false, 1, "uint8", &[]),
+            (I32, true, false, 4, "int32", &["int"]),
+            (I64, true, false, 8, "int64", &["long"]),
+            (F16, true, true, 2, "float16", &["half"]),
+            (BF16, true, true, 2, "bfloat16", &[]),
+            (F32, true, true, 4, "float32", &["float"]),
+            (F64, true, true, 8, "float64", &["double"]),
+        ];
+        assert_eq!(table.len(), ALL_DTYPES.len());
+        for (d, signed, float, size, name, aliases) in table {
+            assert_eq!(d.is_signed(), signed, "{name}.is_signed");
+            assert_eq!(d.is_floating_point(), float, "{name}.is_floating_point");
+            assert_eq!(d.element_size(), size, "{name}.itemsize");
+            assert_eq!(d.name(), name);
+            assert_eq!(DType::from_name(name), Some(d), "{name}");
+            assert_eq!(DType::from_name(&format!("torch.{name}")), Some(d), "torch.{name}");
+            for a in aliases {
+                assert_eq!(DType::from_name(a), Some(d), "{a}");
+                assert_eq!(DType::from_name(&format!("torch.{a}")), Some(d), "torch.{a}");
+            }
+        }
+        for bad in [
+            "",
+            "torch.",
+            "float8",
+            "Float32",
+            "torch.complex64",
+            "int8",
+            "torch.torch.float32",
+        ] {
+            assert_eq!(DType::from_name(bad), None, "{bad:?}");
+        }
+    }
+
+    /// The whole `torch.promote_types` table (row = first argument, in
+    /// `ALL_DTYPES` order), as PyTorch 2.15 prints it.
+    #[test]
+    fn promote_table_matches_torch() {
+        let want: [[DType; 8]; 8] = [
+            [Bool, U8, I32, I64, F16, BF16, F32, F64],
+            [U8, U8, I32, I64, F16, BF16, F32, F64],
+            [I32, I32, I32, I64, F16, BF16, F32, F64],
+            [I64, I64, I64, I64, F16, BF16, F32, F64],
+            [F16, F16, F16, F16, F16, F32, F32, F64],
+            [BF16, BF16, BF16, BF16, F32, BF16, F32, F64],
+            [F32, F32, F32, F32, F32, F32, F32, F64],
+            [F64, F64, F64, F64, F64, F64, F64, F64],
+        ];
+        for (a, row) in ALL_DTYPES.iter().zip(want) {
+            for (b, w) in ALL_DTYPES.iter().zip(row) {
+                assert_eq!(a.promote(*b), w, "promote_types({a}, {b})");
+            }
+        }
+    }
 }

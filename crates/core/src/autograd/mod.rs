@@ -165,6 +165,56 @@ pub fn grad(outputs: &[&Tensor], inputs: &[&Tensor], opts: GradOptions) -> Resul
     Ok(result)
 }
 
+/// Accumulates into the leaves' `.grad` the gradients of several tensors at
+/// once (`torch.autograd.backward(tensors, grad_tensors)`): one pass over the
+/// joint graph, so a tensor that also feeds another root gets both
+/// contributions. `opts.grad_outputs` gives one gradient per tensor (needed
+/// for those with more than one element); `retain_graph` defaults to
+/// `create_graph`; `allow_unused` has no effect (nothing is captured).
+///
+/// Errors if a tensor does not require grad, or if the number or the shape
+/// of the gradients does not match the tensors.
+///
+/// ```
+/// use ferrotorch_core::{Tensor, autograd};
+/// let x = Tensor::scalar(3.0f32).requires_grad_(true)?;
+/// let y = x.mul(2.0)?;
+/// let z = y.mul(&y)?;
+/// // d/dx (y + z) = 2 + 2 y * 2 = 26
+/// autograd::backward(&[&y, &z], Default::default())?;
+/// assert_eq!(x.grad().unwrap().item::<f32>()?, 26.0);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
+pub fn backward(tensors: &[&Tensor], opts: GradOptions) -> Result<()> {
+    if let Some(go) = opts.grad_outputs
+        && go.len() != tensors.len()
+    {
+        return Err(Error::invalid(
+            "backward",
+            format!("grad_tensors has {} tensors, tensors has {}", go.len(), tensors.len()),
+        ));
+    }
+    let mut roots = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        let g = root_grad("backward", t, opts.grad_outputs.map(|go| &go[i]))?;
+        let edge = t.gradient_edge().ok_or_else(|| {
+            Error::invalid(
+                "backward",
+                format!("element {i} of tensors does not require grad and does not have a grad_fn"),
+            )
+        })?;
+        roots.push((edge, g));
+    }
+    engine::execute(engine::Task {
+        roots,
+        captures: None,
+        retain_graph: opts.retain_graph.unwrap_or(opts.create_graph),
+        create_graph: opts.create_graph,
+        allow_unused: true,
+    })?;
+    Ok(())
+}
+
 impl Tensor {
     /// Accumulates the gradient of this one-element tensor into the `.grad`
     /// of every leaf it depends on (`loss.backward()`); the graph is freed.
