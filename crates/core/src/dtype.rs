@@ -397,4 +397,26 @@ mod tests {
             }
         }
     }
+
+    /// `torch.can_cast(from, to)` for every pair (row = `to`, column =
+    /// `from`, in `ALL_DTYPES` order), as PyTorch 2.15 prints it.
+    #[test]
+    fn can_cast_table_matches_torch() {
+        let (t, f) = (true, false);
+        let want: [[bool; 8]; 8] = [
+            [t, f, f, f, f, f, f, f],
+            [t, t, t, t, f, f, f, f],
+            [t, t, t, t, f, f, f, f],
+            [t, t, t, t, f, f, f, f],
+            [t; 8],
+            [t; 8],
+            [t; 8],
+            [t; 8],
+        ];
+        for (to, row) in ALL_DTYPES.iter().zip(want) {
+            for (from, w) in ALL_DTYPES.iter().zip(row) {
+                assert_eq!(to.can_cast_from(*from), w, "can_cast({from}, {to})");
+            }
+        }
+    }
 }

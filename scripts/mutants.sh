@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Mutation testing of the core's logic files with cargo-mutants: every
+# mutant (an operator flipped, a function body replaced by a default, ...)
+# is built and the core's and the facade's tests are run against it; a
+# mutant that no test notices is a gap in the tests (or an equivalent
+# mutant, recorded in docs/mutants.md). Slow and not part of CI.
+#
+#   scripts/mutants.sh                 # a wide sample: every 40th mutant
+#   scripts/mutants.sh --shard 3/40    # another sample of the same size
+#   scripts/mutants.sh --shard 0/1     # every mutant (hours)
+#   scripts/mutants.sh --list          # what would be mutated
+#   FILES="crates/core/src/layout.rs" scripts/mutants.sh --shard 0/1
+#
+# It installs cargo-mutants into .tools/ on first use, mutates a separate
+# git worktree of HEAD (target/mutants-tree; commit what you want tested),
+# builds with the `mutants` profile (release, incremental) into
+# target/mutants, and writes its report to target/mutants-out/mutants.out
+# (caught.txt, missed.txt, timeout.txt, unviable.txt).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+version=27.1.0
+bin="$root/.tools/bin/cargo-mutants"
+if ! "$bin" mutants --version 2>/dev/null | grep -q "$version"; then
+  cargo install --locked "cargo-mutants@$version" --root "$root/.tools"
+fi
+# The core's logic: layout, dtype and promotion, scalars, the dispatcher,
+# autograd, operator declarations and backward formulas, the CPU reductions.
+FILES="${FILES:-crates/core/src/layout.rs crates/core/src/dtype.rs crates/core/src/scalar.rs \
+crates/core/src/dispatch/*.rs crates/core/src/autograd/*.rs crates/core/src/ops/*.rs crates/core/src/cpu/reduce.rs}"
+file_args=()
+for f in $FILES; do file_args+=(--file "$f"); done
+shard=(--shard 0/40 --sharding round-robin)
+for a in "$@"; do
+  case "$a" in --shard | --shard=*) shard=(--sharding round-robin) ;; esac
+done
+tree="$root/target/mutants-tree"
+if [ -d "$tree" ]; then
+  git -C "$tree" checkout --quiet --detach --force "$(git rev-parse HEAD)"
+else
+  git worktree add --quiet --detach "$tree" HEAD
+fi
+export CARGO_TARGET_DIR="$root/target/mutants"
+exec "$bin" mutants --in-place -d "$tree" -p ferrotorch-core "${file_args[@]}" \
+  --test-package ferrotorch-core --test-package ferrotorch --profile mutants \
+  --timeout 300 --build-timeout 900 --output "$root/target/mutants-out" "${shard[@]}" "$@"
