@@ -341,7 +341,9 @@ mod tests {
     /// (`d.is_signed`, `d.is_floating_point`, `d.itemsize`, `str(d)`).
     #[test]
     fn flags_sizes_and_names_match_torch() {
-        let table: [(DType, bool, bool, usize, &str, &[&str]); 8] = [
+        /// dtype, is_signed, is_floating_point, itemsize, name, aliases.
+        type Row = (DType, bool, bool, usize, &'static str, &'static [&'static str]);
+        let table: [Row; 8] = [
             (Bool, false, false, 1, "bool", &[]),
             (U8, false, false, 1, "uint8", &[]),
             (I32, true, false, 4, "int32", &["int"]),

@@ -366,9 +366,36 @@ impl Layout {
     /// (unlike [`Layout::has_internal_overlap`]): stride tests settle the
     /// common layouts, the rest are enumerated.
     pub(crate) fn has_overlapping_elements(&self) -> bool {
+        if !self.may_have_overlapping_elements() {
+            return false;
+        }
         if self.has_internal_overlap() {
             return true;
         }
+        let mut slots = vec![0usize];
+        for (s, n) in self.sorted_strides() {
+            slots = slots.iter().flat_map(|&a| (0..n).map(move |i| a + i * s)).collect();
+        }
+        slots.sort_unstable();
+        slots.windows(2).any(|w| w[0] == w[1])
+    }
+
+    /// Whether two elements of this layout may share a storage slot, from
+    /// the strides alone (no allocation): false when each stride, smallest
+    /// first, steps beyond the reach of the smaller ones (every layout made
+    /// by views of a contiguous tensor without `expand` or `as_strided`);
+    /// true otherwise, also for some layouts without overlap.
+    pub(crate) fn may_have_overlapping_elements(&self) -> bool {
+        let mut reach = 0usize;
+        !self.sorted_strides().into_iter().all(|(s, n)| {
+            let beyond = s > reach;
+            reach += (n - 1) * s;
+            beyond
+        })
+    }
+
+    /// `(stride, size)` of the dims of more than one element, by stride.
+    fn sorted_strides(&self) -> SmallVec<[(usize, usize); DIMS_INLINE]> {
         let mut dims: SmallVec<[(usize, usize); DIMS_INLINE]> = self
             .strides
             .iter()
@@ -377,21 +404,7 @@ impl Layout {
             .map(|(&s, &n)| (s, n))
             .collect();
         dims.sort_unstable();
-        // Each stride beyond the reach of all smaller ones: no two elements meet.
-        let mut reach = 0usize;
-        if dims.iter().all(|&(s, n)| {
-            let beyond = s > reach;
-            reach += (n - 1) * s;
-            beyond
-        }) {
-            return false;
-        }
-        let mut slots = vec![0usize];
-        for &(s, n) in &dims {
-            slots = slots.iter().flat_map(|&a| (0..n).map(move |i| a + i * s)).collect();
-        }
-        slots.sort_unstable();
-        slots.windows(2).any(|w| w[0] == w[1])
+        dims
     }
 
     /// Reorders the dims; `perm` must be a permutation of `0..ndim`.

@@ -201,3 +201,22 @@ fn bool_tensors_never_see_bytes_other_than_0_and_1() {
     assert!(Tensor::from_slice(&[true]).storage().is_bool_typed());
     assert!(!Tensor::from_slice(&[1u8]).storage().is_bool_typed());
 }
+
+/// Writing into an output whose elements share addresses (`fill_` of an
+/// expanded tensor, an overlapping `as_strided` view) runs on one thread:
+/// no two threads write one address, whatever the size.
+#[test]
+fn outputs_with_overlapping_elements_are_written_by_one_thread() -> ferrotorch_core::Result<()> {
+    let base = Tensor::zeros(&[3])?;
+    let wide = base.expand(&[1 << 18, 3])?;
+    wide.fill_(2.5)?;
+    assert_eq!(base.to_vec::<f32>()?, [2.5, 2.5, 2.5]);
+    // Rows that overlap by all but one element: 300,000 elements over 300,003 slots.
+    let flat = Tensor::zeros(&[300_003])?;
+    let over = flat.as_strided(&[300_000, 4], &[1, 1], 0)?;
+    over.fill_(1.0)?;
+    assert!(flat.to_vec::<f32>()?.iter().all(|&v| v == 1.0));
+    // An in-place op into an overlapping view is refused, as in PyTorch.
+    assert!(wide.add_(1.0).is_err());
+    Ok(())
+}

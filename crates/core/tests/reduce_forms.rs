@@ -46,6 +46,8 @@ fn check_dims_form(dims: impl IntoDims + Copy) -> Result<()> {
 fn every_dims_form_reduces_the_named_dims() -> Result<()> {
     check_dims_form([0i64, 2])?;
     check_dims_form([0i64, -1])?;
+    // The `&[i64; N]` form itself, which clippy would turn into `[i64; N]`.
+    #[allow(clippy::needless_borrows_for_generic_args)]
     check_dims_form(&[0i64, 2])?;
     check_dims_form(&[2i64, 0][..])?;
     let v: Vec<i64> = vec![-3, 2];

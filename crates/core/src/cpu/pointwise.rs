@@ -11,6 +11,7 @@
 //! Blocks are spread over threads in fixed chunks; each element's result
 //! depends only on its inputs, so the output is the same for any thread count.
 
+use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
 use smallvec::SmallVec;
@@ -52,13 +53,93 @@ pub(crate) struct Operand {
     pub ptr: usize,
     pub strides: Dims,
     pub esize: usize,
-    /// Shares memory with the output (must be gathered before writing).
+    /// For an input: shares memory with the output (must be gathered before
+    /// writing). For the output: has internal overlap (several elements at
+    /// one address, e.g. `fill_` of an expanded tensor), so it is written
+    /// from one thread only.
     pub aliases_out: bool,
 }
 
-/// A block function: `n` contiguous elements at each input pointer, `n`
-/// writable elements at the output pointer.
-pub(crate) type BlockFn<'a> = dyn Fn(&[*const u8], *mut u8, usize) + Sync + 'a;
+/// A block function: reads `n` contiguous elements at each input pointer and
+/// writes `n` at the output pointer. Running it is `unsafe`: the pointers
+/// are raw, and only the engine knows they are valid.
+pub(crate) trait BlockFn: Sync {
+    /// Runs the function over one block.
+    ///
+    /// # Safety
+    /// Each `ins[k]` is aligned and valid for reads of `n` elements of the
+    /// function's `k`-th input type, `out` aligned and valid for writes of
+    /// `n` elements of its output type, and no input overlaps the output.
+    unsafe fn run(&self, ins: &[*const u8], out: *mut u8, n: usize);
+}
+
+/// Marks the element types a block function is for (`Send + Sync` whatever they are).
+type Types<T> = PhantomData<fn() -> T>;
+
+/// The block function of [`map1`]: `out = f(a)` on typed slices.
+struct Map1<F, A, O>(F, Types<(A, O)>);
+
+impl<F: Fn(&[A], &mut [O]) + Sync, A: Element, O: Element> BlockFn for Map1<F, A, O> {
+    unsafe fn run(&self, i: &[*const u8], o: *mut u8, n: usize) {
+        // SAFETY: the caller's contract: `n` valid, aligned, contiguous
+        // elements at each pointer, the output overlapping no input.
+        let (x, y) = unsafe {
+            (
+                std::slice::from_raw_parts(i[0] as *const A, n),
+                std::slice::from_raw_parts_mut(o as *mut O, n),
+            )
+        };
+        (self.0)(x, y)
+    }
+}
+
+/// The block function of [`map2`]: `out = f(a, b)` on typed slices.
+struct Map2<F, A, B, O>(F, Types<(A, B, O)>);
+
+impl<F: Fn(&[A], &[B], &mut [O]) + Sync, A: Element, B: Element, O: Element> BlockFn for Map2<F, A, B, O> {
+    unsafe fn run(&self, i: &[*const u8], o: *mut u8, n: usize) {
+        // SAFETY: as in Map1.
+        let (x, y, z) = unsafe {
+            (
+                std::slice::from_raw_parts(i[0] as *const A, n),
+                std::slice::from_raw_parts(i[1] as *const B, n),
+                std::slice::from_raw_parts_mut(o as *mut O, n),
+            )
+        };
+        (self.0)(x, y, z)
+    }
+}
+
+/// The block function of [`map3`]: `out = f(a, b, c)` on typed slices.
+struct Map3<F, A, B, C, O>(F, Types<(A, B, C, O)>);
+
+impl<F, A: Element, B: Element, C: Element, O: Element> BlockFn for Map3<F, A, B, C, O>
+where
+    F: Fn(&[A], &[B], &[C], &mut [O]) + Sync,
+{
+    unsafe fn run(&self, i: &[*const u8], o: *mut u8, n: usize) {
+        // SAFETY: as in Map1.
+        let (x, y, z, w) = unsafe {
+            (
+                std::slice::from_raw_parts(i[0] as *const A, n),
+                std::slice::from_raw_parts(i[1] as *const B, n),
+                std::slice::from_raw_parts(i[2] as *const C, n),
+                std::slice::from_raw_parts_mut(o as *mut O, n),
+            )
+        };
+        (self.0)(x, y, z, w)
+    }
+}
+
+/// The block function of [`fill_with`]: `out = f()` on a typed slice.
+struct Fill<F, O>(F, Types<O>);
+
+impl<F: Fn(&mut [O]) + Sync, O: Element> BlockFn for Fill<F, O> {
+    unsafe fn run(&self, _: &[*const u8], o: *mut u8, n: usize) {
+        // SAFETY: as in Map1.
+        (self.0)(unsafe { std::slice::from_raw_parts_mut(o as *mut O, n) })
+    }
+}
 
 struct Plan {
     shape: Dims,
@@ -170,7 +251,11 @@ unsafe fn scatter(src: *const u8, n: usize, esize: usize, dst: *mut u8, stride: 
 }
 
 /// Runs `f` over the linear range `[start, end)` of the planned iteration space.
-fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end: usize, f: &BlockFn) {
+///
+/// # Safety
+/// As [`pointwise`], for the plan `p` made from its operands; `end` is at
+/// most the iteration space's size.
+unsafe fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end: usize, f: &dyn BlockFn) {
     let nd = p.shape.len();
     let inner = p.shape[nd - 1];
     // Scratch for gathered operands: never initialised (only written slots are read).
@@ -225,10 +310,15 @@ fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end: usize,
         let ost = p.out_strides[nd - 1];
         let obase = out.ptr + offset_of(&p.out_strides, &idx) * out.esize;
         if p.out_dense || (!rows_mode && (ost == 1 || n == 1)) {
-            f(&in_ptrs, obase as *mut u8, n);
+            // SAFETY: each input pointer is a contiguous run of n elements of
+            // the operand (dense or stride 1, not aliasing the output) or a
+            // scratch slot of BLOCK >= n elements just gathered; the output's
+            // n elements are a contiguous run of it.
+            unsafe { f.run(&in_ptrs, obase as *mut u8, n) };
         } else {
             let ob = buf(MAX_INPUTS);
-            f(&in_ptrs, ob, n);
+            // SAFETY: as above, the output being the last scratch slot.
+            unsafe { f.run(&in_ptrs, ob, n) };
             if rows_mode {
                 let mut ridx = idx.clone();
                 let mut done = 0;
@@ -277,20 +367,33 @@ fn transposing(p: &Plan) -> bool {
 /// Runs tiles `[t0, t1)` of a 2-D iteration: `TILE_ROWS` rows of
 /// `TILE_COLS` columns at a time, so the transposed operand's cache lines are
 /// used whole before they are evicted.
-fn run_tiles(p: &Plan, out: &Operand, ins: &[Operand], t0: usize, t1: usize, f: &BlockFn) {
+///
+/// # Safety
+/// As [`run_range`]; `t1` is at most the number of tiles.
+unsafe fn run_tiles(p: &Plan, out: &Operand, ins: &[Operand], t0: usize, t1: usize, f: &dyn BlockFn) {
     let (rows, cols) = (p.shape[0], p.shape[1]);
     let tiles_c = cols.div_ceil(TILE_COLS);
     for t in t0..t1 {
         let (tr, tc) = (t / tiles_c, t % tiles_c);
         let (c0, c1) = (tc * TILE_COLS, ((tc + 1) * TILE_COLS).min(cols));
         for r in tr * TILE_ROWS..((tr + 1) * TILE_ROWS).min(rows) {
-            run_range(p, out, ins, r * cols + c0, r * cols + c1, f);
+            // SAFETY: the caller's contract; the range is a piece of row r.
+            unsafe { run_range(p, out, ins, r * cols + c0, r * cols + c1, f) };
         }
     }
 }
 
 /// Runs `f` over every element of `shape` (see the module docs).
-pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: Cost, f: &BlockFn) {
+///
+/// # Safety
+/// `out.ptr` points to the first element of a buffer valid for writes at
+/// every offset its strides reach over `shape`, each `ins[k].ptr` likewise
+/// for reads with its (broadcast) strides, each with its element size; the
+/// buffers stay locked for the call; an input sharing memory with the output
+/// has `aliases_out` set; `f`'s types match the operands' element sizes; and
+/// distinct elements of `shape` map to distinct output elements unless the
+/// output's `aliases_out` is set (it is then written from this thread only).
+pub(crate) unsafe fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: Cost, f: &dyn BlockFn) {
     let numel: usize = shape.iter().product();
     if numel == 0 {
         return;
@@ -298,25 +401,29 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
     debug_assert!(ins.len() <= MAX_INPUTS);
     let p = plan(shape, out, ins);
     let grain = cost.grain();
-    let serial = numel <= grain || rayon::current_num_threads() == 1;
+    let serial = numel <= grain || rayon::current_num_threads() == 1 || out.aliases_out;
     if transposing(&p) && numel > TILE_ROWS * TILE_COLS {
         let tiles = p.shape[0].div_ceil(TILE_ROWS) * p.shape[1].div_ceil(TILE_COLS);
         if serial {
-            run_tiles(&p, out, ins, 0, tiles, f);
+            // SAFETY: the caller's contract, over every tile.
+            unsafe { run_tiles(&p, out, ins, 0, tiles, f) };
         } else {
             let per = (grain / (TILE_ROWS * TILE_COLS)).max(1);
             super::warm::par_for_each(tiles.div_ceil(per), |g| {
-                run_tiles(&p, out, ins, g * per, ((g + 1) * per).min(tiles), f);
+                // SAFETY: the caller's contract; tasks write disjoint tiles.
+                unsafe { run_tiles(&p, out, ins, g * per, ((g + 1) * per).min(tiles), f) };
             });
         }
         return;
     }
     if serial {
-        run_range(&p, out, ins, 0, numel, f);
+        // SAFETY: the caller's contract, over the whole space.
+        unsafe { run_range(&p, out, ins, 0, numel, f) };
     } else {
         let tasks = numel.div_ceil(grain);
         super::warm::par_for_each(tasks, |t| {
-            run_range(&p, out, ins, t * grain, ((t + 1) * grain).min(numel), f);
+            // SAFETY: the caller's contract; tasks write disjoint ranges.
+            unsafe { run_range(&p, out, ins, t * grain, ((t + 1) * grain).min(numel), f) };
         });
     }
 }
@@ -334,7 +441,7 @@ pub(crate) fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: C
 /// matter. Runs `f` once and returns true; returns false, having done
 /// nothing, for any other case or when a lock is busy (the general path
 /// then takes the locks in order and waits).
-fn small_call(out: &Tensor, ins: &[&Tensor], f: &BlockFn) -> bool {
+fn small_call(out: &Tensor, ins: &[&Tensor], f: &dyn BlockFn) -> bool {
     let numel = out.numel();
     if numel == 0 || numel > BLOCK || !out.is_contiguous() || ins.len() > MAX_INPUTS {
         return false;
@@ -386,7 +493,10 @@ fn small_call(out: &Tensor, ins: &[&Tensor], f: &BlockFn) -> bool {
         ptrs[k] = unsafe { base.add(t.storage_offset() * t.element_size()) };
     }
     if copied == 0 {
-        f(&ptrs[..ins.len()], out_ptr, numel);
+        // SAFETY: every input has `numel` dense elements at its pointer and
+        // does not share the output's memory (else it would be copied); the
+        // output has `numel` dense elements; all locked for this call.
+        unsafe { f.run(&ptrs[..ins.len()], out_ptr, numel) };
     } else {
         // SAFETY: every input has `numel` dense elements or a single one at its
         // pointer (the checks above), the output `numel` dense elements, all
@@ -411,7 +521,7 @@ unsafe fn run_with_copies(
     copied: u32,
     out_ptr: *mut u8,
     numel: usize,
-    f: &BlockFn,
+    f: &dyn BlockFn,
 ) {
     let mut scratch = MaybeUninit::<[[u64; BLOCK]; MAX_INPUTS]>::uninit();
     let base_buf = scratch.as_mut_ptr() as *mut u64;
@@ -428,7 +538,9 @@ unsafe fn run_with_copies(
             ptrs[k]
         };
     }
-    f(&srcs[..ins.len()], out_ptr, numel);
+    // SAFETY: the caller's contract for the inputs used in place (which do
+    // not share the output's memory); the copies hold numel <= BLOCK elements.
+    unsafe { f.run(&srcs[..ins.len()], out_ptr, numel) };
 }
 
 fn operand(t: &Tensor, ptr: *const u8, shape: &[usize], out: &Tensor) -> Operand {
@@ -445,7 +557,7 @@ fn out_operand(out: &Tensor, ptr: *mut u8) -> Operand {
         ptr: ptr as usize,
         strides: out.strides().into(),
         esize: out.element_size(),
-        aliases_out: false,
+        aliases_out: out.layout().may_have_overlapping_elements(),
     }
 }
 
@@ -457,23 +569,17 @@ pub(crate) fn map1<A: Element, O: Element>(
     cost: Cost,
     f: impl Fn(&[A], &mut [O]) + Sync,
 ) -> Result<()> {
-    let block = |i: &[*const u8], o: *mut u8, n: usize| {
-        // SAFETY: the engine passes n valid, contiguous, non-overlapping elements.
-        let (x, y) = unsafe {
-            (
-                std::slice::from_raw_parts(i[0] as *const A, n),
-                std::slice::from_raw_parts_mut(o as *mut O, n),
-            )
-        };
-        f(x, y)
-    };
+    let block = Map1(f, PhantomData);
     if small_call(out, &[a], &block) {
         return Ok(());
     }
     let acc = access(op, &[a], &[out])?;
     let shape = out.shape();
     let ins = [operand(a, acc.ins[0], shape, out)];
-    pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
+    // SAFETY: the operands come from the tensors' locked buffers with their
+    // own strides (broadcast to the output's shape); inputs sharing the
+    // output's memory and an output with internal overlap are marked.
+    unsafe { pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block) };
     Ok(())
 }
 
@@ -486,24 +592,17 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
     cost: Cost,
     f: impl Fn(&[A], &[B], &mut [O]) + Sync,
 ) -> Result<()> {
-    let block = |i: &[*const u8], o: *mut u8, n: usize| {
-        // SAFETY: as in map1.
-        let (x, y, z) = unsafe {
-            (
-                std::slice::from_raw_parts(i[0] as *const A, n),
-                std::slice::from_raw_parts(i[1] as *const B, n),
-                std::slice::from_raw_parts_mut(o as *mut O, n),
-            )
-        };
-        f(x, y, z)
-    };
+    let block = Map2(f, PhantomData);
     if small_call(out, &[a, b], &block) {
         return Ok(());
     }
     let acc = access(op, &[a, b], &[out])?;
     let shape = out.shape();
     let ins = [operand(a, acc.ins[0], shape, out), operand(b, acc.ins[1], shape, out)];
-    pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
+    // SAFETY: the operands come from the tensors' locked buffers with their
+    // own strides (broadcast to the output's shape); inputs sharing the
+    // output's memory and an output with internal overlap are marked.
+    unsafe { pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block) };
     Ok(())
 }
 
@@ -518,18 +617,7 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
     cost: Cost,
     f: impl Fn(&[A], &[B], &[C], &mut [O]) + Sync,
 ) -> Result<()> {
-    let block = |i: &[*const u8], o: *mut u8, n: usize| {
-        // SAFETY: as in map1.
-        let (x, y, z, w) = unsafe {
-            (
-                std::slice::from_raw_parts(i[0] as *const A, n),
-                std::slice::from_raw_parts(i[1] as *const B, n),
-                std::slice::from_raw_parts(i[2] as *const C, n),
-                std::slice::from_raw_parts_mut(o as *mut O, n),
-            )
-        };
-        f(x, y, z, w)
-    };
+    let block = Map3(f, PhantomData);
     if small_call(out, &[a, b, c], &block) {
         return Ok(());
     }
@@ -540,7 +628,10 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
         operand(b, acc.ins[1], shape, out),
         operand(c, acc.ins[2], shape, out),
     ];
-    pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block);
+    // SAFETY: the operands come from the tensors' locked buffers with their
+    // own strides (broadcast to the output's shape); inputs sharing the
+    // output's memory and an output with internal overlap are marked.
+    unsafe { pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block) };
     Ok(())
 }
 
@@ -551,15 +642,13 @@ pub(crate) fn fill_with<O: Element>(
     cost: Cost,
     f: impl Fn(&mut [O]) + Sync,
 ) -> Result<()> {
-    let block = |_: &[*const u8], o: *mut u8, n: usize| {
-        // SAFETY: as in map1.
-        f(unsafe { std::slice::from_raw_parts_mut(o as *mut O, n) })
-    };
+    let block = Fill(f, PhantomData);
     if small_call(out, &[], &block) {
         return Ok(());
     }
     let acc = access(op, &[], &[out])?;
-    pointwise(out.shape(), &out_operand(out, acc.outs[0]), &[], cost, &block);
+    // SAFETY: as in map1.
+    unsafe { pointwise(out.shape(), &out_operand(out, acc.outs[0]), &[], cost, &block) };
     Ok(())
 }
 

@@ -86,7 +86,12 @@ fn offset_of(idx_linear: usize, shape: &[usize], strides: &[usize]) -> usize {
 }
 
 /// Folds the inner linear range `[start, end)` of one output at `base`.
-fn fold_range<T: Element, R: Reducer<T>>(
+///
+/// # Safety
+/// `xp` points into a buffer (locked for the call) that holds every element
+/// `base` plus the plan's inner offsets reach for positions below `end`,
+/// which is at most the product of the plan's inner shape.
+unsafe fn fold_range<T: Element, R: Reducer<T>>(
     r: &R,
     xp: *const T,
     base: usize,
@@ -165,7 +170,11 @@ fn run<T: Element, O: Element, R: Reducer<T>>(
             return finish(r.init());
         }
         let base = offset_of(o, &p.outer_shape, &p.outer_strides);
-        let chunk = |c: usize| fold_range(r, xp as *const T, base, &p, c * CHUNK, ((c + 1) * CHUNK).min(n_in));
+        // SAFETY: offset_of wraps every index into its dim, so base is the
+        // offset of some output's first input element, and every chunk's
+        // range is clipped to [0, n_in) (empty past it).
+        let chunk =
+            |c: usize| unsafe { fold_range(r, xp as *const T, base, &p, c * CHUNK, ((c + 1) * CHUNK).min(n_in)) };
         let total = if parallel_chunks && chunks > 1 {
             let parts: Vec<R::Acc> = (0..chunks).into_par_iter().map(chunk).collect();
             super::warm::keep_warm();
@@ -176,6 +185,7 @@ fn run<T: Element, O: Element, R: Reducer<T>>(
         finish(total)
     };
     let write = |o: usize, v: O| {
+        assert!(o < n_out, "output index in range");
         // SAFETY: o < n_out, the contiguous output's length.
         unsafe { *(op as *mut O).add(o) = v };
     };
@@ -495,6 +505,7 @@ fn column_sum_f32(name: &'static str, x: &Tensor, out: &Tensor, rows: usize, col
     const COLS: usize = 256;
     let block = |b: usize| {
         let (j0, j1) = (b * COLS, ((b + 1) * COLS).min(cols));
+        assert!(j0 < j1, "column block in range");
         let w = j1 - j0;
         let mut total = [0f32; COLS];
         let mut part = [0f32; COLS];
