@@ -351,3 +351,87 @@ fn activations_refuse_integer_inputs() -> Result<()> {
     assert_eq!(i.exp()?.dtype(), DType::F32);
     Ok(())
 }
+
+fn node(t: &Tensor) -> String {
+    t.grad_fn().map(|n| n.name().to_string()).unwrap_or_default()
+}
+
+/// Node names of the overloads a PyTorch user calls, as PyTorch 2.15
+/// prints them.
+#[test]
+fn overload_node_names() -> Result<()> {
+    let x = Tensor::from_slice(&[1.0f32, -2.0, 3.0]).requires_grad_(true)?;
+    assert_eq!(node(&x.clamp_min(0.0)?), "ClampMinBackward0");
+    assert_eq!(node(&x.clamp_max(0.0)?), "ClampMaxBackward0");
+    assert_eq!(node(&x.clamp(Some(0.0), None::<f64>)?), "ClampBackward1");
+    let y = x.mul(1.0)?;
+    assert_eq!(node(&y.clamp_min_(0.0)?), "ClampMinBackward0");
+    assert_eq!(y.to_vec::<f32>()?, [1.0, 0.0, 3.0]);
+    assert_eq!(node(&(2.0 - &x)), "RsubBackward1");
+    assert_eq!(node(&Tensor::scalar_pow(2.0, &x)?), "PowBackward2");
+    assert_eq!(node(&x.pow(2.0)?), "PowBackward0");
+    // `2 / x` is `x.reciprocal() * 2`, its node and its rounding.
+    let r = 2.0 / &x;
+    assert_eq!(node(&r), "MulBackward0");
+    let third = Tensor::from_slice(&[3.0f32]);
+    assert_eq!((1.0 / &third).item::<f32>()?, (1.0f32 / 3.0) * 1.0);
+    let m = x.reshape(&[3, 1])?;
+    assert_eq!(node(&m.squeeze()?), "SqueezeBackward0");
+    assert_eq!(node(&m.squeeze_dim(1)?), "SqueezeBackward1");
+    assert_eq!(node(&m.squeeze_dims(&[1])?), "SqueezeBackward2");
+    assert_eq!(node(&x.sum()?), "SumBackward0");
+    let all = x.sum_dim([0i64; 0], false)?;
+    assert_eq!(node(&all), "SumBackward1");
+    assert_eq!(all.item::<f32>()?, 2.0);
+    assert_eq!(node(&m.t()?.contiguous()?), "TBackward0"); // [1, 3] is contiguous
+    let sq = x.narrow(0, 0, 2)?.unsqueeze(0)?.expand(&[2, 2])?;
+    assert_eq!(node(&sq.t()?.contiguous()?), "CloneBackward0");
+    assert_eq!(node(&x.sort(0, false)?.0), "SortBackward0");
+    let (v, i) = x.sort_stable(0, true)?;
+    assert_eq!(node(&v), "SortBackward1");
+    assert_eq!(i.to_vec::<i64>()?, [2, 0, 1]);
+    let idx = Tensor::from_slice(&[0i64]);
+    assert_eq!(node(&x.scatter_value(0, &idx, 5.0)?), "ScatterBackward1");
+    assert_eq!(node(&x.scatter(0, &idx, &x)?), "ScatterBackward0");
+    assert_eq!(node(&x.scatter_add(0, &idx, &x)?), "ScatterAddBackward0");
+    Ok(())
+}
+
+/// gather and scatter count a 0-d tensor as 1-d of one element, skip the
+/// shape checks for an empty index, and a src gradient of the index's
+/// shape is summed back to a src that broadcasts to it (all as PyTorch).
+#[test]
+fn gather_and_scatter_edge_shapes() -> Result<()> {
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0]);
+    let i0 = Tensor::scalar(2i64);
+    let g = x.gather(0, &i0)?;
+    assert_eq!(g.shape(), [0usize; 0]);
+    assert_eq!(g.item::<f32>()?, 3.0);
+    let src = Tensor::scalar(9.0f32).requires_grad_(true)?;
+    let s = x.scatter(0, &i0, &src)?;
+    assert_eq!(s.to_vec::<f32>()?, [1.0, 2.0, 9.0]);
+    assert_eq!(node(&s), "ScatterBackward0");
+    s.sum()?.backward()?;
+    assert_eq!(src.grad().unwrap().item::<f32>()?, 1.0);
+    // A 0-d self with a one-element index.
+    let z = Tensor::scalar(0.5f32).requires_grad_(true)?;
+    let w = z.scatter(0, &Tensor::from_slice(&[0i64]), &Tensor::from_slice(&[4.0f32]))?;
+    assert_eq!(w.shape(), [0usize; 0]);
+    assert_eq!(w.item::<f32>()?, 4.0);
+    // An empty index is not checked against the other shapes.
+    let empty = Tensor::zeros_dtype(&[3, 0, 3, 4], DType::I64)?;
+    let s = x.scatter_add(0, &empty, &Tensor::from_slice(&[1.0f32]))?;
+    assert_eq!(s.to_vec::<f32>()?, [1.0, 2.0, 3.0]);
+    // src [1, 3] with index [1, 2]: the src gradient is the index's shape,
+    // which src does not broadcast to: an error naming the node, as PyTorch.
+    let base = Tensor::zeros(&[2, 3])?;
+    let src = Tensor::ones(&[1, 3])?.requires_grad_(true)?;
+    let idx = Tensor::from_slice(&[0i64, 1]).reshape(&[1, 2])?;
+    let e = base.scatter(1, &idx, &src)?.sum()?.backward().unwrap_err().to_string();
+    // (PyTorch numbers the gradient among the differentiable inputs, 1.)
+    assert!(
+        e.contains("ScatterBackward0 returned an invalid gradient at index"),
+        "{e}"
+    );
+    Ok(())
+}

@@ -222,7 +222,7 @@ pub(crate) fn other(name: &str, env: &Env, a: &[Value]) -> Res<Vec<Tensor>> {
         "tril" => e1(x()?.tril(i(1)?)),
         "triu" => e1(x()?.triu(i(1)?)),
         "one_hot" => e1(x()?.one_hot(opt_int(&a[1])?.map(|n| n as usize))),
-        "sort" => e2(x()?.sort(i(1)?, b(2)?)),
+        "sort" => e2(x()?.sort_stable(i(1)?, b(2)?)),
         "argsort" => e1(x()?.argsort(i(1)?, b(2)?)),
         "topk" => e2(x()?.topk(usize_of(&a[1])?, i(2)?, b(3)?)),
         "cat" | "stack" => {

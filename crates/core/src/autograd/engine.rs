@@ -318,17 +318,25 @@ fn validate_outputs(node: &Arc<Node>, out: &mut [Option<Tensor>]) -> Result<()> 
                 *g = g.to_dtype(dtype)?;
             }
         }
-        let g = &*g;
         if let Some(s) = node.backward_fn().input_shape(i)
             && !crate::layout::same_dims(g.shape(), s)
         {
-            return Err(Error::shape(
-                "backward",
-                g.shape(),
-                s,
-                format!("function {} returned an invalid gradient at index {i}", node.name()),
-            ));
+            // As PyTorch: a gradient the input's shape broadcasts to is
+            // summed back to it (e.g. scatter's src gradient, which has the
+            // index's shape); any other shape is an error.
+            let expandable = s.len() <= g.ndim()
+                && crate::layout::broadcast_shapes("backward", s, g.shape()).is_ok_and(|b| b[..] == *g.shape());
+            if !expandable {
+                return Err(Error::shape(
+                    "backward",
+                    g.shape(),
+                    s,
+                    format!("function {} returned an invalid gradient at index {i}", node.name()),
+                ));
+            }
+            *g = crate::ops::grad_util::sum_to(g, s)?;
         }
+        let g = &*g;
         if super::is_anomaly_enabled() && has_nan(g) {
             return Err(Error::invalid(
                 "backward",

@@ -122,10 +122,16 @@ pub(crate) fn scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
     super::copy::cast_into(out, x)?;
     let idx = index_values(index)?;
     let dim = op.dim;
-    let size = out.shape()[dim];
-    let mut ost0 = out.strides().to_vec();
-    let dst = ost0[dim];
-    ost0[dim] = 0;
+    // A 0-d output counts as 1-d of one element (as the shape rule allows).
+    let size = out.shape().get(dim).copied().unwrap_or(1);
+    let dst = out.strides().get(dim).copied().unwrap_or(0);
+    let ost0: Vec<usize> = if out.ndim() == 0 {
+        vec![0; index.ndim()]
+    } else {
+        let mut s = out.strides().to_vec();
+        s[dim] = 0;
+        s
+    };
     // A one-element src (a scalar value) broadcasts.
     let sst: Vec<usize> = if src.ndim() == index.ndim() {
         src.strides().to_vec()

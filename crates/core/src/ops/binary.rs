@@ -123,6 +123,10 @@ pub struct Binary {
     pub alpha: Scalar,
     /// Rounding of div.
     pub rounding: Rounding,
+    /// The first operand is a wrapped Python scalar (`2 - x` is PyTorch's
+    /// `rsub`, node `RsubBackward1`; `2 ** x` is `pow.Scalar`, node
+    /// `PowBackward2`).
+    pub scalar_lhs: bool,
 }
 
 impl Binary {
@@ -132,6 +136,7 @@ impl Binary {
             kind,
             alpha: Scalar::Int(1),
             rounding: Rounding::None,
+            scalar_lhs: false,
         }
     }
 }
@@ -207,6 +212,8 @@ impl Op for Binary {
 
     fn backward_name(&self) -> String {
         match self.kind {
+            BinaryKind::Pow if self.scalar_lhs => "PowBackward2".into(),
+            BinaryKind::Sub if self.scalar_lhs => "RsubBackward1".into(),
             BinaryKind::Pow => "PowBackward1".into(),
             BinaryKind::Div if self.rounding != Rounding::None => "DivBackward2".into(),
             k => {
@@ -402,9 +409,17 @@ fn binary_op(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
     }
 }
 
-/// Runs `scalar <kind> b` (e.g. `2 ** x`).
+/// Runs `scalar <kind> b` (e.g. `2 ** x`) as Python's reflected operators
+/// do: `s / x` is `x.reciprocal() * s` (`__rtruediv__`, node `MulBackward0`,
+/// and its rounding), `s - x` is `rsub` and `s ** x` is `pow.Scalar`.
 pub fn binary_scalar_lhs(kind: BinaryKind, a: Scalar, b: &Tensor) -> Result<Tensor> {
-    let op = Binary::new(kind);
+    if kind == BinaryKind::Div {
+        return b.reciprocal()?.mul(a);
+    }
+    let op = Binary {
+        scalar_lhs: true,
+        ..Binary::new(kind)
+    };
     let (x, y, cast) = prepare(&op, Operand::Scalar(a), Operand::Tensor(b))?;
     let r = call1(&op, &[&x, &y])?;
     match cast {

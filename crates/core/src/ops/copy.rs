@@ -238,7 +238,8 @@ impl Tensor {
         )
     }
 
-    /// `self` if contiguous, else a contiguous copy.
+    /// `self` if contiguous, else a contiguous copy (as PyTorch, which
+    /// clones with `memory_format=contiguous_format`: node `CloneBackward0`).
     pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {
             return Ok(self.clone());
@@ -247,7 +248,7 @@ impl Tensor {
             &Cast {
                 dtype: self.dtype(),
                 preserve_strides: false,
-                clone: false,
+                clone: true,
             },
             &[self],
         )

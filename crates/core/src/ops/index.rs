@@ -47,7 +47,8 @@ impl Op for Gather {
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let (x, index) = (inputs[0], inputs[1]);
         check_index_dtype("gather", index)?;
-        if index.ndim() != x.ndim() && !(x.ndim() == 0 && index.ndim() <= 1) {
+        // As PyTorch, a 0-d tensor counts as 1-d of one element here.
+        if index.ndim().max(1) != x.ndim().max(1) {
             return Err(Error::shape(
                 "gather",
                 x.shape(),
@@ -98,6 +99,9 @@ pub struct Scatter {
     pub dim: usize,
     /// Accumulate instead of overwrite.
     pub add: bool,
+    /// `src` is a wrapped scalar (`scatter(dim, index, value)`, whose node
+    /// is `ScatterBackward1`).
+    pub value: bool,
 }
 
 impl Op for Scatter {
@@ -119,7 +123,13 @@ impl Op for Scatter {
                 ),
             });
         }
-        if index.ndim() != x.ndim() || (src.ndim() != index.ndim() && src.numel() > 1) {
+        // As PyTorch, an empty index scatters nothing and is not checked.
+        if index.numel() == 0 {
+            return Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())]);
+        }
+        // As PyTorch, a 0-d tensor counts as 1-d of one element here (and
+        // a one-element src broadcasts).
+        if index.ndim().max(1) != x.ndim().max(1) || (src.ndim().max(1) != index.ndim().max(1) && src.numel() > 1) {
             return Err(Error::shape(
                 name,
                 x.shape(),
@@ -128,7 +138,7 @@ impl Op for Scatter {
             ));
         }
         for d in 0..index.ndim() {
-            if (d != self.dim && index.shape()[d] > x.shape()[d])
+            if (d != self.dim && index.shape()[d] > x.shape().get(d).copied().unwrap_or(1))
                 || (src.ndim() == index.ndim() && index.shape()[d] > src.shape()[d])
             {
                 return Err(Error::shape(
@@ -149,6 +159,15 @@ impl Op for Scatter {
         i != 1
     }
 
+    fn backward_name(&self) -> String {
+        match (self.add, self.value) {
+            (true, _) => "ScatterAddBackward0",
+            (false, true) => "ScatterBackward1",
+            (false, false) => "ScatterBackward0",
+        }
+        .into()
+    }
+
     fn saves(&self) -> Saves {
         Saves::inputs(0b110)
     }
@@ -164,15 +183,10 @@ impl Op for Scatter {
             g.scatter_value(d, &index, 0.0)?
         };
         let gsrc = if ctx.needs_grad(2) {
-            let src_shape = ctx.input_shape(2).to_vec();
-            let gs = g.gather(d, &index)?;
-            Some(if gs.shape() == src_shape.as_slice() {
-                gs
-            } else {
-                // A broadcast scalar src: sum what its copies received.
-                gs.sum()?
-                    .reshape(&src_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?
-            })
+            // The index's shape: the engine sums it to a src that
+            // broadcasts to it (a 0-d src, or one of size-1 dims) and
+            // refuses a larger src, as PyTorch's validate_outputs does.
+            Some(g.gather(d, &index)?)
         } else {
             None
         };
@@ -326,14 +340,9 @@ impl Tensor {
         call1(&Gather { dim: d }, &[self, index])
     }
 
-    fn scatter_impl(&self, dim: i64, index: &Tensor, src: &Tensor, add: bool, inplace: bool) -> Result<Tensor> {
+    fn scatter_impl(&self, dim: i64, index: &Tensor, src: &Tensor, op: Scatter, inplace: bool) -> Result<Tensor> {
         let d = normalize_dim("scatter", dim, self.ndim())?;
-        if self.ndim() == 0 {
-            // A 0-d tensor scatters as a one-element vector.
-            let flat = |t: &Tensor| if t.ndim() == 0 { t.reshape(&[1]) } else { Ok(t.clone()) };
-            let r = flat(self)?.scatter_impl(0, &flat(index)?, &flat(src)?, add, inplace)?;
-            return if inplace { Ok(self.clone()) } else { r.reshape(&[]) };
-        }
+        let add = op.add;
         if src.dtype() != self.dtype() {
             return Err(Error::DTypeMismatch {
                 op: if add { "scatter_add" } else { "scatter" },
@@ -344,7 +353,7 @@ impl Tensor {
                 ),
             });
         }
-        let op = Scatter { dim: d, add };
+        let op = Scatter { dim: d, ..op };
         if inplace {
             call_out(&op, &[self, index, src], &[self])?;
             Ok(self.clone())
@@ -355,28 +364,78 @@ impl Tensor {
 
     /// A copy of `self` with `src` written at `index` along `dim`.
     pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        self.scatter_impl(dim, index, src, false, false)
+        self.scatter_impl(
+            dim,
+            index,
+            src,
+            Scatter {
+                dim: 0,
+                add: false,
+                value: false,
+            },
+            false,
+        )
     }
 
     /// A copy of `self` with `value` written at `index` along `dim`.
     pub fn scatter_value(&self, dim: i64, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let v = Tensor::scalar_tensor(value.into(), self.dtype());
-        self.scatter_impl(dim, index, &v, false, false)
+        self.scatter_impl(
+            dim,
+            index,
+            &v,
+            Scatter {
+                dim: 0,
+                add: false,
+                value: true,
+            },
+            false,
+        )
     }
 
     /// In-place [`Tensor::scatter`].
     pub fn scatter_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        self.scatter_impl(dim, index, src, false, true)
+        self.scatter_impl(
+            dim,
+            index,
+            src,
+            Scatter {
+                dim: 0,
+                add: false,
+                value: false,
+            },
+            true,
+        )
     }
 
     /// A copy of `self` with `src` added at `index` along `dim`.
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        self.scatter_impl(dim, index, src, true, false)
+        self.scatter_impl(
+            dim,
+            index,
+            src,
+            Scatter {
+                dim: 0,
+                add: true,
+                value: false,
+            },
+            false,
+        )
     }
 
     /// In-place [`Tensor::scatter_add`].
     pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        self.scatter_impl(dim, index, src, true, true)
+        self.scatter_impl(
+            dim,
+            index,
+            src,
+            Scatter {
+                dim: 0,
+                add: true,
+                value: false,
+            },
+            true,
+        )
     }
 
     /// Entries of `dim` picked by the 1-D `index`.

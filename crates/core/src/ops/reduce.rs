@@ -238,7 +238,9 @@ impl Op for Reduce {
 fn norm_dims(op: &'static str, dims: Option<Vec<i64>>, ndim: usize) -> Result<Option<Dims>> {
     match dims {
         None => Ok(None),
-        Some(d) if d.is_empty() => Ok(None),
+        // An explicit empty list reduces every dim, as the list form
+        // (`sum.dim_IntList`, node `SumBackward1`).
+        Some(d) if d.is_empty() => Ok(Some((0..ndim).collect())),
         Some(d) => {
             let nd = normalize_dims(op, &d, ndim)?;
             Ok(if ndim == 0 { Some(Dims::new()) } else { Some(nd) })

@@ -18,11 +18,18 @@ pub struct Sort {
     pub dim: usize,
     /// Largest first.
     pub descending: bool,
+    /// Called as `sort(stable=True)` (`sort.stable`, node `SortBackward1`);
+    /// the result is the same, every sort here being stable.
+    pub stable: bool,
 }
 
 impl Op for Sort {
     fn entry(&self) -> &'static OpEntry {
         &SORT
+    }
+
+    fn backward_name(&self) -> String {
+        if self.stable { "SortBackward1" } else { "SortBackward0" }.into()
     }
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
@@ -111,8 +118,26 @@ impl Op for TopK {
 impl Tensor {
     /// Sorted values and their original indices along `dim` (stable).
     pub fn sort(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        self.sort_impl(dim, descending, false)
+    }
+
+    /// `torch.sort(self, dim, descending, stable=True)`: the same values and
+    /// indices as [`Tensor::sort`] (which is stable too), recorded as the
+    /// `sort.stable` overload (node `SortBackward1`).
+    pub fn sort_stable(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+        self.sort_impl(dim, descending, true)
+    }
+
+    fn sort_impl(&self, dim: i64, descending: bool, stable: bool) -> Result<(Tensor, Tensor)> {
         let d = normalize_dim("sort", dim, self.ndim())?;
-        let mut v = call(&Sort { dim: d, descending }, &[self])?;
+        let mut v = call(
+            &Sort {
+                dim: d,
+                descending,
+                stable,
+            },
+            &[self],
+        )?;
         let i = v.pop().unwrap();
         Ok((v.pop().unwrap(), i))
     }

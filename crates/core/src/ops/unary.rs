@@ -398,6 +398,9 @@ pub struct Clamp {
     pub min: Option<Scalar>,
     /// Upper bound.
     pub max: Option<Scalar>,
+    /// Called as `clamp_min` / `clamp_max` (nodes `ClampMinBackward0` /
+    /// `ClampMaxBackward0`) rather than `clamp` (`ClampBackward1`).
+    pub one_sided: bool,
 }
 
 impl Op for Clamp {
@@ -428,7 +431,12 @@ impl Op for Clamp {
     }
 
     fn backward_name(&self) -> String {
-        "ClampBackward1".into()
+        match (self.one_sided, self.min, self.max) {
+            (true, Some(_), None) => "ClampMinBackward0",
+            (true, None, Some(_)) => "ClampMaxBackward0",
+            _ => "ClampBackward1",
+        }
+        .into()
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -533,14 +541,30 @@ impl Tensor {
         Ok(self.clone())
     }
 
-    /// `clamp(min=min)`.
+    /// `torch.clamp_min(self, min)`: `clamp(min=min)`.
     pub fn clamp_min(&self, min: impl Into<Scalar>) -> Result<Tensor> {
-        self.clamp(Some(min), None::<f64>)
+        let (op, x) = clamp_args(self, Some(min.into()), None)?;
+        call1(&Clamp { one_sided: true, ..op }, &[&x])
     }
 
-    /// `clamp(max=max)`.
+    /// `torch.clamp_max(self, max)`: `clamp(max=max)`.
     pub fn clamp_max(&self, max: impl Into<Scalar>) -> Result<Tensor> {
-        self.clamp(None::<f64>, Some(max))
+        let (op, x) = clamp_args(self, None, Some(max.into()))?;
+        call1(&Clamp { one_sided: true, ..op }, &[&x])
+    }
+
+    /// In-place [`Tensor::clamp_min`].
+    pub fn clamp_min_(&self, min: impl Into<Scalar>) -> Result<Tensor> {
+        let (op, x) = clamp_args(self, Some(min.into()), None)?;
+        call_out(&Clamp { one_sided: true, ..op }, &[&x], &[self])?;
+        Ok(self.clone())
+    }
+
+    /// In-place [`Tensor::clamp_max`].
+    pub fn clamp_max_(&self, max: impl Into<Scalar>) -> Result<Tensor> {
+        let (op, x) = clamp_args(self, None, Some(max.into()))?;
+        call_out(&Clamp { one_sided: true, ..op }, &[&x], &[self])?;
+        Ok(self.clone())
     }
 
     /// `F.softplus(x, beta, threshold)`.
@@ -579,5 +603,12 @@ fn clamp_args(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>) -> Result<(C
     ops.extend(min.map(crate::ops::Operand::Scalar));
     ops.extend(max.map(crate::ops::Operand::Scalar));
     let dt = crate::ops::result_type(&ops);
-    Ok((Clamp { min, max }, x.to_dtype(dt)?))
+    Ok((
+        Clamp {
+            min,
+            max,
+            one_sided: false,
+        },
+        x.to_dtype(dt)?,
+    ))
 }

@@ -53,6 +53,8 @@ pub enum ViewKind {
     },
     /// `squeeze(dims)`; `None` drops every size-1 dim.
     Squeeze(Option<Vec<i64>>),
+    /// `squeeze(dim)`: the one-dim overload (node `SqueezeBackward1`).
+    SqueezeDim(i64),
     /// `unsqueeze(dim)`.
     Unsqueeze(i64),
     /// `as_strided(size, stride, offset)`.
@@ -134,6 +136,7 @@ impl ViewOp {
             ViewKind::Narrow { dim, start, length } => l.narrow(name, *dim, *start, *length),
             ViewKind::Select { dim, index } => l.select(name, *dim, *index),
             ViewKind::Squeeze(dims) => l.squeeze(name, dims.as_deref()),
+            ViewKind::SqueezeDim(d) => l.squeeze(name, Some(&[*d])),
             ViewKind::Unsqueeze(d) => l.unsqueeze(name, *d),
             ViewKind::AsStrided {
                 shape, strides, offset, ..
@@ -181,7 +184,7 @@ impl Op for ViewOp {
             ViewKind::Slice { .. } => &SLICE,
             ViewKind::Narrow { .. } => &NARROW,
             ViewKind::Select { .. } => &SELECT,
-            ViewKind::Squeeze(_) => &SQUEEZE,
+            ViewKind::Squeeze(_) | ViewKind::SqueezeDim(_) => &SQUEEZE,
             ViewKind::Unsqueeze(_) => &UNSQUEEZE,
             ViewKind::AsStrided { .. } => &AS_STRIDED,
             ViewKind::Alias => &ALIAS,
@@ -199,7 +202,9 @@ impl Op for ViewOp {
             // PyTorch's narrow is a slice.
             ViewKind::Narrow { .. } => "SliceBackward0",
             ViewKind::Select { .. } => "SelectBackward0",
-            ViewKind::Squeeze(_) => "SqueezeBackward0",
+            ViewKind::Squeeze(None) => "SqueezeBackward0",
+            ViewKind::SqueezeDim(_) => "SqueezeBackward1",
+            ViewKind::Squeeze(Some(_)) => "SqueezeBackward2",
             ViewKind::Unsqueeze(_) => "UnsqueezeBackward0",
             ViewKind::AsStrided { .. } => "AsStridedBackward0",
             ViewKind::Alias => "AliasBackward0",
@@ -212,7 +217,9 @@ impl Op for ViewOp {
         let shape = ctx.input_shape(0).to_vec();
         let shape_i: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
         let r = match &self.0 {
-            ViewKind::View(_) | ViewKind::Squeeze(_) | ViewKind::Unsqueeze(_) => g.reshape(&shape_i)?,
+            ViewKind::View(_) | ViewKind::Squeeze(_) | ViewKind::SqueezeDim(_) | ViewKind::Unsqueeze(_) => {
+                g.reshape(&shape_i)?
+            }
             ViewKind::Alias => g,
             ViewKind::Permute(p) => {
                 let nd = p.len();
@@ -461,7 +468,7 @@ impl Tensor {
 
     /// Removes `dim` if its size is 1.
     pub fn squeeze_dim(&self, dim: i64) -> Result<Tensor> {
-        view_op(self, ViewKind::Squeeze(Some(vec![dim])))
+        view_op(self, ViewKind::SqueezeDim(dim))
     }
 
     /// Removes those of `dims` whose size is 1.
