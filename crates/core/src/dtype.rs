@@ -162,8 +162,31 @@ pub trait Element:
     fn is_nonzero(self) -> bool;
 }
 
+/// `(int64_t)v` as x86-64 computes it (`cvttsd2si`), which PyTorch's casts
+/// compile to: truncation, and `i64::MIN` for NaN and values out of range.
+#[inline]
+fn x86_f64_to_i64(v: f64) -> i64 {
+    if v.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&v) {
+        i64::MIN
+    } else {
+        v as i64
+    }
+}
+
+/// `(int32_t)v` as x86-64 computes it: truncation, and `i32::MIN` for NaN
+/// and values out of range. (`uint8` takes the low bits of the int64
+/// conversion, as PyTorch's compiled casts do.)
+#[inline]
+fn x86_f64_to_i32(v: f64) -> i32 {
+    if v.is_nan() || v >= 2_147_483_648.0 || v <= -2_147_483_649.0 {
+        i32::MIN
+    } else {
+        v as i32
+    }
+}
+
 macro_rules! int_element {
-    ($t:ty, $d:ident) => {
+    ($t:ty, $d:ident, $from_f64:expr) => {
         impl sealed::Sealed for $t {}
         impl Element for $t {
             const DTYPE: DType = DType::$d;
@@ -177,8 +200,9 @@ macro_rules! int_element {
             }
             #[inline]
             fn from_f64(v: f64) -> Self {
-                // Through i64 so that e.g. -1.0 -> u8 wraps to 255, as in PyTorch on x86.
-                (v as i64) as $t
+                // As PyTorch on x86-64: -1.0 -> u8 is 255, NaN -> i64 is i64::MIN.
+                #[allow(clippy::redundant_closure_call)]
+                ($from_f64)(v)
             }
             #[inline]
             fn from_i64(v: i64) -> Self {
@@ -191,9 +215,9 @@ macro_rules! int_element {
         }
     };
 }
-int_element!(u8, U8);
-int_element!(i32, I32);
-int_element!(i64, I64);
+int_element!(u8, U8, |v| x86_f64_to_i64(v) as u8);
+int_element!(i32, I32, x86_f64_to_i32);
+int_element!(i64, I64, x86_f64_to_i64);
 
 impl sealed::Sealed for bool {}
 impl Element for bool {
@@ -335,6 +359,52 @@ mod tests {
         assert_eq!(DType::from_name("torch.float64"), Some(F64));
         assert_eq!(DType::from_name("long"), Some(I64));
         assert_eq!(u8::from_f64(-1.0), 255);
+    }
+
+    /// Float to integer casts as PyTorch 2.15 on x86-64
+    /// (`torch.tensor([v]).to(dtype)`).
+    #[test]
+    fn float_to_int_casts_match_torch_on_x86() {
+        let nan = f64::NAN;
+        let inf = f64::INFINITY;
+        for (v, want) in [
+            (nan, i64::MIN),
+            (inf, i64::MIN),
+            (-inf, i64::MIN),
+            (1e19, i64::MIN),
+            (-1e19, i64::MIN),
+            (9.2e18, 9_200_000_000_000_000_000),
+            (-9.223_372_036_854_775_808e18, i64::MIN),
+            (-2.7, -2),
+            (2.7, 2),
+        ] {
+            assert_eq!(i64::from_f64(v), want, "{v} -> int64");
+        }
+        for (v, want) in [
+            (nan, i32::MIN),
+            (3e9, i32::MIN),
+            (4_294_967_295.0, i32::MIN),
+            (-2_147_483_648.9, i32::MIN),
+            (-2_147_483_649.0, i32::MIN),
+            (2_147_483_647.9, i32::MAX),
+            (-7.5, -7),
+        ] {
+            assert_eq!(i32::from_f64(v), want, "{v} -> int32");
+        }
+        for (v, want) in [
+            (300.0, 44u8),
+            (-1.0, 255),
+            (nan, 0),
+            (1e10, 0),
+            (255.9, 255),
+            (-0.5, 0),
+            (4_294_967_295.0, 255),
+            (-2_147_483_649.0, 255),
+            (-2.7, 254),
+            (-7.5, 249),
+        ] {
+            assert_eq!(u8::from_f64(v), want, "{v} -> uint8");
+        }
     }
 
     /// Every dtype's flags, sizes and names against PyTorch 2.15

@@ -357,9 +357,10 @@ impl Layout {
     }
 
     /// Whether two elements of this layout share a storage slot in an
-    /// obvious way (a dim of size > 1 with stride 0, as after `expand`).
+    /// obvious way (a dim of size > 1 with stride 0, as after `expand`); a
+    /// layout without elements has none (as PyTorch's `has_internal_overlap`).
     pub fn has_internal_overlap(&self) -> bool {
-        self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0)
+        !self.shape.contains(&0) && self.shape.iter().zip(&self.strides).any(|(&s, &st)| s > 1 && st == 0)
     }
 
     /// Whether any two elements of this layout share a storage slot, exactly
@@ -386,6 +387,9 @@ impl Layout {
     /// by views of a contiguous tensor without `expand` or `as_strided`);
     /// true otherwise, also for some layouts without overlap.
     pub(crate) fn may_have_overlapping_elements(&self) -> bool {
+        if self.shape.contains(&0) {
+            return false;
+        }
         let mut reach = 0usize;
         !self.sorted_strides().into_iter().all(|(s, n)| {
             let beyond = s > reach;

@@ -74,7 +74,10 @@ fn f32_block(op: &Binary, x: &[f32], y: &[f32], o: &mut [f32]) {
         Add if alpha == 1.0 => each!(|a, b| a + b),
         Add => each!(|a, b| a + alpha * b),
         Sub if alpha == 1.0 => each!(|a, b| a - b),
-        Sub => each!(|a, b| a - alpha * b),
+        Sub => {
+            let na = neg_alpha(op) as f32;
+            each!(|a, b| a + na * b)
+        }
         Mul => each!(|a: f32, b: f32| a * b),
         Div => match op.rounding {
             Rounding::None => each!(|a: f32, b: f32| a / b),
@@ -101,12 +104,22 @@ multiversion! {
     }
 }
 
+/// `-alpha` of a subtraction, negated as PyTorch's `sub` negates its Scalar
+/// before adding (an integer `i64::MIN` stays `i64::MIN`).
+#[inline]
+fn neg_alpha(op: &Binary) -> f64 {
+    match op.alpha {
+        crate::Scalar::Int(i) => i.wrapping_neg() as f64,
+        a => -a.to_f64(),
+    }
+}
+
 fn f64_one(op: &Binary, a: f64, b: f64) -> f64 {
     use BinaryKind::*;
     let alpha = op.alpha.to_f64();
     match op.kind {
         Add => a + alpha * b,
-        Sub => a - alpha * b,
+        Sub => a + neg_alpha(op) * b,
         Mul => a * b,
         Div => match op.rounding {
             Rounding::None => a / b,

@@ -129,7 +129,8 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
 
 /// GELU (erf form) in f32 the way PyTorch's vectorised CPU kernel computes
 /// it: `x/2 * (1 + erf(x/sqrt 2))` with the Abramowitz-Stegun 7.1.26 erf
-/// (absolute error 1.5e-7), which also makes `gelu(±inf)` NaN as in PyTorch.
+/// (absolute error 1.5e-7); `gelu(±inf)` is NaN, as PyTorch's AVX-512
+/// kernel computes it.
 #[inline(always)]
 pub(crate) fn gelu_f32(x: f32) -> f32 {
     let s = x * std::f32::consts::FRAC_1_SQRT_2;
@@ -140,6 +141,8 @@ pub(crate) fn gelu_f32(x: f32) -> f32 {
     let erf_abs = 1.0 - r * t * e;
     let erf = if s < 0.0 { -erf_abs } else { erf_abs };
     let y = x * 0.5 * (1.0 + erf);
+    // gelu(inf) is NaN in PyTorch's AVX-512 kernel (the reference oracle)
+    // and inf in its AVX2 one; we follow the oracle on every ISA.
     if x.is_infinite() { f32::NAN } else { y }
 }
 

@@ -240,7 +240,14 @@ pub(crate) fn pow_scalar_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Ten
         let ei = e.to_i64();
         return int_map("pow", out, x, Cost::Cheap, move |v| int_pow(v, ei));
     }
-    let ef = e.to_f64();
+    // As PyTorch, the exponent is first converted to the tensor's dtype
+    // (1e-40 is 0 for an f16 tensor, so x ** 1e-40 is 1 there).
+    let ef = match x.dtype() {
+        DType::F16 => f16::from_f64(e.to_f64()).to_f64(),
+        DType::BF16 => bf16::from_f64(e.to_f64()).to_f64(),
+        DType::F32 => e.to_f64() as f32 as f64,
+        _ => e.to_f64(),
+    };
     macro_rules! special {
         ($body32:expr, $body64:expr) => {
             float_map(

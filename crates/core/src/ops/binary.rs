@@ -156,6 +156,10 @@ impl Op for Binary {
             });
         }
         let dt = a.dtype();
+        // alpha is converted to the computation's dtype, as in PyTorch.
+        if matches!(self.kind, BinaryKind::Add | BinaryKind::Sub) && self.alpha != Scalar::Int(1) {
+            self.alpha.check_fits(name, dt)?;
+        }
         match self.kind {
             BinaryKind::Sub if dt == DType::Bool => {
                 return Err(Error::dtype(
@@ -348,8 +352,22 @@ fn compute_dtype(op: &Binary, promoted: DType) -> DType {
 /// wider dtype than the result, the result dtype to cast back to.
 fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor, Option<DType>)> {
     if op.kind.is_logical() {
-        // Logical ops only look at truth values.
-        return Ok((a.to_input(DType::Bool)?, b.to_input(DType::Bool)?, None));
+        // Logical ops look at truth values, of the operands converted to
+        // their common dtype first (1e-8 is false next to an f16 tensor).
+        let dt = result_type(&[a.clone(), b.clone()]);
+        let truth = |o: &Operand| -> Result<Tensor> {
+            match o {
+                Operand::Tensor(t) if t.dtype() != dt && t.dtype() != DType::Bool => {
+                    t.to_dtype(dt)?.to_dtype(DType::Bool)
+                }
+                Operand::Scalar(s) if !matches!(s, Scalar::Bool(_)) => {
+                    let v = Tensor::scalar_tensor(*s, dt).to_dtype(DType::Bool)?.item::<bool>()?;
+                    Operand::Scalar(Scalar::Bool(v)).to_input(DType::Bool)
+                }
+                _ => o.to_input(DType::Bool),
+            }
+        };
+        return Ok((truth(&a)?, truth(&b)?, None));
     }
     let is_bool = |o: &Operand| match o {
         Operand::Tensor(t) => t.dtype() == DType::Bool,
@@ -413,8 +431,12 @@ fn binary_op(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
 /// do: `s / x` is `x.reciprocal() * s` (`__rtruediv__`, node `MulBackward0`,
 /// and its rounding), `s - x` is `rsub` and `s ** x` is `pow.Scalar`.
 pub fn binary_scalar_lhs(kind: BinaryKind, a: Scalar, b: &Tensor) -> Result<Tensor> {
-    if kind == BinaryKind::Div {
-        return b.reciprocal()?.mul(a);
+    match kind {
+        BinaryKind::Div => return b.reciprocal()?.mul(a),
+        // `__radd__` / `__rmul__`: the tensor is the first operand (which
+        // decides, e.g., that a Python scalar keeps f32 in an f16 product).
+        BinaryKind::Add | BinaryKind::Mul => return binary(kind, b, Operand::Scalar(a)),
+        _ => {}
     }
     let op = Binary {
         scalar_lhs: true,

@@ -346,6 +346,8 @@ impl Op for PowScalar {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
+        // The exponent is converted to the input's dtype, as in PyTorch.
+        self.exponent.check_fits("pow", x.dtype())?;
         if !x.dtype().is_floating_point() && self.exponent.is_float() {
             return Err(Error::dtype(
                 "pow",
@@ -418,6 +420,32 @@ impl Op for Clamp {
         }
         if x.dtype() == DType::Bool {
             return Err(Error::dtype("clamp", x.dtype(), "not supported for bool tensors"));
+        }
+        // As PyTorch: float bounds are converted to the input's dtype (and
+        // must fit); an integer bound beyond the dtype's range is a no-op on
+        // its own side and an error on the other (`max` below the minimum).
+        if x.dtype().is_floating_point() {
+            for b in [self.min, self.max].into_iter().flatten() {
+                b.check_fits("clamp", x.dtype())?;
+            }
+        } else {
+            for (b, is_max) in [(self.min, false), (self.max, true)] {
+                if let Some(b) = b
+                    && b.check_fits("clamp", x.dtype()).is_err()
+                {
+                    let v = b.to_f64();
+                    if (is_max && v < 0.0) || (!is_max && v > 0.0) {
+                        return Err(Error::invalid(
+                            "clamp",
+                            format!(
+                                "Clamp {} value {v} is outside the representable range of {}",
+                                if is_max { "max" } else { "min" },
+                                x.dtype()
+                            ),
+                        ));
+                    }
+                }
+            }
         }
         Ok(smallvec::smallvec![same_layout_spec(x, x.dtype())])
     }

@@ -80,13 +80,18 @@ pub fn eps(dt: DType) -> f64 {
 }
 
 /// `static_cast` of a value to `dt`, as PyTorch's CPU kernels do it:
-/// integers wrap, floats truncate toward zero into integers (through int64),
+/// integers wrap, floats truncate toward zero into integers (as x86-64 does:
+/// int32 saturates to its minimum, uint8 takes the int64 cast's low byte),
 /// integers become f16/bf16 through float, anything nonzero is `true`.
 pub fn cast(v: V, dt: DType) -> V {
     match dt {
         DType::Bool => V::I(v.nonzero() as i64),
         DType::U8 => V::I(int_of(v) as u8 as i64),
-        DType::I32 => V::I(int_of(v) as i32 as i64),
+        DType::I32 => V::I(match v {
+            // x86-64's cvttsd2si into 32 bits: NaN and out-of-range give i32::MIN.
+            V::F(f) if f.is_nan() || f.trunc() < i32::MIN as f64 || f.trunc() > i32::MAX as f64 => i32::MIN as i64,
+            _ => int_of(v) as i32 as i64,
+        }),
         DType::I64 => V::I(int_of(v)),
         DType::F16 => V::F(match v {
             V::I(i) => f16::from_f32(i as f32).to_f64(),
@@ -107,9 +112,12 @@ pub fn cast(v: V, dt: DType) -> V {
     }
 }
 
+/// An integer value; a float truncated as x86-64's cvttsd2si into 64 bits
+/// (NaN and out-of-range give i64::MIN, as PyTorch's casts there).
 fn int_of(v: V) -> i64 {
     match v {
         V::I(i) => i,
+        V::F(f) if f.is_nan() || f.trunc() < i64::MIN as f64 || f.trunc() >= 9.223_372_036_854_775_808e18 => i64::MIN,
         V::F(f) => f as i64,
     }
 }
