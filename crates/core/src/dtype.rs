@@ -166,7 +166,7 @@ pub trait Element:
 /// compile to: truncation, and `i64::MIN` for NaN and values out of range.
 #[inline]
 fn x86_f64_to_i64(v: f64) -> i64 {
-    if v.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&v) {
+    if v.is_nan() || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&v) {
         i64::MIN
     } else {
         v as i64
@@ -374,7 +374,7 @@ mod tests {
             (1e19, i64::MIN),
             (-1e19, i64::MIN),
             (9.2e18, 9_200_000_000_000_000_000),
-            (-9.223_372_036_854_775_808e18, i64::MIN),
+            (-9.223_372_036_854_776e18, i64::MIN),
             (-2.7, -2),
             (2.7, 2),
         ] {

@@ -117,7 +117,7 @@ pub fn cast(v: V, dt: DType) -> V {
 fn int_of(v: V) -> i64 {
     match v {
         V::I(i) => i,
-        V::F(f) if f.is_nan() || f.trunc() < i64::MIN as f64 || f.trunc() >= 9.223_372_036_854_775_808e18 => i64::MIN,
+        V::F(f) if f.is_nan() || f.trunc() < i64::MIN as f64 || f.trunc() >= 9.223_372_036_854_776e18 => i64::MIN,
         V::F(f) => f as i64,
     }
 }
