@@ -6,6 +6,7 @@ use std::sync::{Mutex, OnceLock};
 
 use smallvec::SmallVec;
 
+use super::backward::{BackwardCtx, Saves};
 use super::key::{DispatchKey, DispatchKeySet, NUM_KEYS};
 use crate::layout::Dims;
 use crate::{DType, Device, Error, Result, Tensor};
@@ -83,8 +84,8 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     }
 
     /// The tensors the backward formula reads.
-    fn saves(&self) -> crate::autograd::Saves {
-        crate::autograd::Saves::NONE
+    fn saves(&self) -> Saves {
+        Saves::NONE
     }
 
     /// The tensors the backward formula reads when only the inputs in
@@ -93,7 +94,7 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     /// (as PyTorch's derivative formulas do) means an in-place change to a
     /// tensor none of them reads does not fail backward: for `y = a * c`
     /// with only `a` requiring grad, `a` is not saved.
-    fn saves_for(&self, needs: u64) -> crate::autograd::Saves {
+    fn saves_for(&self, needs: u64) -> Saves {
         let _ = needs;
         self.saves()
     }
@@ -101,7 +102,7 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     /// The backward formula: gradients of the inputs (one per input, `None`
     /// where none) from the gradients of the outputs. Written with
     /// differentiable operators, so it can itself be differentiated.
-    fn backward(&self, ctx: &crate::autograd::BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let _ = (ctx, grads);
         Err(Error::invalid(self.entry().name(), "has no backward formula"))
     }
@@ -251,7 +252,7 @@ impl OpEntry {
     /// does. A slot takes one kernel of its own and one replacement;
     /// registering more is an [`Error::Registration`].
     pub fn register(&'static self, slot: Slot, kernel: Kernel) -> Result<()> {
-        super::ensure_init();
+        super::ensure_init()?;
         self.register_impl(slot, kernel, false)
     }
 
@@ -308,8 +309,12 @@ impl fmt::Debug for OpEntry {
     }
 }
 
-/// Every operator that has at least one kernel registered, in registration order.
+/// Every operator that has at least one kernel registered, in registration
+/// order (the built-in ones first; should start-up registration have
+/// failed, those it registered: the failure itself is reported by every
+/// call and registration).
 pub fn registered_ops() -> Vec<&'static OpEntry> {
-    super::ensure_init();
+    // Ignoring the error is deliberate: this lists what is registered.
+    let _ = super::ensure_init();
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
