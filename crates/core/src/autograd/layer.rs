@@ -217,7 +217,7 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
     let grad_on = super::is_grad_enabled();
     if grad_on && let Some(out) = call.out {
         for o in out {
-            check_inplace(o, entry.name())?;
+            check_inplace(o, entry.base_name())?;
         }
     }
     let inputs_req = call.inputs.iter().any(|t| t.requires_grad());
@@ -232,7 +232,7 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
     if !entry.is_differentiable() {
         if call.out.is_some() && out_req {
             return Err(Error::invalid(
-                entry.name(),
+                entry.base_name(),
                 "is not differentiable and cannot write in place into a tensor that requires grad",
             ));
         }

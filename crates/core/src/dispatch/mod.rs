@@ -29,7 +29,7 @@ pub use backward::{BackwardCtx, Saves, TensorMeta};
 pub use key::{ALL_KEYS, DispatchKey, DispatchKeySet, NUM_KEYS};
 pub use op::{
     Call, FunctionalFn, Kernel, LayerFn, Op, OpClone, OpEntry, OutSpec, OutSpecs, Slot, StructuredFn, Tensors,
-    downcast_op, registered_ops,
+    downcast_op, find_op, registered_ops,
 };
 
 use crate::{Device, Error, Result, Tensor};
@@ -167,7 +167,7 @@ pub fn call_device(call: &Call) -> Result<Device> {
             Some(x) if x == d => {}
             Some(x) => {
                 return Err(Error::DeviceMismatch {
-                    op: call.op.entry().name(),
+                    op: call.op.entry().base_name(),
                     a: x,
                     b: d,
                 });
@@ -187,7 +187,7 @@ pub fn call_device(call: &Call) -> Result<Device> {
         match device {
             Some(x) if x != d => {
                 return Err(Error::DeviceMismatch {
-                    op: call.op.entry().name(),
+                    op: call.op.entry().base_name(),
                     a: x,
                     b: d,
                 });
@@ -209,7 +209,7 @@ pub fn dispatch(call: &Call) -> Result<Tensors> {
         && out.iter().any(|o| o.storage().is_read_only())
     {
         return Err(Error::invalid(
-            call.op.entry().name(),
+            call.op.entry().base_name(),
             "cannot write in place into a shared cached constant (a wrapped scalar); clone() it first",
         ));
     }
@@ -278,13 +278,16 @@ fn run_kernel(call: &Call, kernel: Kernel, backend: Option<DispatchKey>) -> Resu
                 write_results(call, out, &results)
             }
         },
-        Kernel::Layer(_) => Err(Error::invalid(call.op.entry().name(), "layer kernel in a backend slot")),
+        Kernel::Layer(_) => Err(Error::invalid(
+            call.op.entry().base_name(),
+            "layer kernel in a backend slot",
+        )),
     }
 }
 
 /// Copies computed results into the caller's outputs (casting if allowed).
 fn write_results(call: &Call, out: &[&Tensor], results: &[Tensor]) -> Result<Tensors> {
-    let name = call.op.entry().name();
+    let name = call.op.entry().base_name();
     if out.len() != results.len() {
         return Err(Error::invalid(
             name,
@@ -335,7 +338,7 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
     let specs = call.op.infer(call.inputs)?;
     match call.out {
         None => {
-            let name = call.op.entry().name();
+            let name = call.op.entry().base_name();
             let mut outs = Tensors::new();
             for s in &specs {
                 // SAFETY: a structured kernel writes every element of its
@@ -350,7 +353,7 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
             Ok(outs)
         }
         Some(out) => {
-            let name = call.op.entry().name();
+            let name = call.op.entry().base_name();
             if out.len() != specs.len() {
                 return Err(Error::invalid(
                     name,
@@ -412,7 +415,7 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
 pub fn call1(op: &dyn Op, inputs: &[&Tensor]) -> Result<Tensor> {
     let mut outs = dispatch(&Call { op, inputs, out: None })?;
     if outs.is_empty() {
-        return Err(Error::invalid(op.entry().name(), "operator returned no output"));
+        return Err(Error::invalid(op.entry().base_name(), "operator returned no output"));
     }
     Ok(outs.swap_remove(0))
 }
