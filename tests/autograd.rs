@@ -9,7 +9,7 @@ use ferrotorch::autograd::{
     self, BackwardOptions, Function, FunctionCtx, GradOptions, GradcheckOptions, apply_function, checkpoint, gradcheck,
     gradgradcheck, no_grad,
 };
-use ferrotorch::{DType, Result, Tensor, TensorIndex as I, TensorOptions};
+use ferrotorch::{DType, Device, Error, Result, Tensor, TensorIndex as I, TensorOptions};
 
 fn vec(t: &Tensor) -> Vec<f32> {
     t.to_vec::<f32>().unwrap()
@@ -347,6 +347,84 @@ fn hooks() -> Result<()> {
     x.mul(2.0)?.sum()?.backward()?;
     assert_eq!(calls.load(Ordering::Relaxed), 1);
     Ok(())
+}
+
+#[test]
+fn a_failing_hook_ends_backward_with_its_error() -> Result<()> {
+    let refuse = |_: &Tensor| -> Result<Option<Tensor>> { Err(Error::invalid("test_hook", "refused")) };
+    // On a leaf: its .grad is left untouched.
+    let x = leaf(&[1.0, 2.0]);
+    let h = x.register_fallible_hook(refuse)?;
+    let e = x.mul(2.0)?.sum()?.backward().unwrap_err();
+    assert_eq!(e.to_string(), "test_hook: refused");
+    assert!(x.grad().is_none());
+    h.remove();
+    x.mul(2.0)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![2.0, 2.0]);
+    // On a non-leaf, through autograd::grad too.
+    let x = leaf(&[1.0, 2.0]);
+    let y = x.mul(3.0)?;
+    y.register_fallible_hook(refuse)?;
+    let e = autograd::grad(&[&y.sum()?], &[&x], GradOptions::default()).unwrap_err();
+    assert_eq!(e.to_string(), "test_hook: refused");
+    // A fallible hook's replacement is used like an infallible one's.
+    let x = leaf(&[1.0, 2.0]);
+    x.register_fallible_hook(|g| Ok(Some(g.mul(10.0)?)))?;
+    x.mul(2.0)?.sum()?.backward()?;
+    assert_eq!(vec(&x.grad().unwrap()), vec![20.0, 20.0]);
+    Ok(())
+}
+
+/// retain_grad's hook adds each gradient to the retained `.grad`; when that
+/// addition fails (here a `.grad` assigned on the meta device, which cannot
+/// be added to a CPU gradient), backward returns the error instead of
+/// silently replacing `.grad`.
+#[test]
+fn a_failing_retain_grad_accumulation_is_an_error_of_backward() -> Result<()> {
+    let x = leaf(&[1.0, 2.0]);
+    let y = x.mul(2.0)?;
+    y.retain_grad()?;
+    let loss = y.sum()?;
+    loss.backward_opts(BackwardOptions {
+        retain_graph: true,
+        ..Default::default()
+    })?;
+    loss.backward_opts(BackwardOptions {
+        retain_graph: true,
+        ..Default::default()
+    })?;
+    assert_eq!(vec(&y.grad().unwrap()), vec![2.0, 2.0]);
+    y.set_grad(Some(TensorOptions::new().device(Device::Meta).zeros(&[2])?))?;
+    let e = loss.backward().unwrap_err();
+    assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
+    // The assigned .grad is kept as it was.
+    assert_eq!(y.grad().unwrap().device(), Device::Meta);
+    Ok(())
+}
+
+#[test]
+fn a_graph_held_by_a_thread_local_is_freed_at_thread_exit() {
+    thread_local! {
+        static KEPT: std::cell::RefCell<Vec<Tensor>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let run = || -> Result<()> {
+        // Touched first, so destroyed last: after the thread-locals the
+        // autograd graph is freed with (destroyed in reverse order of first use).
+        KEPT.with(|k| k.borrow_mut().clear());
+        let x = leaf(&[1.0, 2.0]);
+        // A dropped graph brings the queue of dropped nodes to life.
+        drop(x.mul(2.0)?.add(1.0)?);
+        let mut y = x.clone();
+        for _ in 0..100_000 {
+            y = y.add(0.0)?;
+        }
+        let z = y.mul(&y)?;
+        KEPT.with(|k| k.borrow_mut().extend([y, z]));
+        Ok(())
+    };
+    // A small stack: the graph is still freed without recursion per node.
+    let h = std::thread::Builder::new().stack_size(256 * 1024).spawn(run).unwrap();
+    assert!(matches!(h.join(), Ok(Ok(()))));
 }
 
 /// y = x^2 computed by hand, plus an integer output without gradient.

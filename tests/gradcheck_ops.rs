@@ -65,14 +65,14 @@ fn cases() -> Vec<Case> {
         case("erf", vec![x()], true, |t| t[0].erf()),
         case("relu", vec![x()], true, |t| t[0].relu()),
         case("gelu", vec![x()], true, |t| t[0].gelu()),
-        case("gelu_tanh", vec![x()], true, |t| t[0].gelu_tanh()),
+        case("ferrotorch::gelu_tanh", vec![x()], true, |t| t[0].gelu_tanh()),
         case("silu", vec![x()], true, |t| t[0].silu()),
         case("floor", vec![x()], false, |t| t[0].mul(1.7)?.floor()),
         case("ceil", vec![x()], false, |t| t[0].mul(1.7)?.ceil()),
         case("round", vec![x()], false, |t| t[0].mul(1.7)?.round()),
         case("trunc", vec![x()], false, |t| t[0].mul(1.7)?.trunc()),
         case("sign", vec![x()], false, |t| t[0].sign()),
-        case("pow_scalar", vec![pos()], true, |t| t[0].pow(2.5)),
+        case("pow.Tensor_Scalar", vec![pos()], true, |t| t[0].pow(2.5)),
         case("clamp", vec![x()], true, |t| t[0].clamp(Some(-1.0), Some(1.0))),
         case("softplus", vec![x()], true, |t| t[0].mul(8.0)?.softplus(1.5, 10.0)),
         case("threshold_backward", vec![x(), x()], false, |t| {
@@ -84,33 +84,39 @@ fn cases() -> Vec<Case> {
         case("sigmoid_backward", vec![x(), x()], true, |t| {
             call1(&ActivationBackward(ActivationKind::Sigmoid), &[&t[0], &t[1]])
         }),
-        case("sin_backward", vec![x(), x()], true, |t| {
+        case("ferrotorch::sin_backward", vec![x(), x()], true, |t| {
             call1(&ActivationBackward(ActivationKind::Sin), &[&t[0], &t[1]])
         }),
-        case("cos_backward", vec![x(), x()], true, |t| {
+        case("ferrotorch::cos_backward", vec![x(), x()], true, |t| {
             call1(&ActivationBackward(ActivationKind::Cos), &[&t[0], &t[1]])
         }),
-        case("square_backward", vec![x(), x()], true, |t| {
+        case("ferrotorch::square_backward", vec![x(), x()], true, |t| {
             call1(&ActivationBackward(ActivationKind::Square), &[&t[0], &t[1]])
         }),
-        case("add", vec![x(), v(4)], true, |t| t[0].add_scaled(&t[1], 2.0)),
-        case("sub", vec![x(), v(4)], true, |t| t[0].sub_scaled(&t[1], 0.5)),
-        case("mul", vec![x(), v(4)], true, |t| t[0].mul(&t[1])),
-        case("div", vec![x(), rand(&g, &[3, 1], 0.5, 2.0)], true, |t| t[0].div(&t[1])),
-        case("pow", vec![pos(), x()], true, |t| t[0].pow(&t[1])),
+        case("add.Tensor", vec![x(), v(4)], true, |t| t[0].add_scaled(&t[1], 2.0)),
+        case("sub.Tensor", vec![x(), v(4)], true, |t| t[0].sub_scaled(&t[1], 0.5)),
+        case("mul.Tensor", vec![x(), v(4)], true, |t| t[0].mul(&t[1])),
+        case("div.Tensor_mode", vec![x(), rand(&g, &[3, 1], 0.5, 2.0)], true, |t| {
+            t[0].div(&t[1])
+        }),
+        case("pow.Tensor_Tensor", vec![pos(), x()], true, |t| t[0].pow(&t[1])),
         case("maximum", vec![x(), x()], true, |t| t[0].maximum(&t[1])),
         case("minimum", vec![x(), x()], true, |t| t[0].minimum(&t[1])),
-        case("where", vec![x(), v(4)], true, |t| {
+        case("where.self", vec![x(), v(4)], true, |t| {
             t[1].where_cond(&Tensor::new([true, false, false, true]).unwrap(), &t[0])
         }),
-        case("sum", vec![x()], true, |t| t[0].sum_dim(1, false)),
-        case("prod", vec![pos()], true, |t| t[0].prod_dim(0, true)),
-        case("mean", vec![x()], true, |t| t[0].mean_dim(1, false)),
-        case("mean", vec![x()], true, |t| t[0].mean()),
-        case("var", vec![x()], true, |t| t[0].var_dim(Some(vec![0]), 1.0, false)),
-        case("var", vec![x()], true, |t| t[0].var(0.0)),
-        case("std", vec![x()], true, |t| t[0].std_dim(Some(vec![1]), 1.0, true)),
-        case("std", vec![x()], true, |t| t[0].std(1.0)),
+        case("sum.dim_IntList", vec![x()], true, |t| t[0].sum_dim(1, false)),
+        case("prod.dim_int", vec![pos()], true, |t| t[0].prod_dim(0, true)),
+        case("mean.dim", vec![x()], true, |t| t[0].mean_dim(1, false)),
+        case("mean.dim", vec![x()], true, |t| t[0].mean()),
+        case("var.correction", vec![x()], true, |t| {
+            t[0].var_dim(Some(vec![0]), 1.0, false)
+        }),
+        case("var.correction", vec![x()], true, |t| t[0].var(0.0)),
+        case("std.correction", vec![x()], true, |t| {
+            t[0].std_dim(Some(vec![1]), 1.0, true)
+        }),
+        case("std.correction", vec![x()], true, |t| t[0].std(1.0)),
         case("linalg_vector_norm", vec![x()], true, |t| t[0].norm(2.0)),
         case("linalg_vector_norm", vec![x()], true, |t| {
             t[0].norm_dim(3.0, Some(vec![1]), false)
@@ -129,12 +135,12 @@ fn cases() -> Vec<Case> {
         case("logsumexp", vec![x()], true, |t| t[0].logsumexp([0, 1], true)),
         case("amax", vec![x()], false, |t| t[0].amax(1, false)),
         case("amin", vec![x()], false, |t| t[0].amin(0, true)),
-        case("max_dim", vec![x()], false, |t| Ok(t[0].max_dim(1, false)?.0)),
-        case("min_dim", vec![x()], false, |t| Ok(t[0].min_dim(0, true)?.0)),
+        case("max.dim", vec![x()], false, |t| Ok(t[0].max_dim(1, false)?.0)),
+        case("min.dim", vec![x()], false, |t| Ok(t[0].min_dim(0, true)?.0)),
         case("cumsum", vec![x()], true, |t| t[0].cumsum(1)),
         case("cumprod", vec![pos()], true, |t| t[0].cumprod(0)),
-        case("softmax", vec![x()], true, |t| t[0].softmax(1)),
-        case("log_softmax", vec![x()], true, |t| t[0].log_softmax(0)),
+        case("_softmax", vec![x()], true, |t| t[0].softmax(1)),
+        case("_log_softmax", vec![x()], true, |t| t[0].log_softmax(0)),
         case("mm", vec![x(), rand(&g, &[4, 2], -1.0, 1.0)], true, |t| t[0].mm(&t[1])),
         case(
             "bmm",
@@ -144,7 +150,7 @@ fn cases() -> Vec<Case> {
         ),
         case("view", vec![x()], true, |t| t[0].view(&[4, 3])),
         case("t", vec![x()], true, |t| t[0].t()),
-        case("masked_fill", vec![x()], true, |t| {
+        case("masked_fill.Scalar", vec![x()], true, |t| {
             t[0].masked_fill(&Tensor::new([true, false, false, true]).unwrap(), 2.5)
         }),
         case("tril", vec![x()], true, |t| t[0].tril(1)),
@@ -158,39 +164,44 @@ fn cases() -> Vec<Case> {
         case("permute", vec![rand(&g, &[2, 3, 2], -1.0, 1.0)], true, |t| {
             t[0].permute(&[2, 0, 1])
         }),
-        case("transpose", vec![x()], true, |t| t[0].transpose(0, 1)),
+        case("transpose.int", vec![x()], true, |t| t[0].transpose(0, 1)),
         case("expand", vec![v(4)], true, |t| t[0].expand(&[3, 4])),
-        case("slice", vec![x()], true, |t| t[0].slice(1, Some(1), None, 2)),
+        case("slice.Tensor", vec![x()], true, |t| t[0].slice(1, Some(1), None, 2)),
         case("narrow", vec![x()], true, |t| t[0].narrow(0, 1, 2)),
-        case("select", vec![x()], true, |t| t[0].select(1, -1)),
-        case("squeeze", vec![rand(&g, &[3, 1, 2], -1.0, 1.0)], true, |t| {
+        case("select.int", vec![x()], true, |t| t[0].select(1, -1)),
+        case("squeeze.dims", vec![rand(&g, &[3, 1, 2], -1.0, 1.0)], true, |t| {
             t[0].squeeze()
         }),
         case("unsqueeze", vec![x()], true, |t| t[0].unsqueeze(1)),
         case("as_strided", vec![x()], true, |t| t[0].as_strided(&[2, 2], &[4, 1], 1)),
         case("alias", vec![v(4)], true, |t| t[0].t()),
-        case("view_scatter", vec![rand(&g, &[3, 2], -1.0, 1.0)], true, |t| {
-            let view = ViewKind::Slice {
-                dim: 1,
-                start: Some(0),
-                end: None,
-                step: 2,
-            };
-            call1(
-                &ViewScatter {
-                    view,
-                    input_shape: [3usize, 4].as_slice().into(),
-                },
-                &[&t[0]],
-            )
-        }),
+        case(
+            "ferrotorch::view_scatter",
+            vec![rand(&g, &[3, 2], -1.0, 1.0)],
+            true,
+            |t| {
+                let view = ViewKind::Slice {
+                    dim: 1,
+                    start: Some(0),
+                    end: None,
+                    step: 2,
+                };
+                call1(
+                    &ViewScatter {
+                        view,
+                        input_shape: [3usize, 4].as_slice().into(),
+                    },
+                    &[&t[0]],
+                )
+            },
+        ),
         case("cat", vec![x(), rand(&g, &[3, 2], -1.0, 1.0)], true, |t| {
             Tensor::cat(&[&t[0], &t[1]], 1)
         }),
         case("gather", vec![x()], true, move |t| {
             t[0].gather(1, &idx(vec![0, 3, 3, 1, 2, 0], &[3, 2]))
         }),
-        case("scatter", vec![x(), rand(&g, &[2, 2], -1.0, 1.0)], true, move |t| {
+        case("scatter.src", vec![x(), rand(&g, &[2, 2], -1.0, 1.0)], true, move |t| {
             t[0].scatter(1, &idx(vec![1, 2, 0, 3], &[2, 2]), &t[1])
         }),
         case("scatter_add", vec![x(), rand(&g, &[2, 3], -1.0, 1.0)], true, move |t| {
@@ -199,10 +210,10 @@ fn cases() -> Vec<Case> {
         case("index_select", vec![x()], true, move |t| {
             t[0].index_select(0, &idx(vec![2, 0, 2], &[3]))
         }),
-        case("index", vec![x()], true, move |t| {
+        case("index.Tensor", vec![x()], true, move |t| {
             t[0].index(&[Some(idx(vec![0, 2, 2], &[3])), Some(idx(vec![1, -1, 0], &[3]))])
         }),
-        case("sort", vec![x()], false, |t| Ok(t[0].sort(1, true)?.0)),
+        case("sort.stable", vec![x()], false, |t| Ok(t[0].sort(1, true)?.0)),
         case("topk", vec![x()], false, |t| Ok(t[0].topk(2, 1, true)?.0)),
         case("_to_copy", vec![x()], true, |t| {
             call1(
@@ -214,10 +225,10 @@ fn cases() -> Vec<Case> {
                 &[&t[0].t()?],
             )
         }),
-        case("_to_device", vec![x()], true, |t| {
+        case("ferrotorch::to_device", vec![x()], true, |t| {
             call1(&ToDevice { device: Device::Cpu }, &[&t[0]])
         }),
-        case("fill", vec![x()], false, |t| {
+        case("full", vec![x()], false, |t| {
             let y = t[0].mul(2.0)?;
             y.narrow(1, 0, 2)?.fill_(0.5)?;
             y.mul(&t[0])
@@ -228,7 +239,9 @@ fn cases() -> Vec<Case> {
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    c.push(case("prod", vec![with_zero], false, |t| t[0].prod_dim(1, false)));
+    c.push(case("prod.dim_int", vec![with_zero], false, |t| {
+        t[0].prod_dim(1, false)
+    }));
     c
 }
 

@@ -101,7 +101,8 @@ pub enum Error {
     /// The dispatcher found no kernel for this operator and these inputs.
     #[error("{op}: no kernel registered for dispatch key {key} (keys of the call: {keys})")]
     NoKernel {
-        /// The operator.
+        /// The operator, by its full `name.overload` (as PyTorch's "could
+        /// not run" error names it).
         op: &'static str,
         /// The dispatch key that was tried.
         key: String,

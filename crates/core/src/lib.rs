@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod autograd;
+mod builtins;
 pub mod cpu;
 mod device;
 pub mod dispatch;

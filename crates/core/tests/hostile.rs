@@ -27,20 +27,20 @@ fn invalid(r: ferrotorch_core::Result<Tensor>) -> String {
 #[test]
 fn sizes_that_overflow_are_errors() {
     assert_eq!(overflow_op(Tensor::arange(1 << 62)), "arange");
-    assert_eq!(overflow_op(Tensor::zeros(&[1 << 62, 4])), "fill");
-    assert_eq!(overflow_op(Tensor::zeros(&[1 << 32, 1 << 32])), "fill");
-    assert_eq!(overflow_op(Tensor::ones(&[usize::MAX, 2])), "fill");
+    assert_eq!(overflow_op(Tensor::zeros(&[1 << 62, 4])), "full");
+    assert_eq!(overflow_op(Tensor::zeros(&[1 << 32, 1 << 32])), "full");
+    assert_eq!(overflow_op(Tensor::ones(&[usize::MAX, 2])), "full");
     assert_eq!(
         overflow_op(TensorOptions::new().device(Device::Meta).zeros(&[1 << 62, 4])),
-        "fill"
+        "full"
     );
     assert_eq!(overflow_op(Tensor::linspace(0.0, 1.0, 1 << 62)), "linspace");
-    assert_eq!(overflow_op(Tensor::randn(&[1 << 62, 4])), "random");
+    assert_eq!(overflow_op(Tensor::randn(&[1 << 62, 4])), "normal_");
     // "invalid size, possible overflow?"
     assert_eq!(overflow_op(Tensor::arange_step(0.0, 1.0, 1e-300)), "arange");
     assert_eq!(overflow_op(Tensor::arange_step(0.0, f64::MAX, 1e-300)), "arange");
     // "Stride calculation overflowed", whether or not a recycled tensor is at hand.
-    assert_eq!(overflow_op(Tensor::zeros(&[0, 1 << 40, 1 << 40])), "fill");
+    assert_eq!(overflow_op(Tensor::zeros(&[0, 1 << 40, 1 << 40])), "full");
     drop(Tensor::ones(&[3]).unwrap().add(1.0).unwrap());
     let x = Tensor::ones(&[2]).unwrap();
     assert_eq!(
@@ -80,14 +80,14 @@ fn arange_lengths_are_exact() {
 fn allocation_failure_is_an_error_with_the_byte_count() {
     match Tensor::zeros(&[1 << 45]) {
         Err(Error::OutOfMemory { op, nbytes, device }) => {
-            assert_eq!((op, nbytes, device), ("fill", 1 << 47, Device::Cpu));
+            assert_eq!((op, nbytes, device), ("full", 1 << 47, Device::Cpu));
         }
         other => panic!("expected out of memory, got {:?}", other.map(|t| t.numel())),
     }
     let e = Tensor::zeros(&[1 << 45]).err().unwrap();
     assert_eq!(
         e.to_string(),
-        "fill: not enough memory: tried to allocate 140737488355328 bytes on cpu"
+        "full: not enough memory: tried to allocate 140737488355328 bytes on cpu"
     );
     assert!(matches!(
         Tensor::zeros(&[1]).unwrap().expand(&[1 << 45]).unwrap().contiguous(),

@@ -53,7 +53,7 @@ impl Backward for AccumulateGrad {
             }
         }
         for hook in self.leaf.leaf_hooks() {
-            if let Some(r) = hook(&g) {
+            if let Some(r) = hook(&g)? {
                 g = r;
             }
         }

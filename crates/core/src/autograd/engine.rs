@@ -234,7 +234,7 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
         let hooks: SmallVec<[_; 2]> = node.hooks().iter().map(|h| (h.0, h.2.clone())).collect();
         for (slot, hook) in hooks {
             if let Some(Some(gr)) = grads.get(slot)
-                && let Some(r) = hook(gr)
+                && let Some(r) = hook(gr)?
             {
                 grads[slot] = Some(r);
             }

@@ -9,89 +9,21 @@ use smallvec::SmallVec;
 
 use super::node::{Backward, Edges, Node};
 use super::saved::SavedTensor;
-use crate::dispatch::{Call, DispatchKey, DispatchKeySet, Op, Tensors, exclude_keys, redispatch};
-use crate::layout::Dims;
+use crate::dispatch::{
+    BackwardCtx, Call, DispatchKey, DispatchKeySet, Op, SavedValues, TensorMeta, Tensors, exclude_keys, redispatch,
+};
 use crate::{DType, Device, Error, Result, Tensor};
 
-/// Which inputs and outputs an operator's backward formula reads (bit `i`
-/// for input / output `i`; inputs past 63 are never saved).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Saves {
-    /// Bit mask of saved inputs.
-    pub inputs: u64,
-    /// Bit mask of saved outputs.
-    pub outputs: u64,
-}
-
-impl Saves {
-    /// Nothing saved.
-    pub const NONE: Saves = Saves { inputs: 0, outputs: 0 };
-    /// All inputs (up to 64).
-    pub const INPUTS: Saves = Saves {
-        inputs: u64::MAX,
-        outputs: 0,
-    };
-    /// The first output.
-    pub const OUTPUT: Saves = Saves { inputs: 0, outputs: 1 };
-
-    /// Saves the given inputs.
-    pub const fn inputs(mask: u64) -> Saves {
-        Saves {
-            inputs: mask,
-            outputs: 0,
-        }
-    }
-
-    /// What a product of two factors saves given which inputs need a
-    /// gradient (`needs`, bit `i`: input `i`): each factor only when the
-    /// other needs its gradient, which reads it (`g * b` for `a`, `g * a` for `b`).
-    pub const fn cross(needs: u64) -> Saves {
-        Saves::inputs((needs >> 1 & 1) | (needs & 1) << 1)
-    }
-
-    fn input(&self, i: usize) -> bool {
-        i < 64 && self.inputs >> i & 1 == 1
-    }
-
-    fn output(&self, i: usize) -> bool {
-        i < 64 && self.outputs >> i & 1 == 1
-    }
-}
-
-/// Shape, dtype and device of an operator input, kept for backward.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TensorMeta {
-    /// Shape.
-    pub shape: Dims,
-    /// Dtype.
-    pub dtype: DType,
-    /// Device.
-    pub device: Device,
-}
-
-impl TensorMeta {
-    fn of(t: &Tensor) -> Self {
-        TensorMeta {
-            shape: t.dims(),
-            dtype: t.dtype(),
-            device: t.device(),
-        }
-    }
-}
-
-/// What an operator's backward formula sees: its saved tensors (checked
-/// against in-place changes) and the metadata of its inputs.
-pub struct BackwardCtx<'a> {
+/// The saved state of one node as its backward formula reads it (through
+/// [`BackwardCtx`]): the node (for its name and edges) and its saved tensors.
+struct NodeSaved<'a> {
     node: &'a Arc<Node>,
     inputs: &'a [Option<SavedTensor>],
     outputs: &'a [Option<SavedTensor>],
-    meta: &'a [TensorMeta],
-    needs: &'a [bool],
 }
 
-impl BackwardCtx<'_> {
-    /// Saved input `i` (the operator must list it in [`Op::saves`]).
-    pub fn input(&self, i: usize) -> Result<Tensor> {
+impl SavedValues for NodeSaved<'_> {
+    fn input(&self, i: usize) -> Result<Tensor> {
         match self.inputs.get(i) {
             Some(Some(s)) => s.unpack(self.node),
             _ => Err(Error::invalid(
@@ -101,8 +33,7 @@ impl BackwardCtx<'_> {
         }
     }
 
-    /// Saved output `i`.
-    pub fn output(&self, i: usize) -> Result<Tensor> {
+    fn output(&self, i: usize) -> Result<Tensor> {
         match self.outputs.get(i) {
             Some(Some(s)) => s.unpack(self.node),
             _ => Err(Error::invalid(
@@ -112,33 +43,11 @@ impl BackwardCtx<'_> {
         }
     }
 
-    /// Metadata of input `i`.
-    pub fn meta(&self, i: usize) -> &TensorMeta {
-        &self.meta[i]
-    }
-
-    /// Shape of input `i`.
-    pub fn input_shape(&self, i: usize) -> &[usize] {
-        &self.meta[i].shape
-    }
-
-    /// Whether input `i` needs a gradient (formulas may skip the others).
-    pub fn needs_grad(&self, i: usize) -> bool {
-        self.needs.get(i).copied().unwrap_or(false)
-    }
-
-    /// Whether the gradients of inputs `i` and `j` flow into the same place
-    /// (one tensor passed twice, as in `x * x`).
-    pub fn same_edge(&self, i: usize, j: usize) -> bool {
+    fn same_edge(&self, i: usize, j: usize) -> bool {
         match (self.node.next_edges().get(i), self.node.next_edges().get(j)) {
             (Some(Some(a)), Some(Some(b))) => Arc::ptr_eq(&a.node, &b.node) && a.input_nr == b.input_nr,
             _ => false,
         }
-    }
-
-    /// Number of inputs of the operation.
-    pub fn num_inputs(&self) -> usize {
-        self.meta.len()
     }
 }
 
@@ -227,13 +136,12 @@ impl Backward for OpBackward {
             }
             None => &empty,
         };
-        let ctx = BackwardCtx {
+        let values = NodeSaved {
             node,
             inputs: &saved.inputs,
             outputs: &saved.outputs,
-            meta: &self.meta,
-            needs: &self.needs,
         };
+        let ctx = BackwardCtx::new(&values, &self.meta, &self.needs);
         let mut out = self.op().backward(&ctx, grads)?;
         out.resize(self.meta.len(), None);
         for (i, g) in out.iter_mut().enumerate() {
@@ -309,7 +217,7 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
     let grad_on = super::is_grad_enabled();
     if grad_on && let Some(out) = call.out {
         for o in out {
-            check_inplace(o, entry.name())?;
+            check_inplace(o, entry.base_name())?;
         }
     }
     let inputs_req = call.inputs.iter().any(|t| t.requires_grad());
@@ -324,7 +232,7 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
     if !entry.is_differentiable() {
         if call.out.is_some() && out_req {
             return Err(Error::invalid(
-                entry.name(),
+                entry.base_name(),
                 "is not differentiable and cannot write in place into a tensor that requires grad",
             ));
         }

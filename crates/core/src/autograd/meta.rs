@@ -163,14 +163,17 @@ impl Tensor {
                 if let Some(t) = weak.upgrade() {
                     let mut m = t.autograd.lock();
                     if let Some(m) = m.as_mut() {
-                        let acc = match m.grad.take() {
-                            Some(old) => old.add(g).unwrap_or_else(|_| g.clone()),
+                        // A failed accumulation (a `.grad` set on another
+                        // device) ends backward with its error; `.grad`
+                        // keeps its old value.
+                        let acc = match &m.grad {
+                            Some(old) => old.add(g)?,
                             None => g.detach(),
                         };
                         m.grad = Some(acc);
                     }
                 }
-                None
+                Ok(None)
             }),
         );
         self.0.autograd.lock().get_or_insert_with(Default::default).retains_grad = true;
@@ -211,19 +214,47 @@ impl Tensor {
     }
 
     /// Registers a hook on this tensor's gradient; it may return a
-    /// replacement. Returns a handle that removes it.
+    /// replacement (`Some`). Returns a handle that removes it. A hook that
+    /// computes its replacement with fallible operations is better written
+    /// with [`Tensor::register_fallible_hook`], whose errors end backward.
     ///
     /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use ferrotorch_core::Tensor;
     /// let x = Tensor::ones(&[2])?.requires_grad_(true)?;
-    /// let _h = x.register_hook(|g| Some(g.mul(2.0).unwrap()))?;
+    /// let calls = Arc::new(AtomicUsize::new(0));
+    /// let seen = calls.clone();
+    /// let _h = x.register_hook(move |_g| {
+    ///     seen.fetch_add(1, Ordering::Relaxed);
+    ///     None
+    /// })?;
     /// x.mul(3.0)?.sum()?.backward()?;
-    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![6.0, 6.0]);
+    /// assert_eq!(calls.load(Ordering::Relaxed), 1);
     /// # Ok::<(), ferrotorch_core::Error>(())
     /// ```
     pub fn register_hook(
         &self,
         hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
+    ) -> Result<HookHandle> {
+        self.register_fallible_hook(move |g| Ok(hook(g)))
+    }
+
+    /// Registers a hook on this tensor's gradient that may fail: `Ok(Some(g))`
+    /// replaces the gradient, `Ok(None)` leaves it, and an error ends the
+    /// backward pass, which returns it. Returns a handle that removes it.
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// let x = Tensor::ones(&[2])?.requires_grad_(true)?;
+    /// let _h = x.register_fallible_hook(|g| Ok(Some(g.mul(2.0)?)))?;
+    /// x.mul(3.0)?.sum()?.backward()?;
+    /// assert_eq!(x.grad().map(|g| g.to_vec::<f32>()).transpose()?, Some(vec![6.0, 6.0]));
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn register_fallible_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
     ) -> Result<HookHandle> {
         if !self.requires_grad() {
             return Err(Error::invalid(

@@ -34,10 +34,11 @@ mod node;
 mod saved;
 mod view;
 
+/// Re-exported from the dispatcher, where [`crate::dispatch::Op`]'s methods name them.
+pub use crate::dispatch::{BackwardCtx, Saves, TensorMeta};
 pub use checkpoint::checkpoint;
 pub use function::{Function, FunctionCtx, apply_function};
 pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
-pub use layer::{BackwardCtx, Saves, TensorMeta};
 pub(crate) use meta::AutogradSlot;
 pub use meta::{HookHandle, PostAccumulateHook};
 pub use mode::{

@@ -11,8 +11,12 @@ use smallvec::SmallVec;
 
 use crate::{Result, Tensor};
 
-/// A gradient hook: sees the gradient and may return a replacement.
-pub type GradHook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
+/// A gradient hook: sees the gradient and may return a replacement
+/// (`Ok(Some(..))`), leave it (`Ok(None)`), or fail, which ends the backward
+/// pass with that error (returned by `backward()` / `autograd::grad`).
+/// [`Tensor::register_hook`] takes an infallible closure and
+/// [`Tensor::register_fallible_hook`] one of this form.
+pub type GradHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
 /// What a node computes in backward.
 pub trait Backward: Send + Sync {
@@ -166,21 +170,74 @@ fn drop_contents((backward, edges): NodeContents) {
     drop(edges);
 }
 
+/// Queues `contents` on this thread's pending list; gives them back when
+/// the list is gone (a node dropped while the thread's locals are destroyed).
+fn queue(contents: NodeContents) -> std::result::Result<(), NodeContents> {
+    let mut item = Some(contents);
+    let _ = PENDING.try_with(|p| {
+        if let Some(c) = item.take() {
+            p.borrow_mut().push(c);
+        }
+    });
+    match item {
+        None => Ok(()),
+        Some(c) => Err(c),
+    }
+}
+
+/// The next queued contents, if any (none once the list is gone).
+fn dequeue() -> Option<NodeContents> {
+    PENDING.try_with(|p| p.borrow_mut().pop()).ok().flatten()
+}
+
+/// Drops `contents` without this thread's locals, at thread exit after
+/// they were destroyed: still without recursion along the edges, by taking
+/// apart each node this is the last owner of, with a local stack.
+fn drop_detached(contents: NodeContents) {
+    let mut stack = vec![contents];
+    while let Some((backward, edges)) = stack.pop() {
+        // Saved tensors go first: they may hold the edges' nodes too.
+        drop(backward);
+        for edge in edges.into_iter().flatten() {
+            if let Ok(mut node) = Arc::try_unwrap(edge.node) {
+                stack.push((node.backward.take(), std::mem::take(&mut node.next)));
+                // `node` drops here with nothing left to free.
+            }
+        }
+    }
+}
+
 impl Drop for Node {
     /// Drops the graph behind this node without recursion: nodes released
     /// while another node is being dropped are queued and freed in a loop, so
-    /// a chain of a million nodes does not overflow the stack.
+    /// a chain of a million nodes does not overflow the stack. During the
+    /// destruction of the thread's locals (a graph held by another
+    /// thread-local, freed at thread exit) the queue may be gone: the graph
+    /// is then taken apart with a local stack instead (`drop_detached`),
+    /// never a panic.
     fn drop(&mut self) {
         let contents = (self.backward.take(), std::mem::take(&mut self.next));
-        if DROPPING.with(Cell::get) {
-            PENDING.with(|p| p.borrow_mut().push(contents));
+        if contents.0.is_none() && contents.1.is_empty() {
             return;
         }
-        DROPPING.with(|d| d.set(true));
+        match DROPPING.try_with(Cell::get) {
+            Ok(false) => {}
+            Ok(true) => {
+                if let Err(contents) = queue(contents) {
+                    drop_detached(contents);
+                }
+                return;
+            }
+            Err(_) => {
+                drop_detached(contents);
+                return;
+            }
+        }
+        let _ = DROPPING.try_with(|d| d.set(true));
         drop_contents(contents);
-        while let Some(next) = PENDING.with(|p| p.borrow_mut().pop()) {
+        while let Some(next) = dequeue() {
             drop_contents(next);
         }
-        DROPPING.with(|d| d.set(false));
+        let _ = DROPPING.try_with(|d| d.set(false));
     }
 }

@@ -184,7 +184,7 @@ fn cost(kind: BinaryKind) -> Cost {
 }
 
 fn arith(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
-    let name = op.kind.entry().name();
+    let name = op.kind.entry().base_name();
     let c = cost(op.kind);
     match a.dtype() {
         DType::F32 => map2::<f32, f32, f32>(name, out, a, b, c, |x, y, o| binary_f32(op, x, y, o)),
@@ -217,7 +217,7 @@ fn arith(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
 
 fn predicate(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     use BinaryKind::*;
-    let name = op.kind.entry().name();
+    let name = op.kind.entry().base_name();
     let kind = op.kind;
     with_dtype!(a.dtype(), T => {
         map2::<T, T, bool>(name, out, a, b, Cost::Cheap, |x, y, o| {
@@ -252,7 +252,7 @@ pub(crate) fn binary_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
     } else if a.dtype() == DType::Bool {
         // add/mul on bools are or/and; maximum/minimum likewise.
         let kind = op.kind;
-        map2::<bool, bool, bool>(kind.entry().name(), out, a, b, Cost::Cheap, |x, y, o| {
+        map2::<bool, bool, bool>(kind.entry().base_name(), out, a, b, Cost::Cheap, |x, y, o| {
             for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
                 *r = match kind {
                     BinaryKind::Mul | BinaryKind::Minimum => *p && *q,
@@ -308,7 +308,7 @@ pub(crate) fn threshold_backward_kernel(_op: &dyn Op, inputs: &[&Tensor], output
 pub(crate) fn activation_backward_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = *downcast_op::<ActivationBackward>(op)?;
     let (g, y, out) = (inputs[0], inputs[1], outputs[0]);
-    let name = op.entry().name();
+    let name = op.entry().base_name();
     if matches!(op.0, ActivationKind::Sin | ActivationKind::Cos | ActivationKind::Square) {
         return by_input_backward(op, g, y, out);
     }
@@ -336,7 +336,7 @@ pub(crate) fn activation_backward_kernel(op: &dyn Op, inputs: &[&Tensor], output
 /// [`activation_backward_kernel`] for sin, cos and square: `grad * cos(x)`,
 /// `grad * -sin(x)` or `grad * x + grad * x`.
 fn by_input_backward(op: ActivationBackward, g: &Tensor, x: &Tensor, out: &Tensor) -> Result<()> {
-    let name = op.entry().name();
+    let name = op.entry().base_name();
     // As the f32 forward kernels: through f64, rounded once.
     let (sin32, cos32) = (|v: f32| (v as f64).sin() as f32, |v: f32| (v as f64).cos() as f32);
     match g.dtype() {

@@ -117,6 +117,7 @@ fn normal_fill_16(d: &mut [f64], mean: f64, std: f64, single: bool) {
 
 pub(crate) fn random_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let r = downcast_op::<Random>(op)?;
+    let name = op.entry().base_name();
     let out = outputs[0];
     let generator = r.generator.clone().unwrap_or_else(default_generator);
     let mut g = generator.lock();
@@ -174,15 +175,15 @@ pub(crate) fn random_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor
             let range = (high as i128 - low as i128) as u64;
             let ints: Vec<i64> = (0..n).map(|_| g.int_in_range(low, range)).collect();
             drop(g);
-            return with_dtype!(dt, T => fill_contiguous::<T>("randint", out, |i| T::from_i64(ints[i])));
+            return with_dtype!(dt, T => fill_contiguous::<T>(name, out, |i| T::from_i64(ints[i])));
         }
         Distribution::Bernoulli { p } => (0..n).map(|_| ((g.uniform_f32() as f64) < p) as u8 as f64).collect(),
     };
     drop(g);
     match dt {
         // Through f32 (PyTorch's conversion, rounding on all bits).
-        DType::F16 => fill_contiguous::<f16>("random", out, |i| f16::from_f32(values[i] as f32)),
-        DType::BF16 => fill_contiguous::<bf16>("random", out, |i| bf16::from_f32(values[i] as f32)),
-        _ => with_dtype!(dt, T => fill_contiguous::<T>("random", out, |i| T::from_f64(values[i]))),
+        DType::F16 => fill_contiguous::<f16>(name, out, |i| f16::from_f32(values[i] as f32)),
+        DType::BF16 => fill_contiguous::<bf16>(name, out, |i| bf16::from_f32(values[i] as f32)),
+        _ => with_dtype!(dt, T => fill_contiguous::<T>(name, out, |i| T::from_f64(values[i]))),
     }
 }

@@ -118,7 +118,7 @@ pub(crate) fn gather_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
 pub(crate) fn scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Scatter>(op)?;
     let (x, index, src, out) = (inputs[0], inputs[1], inputs[2], outputs[0]);
-    let name = op.entry().name();
+    let name = op.entry().base_name();
     super::copy::cast_into(out, x)?;
     let idx = index_values(index)?;
     let dim = op.dim;

@@ -77,6 +77,8 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&srt::TOPK, sort::topk_kernel)?;
     structured(&fac::ARANGE, factory::arange_kernel)?;
     structured(&fac::LINSPACE, factory::linspace_kernel)?;
-    structured(&fac::RANDOM, factory::random_kernel)?;
+    for e in [&fac::UNIFORM, &fac::NORMAL, &fac::RANDINT, &fac::BERNOULLI] {
+        structured(e, factory::random_kernel)?;
+    }
     Ok(())
 }

@@ -536,7 +536,7 @@ fn column_sum_f32(name: &'static str, x: &Tensor, out: &Tensor, rows: usize, col
 pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Reduce>(op)?;
     let (x, out) = (inputs[0], outputs[0]);
-    let name = op.entry().name();
+    let name = op.entry().base_name();
     let dims = op.dims.as_deref();
     if op.kind == ReduceKind::Sum && x.dtype() == DType::F32 && dims.is_some() {
         // Column sums (e.g. a bias gradient): vectorise across the kept columns.
@@ -582,7 +582,7 @@ pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
 /// max/min along a dim with indices; argmax/argmin (also over the flattened tensor).
 pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<IndexReduce>(op)?;
-    let name = op.entry().name();
+    let name = op.entry().base_name();
     let (x, dim) = match op.dim {
         Some(d) => (inputs[0].clone(), d),
         None => (inputs[0].contiguous()?.reshape(&[-1])?, 0),
@@ -653,7 +653,7 @@ pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&T
 pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Scan>(op)?;
     let (x, out) = (inputs[0], outputs[0]);
-    let name = op.entry().name();
+    let name = op.entry().base_name();
     let acc = access(name, &[x], &[out])?;
     let (l, ol) = (x.layout(), out.layout());
     let d = op.dim;

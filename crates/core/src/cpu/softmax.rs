@@ -186,6 +186,6 @@ pub(crate) fn softmax_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
         DType::F64 => run::<f64>(x, out, op.dim, log),
         DType::F16 => run::<f16>(x, out, op.dim, log),
         DType::BF16 => run::<bf16>(x, out, op.dim, log),
-        d => Err(Error::dtype(op.entry().name(), d, "expects a floating-point input")),
+        d => Err(Error::dtype(op.error_name(), d, "expects a floating-point input")),
     }
 }

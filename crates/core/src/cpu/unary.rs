@@ -191,7 +191,7 @@ fn int_map(name: &'static str, out: &Tensor, x: &Tensor, cost: Cost, f: impl Fn(
 pub(crate) fn unary_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let kind = downcast_op::<Unary>(op)?.0;
     let (x, out) = (inputs[0], outputs[0]);
-    let name = kind.entry().name();
+    let name = kind.error_name();
     if x.dtype().is_floating_point() {
         float_map(
             name,

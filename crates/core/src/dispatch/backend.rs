@@ -44,7 +44,7 @@ static BACKENDS: [OnceLock<&'static dyn Backend>; NUM_BACKENDS] = [const { OnceL
 /// called, so registering one of their keys is an [`Error::Registration`]
 /// rather than a failure of start-up registration later.
 pub fn register_backend(key: DispatchKey, backend: &'static dyn Backend) -> Result<()> {
-    super::ensure_init();
+    super::ensure_init()?;
     register_backend_builtin(key, backend)
 }
 
@@ -64,7 +64,7 @@ pub(crate) fn register_backend_builtin(key: DispatchKey, backend: &'static dyn B
 
 /// The backend of `device`, or [`Error::DeviceUnavailable`].
 pub fn backend_for(device: Device) -> Result<&'static dyn Backend> {
-    super::ensure_init();
+    super::ensure_init()?;
     let key = DispatchKey::for_device(device);
     match BACKENDS[key as usize].get() {
         Some(b) => {

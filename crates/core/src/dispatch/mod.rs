@@ -13,40 +13,68 @@
 //! without a kernel of its own.
 
 mod backend;
+mod backward;
 mod key;
 mod op;
 
 use std::cell::Cell;
-use std::sync::{Once, OnceLock};
+use std::sync::OnceLock;
 
 use smallvec::SmallVec;
 
 pub use backend::{Backend, backend_for, private_use1_name, register_backend};
+pub(crate) use backend::{CpuBackend, MetaBackend, register_backend_builtin};
+pub(crate) use backward::SavedValues;
+pub use backward::{BackwardCtx, Saves, TensorMeta};
 pub use key::{ALL_KEYS, DispatchKey, DispatchKeySet, NUM_KEYS};
 pub use op::{
     Call, FunctionalFn, Kernel, LayerFn, Op, OpClone, OpEntry, OutSpec, OutSpecs, Slot, StructuredFn, Tensors,
-    downcast_op, registered_ops,
+    downcast_op, find_op, registered_ops,
 };
 
 use crate::{Device, Error, Result, Tensor};
 
-static INIT: Once = Once::new();
+/// The outcome of start-up registration (run once, on first use).
+static INIT: OnceLock<Result<()>> = OnceLock::new();
 
-/// Registers the built-in backends and kernels (runs once, on first use).
+/// Runs start-up registration once, on first use: the crate-root hook
+/// `crate::builtins::register`, which registers the built-in backends, the
+/// CPU and backend-independent kernels, the autograd fallback and the copy
+/// behind `out=` writes ([`set_out_copy`]). That call is the dispatcher's
+/// only edge to the modules above it: everything it needs from them is
+/// registered into it, so the dispatcher itself names no operator, kernel
+/// or autograd code.
 #[inline]
-pub(crate) fn ensure_init() {
-    INIT.call_once(|| {
-        // Nothing else can register before these (every public registration
-        // function waits for this first), so none of them can fail.
-        backend::register_backend_builtin(DispatchKey::Cpu, &backend::CpuBackend)
-            .expect("the CPU backend is registered first");
-        backend::register_backend_builtin(DispatchKey::Meta, &backend::MetaBackend)
-            .expect("the meta backend is registered first");
-        crate::cpu::register_kernels().expect("the CPU kernels are registered first");
-        crate::ops::register_composites().expect("the composite kernels are registered first");
-        register_fallback_builtin(DispatchKey::Autograd, crate::autograd::layer::autograd_layer)
-            .expect("the autograd layer is registered first");
-    });
+pub(crate) fn ensure_init() -> Result<()> {
+    match INIT.get_or_init(crate::builtins::register) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// Writes `src` into `dst`, broadcast to its shape, cast to its dtype and
+/// moved to its device (the caller has checked that the shapes and dtypes
+/// agree): how the dispatcher fills the outputs of an `out=` or in-place
+/// call whose kernel could not write them directly.
+pub(crate) type CopyFn = fn(dst: &Tensor, src: &Tensor) -> Result<()>;
+
+static OUT_COPY: OnceLock<CopyFn> = OnceLock::new();
+
+/// Sets the copy the dispatcher writes `out=` results with (start-up
+/// registration does, once).
+pub(crate) fn set_out_copy(f: CopyFn) -> Result<()> {
+    OUT_COPY.set(f).map_err(|_| Error::Registration {
+        what: "the copy for out= writes".into(),
+        detail: "already registered".into(),
+    })
+}
+
+/// The copy for `out=` writes (an error if start-up registration set none).
+fn out_copy(name: &'static str) -> Result<CopyFn> {
+    OUT_COPY
+        .get()
+        .copied()
+        .ok_or_else(|| Error::invalid(name, "no copy is registered for writing into output tensors"))
 }
 
 static FALLBACKS: [OnceLock<LayerFn>; NUM_KEYS] = [const { OnceLock::new() }; NUM_KEYS];
@@ -56,11 +84,12 @@ static FALLBACKS: [OnceLock<LayerFn>; NUM_KEYS] = [const { OnceLock::new() }; NU
 /// Built-in fallbacks (autograd) are registered first, whenever this is
 /// called.
 pub fn register_fallback(key: DispatchKey, f: LayerFn) -> Result<()> {
-    ensure_init();
+    ensure_init()?;
     register_fallback_builtin(key, f)
 }
 
-fn register_fallback_builtin(key: DispatchKey, f: LayerFn) -> Result<()> {
+/// [`register_fallback`] during start-up registration (which `register_fallback` would wait for).
+pub(crate) fn register_fallback_builtin(key: DispatchKey, f: LayerFn) -> Result<()> {
     if key.is_backend() {
         return Err(Error::Registration {
             what: format!("fallback for {key}"),
@@ -138,7 +167,7 @@ pub fn call_device(call: &Call) -> Result<Device> {
             Some(x) if x == d => {}
             Some(x) => {
                 return Err(Error::DeviceMismatch {
-                    op: call.op.entry().name(),
+                    op: call.op.entry().base_name(),
                     a: x,
                     b: d,
                 });
@@ -158,7 +187,7 @@ pub fn call_device(call: &Call) -> Result<Device> {
         match device {
             Some(x) if x != d => {
                 return Err(Error::DeviceMismatch {
-                    op: call.op.entry().name(),
+                    op: call.op.entry().base_name(),
                     a: x,
                     b: d,
                 });
@@ -175,12 +204,12 @@ pub fn call_device(call: &Call) -> Result<Device> {
 
 /// Runs a call: computes its key set and runs the highest key's kernel.
 pub fn dispatch(call: &Call) -> Result<Tensors> {
-    ensure_init();
+    ensure_init()?;
     if let Some(out) = call.out
         && out.iter().any(|o| o.storage().is_read_only())
     {
         return Err(Error::invalid(
-            call.op.entry().name(),
+            call.op.entry().base_name(),
             "cannot write in place into a shared cached constant (a wrapped scalar); clone() it first",
         ));
     }
@@ -249,13 +278,16 @@ fn run_kernel(call: &Call, kernel: Kernel, backend: Option<DispatchKey>) -> Resu
                 write_results(call, out, &results)
             }
         },
-        Kernel::Layer(_) => Err(Error::invalid(call.op.entry().name(), "layer kernel in a backend slot")),
+        Kernel::Layer(_) => Err(Error::invalid(
+            call.op.entry().base_name(),
+            "layer kernel in a backend slot",
+        )),
     }
 }
 
 /// Copies computed results into the caller's outputs (casting if allowed).
 fn write_results(call: &Call, out: &[&Tensor], results: &[Tensor]) -> Result<Tensors> {
-    let name = call.op.entry().name();
+    let name = call.op.entry().base_name();
     if out.len() != results.len() {
         return Err(Error::invalid(
             name,
@@ -264,7 +296,7 @@ fn write_results(call: &Call, out: &[&Tensor], results: &[Tensor]) -> Result<Ten
     }
     for (o, r) in out.iter().zip(results) {
         check_out(name, o, r.shape(), r.dtype())?;
-        crate::ops::copy_into(o, r)?;
+        out_copy(name)?(o, r)?;
     }
     Ok(out.iter().map(|t| (*t).clone()).collect())
 }
@@ -306,7 +338,7 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
     let specs = call.op.infer(call.inputs)?;
     match call.out {
         None => {
-            let name = call.op.entry().name();
+            let name = call.op.entry().base_name();
             let mut outs = Tensors::new();
             for s in &specs {
                 // SAFETY: a structured kernel writes every element of its
@@ -321,7 +353,7 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
             Ok(outs)
         }
         Some(out) => {
-            let name = call.op.entry().name();
+            let name = call.op.entry().base_name();
             if out.len() != specs.len() {
                 return Err(Error::invalid(
                     name,
@@ -364,8 +396,9 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
                     let refs: SmallVec<[&Tensor; 2]> = tmp.iter().collect();
                     f(call.op, call.inputs, &refs)?;
                     // The copies bump the versions.
+                    let copy = out_copy(name)?;
                     for (o, t) in out.iter().zip(&tmp) {
-                        crate::ops::copy_into(o, t)?;
+                        copy(o, t)?;
                     }
                 }
             } else {
@@ -382,7 +415,7 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
 pub fn call1(op: &dyn Op, inputs: &[&Tensor]) -> Result<Tensor> {
     let mut outs = dispatch(&Call { op, inputs, out: None })?;
     if outs.is_empty() {
-        return Err(Error::invalid(op.entry().name(), "operator returned no output"));
+        return Err(Error::invalid(op.entry().base_name(), "operator returned no output"));
     }
     Ok(outs.swap_remove(0))
 }

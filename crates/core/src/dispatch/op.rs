@@ -6,6 +6,7 @@ use std::sync::{Mutex, OnceLock};
 
 use smallvec::SmallVec;
 
+use super::backward::{BackwardCtx, Saves};
 use super::key::{DispatchKey, DispatchKeySet, NUM_KEYS};
 use crate::layout::Dims;
 use crate::{DType, Device, Error, Result, Tensor};
@@ -55,7 +56,10 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     /// it have already been type-promoted by the operator's front end.
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let _ = inputs;
-        Err(Error::invalid(self.entry().name(), "this operator has no shape rule"))
+        Err(Error::invalid(
+            self.entry().base_name(),
+            "this operator has no shape rule",
+        ))
     }
 
     /// The device of a factory op (one without tensor inputs).
@@ -83,8 +87,8 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     }
 
     /// The tensors the backward formula reads.
-    fn saves(&self) -> crate::autograd::Saves {
-        crate::autograd::Saves::NONE
+    fn saves(&self) -> Saves {
+        Saves::NONE
     }
 
     /// The tensors the backward formula reads when only the inputs in
@@ -93,7 +97,7 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     /// (as PyTorch's derivative formulas do) means an in-place change to a
     /// tensor none of them reads does not fail backward: for `y = a * c`
     /// with only `a` requiring grad, `a` is not saved.
-    fn saves_for(&self, needs: u64) -> crate::autograd::Saves {
+    fn saves_for(&self, needs: u64) -> Saves {
         let _ = needs;
         self.saves()
     }
@@ -101,15 +105,18 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
     /// The backward formula: gradients of the inputs (one per input, `None`
     /// where none) from the gradients of the outputs. Written with
     /// differentiable operators, so it can itself be differentiated.
-    fn backward(&self, ctx: &crate::autograd::BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let _ = (ctx, grads);
-        Err(Error::invalid(self.entry().name(), "has no backward formula"))
+        Err(Error::invalid(self.entry().base_name(), "has no backward formula"))
     }
 
-    /// The name of the graph node this operator records (`MulBackward0`).
+    /// The name of the graph node this operator records (`MulBackward0`):
+    /// by default the base name without namespace or overload, in camel case.
     fn backward_name(&self) -> String {
+        let base = self.entry().base_name();
+        let unqualified = base.rsplit_once("::").map_or(base, |(_, name)| name);
         let mut s = String::new();
-        for part in self.entry().name().trim_start_matches('_').split('_') {
+        for part in unqualified.trim_start_matches('_').split('_') {
             let mut c = part.chars();
             if let Some(f) = c.next() {
                 s.extend(f.to_uppercase());
@@ -134,9 +141,12 @@ impl<T: Op + Clone> OpClone for T {
 
 /// Downcasts an operator instance to its concrete type.
 pub fn downcast_op<T: Op>(op: &dyn Op) -> Result<&T> {
-    (op as &dyn Any)
-        .downcast_ref::<T>()
-        .ok_or_else(|| Error::invalid(op.entry().name(), "kernel received an instance of another operator"))
+    (op as &dyn Any).downcast_ref::<T>().ok_or_else(|| {
+        Error::invalid(
+            op.entry().base_name(),
+            "kernel received an instance of another operator",
+        )
+    })
 }
 
 /// One operator call as it travels through the dispatcher.
@@ -199,6 +209,13 @@ impl Slot {
 /// The dispatch table of one operator: its name and a kernel slot per
 /// dispatch key. Declared once per operator as a `static`; kernels are added
 /// with [`OpEntry::register`], also from other crates.
+///
+/// The name is PyTorch's schema name, `name.overload` as
+/// `torch._C._jit_get_all_schemas()` and `native_functions.yaml` spell it
+/// (`add.Tensor`, `max.dim`, `sum.dim_IntList`; just `name` for an
+/// operator's default overload, `relu`), without the `aten::` namespace.
+/// Operators outside PyTorch's set carry a namespace (`demo::scaled_square`;
+/// the core's own are `ferrotorch::...`). [`find_op`] looks them up by it.
 pub struct OpEntry {
     name: &'static str,
     differentiable: bool,
@@ -210,8 +227,27 @@ pub struct OpEntry {
 
 static REGISTRY: Mutex<Vec<&'static OpEntry>> = Mutex::new(Vec::new());
 
+/// Whether `s` is a non-empty identifier (ASCII letters, digits, `_`).
+fn is_ident(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Whether `name` has the form `[namespace::]name[.overload]`.
+fn is_op_name(name: &str) -> bool {
+    let unqualified = match name.split_once("::") {
+        Some((ns, rest)) if is_ident(ns) => rest,
+        Some(_) => return false,
+        None => name,
+    };
+    match unqualified.split_once('.') {
+        Some((base, overload)) => is_ident(base) && is_ident(overload),
+        None => is_ident(unqualified),
+    }
+}
+
 impl OpEntry {
-    /// An empty table for the operator `name` (e.g. `"add"`, `"mylib::foo"`),
+    /// An empty table for the operator `name` (PyTorch's `name.overload`,
+    /// e.g. `"eq.Tensor"`, or `"mylib::foo"` for an operator of one's own),
     /// an operator without gradients (comparisons, indices, factories).
     pub const fn new(name: &'static str) -> Self {
         OpEntry {
@@ -240,9 +276,53 @@ impl OpEntry {
         self.differentiable
     }
 
-    /// The operator's name.
+    /// The operator's full name, `name.overload` (`"add.Tensor"`), or
+    /// `name` for a default overload (`"relu"`), with the namespace of an
+    /// operator outside PyTorch's set (`"demo::scaled_square"`).
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// The name without the overload (`"add"` for `add.Tensor`, with the
+    /// namespace if any): how PyTorch's error messages name an operator,
+    /// and what this crate's errors say.
+    pub fn base_name(&self) -> &'static str {
+        self.name.split_once('.').map_or(self.name, |(base, _)| base)
+    }
+
+    /// The overload name (`"Tensor"` for `add.Tensor`); empty for an
+    /// operator's default overload.
+    pub fn overload_name(&self) -> &'static str {
+        self.name.split_once('.').map_or("", |(_, overload)| overload)
+    }
+
+    /// Lists the entry in the registry (once), refusing a malformed name
+    /// or one another entry already has.
+    fn list(&'static self) -> Result<()> {
+        if self.listed.get().is_some() {
+            return Ok(());
+        }
+        let refuse = |detail: &str| Error::Registration {
+            what: format!("operator {}", self.name),
+            detail: detail.into(),
+        };
+        if !is_op_name(self.name) {
+            return Err(refuse(
+                "operator names have the form `name`, `name.overload` or `namespace::name.overload` \
+                 (letters, digits and `_`)",
+            ));
+        }
+        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        // Another thread may have listed it since the check above.
+        if self.listed.get().is_some() {
+            return Ok(());
+        }
+        if registry.iter().any(|e| e.name == self.name) {
+            return Err(refuse("another operator with this name is registered"));
+        }
+        registry.push(self);
+        let _ = self.listed.set(());
+        Ok(())
     }
 
     /// Adds a kernel. The built-in kernels are registered first (whenever
@@ -251,7 +331,7 @@ impl OpEntry {
     /// does. A slot takes one kernel of its own and one replacement;
     /// registering more is an [`Error::Registration`].
     pub fn register(&'static self, slot: Slot, kernel: Kernel) -> Result<()> {
-        super::ensure_init();
+        super::ensure_init()?;
         self.register_impl(slot, kernel, false)
     }
 
@@ -269,6 +349,7 @@ impl OpEntry {
                 detail: "layer kernels go to layer keys, compute kernels to backend keys".into(),
             });
         }
+        self.list()?;
         let i = slot.index();
         if self.slots[i].set(kernel).is_err() {
             if builtin || self.overrides[i].set(kernel).is_err() {
@@ -283,8 +364,6 @@ impl OpEntry {
                 what()
             );
         }
-        self.listed
-            .get_or_init(|| REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).push(self));
         Ok(())
     }
 
@@ -308,8 +387,47 @@ impl fmt::Debug for OpEntry {
     }
 }
 
-/// Every operator that has at least one kernel registered, in registration order.
+/// Every operator that has at least one kernel registered, in registration
+/// order (the built-in ones first; should start-up registration have
+/// failed, those it registered: the failure itself is reported by every
+/// call and registration).
 pub fn registered_ops() -> Vec<&'static OpEntry> {
-    super::ensure_init();
+    // Ignoring the error is deliberate: this lists what is registered.
+    let _ = super::ensure_init();
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The registered operator named `name`: its full `name.overload`
+/// (`"max.dim"`), or a bare `name` when that is the full name of an
+/// operator's default overload or exactly one overload of it is registered.
+/// An `aten::` prefix is accepted (PyTorch's namespace, left out of the
+/// names here). `None` when no operator matches, or a bare name matches
+/// several overloads.
+///
+/// ```
+/// use ferrotorch_core::dispatch::find_op;
+/// let max = find_op("max.dim").expect("max.dim is built in");
+/// assert_eq!((max.base_name(), max.overload_name()), ("max", "dim"));
+/// // `add` has one overload here, `add.Tensor`; `pow` has two.
+/// assert_eq!(find_op("add").map(|e| e.name()), Some("add.Tensor"));
+/// assert_eq!(find_op("aten::relu").map(|e| e.name()), Some("relu"));
+/// assert!(find_op("pow").is_none());
+/// assert!(find_op("pow.Tensor_Scalar").is_some());
+/// assert!(find_op("no_such_op").is_none());
+/// ```
+pub fn find_op(name: &str) -> Option<&'static OpEntry> {
+    let _ = super::ensure_init();
+    let name = name.strip_prefix("aten::").unwrap_or(name);
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = registry.iter().find(|e| e.name == name) {
+        return Some(*e);
+    }
+    if name.contains('.') {
+        return None;
+    }
+    let mut overloads = registry.iter().filter(|e| e.base_name() == name);
+    match (overloads.next(), overloads.next()) {
+        (Some(e), None) => Some(*e),
+        _ => None,
+    }
 }

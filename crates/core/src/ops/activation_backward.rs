@@ -23,12 +23,15 @@ use crate::{DType, Error, Result, Tensor};
 pub static TANH_BACKWARD: OpEntry = OpEntry::differentiable("tanh_backward");
 /// Dispatch table of `sigmoid_backward`.
 pub static SIGMOID_BACKWARD: OpEntry = OpEntry::differentiable("sigmoid_backward");
-/// Dispatch table of `sin_backward`.
-pub static SIN_BACKWARD: OpEntry = OpEntry::differentiable("sin_backward");
-/// Dispatch table of `cos_backward`.
-pub static COS_BACKWARD: OpEntry = OpEntry::differentiable("cos_backward");
-/// Dispatch table of `square_backward`.
-pub static SQUARE_BACKWARD: OpEntry = OpEntry::differentiable("square_backward");
+/// Dispatch table of `ferrotorch::sin_backward` (not a PyTorch operator:
+/// PyTorch composes `grad * cos(x)`).
+pub static SIN_BACKWARD: OpEntry = OpEntry::differentiable("ferrotorch::sin_backward");
+/// Dispatch table of `ferrotorch::cos_backward` (not a PyTorch operator:
+/// PyTorch composes `grad * -sin(x)`).
+pub static COS_BACKWARD: OpEntry = OpEntry::differentiable("ferrotorch::cos_backward");
+/// Dispatch table of `ferrotorch::square_backward` (not a PyTorch operator:
+/// PyTorch adds the two products of `x * x`'s formula).
+pub static SQUARE_BACKWARD: OpEntry = OpEntry::differentiable("ferrotorch::square_backward");
 
 /// Which activation's derivative an [`ActivationBackward`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +105,7 @@ impl Op for ActivationBackward {
     }
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
-        let name = self.entry().name();
+        let name = self.entry().base_name();
         let (g, y) = (inputs[0], inputs[1]);
         if g.shape() != y.shape() {
             return Err(Error::shape(

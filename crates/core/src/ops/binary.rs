@@ -59,31 +59,32 @@ macro_rules! binary_kinds {
 
 binary_kinds! {
     /// `a + alpha * b`.
-    Add, ADD, "add";
+    Add, ADD, "add.Tensor";
     /// `a - alpha * b`.
-    Sub, SUB, "sub";
+    Sub, SUB, "sub.Tensor";
     /// `a * b`.
-    Mul, MUL, "mul";
-    /// `a / b` with a rounding mode.
-    Div, DIV, "div";
-    /// `a ^ b`.
-    Pow, POW, "pow";
+    Mul, MUL, "mul.Tensor";
+    /// `a / b` with a rounding mode (`div.Tensor_mode`, which also runs
+    /// PyTorch's `div.Tensor`, no rounding).
+    Div, DIV, "div.Tensor_mode";
+    /// `a ^ b` (a scalar exponent is [`crate::ops::PowScalar`]).
+    Pow, POW, "pow.Tensor_Tensor";
     /// Elementwise maximum (NaN propagates).
     Maximum, MAXIMUM, "maximum";
     /// Elementwise minimum (NaN propagates).
     Minimum, MINIMUM, "minimum";
     /// `a == b`.
-    Eq, EQ, "eq";
+    Eq, EQ, "eq.Tensor";
     /// `a != b`.
-    Ne, NE, "ne";
+    Ne, NE, "ne.Tensor";
     /// `a < b`.
-    Lt, LT, "lt";
+    Lt, LT, "lt.Tensor";
     /// `a <= b`.
-    Le, LE, "le";
+    Le, LE, "le.Tensor";
     /// `a > b`.
-    Gt, GT, "gt";
+    Gt, GT, "gt.Tensor";
     /// `a >= b`.
-    Ge, GE, "ge";
+    Ge, GE, "ge.Tensor";
     /// Both nonzero.
     LogicalAnd, LOGICAL_AND, "logical_and";
     /// Either nonzero.
@@ -95,7 +96,13 @@ binary_kinds! {
 const fn binary_differentiable(name: &str) -> bool {
     matches!(
         name.as_bytes(),
-        b"add" | b"sub" | b"mul" | b"div" | b"pow" | b"maximum" | b"minimum"
+        b"add.Tensor"
+            | b"sub.Tensor"
+            | b"mul.Tensor"
+            | b"div.Tensor_mode"
+            | b"pow.Tensor_Tensor"
+            | b"maximum"
+            | b"minimum"
     )
 }
 
@@ -148,7 +155,7 @@ impl Op for Binary {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let (a, b) = (inputs[0], inputs[1]);
-        let name = self.kind.entry().name();
+        let name = self.kind.entry().base_name();
         if a.dtype() != b.dtype() {
             return Err(Error::DTypeMismatch {
                 op: name,
@@ -221,7 +228,7 @@ impl Op for Binary {
             BinaryKind::Pow => "PowBackward1".into(),
             BinaryKind::Div if self.rounding != Rounding::None => "DivBackward2".into(),
             k => {
-                let n = k.entry().name();
+                let n = k.entry().base_name();
                 let mut c = n.chars();
                 let first = c
                     .next()
@@ -313,7 +320,7 @@ impl Op for Binary {
                 let wb = wa.neg()?.add(1.0)?;
                 (Some(g.mul(&wa)?), Some(g.mul(&wb)?))
             }
-            _ => return Err(Error::invalid(self.kind.entry().name(), "is not differentiable")),
+            _ => return Err(Error::invalid(self.kind.entry().base_name(), "is not differentiable")),
         };
         // Inputs that need no gradient get none (skipping their reduction).
         Ok(vec![
@@ -608,7 +615,7 @@ impl Tensor {
 fn alpha_op(kind: BinaryKind, alpha: Scalar, a: &Tensor) -> Result<Binary> {
     if alpha.is_float() && !a.dtype().is_floating_point() {
         return Err(Error::invalid(
-            kind.entry().name(),
+            kind.entry().base_name(),
             "for integral input tensors, argument alpha must not be a floating point number",
         ));
     }
@@ -618,8 +625,8 @@ fn alpha_op(kind: BinaryKind, alpha: Scalar, a: &Tensor) -> Result<Binary> {
     })
 }
 
-/// Dispatch table of `where`.
-pub static WHERE: OpEntry = OpEntry::differentiable("where");
+/// Dispatch table of `where.self`.
+pub static WHERE: OpEntry = OpEntry::differentiable("where.self");
 
 /// `where(condition, x, y)`, with inputs `[condition, x, y]`.
 #[derive(Debug, Clone, Copy)]

@@ -12,8 +12,8 @@ use crate::ops::grad_util::grad0;
 use crate::ops::{Cat, Operand};
 use crate::{DType, Result, Scalar, Tensor};
 
-/// Dispatch table of `masked_fill`.
-pub static MASKED_FILL: OpEntry = OpEntry::differentiable("masked_fill");
+/// Dispatch table of `masked_fill.Scalar`.
+pub static MASKED_FILL: OpEntry = OpEntry::differentiable("masked_fill.Scalar");
 /// Dispatch table of `tril`.
 pub static TRIL: OpEntry = OpEntry::differentiable("tril");
 /// Dispatch table of `triu`.

@@ -7,13 +7,18 @@ use crate::ops::grad_util::grad0;
 use crate::storage::Storage;
 use crate::{DType, Device, Error, Result, Scalar, Tensor};
 
-/// Declaration of `_to_copy`: elementwise copy with a dtype cast.
+/// Declaration of `_to_copy`: elementwise copy with a dtype cast (also
+/// `clone()`, PyTorch's `clone`, and the writes of `copy_`).
 pub static TO_COPY: OpEntry = OpEntry::differentiable("_to_copy");
-/// Declaration of `fill_`: writes one value everywhere (also `zeros`, `ones`,
-/// `full`); differentiable so that `zero_()` on a tensor in the graph cuts its history.
-pub static FILL: OpEntry = OpEntry::differentiable("fill");
-/// Declaration of `_to_device`: copy to another device.
-pub static TO_DEVICE: OpEntry = OpEntry::differentiable("_to_device");
+/// Declaration of `full`: one value everywhere, in a new tensor (`zeros`,
+/// `ones`, `full`) or, called with an output, in a given one (`fill_`,
+/// `zero_`: PyTorch's `full.out`, as the operator takes no input tensor,
+/// only a size, value, dtype and device); differentiable so that `zero_()`
+/// on a tensor in the graph cuts its history.
+pub static FILL: OpEntry = OpEntry::differentiable("full");
+/// Declaration of `ferrotorch::to_device`: copy to another device (not an
+/// operator of its own in PyTorch, where `_to_copy` takes the device).
+pub static TO_DEVICE: OpEntry = OpEntry::differentiable("ferrotorch::to_device");
 
 /// Copy with cast to `dtype`; the output keeps the input's strides when
 /// `preserve_strides` and the input is dense (PyTorch's `preserve_format`),
@@ -90,6 +95,11 @@ impl Op for Fill {
 
     fn allows_overlapping_out(&self) -> bool {
         true
+    }
+
+    /// `FillBackward0`, the node of an in-place fill.
+    fn backward_name(&self) -> String {
+        "FillBackward0".into()
     }
 
     fn backward(&self, _ctx: &BackwardCtx, _grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {

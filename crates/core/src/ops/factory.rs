@@ -6,12 +6,19 @@ use crate::layout::Dims;
 use crate::random::Generator;
 use crate::{DType, Device, Result};
 
-/// Dispatch table of `arange`.
-pub static ARANGE: OpEntry = OpEntry::new("arange");
+/// Dispatch table of `arange.start_step`, which also runs PyTorch's
+/// `arange` and `arange.start`.
+pub static ARANGE: OpEntry = OpEntry::new("arange.start_step");
 /// Dispatch table of `linspace`.
 pub static LINSPACE: OpEntry = OpEntry::new("linspace");
-/// Dispatch table of the random samplers.
-pub static RANDOM: OpEntry = OpEntry::new("random");
+/// Dispatch table of `uniform_` ([`Distribution::Uniform`]: `rand`, `uniform`).
+pub static UNIFORM: OpEntry = OpEntry::new("uniform_");
+/// Dispatch table of `normal_` ([`Distribution::Normal`]: `randn`, `normal`).
+pub static NORMAL: OpEntry = OpEntry::new("normal_");
+/// Dispatch table of `random_.from` ([`Distribution::RandInt`]: `randint`).
+pub static RANDINT: OpEntry = OpEntry::new("random_.from");
+/// Dispatch table of `bernoulli_.float` ([`Distribution::Bernoulli`]).
+pub static BERNOULLI: OpEntry = OpEntry::new("bernoulli_.float");
 
 /// `start, start + step, ...` (`len` values), computed in f64 for float
 /// dtypes and exactly in i64 for integer ones (from `int_start` and
@@ -114,6 +121,18 @@ pub enum Distribution {
     },
 }
 
+impl Distribution {
+    /// The dispatch table of sampling from this distribution.
+    pub fn entry(&self) -> &'static OpEntry {
+        match self {
+            Distribution::Uniform { .. } => &UNIFORM,
+            Distribution::Normal { .. } => &NORMAL,
+            Distribution::RandInt { .. } => &RANDINT,
+            Distribution::Bernoulli { .. } => &BERNOULLI,
+        }
+    }
+}
+
 /// Fresh samples of a distribution; draws are sequential from the generator
 /// (the global one when `None`), matching PyTorch's CPU sampling.
 #[derive(Debug, Clone)]
@@ -132,7 +151,7 @@ pub struct Random {
 
 impl Op for Random {
     fn entry(&self) -> &'static OpEntry {
-        &RANDOM
+        self.dist.entry()
     }
 
     fn infer(&self, _inputs: &[&crate::Tensor]) -> Result<OutSpecs> {

@@ -10,14 +10,14 @@ use crate::{DType, Error, Result, Scalar, Tensor};
 
 /// Dispatch table of `gather`.
 pub static GATHER: OpEntry = OpEntry::differentiable("gather");
-/// Dispatch table of `scatter`.
-pub static SCATTER: OpEntry = OpEntry::differentiable("scatter");
+/// Dispatch table of `scatter.src` (a source tensor; `scatter_add` is [`SCATTER_ADD`]).
+pub static SCATTER: OpEntry = OpEntry::differentiable("scatter.src");
 /// Dispatch table of `scatter_add`.
 pub static SCATTER_ADD: OpEntry = OpEntry::differentiable("scatter_add");
 /// Dispatch table of `index_select`.
 pub static INDEX_SELECT: OpEntry = OpEntry::differentiable("index_select");
-/// Dispatch table of `index` (advanced indexing).
-pub static INDEX: OpEntry = OpEntry::differentiable("index");
+/// Dispatch table of `index.Tensor` (advanced indexing).
+pub static INDEX: OpEntry = OpEntry::differentiable("index.Tensor");
 /// Dispatch table of `nonzero`.
 pub static NONZERO: OpEntry = OpEntry::new("nonzero");
 
@@ -111,7 +111,7 @@ impl Op for Scatter {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let (x, index, src) = (inputs[0], inputs[1], inputs[2]);
-        let name = self.entry().name();
+        let name = self.entry().base_name();
         check_index_dtype(name, index)?;
         if x.dtype() != src.dtype() {
             return Err(Error::DTypeMismatch {

@@ -75,18 +75,22 @@ pub enum ReduceKind {
     Any,
 }
 
-/// Dispatch table of `sum`.
-pub static SUM: OpEntry = OpEntry::differentiable("sum");
-/// Dispatch table of `prod`.
-pub static PROD: OpEntry = OpEntry::differentiable("prod");
-/// Dispatch table of `amax`.
+/// Dispatch table of `sum.dim_IntList` (optional dims, keepdim, dtype),
+/// which also runs the full reduction, PyTorch's `sum`.
+pub static SUM: OpEntry = OpEntry::differentiable("sum.dim_IntList");
+/// Dispatch table of `prod.dim_int`, which also runs the full reduction,
+/// PyTorch's `prod` (dims `None`).
+pub static PROD: OpEntry = OpEntry::differentiable("prod.dim_int");
+/// Dispatch table of `amax`, which also runs `max()` over everything.
 pub static AMAX: OpEntry = OpEntry::differentiable("amax");
-/// Dispatch table of `amin`.
+/// Dispatch table of `amin`, which also runs `min()` over everything.
 pub static AMIN: OpEntry = OpEntry::differentiable("amin");
-/// Dispatch table of `all`.
-pub static ALL: OpEntry = OpEntry::new("all");
-/// Dispatch table of `any`.
-pub static ANY: OpEntry = OpEntry::new("any");
+/// Dispatch table of `all.dims` (optional dims), which also runs PyTorch's
+/// `all` and `all.dim`.
+pub static ALL: OpEntry = OpEntry::new("all.dims");
+/// Dispatch table of `any.dims` (optional dims), which also runs PyTorch's
+/// `any` and `any.dim`.
+pub static ANY: OpEntry = OpEntry::new("any.dims");
 
 /// A reduction over `dims` (all dims when `None`).
 #[derive(Debug, Clone)]
@@ -129,7 +133,7 @@ impl Op for Reduce {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        let name = self.entry().name();
+        let name = self.entry().base_name();
         let dt = match self.kind {
             ReduceKind::Sum | ReduceKind::Prod => self.dtype.unwrap_or(if x.dtype().is_integral(true) {
                 DType::I64
@@ -227,7 +231,7 @@ impl Op for Reduce {
                 ge.mul(&d)?
             }
             ReduceKind::All | ReduceKind::Any => {
-                return Err(Error::invalid(self.entry().name(), "is not differentiable"));
+                return Err(Error::invalid(self.entry().base_name(), "is not differentiable"));
             }
         };
         Ok(vec![Some(r)])
@@ -255,7 +259,7 @@ fn reduce(x: &Tensor, kind: ReduceKind, dims: Option<Vec<i64>>, keepdim: bool, d
         keepdim,
         dtype,
     };
-    let dims = norm_dims(op.entry().name(), dims, x.ndim())?;
+    let dims = norm_dims(op.entry().base_name(), dims, x.ndim())?;
     let x = match dtype {
         Some(d) => x.to_dtype(d)?,
         None => x.clone(),
@@ -269,9 +273,9 @@ fn reduce(x: &Tensor, kind: ReduceKind, dims: Option<Vec<i64>>, keepdim: bool, d
 }
 
 /// Dispatch table of `max.dim`.
-pub static MAX_DIM: OpEntry = OpEntry::differentiable("max_dim");
+pub static MAX_DIM: OpEntry = OpEntry::differentiable("max.dim");
 /// Dispatch table of `min.dim`.
-pub static MIN_DIM: OpEntry = OpEntry::differentiable("min_dim");
+pub static MIN_DIM: OpEntry = OpEntry::differentiable("min.dim");
 /// Dispatch table of `argmax`.
 pub static ARGMAX: OpEntry = OpEntry::new("argmax");
 /// Dispatch table of `argmin`.
@@ -303,7 +307,7 @@ impl Op for IndexReduce {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        let name = self.entry().name();
+        let name = self.entry().base_name();
         if x.dtype() == DType::Bool && !self.with_values {
             return Err(Error::dtype(name, x.dtype(), "not implemented for bool"));
         }
@@ -391,7 +395,7 @@ impl Op for Scan {
         };
         if x.dtype() != dt {
             return Err(Error::DTypeMismatch {
-                op: self.entry().name(),
+                op: self.entry().base_name(),
                 detail: format!("kernel input must already be {dt}"),
             });
         }
@@ -576,14 +580,18 @@ impl Tensor {
         };
         let dim = match dim {
             Some(d) => {
-                let nd = normalize_dim(op.entry().name(), d, self.ndim())?;
+                let nd = normalize_dim(op.entry().base_name(), d, self.ndim())?;
                 Some(if self.ndim() == 0 { usize::MAX } else { nd })
             }
             None => None,
         };
         if dim == Some(usize::MAX) {
             if self.dtype() == DType::Bool && !with_values {
-                return Err(Error::dtype(op.entry().name(), DType::Bool, "not implemented for bool"));
+                return Err(Error::dtype(
+                    op.entry().base_name(),
+                    DType::Bool,
+                    "not implemented for bool",
+                ));
             }
             // 0-d: the value itself, index 0.
             let idx = Tensor::scalar_tensor(Scalar::Int(0), DType::I64).to_device(self.device())?;

@@ -15,12 +15,14 @@ use crate::ops::grad_util::{dims_i64, expand_reduced, grad0, unsqueeze_reduced};
 use crate::ops::reduce::reduced_shape;
 use crate::{DType, Result, Tensor};
 
-/// Dispatch table of `mean`.
-pub static MEAN: OpEntry = OpEntry::differentiable("mean");
-/// Dispatch table of `var`.
-pub static VAR: OpEntry = OpEntry::differentiable("var");
-/// Dispatch table of `std`.
-pub static STD: OpEntry = OpEntry::differentiable("std");
+/// Dispatch table of `mean.dim` (optional dims), which also runs PyTorch's
+/// full reduction `mean`.
+pub static MEAN: OpEntry = OpEntry::differentiable("mean.dim");
+/// Dispatch table of `var.correction` (optional dims, any correction), which
+/// also runs PyTorch's `var` and `var.dim`.
+pub static VAR: OpEntry = OpEntry::differentiable("var.correction");
+/// Dispatch table of `std.correction`, which also runs PyTorch's `std` and `std.dim`.
+pub static STD: OpEntry = OpEntry::differentiable("std.correction");
 /// Dispatch table of `linalg_vector_norm` (`Tensor::norm`).
 pub static VECTOR_NORM: OpEntry = OpEntry::differentiable("linalg_vector_norm");
 /// Dispatch table of `logsumexp`.

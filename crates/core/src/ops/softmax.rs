@@ -6,10 +6,11 @@ use crate::layout::normalize_dim;
 use crate::ops::grad_util::grad0;
 use crate::{Error, Result, Tensor};
 
-/// Dispatch table of `softmax`.
-pub static SOFTMAX: OpEntry = OpEntry::differentiable("softmax");
-/// Dispatch table of `log_softmax`.
-pub static LOG_SOFTMAX: OpEntry = OpEntry::differentiable("log_softmax");
+/// Dispatch table of `_softmax`, the operator with the kernel and the
+/// derivative (`SoftmaxBackward0`) that PyTorch's `softmax.int` calls.
+pub static SOFTMAX: OpEntry = OpEntry::differentiable("_softmax");
+/// Dispatch table of `_log_softmax`, what PyTorch's `log_softmax.int` calls.
+pub static LOG_SOFTMAX: OpEntry = OpEntry::differentiable("_log_softmax");
 
 /// Softmax (or its logarithm) along `dim`, computed stably (the row's maximum
 /// is subtracted first).
@@ -21,6 +22,14 @@ pub struct Softmax {
     pub log: bool,
 }
 
+impl Softmax {
+    /// The operator's name in error messages: the function called
+    /// (`softmax`, `log_softmax`), not the entry's `_softmax`.
+    pub(crate) fn error_name(&self) -> &'static str {
+        if self.log { "log_softmax" } else { "softmax" }
+    }
+}
+
 impl Op for Softmax {
     fn entry(&self) -> &'static OpEntry {
         if self.log { &LOG_SOFTMAX } else { &SOFTMAX }
@@ -30,7 +39,7 @@ impl Op for Softmax {
         let x = inputs[0];
         if !x.dtype().is_floating_point() {
             return Err(Error::dtype(
-                self.entry().name(),
+                self.error_name(),
                 x.dtype(),
                 "expects a floating-point input",
             ));

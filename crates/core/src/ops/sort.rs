@@ -5,8 +5,9 @@ use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call};
 use crate::layout::normalize_dim;
 use crate::{DType, Error, Result, Tensor};
 
-/// Dispatch table of `sort`.
-pub static SORT: OpEntry = OpEntry::differentiable("sort");
+/// Dispatch table of `sort.stable`: the sort is always stable, which
+/// PyTorch's default overload `sort` (stable or not) also permits.
+pub static SORT: OpEntry = OpEntry::differentiable("sort.stable");
 /// Dispatch table of `topk`.
 pub static TOPK: OpEntry = OpEntry::differentiable("topk");
 

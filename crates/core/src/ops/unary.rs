@@ -61,7 +61,7 @@ macro_rules! unary_kinds {
                     unary(UnaryKind::$kind, self)
                 }
 
-                #[doc = concat!("In-place `", $name, "`; returns `self`.")]
+                #[doc = concat!("In-place [`Tensor::", stringify!($method), "`]; returns `self`.")]
                 pub fn $inplace(&self) -> Result<Tensor> {
                     unary_(UnaryKind::$kind, self)
                 }
@@ -103,8 +103,10 @@ unary_kinds! {
     Relu, RELU, "relu", relu, relu_, Numeric;
     /// GELU with the exact erf form, `x * Φ(x)`.
     Gelu, GELU, "gelu", gelu, gelu_, Float;
-    /// GELU with the tanh approximation (`approximate='tanh'`).
-    GeluTanh, GELU_TANH, "gelu_tanh", gelu_tanh, gelu_tanh_, Float;
+    /// GELU with the tanh approximation (`approximate='tanh'`; not an
+    /// operator of its own in PyTorch, where `gelu` takes the approximation
+    /// as an argument, hence the `ferrotorch::` namespace).
+    GeluTanh, GELU_TANH, "ferrotorch::gelu_tanh", gelu_tanh, gelu_tanh_, Float;
     /// SiLU (swish), `x * sigmoid(x)`.
     Silu, SILU, "silu", silu, silu_, Float;
     /// Rounds down.
@@ -153,7 +155,7 @@ impl Op for Unary {
             UnaryKind::Sign => "SignBackward0".into(),
             UnaryKind::Log1p => "Log1PBackward0".into(),
             k => {
-                let n = k.entry().name();
+                let n = k.entry().base_name();
                 let mut c = n.chars();
                 let first = c
                     .next()
@@ -230,8 +232,20 @@ pub(crate) fn same_layout_spec(x: &Tensor, dtype: DType) -> OutSpec {
     }
 }
 
+impl UnaryKind {
+    /// The operator's name in error messages: the base name of its entry,
+    /// except `gelu` for [`UnaryKind::GeluTanh`] (PyTorch's
+    /// `gelu(approximate='tanh')`, an operator of the core's own here).
+    pub fn error_name(self) -> &'static str {
+        match self {
+            UnaryKind::GeluTanh => "gelu",
+            k => k.entry().base_name(),
+        }
+    }
+}
+
 fn check_domain(kind: UnaryKind, dtype: DType) -> Result<()> {
-    let name = kind.entry().name();
+    let name = kind.error_name();
     match kind.domain() {
         Domain::Float if !dtype.is_floating_point() => Err(Error::dtype(name, dtype, "expects a floating-point input")),
         // sign(bool) is the identity, as in PyTorch.
@@ -247,7 +261,7 @@ fn promoted(kind: UnaryKind, x: &Tensor) -> Result<Tensor> {
     // exp or sin, whose integer inputs are promoted).
     if matches!(kind, UnaryKind::Gelu | UnaryKind::GeluTanh | UnaryKind::Silu) && !x.is_floating_point() {
         return Err(Error::dtype(
-            kind.entry().name(),
+            kind.error_name(),
             x.dtype(),
             "activations take floating-point inputs",
         ));
@@ -324,8 +338,8 @@ pub(crate) fn register() -> Result<()> {
     )
 }
 
-/// Dispatch table of `pow` with a scalar exponent.
-pub static POW_SCALAR: OpEntry = OpEntry::differentiable("pow_scalar");
+/// Dispatch table of `pow.Tensor_Scalar` (a scalar exponent).
+pub static POW_SCALAR: OpEntry = OpEntry::differentiable("pow.Tensor_Scalar");
 /// Dispatch table of `clamp`.
 pub static CLAMP: OpEntry = OpEntry::differentiable("clamp");
 /// Dispatch table of `softplus`.

@@ -80,20 +80,21 @@ pub enum ViewKind {
 pub static VIEW: OpEntry = OpEntry::differentiable("view");
 /// Dispatch table of `permute`.
 pub static PERMUTE: OpEntry = OpEntry::differentiable("permute");
-/// Dispatch table of `transpose`.
-pub static TRANSPOSE: OpEntry = OpEntry::differentiable("transpose");
+/// Dispatch table of `transpose.int`.
+pub static TRANSPOSE: OpEntry = OpEntry::differentiable("transpose.int");
 /// Dispatch table of `t`.
 pub static T: OpEntry = OpEntry::differentiable("t");
 /// Dispatch table of `expand`.
 pub static EXPAND: OpEntry = OpEntry::differentiable("expand");
-/// Dispatch table of `slice`.
-pub static SLICE: OpEntry = OpEntry::differentiable("slice");
+/// Dispatch table of `slice.Tensor`.
+pub static SLICE: OpEntry = OpEntry::differentiable("slice.Tensor");
 /// Dispatch table of `narrow`.
 pub static NARROW: OpEntry = OpEntry::differentiable("narrow");
-/// Dispatch table of `select`.
-pub static SELECT: OpEntry = OpEntry::differentiable("select");
-/// Dispatch table of `squeeze`.
-pub static SQUEEZE: OpEntry = OpEntry::differentiable("squeeze");
+/// Dispatch table of `select.int`.
+pub static SELECT: OpEntry = OpEntry::differentiable("select.int");
+/// Dispatch table of `squeeze.dims`, which also runs PyTorch's `squeeze`
+/// (every size-1 dim) and `squeeze.dim`.
+pub static SQUEEZE: OpEntry = OpEntry::differentiable("squeeze.dims");
 /// Dispatch table of `unsqueeze`.
 pub static UNSQUEEZE: OpEntry = OpEntry::differentiable("unsqueeze");
 /// Dispatch table of `as_strided`.
@@ -124,7 +125,7 @@ pub struct ViewOp(pub ViewKind);
 impl ViewOp {
     /// The layout of the view of a tensor with layout `l`.
     pub fn apply(&self, l: &Layout, storage_elems: usize) -> Result<Layout> {
-        let name = self.entry().name();
+        let name = self.entry().base_name();
         match &self.0 {
             ViewKind::View(shape) => l.view(name, shape),
             ViewKind::Permute(p) => l.permute(name, p),
@@ -261,8 +262,10 @@ impl Op for ViewOp {
     }
 }
 
-/// Dispatch table of `view_scatter` (the backward of slicing views).
-pub static VIEW_SCATTER: OpEntry = OpEntry::differentiable("view_scatter");
+/// Dispatch table of `ferrotorch::view_scatter`, the backward of slicing
+/// views (not a PyTorch operator: it stands for PyTorch's `slice_backward`,
+/// `select_backward` and `as_strided_scatter`).
+pub static VIEW_SCATTER: OpEntry = OpEntry::differentiable("ferrotorch::view_scatter");
 
 /// Zeros of `input_shape` with the gradient written where the view `view`
 /// of such a tensor would look: the backward of slice, narrow, select and
@@ -375,7 +378,7 @@ fn view_kernel(call: &Call) -> Result<Tensors> {
     let elems = x.storage().nbytes() / x.element_size();
     let layout = op.apply(x.layout(), elems)?;
     // `view_with_layout` checks that the view stays inside its storage.
-    Ok(smallvec::smallvec![x.view_for(op.entry().name(), layout)?])
+    Ok(smallvec::smallvec![x.view_for(op.entry().base_name(), layout)?])
 }
 
 pub(crate) fn register() -> Result<()> {

@@ -1,0 +1,267 @@
+//! Start-up registration: everything built in that the dispatcher runs.
+//!
+//! The dispatcher (`dispatch/`) sits below the operators, kernels and
+//! autograd: it knows keys, tables and backends, and names none of them.
+//! What it runs is registered into it here, once, on first use (the
+//! dispatcher's `ensure_init` calls [`register`], its one reference to
+//! anything above it):
+//!
+//! 1. the built-in backends (CPU memory, the shape-only meta device);
+//! 2. the CPU kernels (`cpu::register_kernels`);
+//! 3. the backend-independent kernels: views, `cat`, device copies, the
+//!    composite ops and the composite forms of the fused backward formulas
+//!    (`ops::register_composites`);
+//! 4. the autograd layer, as the `Autograd` key's fallback;
+//! 5. the copy that writes results into the outputs of `out=` and in-place
+//!    calls ([`crate::dispatch::set_out_copy`]).
+//!
+//! Every public registration function (`OpEntry::register`,
+//! `register_backend`, `register_fallback`) waits for this first, so an
+//! out-of-tree registration always lands after the built-ins.
+
+use crate::Result;
+use crate::dispatch::{self, CpuBackend, DispatchKey, MetaBackend};
+
+/// Registers every built-in backend, kernel and fallback, and the copy for
+/// `out=` writes. Runs once, from the dispatcher's first use; nothing else
+/// can register before it.
+pub(crate) fn register() -> Result<()> {
+    dispatch::register_backend_builtin(DispatchKey::Cpu, &CpuBackend)?;
+    dispatch::register_backend_builtin(DispatchKey::Meta, &MetaBackend)?;
+    crate::cpu::register_kernels()?;
+    crate::ops::register_composites()?;
+    dispatch::register_fallback_builtin(DispatchKey::Autograd, crate::autograd::layer::autograd_layer)?;
+    dispatch::set_out_copy(crate::ops::copy_into)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dispatch::{Kernel, OpEntry, Slot, StructuredFn, find_op, registered_ops};
+    use crate::{Error, Result, Tensor};
+
+    /// Every built-in operator, by its PyTorch schema name (`name.overload`
+    /// without `aten::`), and the core's own operators in `ferrotorch::`.
+    const BUILT_IN: &[&str] = &[
+        // Pointwise.
+        "neg",
+        "abs",
+        "exp",
+        "log",
+        "log1p",
+        "expm1",
+        "sqrt",
+        "rsqrt",
+        "reciprocal",
+        "sin",
+        "cos",
+        "tanh",
+        "sigmoid",
+        "erf",
+        "relu",
+        "gelu",
+        "ferrotorch::gelu_tanh",
+        "silu",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "sign",
+        "pow.Tensor_Scalar",
+        "clamp",
+        "softplus",
+        "threshold_backward",
+        "add.Tensor",
+        "sub.Tensor",
+        "mul.Tensor",
+        "div.Tensor_mode",
+        "pow.Tensor_Tensor",
+        "maximum",
+        "minimum",
+        "eq.Tensor",
+        "ne.Tensor",
+        "lt.Tensor",
+        "le.Tensor",
+        "gt.Tensor",
+        "ge.Tensor",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "where.self",
+        "tanh_backward",
+        "sigmoid_backward",
+        "ferrotorch::sin_backward",
+        "ferrotorch::cos_backward",
+        "ferrotorch::square_backward",
+        // Reductions and scans.
+        "sum.dim_IntList",
+        "prod.dim_int",
+        "amax",
+        "amin",
+        "all.dims",
+        "any.dims",
+        "max.dim",
+        "min.dim",
+        "argmax",
+        "argmin",
+        "cumsum",
+        "cumprod",
+        "mean.dim",
+        "var.correction",
+        "std.correction",
+        "linalg_vector_norm",
+        "logsumexp",
+        "_softmax",
+        "_log_softmax",
+        // Linear algebra, joins, composites.
+        "mm",
+        "bmm",
+        "dot",
+        "mv",
+        "cat",
+        "stack",
+        "masked_fill.Scalar",
+        "tril",
+        "triu",
+        // Indexing and sorting.
+        "gather",
+        "scatter.src",
+        "scatter_add",
+        "index_select",
+        "index.Tensor",
+        "nonzero",
+        "sort.stable",
+        "topk",
+        // Views.
+        "view",
+        "permute",
+        "transpose.int",
+        "t",
+        "expand",
+        "slice.Tensor",
+        "narrow",
+        "select.int",
+        "squeeze.dims",
+        "unsqueeze",
+        "as_strided",
+        "alias",
+        "ferrotorch::view_scatter",
+        // Copies and factories.
+        "_to_copy",
+        "full",
+        "ferrotorch::to_device",
+        "arange.start_step",
+        "linspace",
+        "uniform_",
+        "normal_",
+        "random_.from",
+        "bernoulli_.float",
+    ];
+
+    #[test]
+    fn every_built_in_operator_has_its_pytorch_schema_name() {
+        let mut registered: Vec<&str> = registered_ops().iter().map(|e| e.name()).collect();
+        // Entries registered by other tests of this binary are not built in.
+        registered.retain(|n| !n.starts_with("test::"));
+        registered.sort_unstable();
+        let mut expected = BUILT_IN.to_vec();
+        expected.sort_unstable();
+        assert_eq!(registered, expected);
+    }
+
+    #[test]
+    fn operator_names_have_the_schema_form_and_are_unique() {
+        let ops = registered_ops();
+        let ident = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        for e in &ops {
+            let name = e.name();
+            let unqualified = match name.split_once("::") {
+                Some((ns, rest)) => {
+                    assert!(ns == "ferrotorch" || ns == "test", "{name}: unexpected namespace");
+                    rest
+                }
+                None => name,
+            };
+            assert!(!unqualified.contains("::"), "{name}");
+            match unqualified.split_once('.') {
+                Some((base, overload)) => {
+                    assert!(ident(base) && ident(overload), "{name}");
+                    assert_eq!(e.overload_name(), overload, "{name}");
+                    assert!(e.base_name().ends_with(base), "{name}");
+                    assert_eq!(format!("{}.{}", e.base_name(), e.overload_name()), name);
+                }
+                None => {
+                    assert!(ident(unqualified), "{name}");
+                    assert_eq!((e.base_name(), e.overload_name()), (name, ""), "{name}");
+                }
+            }
+        }
+        let mut names: Vec<&str> = ops.iter().map(|e| e.name()).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "operator names must be unique");
+    }
+
+    #[test]
+    fn find_op_by_full_or_unambiguous_bare_name() {
+        use crate::ops::{binary, factory, reduce, unary};
+        let same = |name: &str, e: &'static OpEntry| {
+            let found = find_op(name).unwrap_or_else(|| panic!("{name} not found"));
+            assert!(std::ptr::eq(found, e), "{name} found {}", found.name());
+        };
+        same("max.dim", &reduce::MAX_DIM);
+        same("aten::max.dim", &reduce::MAX_DIM);
+        same("max", &reduce::MAX_DIM);
+        same("sum.dim_IntList", &reduce::SUM);
+        same("sum", &reduce::SUM);
+        same("pow.Tensor_Scalar", &unary::POW_SCALAR);
+        same("pow.Tensor_Tensor", &binary::POW);
+        same("add.Tensor", &binary::ADD);
+        same("add", &binary::ADD);
+        same("relu", &unary::RELU);
+        same("gelu", &unary::GELU);
+        same("ferrotorch::gelu_tanh", &unary::GELU_TANH);
+        same("where", &binary::WHERE);
+        same("uniform_", &factory::UNIFORM);
+        // Two overloads of `pow` are registered: a bare name is ambiguous.
+        assert!(find_op("pow").is_none());
+        for missing in ["add.Scalar", "gelu_tanh", "no_such_op", "", ".", "sum.", "aten::"] {
+            assert!(find_op(missing).is_none(), "{missing}");
+        }
+        let max = find_op("max.dim").map(|e| (e.base_name(), e.overload_name()));
+        assert_eq!(max, Some(("max", "dim")));
+        let relu = find_op("relu").map(|e| (e.base_name(), e.overload_name()));
+        assert_eq!(relu, Some(("relu", "")));
+    }
+
+    fn nothing(_: &dyn crate::dispatch::Op, _: &[&Tensor], _: &[&Tensor]) -> Result<()> {
+        Ok(())
+    }
+
+    static MALFORMED: OpEntry = OpEntry::new("test::two words");
+    static TAKEN: OpEntry = OpEntry::new("add.Tensor");
+    static NO_OVERLOAD: OpEntry = OpEntry::new("test::foo.");
+
+    #[test]
+    fn registration_refuses_malformed_and_duplicate_names() {
+        let kernel = Kernel::Structured(nothing as StructuredFn);
+        let slot = Slot::Key(crate::dispatch::DispatchKey::PrivateUse1);
+        for e in [&MALFORMED, &TAKEN, &NO_OVERLOAD] {
+            let r = e.register(slot, kernel);
+            assert!(matches!(r, Err(Error::Registration { .. })), "{}: {r:?}", e.name());
+            assert!(!e.has_kernel(slot));
+        }
+        assert!(registered_ops().iter().all(|e| !std::ptr::eq(*e, &TAKEN)));
+    }
+
+    #[test]
+    fn error_messages_name_the_operator_by_its_base_name() {
+        let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).expect("a tensor");
+        let b = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).expect("a tensor");
+        let e = a.add(&b).expect_err("shapes do not broadcast").to_string();
+        assert!(e.starts_with("add: "), "{e}");
+        let e = a.max_dim(3, false).expect_err("no dim 3").to_string();
+        assert!(e.starts_with("max: "), "{e}");
+    }
+}
