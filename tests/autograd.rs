@@ -854,3 +854,28 @@ fn backward_with_several_roots() -> Result<()> {
     );
     Ok(())
 }
+
+/// An in-place write into a view from another view of the same base
+/// (`out` shares the input's storage, not its layout): the input is not
+/// the written tensor's old value, and gradients reach both regions.
+#[test]
+fn inplace_from_a_sibling_view() -> Result<()> {
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0]);
+    let base = x.mul(1.0)?;
+    base.narrow(0, 0, 2)?.copy_(&base.narrow(0, 2, 2)?)?;
+    assert_eq!(vec(&base), [3.0, 4.0, 3.0, 4.0]);
+    base.mul(&Tensor::from_slice(&[1.0f32, 10.0, 100.0, 1000.0]))?
+        .sum()?
+        .backward()?;
+    // base = [x2, x3, x2, x3]: x0 and x1 were overwritten.
+    assert_eq!(vec(&x.grad().unwrap()), [0.0, 0.0, 101.0, 1010.0]);
+
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0]);
+    let base = x.mul(1.0)?;
+    base.narrow(0, 2, 2)?.mul_(&base.narrow(0, 0, 2)?)?;
+    assert_eq!(vec(&base), [1.0, 2.0, 3.0, 8.0]);
+    base.sum()?.backward()?;
+    // base = [x0, x1, x2 x0, x3 x1]
+    assert_eq!(vec(&x.grad().unwrap()), [1.0 + 3.0, 1.0 + 4.0, 1.0, 2.0]);
+    Ok(())
+}

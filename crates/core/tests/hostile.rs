@@ -220,3 +220,23 @@ fn outputs_with_overlapping_elements_are_written_by_one_thread() -> ferrotorch_c
     assert!(wide.add_(1.0).is_err());
     Ok(())
 }
+
+/// Factory calls and ops on the meta device stay there (shapes and dtypes
+/// only), also next to 0-d CPU tensors, which join calls on any device.
+#[test]
+fn meta_tensors_stay_on_meta() -> ferrotorch_core::Result<()> {
+    let m = TensorOptions::new().device(Device::Meta).zeros(&[2, 3])?;
+    assert_eq!(m.device(), Device::Meta);
+    let a = TensorOptions::new().device(Device::Meta).arange(0.0, 6.0, 1.0)?;
+    assert_eq!(a.device(), Device::Meta);
+    assert_eq!(a.shape(), [6]);
+    let s = m.add(&Tensor::scalar(2.0f32))?;
+    assert_eq!(s.device(), Device::Meta);
+    assert_eq!(s.shape(), [2, 3]);
+    let c = Tensor::zeros(&[2, 3])?;
+    assert!(
+        m.add(&c).is_err(),
+        "a meta tensor with a CPU tensor of more than 0 dims"
+    );
+    Ok(())
+}
