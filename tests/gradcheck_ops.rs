@@ -228,10 +228,16 @@ fn cases() -> Vec<Case> {
         case("ferrotorch::to_device", vec![x()], true, |t| {
             call1(&ToDevice { device: Device::Cpu }, &[&t[0]])
         }),
-        case("full", vec![x()], false, |t| {
+        case("fill_.Scalar", vec![x()], false, |t| {
             let y = t[0].mul(2.0)?;
             y.narrow(1, 0, 2)?.fill_(0.5)?;
-            y.mul(&t[0])
+            let z = y.mul(&t[0])?;
+            z.narrow(1, 2, 1)?.zero_()?;
+            z.exp()
+        }),
+        case("full", vec![x()], false, |t| {
+            let c = TensorOptions::like(&t[0]).full(t[0].shape(), 1.5)?;
+            t[0].mul(&c)
         }),
     ];
     // The product's gradient with a zero in the input (one zero: exact).

@@ -435,3 +435,33 @@ fn gather_and_scatter_edge_shapes() -> Result<()> {
     );
     Ok(())
 }
+
+/// `fill_` and `zero_` keep an edge to the old history (a zero gradient),
+/// as PyTorch's FillBackward0 / ZeroBackward0: leaves get zero gradients
+/// instead of none, and a saved output they overwrite is still detected.
+#[test]
+fn fill_and_zero_keep_the_graph() -> Result<()> {
+    let x = leaf(&[1.0, 2.0], &[2])?;
+    let z = x.mul(2.0)?;
+    z.zero_()?;
+    assert_eq!(node(&z), "ZeroBackward0");
+    z.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [0.0, 0.0]);
+    let x = leaf(&[1.0, 2.0], &[2])?;
+    let z = x.mul(2.0)?;
+    z.narrow(0, 0, 1)?.fill_(7.0)?;
+    z.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [0.0, 2.0]);
+    // exp saves its output; overwriting it breaks exp's backward.
+    let x = leaf(&[1.0, 2.0], &[2])?;
+    let y = x.exp()?;
+    y.fill_(1.0)?;
+    assert_eq!(node(&y), "FillBackward0");
+    let e = y.sum()?.backward().unwrap_err().to_string();
+    assert!(e.contains("modified by an inplace operation"), "{e}");
+    // Overflowing values are refused before anything is written.
+    let h = Tensor::from_slice(&[1.0f32]).to_dtype(DType::F16)?;
+    assert!(h.fill_(1e6).is_err());
+    assert_eq!(h.to_dtype(DType::F32)?.item::<f32>()?, 1.0);
+    Ok(())
+}

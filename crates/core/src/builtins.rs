@@ -149,6 +149,7 @@ mod tests {
         // Copies and factories.
         "_to_copy",
         "full",
+        "fill_.Scalar",
         "ferrotorch::to_device",
         "arange.start_step",
         "linspace",

@@ -4,7 +4,7 @@ use half::{bf16, f16};
 
 use super::pointwise::{Cost, fill_with, map1};
 use crate::dispatch::{Op, downcast_op};
-use crate::ops::Fill;
+use crate::ops::{Fill, FillInplace};
 use crate::{DType, Element, Result, Scalar, Tensor, with_dtype};
 
 /// `v` rounded (to nearest even) to f16 or bf16, as an exact f64.
@@ -104,6 +104,15 @@ pub(crate) fn scalar_as<T: Element>(s: Scalar) -> T {
         Scalar::Int(i) => convert::<i64, T>(i),
         Scalar::Bool(b) => T::from_i64(b as i64),
     }
+}
+
+pub(crate) fn fill_inplace_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op: &FillInplace = downcast_op(op)?;
+    let out = outputs[0];
+    with_dtype!(out.dtype(), T => {
+        let v: T = scalar_as(op.value);
+        fill_with::<T>("fill_", out, Cost::Cheap, |o| o.fill(v))
+    })
 }
 
 pub(crate) fn fill_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {

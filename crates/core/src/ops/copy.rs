@@ -16,6 +16,8 @@ pub static TO_COPY: OpEntry = OpEntry::differentiable("_to_copy");
 /// only a size, value, dtype and device); differentiable so that `zero_()`
 /// on a tensor in the graph cuts its history.
 pub static FILL: OpEntry = OpEntry::differentiable("full");
+/// Declaration of `fill_.Scalar` (and `zero_`): overwrite in place.
+pub static FILL_INPLACE: OpEntry = OpEntry::differentiable("fill_.Scalar");
 /// Declaration of `ferrotorch::to_device`: copy to another device (not an
 /// operator of its own in PyTorch, where `_to_copy` takes the device).
 pub static TO_DEVICE: OpEntry = OpEntry::differentiable("ferrotorch::to_device");
@@ -104,6 +106,46 @@ impl Op for Fill {
 
     fn backward(&self, _ctx: &BackwardCtx, _grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         Ok(Vec::new())
+    }
+}
+
+/// Overwrites its input with a constant in place (`fill_`, `zero_`); input
+/// `[self]`. As in PyTorch, the node keeps an edge to `self`'s old history
+/// and sends it a zero gradient, so the graph is not cut (a later in-place
+/// change of a tensor saved on that history is still detected).
+#[derive(Debug, Clone, Copy)]
+pub struct FillInplace {
+    /// The value.
+    pub value: Scalar,
+    /// Called as `zero_()` (node `ZeroBackward0`).
+    pub zero: bool,
+}
+
+impl Op for FillInplace {
+    fn entry(&self) -> &'static OpEntry {
+        &FILL_INPLACE
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        self.value.check_fits("fill_", x.dtype())?;
+        Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+
+    fn allows_overlapping_out(&self) -> bool {
+        true
+    }
+
+    fn backward_name(&self) -> String {
+        if self.zero { "ZeroBackward0" } else { "FillBackward0" }.into()
+    }
+
+    fn backward(&self, _ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(grad0(grads)?.zeros_like()?)])
     }
 }
 
@@ -283,23 +325,21 @@ impl Tensor {
     /// ("value cannot be converted to type uint8_t without overflow"; see
     /// [`Scalar::check_fits`]).
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
-        let value = value.into();
-        value.check_fits("fill_", self.dtype())?;
-        call_out(
-            &Fill {
-                value,
-                shape: self.dims(),
-                dtype: self.dtype(),
-                device: self.device(),
-            },
-            &[],
-            &[self],
-        )?;
+        let op = FillInplace {
+            value: value.into(),
+            zero: false,
+        };
+        call_out(&op, &[self], &[self])?;
         Ok(self.clone())
     }
 
     /// Sets every element to zero in place; returns `self`.
     pub fn zero_(&self) -> Result<Tensor> {
-        self.fill_(Scalar::Int(0))
+        let op = FillInplace {
+            value: Scalar::Int(0),
+            zero: true,
+        };
+        call_out(&op, &[self], &[self])?;
+        Ok(self.clone())
     }
 }
