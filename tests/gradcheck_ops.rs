@@ -235,6 +235,12 @@ fn cases() -> Vec<Case> {
             z.narrow(1, 2, 1)?.zero_()?;
             z.exp()
         }),
+        case("copy_", vec![x(), x()], false, |t| {
+            let y = t[0].mul(2.0)?;
+            y.narrow(1, 1, 2)?.copy_(&t[1].narrow(1, 0, 2)?.exp()?)?;
+            y.narrow(0, 0, 1)?.copy_(&t[1].narrow(0, 1, 1)?.sum_dim(1, true)?)?;
+            y.mul(&t[0])
+        }),
         case("full", vec![x()], false, |t| {
             let c = TensorOptions::like(&t[0]).full(t[0].shape(), 1.5)?;
             t[0].mul(&c)

@@ -465,3 +465,29 @@ fn fill_and_zero_keep_the_graph() -> Result<()> {
     assert_eq!(h.to_dtype(DType::F32)?.item::<f32>()?, 1.0);
     Ok(())
 }
+
+/// `copy_` keeps `self`'s old history with a zero gradient and sends the
+/// gradient to `src` (PyTorch's CopyBackwards); an integer destination
+/// stays outside the graph.
+#[test]
+fn copy_keeps_the_graph() -> Result<()> {
+    let x = leaf(&[1.0, 2.0, 3.0], &[3])?;
+    let s = leaf(&[5.0], &[1])?;
+    let y = x.mul(3.0)?;
+    y.narrow(0, 1, 2)?.copy_(&s)?;
+    assert_eq!(y.to_vec::<f32>()?, [3.0, 5.0, 5.0]);
+    y.mul(&Tensor::from_slice(&[1.0f32, 10.0, 100.0]))?.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [3.0, 0.0, 0.0]);
+    assert_eq!(grad_of(&s), [110.0]);
+    let x = leaf(&[1.0, 2.0], &[2])?;
+    let y = x.exp()?;
+    y.copy_(&Tensor::from_slice(&[0.5f32, 0.5]))?;
+    assert_eq!(node(&y), "CopyBackwards");
+    let e = y.sum()?.backward().unwrap_err().to_string();
+    assert!(e.contains("modified by an inplace operation"), "{e}");
+    let i = Tensor::from_slice(&[0i64, 0]);
+    i.copy_(&leaf(&[1.5, -2.5], &[2])?)?;
+    assert!(!i.requires_grad());
+    assert_eq!(i.to_vec::<i64>()?, [1, -2]);
+    Ok(())
+}

@@ -150,6 +150,7 @@ mod tests {
         "_to_copy",
         "full",
         "fill_.Scalar",
+        "copy_",
         "ferrotorch::to_device",
         "arange.start_step",
         "linspace",

@@ -295,6 +295,12 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
         }
         Some(out) => {
             for (i, o) in out.iter().enumerate() {
+                // An integer or bool tensor written in place stays outside the
+                // graph (PyTorch: `int_tensor.copy_(float_leaf)` does not
+                // require grad).
+                if !o.is_floating_point() {
+                    continue;
+                }
                 let self_input = call
                     .inputs
                     .iter()

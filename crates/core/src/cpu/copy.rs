@@ -97,6 +97,10 @@ pub(crate) fn cast_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor])
     cast_into(outputs[0], inputs[0])
 }
 
+pub(crate) fn copy_inplace_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    cast_into(outputs[0], inputs[1])
+}
+
 /// The value of a scalar as element type `T` (converted as [`convert`] does).
 pub(crate) fn scalar_as<T: Element>(s: Scalar) -> T {
     match s {
@@ -107,19 +111,17 @@ pub(crate) fn scalar_as<T: Element>(s: Scalar) -> T {
 }
 
 pub(crate) fn fill_inplace_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
-    let op: &FillInplace = downcast_op(op)?;
-    let out = outputs[0];
-    with_dtype!(out.dtype(), T => {
-        let v: T = scalar_as(op.value);
-        fill_with::<T>("fill_", out, Cost::Cheap, |o| o.fill(v))
-    })
+    fill_value(outputs[0], downcast_op::<FillInplace>(op)?.value)
 }
 
 pub(crate) fn fill_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
-    let op: &Fill = downcast_op(op)?;
-    let out = outputs[0];
+    fill_value(outputs[0], downcast_op::<Fill>(op)?.value)
+}
+
+/// Writes `value` (cast to the output's dtype) into every element of `out`.
+fn fill_value(out: &Tensor, value: Scalar) -> Result<()> {
     with_dtype!(out.dtype(), T => {
-        let v: T = scalar_as(op.value);
+        let v: T = scalar_as(value);
         fill_with::<T>("fill_", out, Cost::Cheap, |o| o.fill(v))
     })
 }

@@ -36,6 +36,7 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&cp::TO_COPY, copy::cast_kernel)?;
     structured(&cp::FILL, copy::fill_kernel)?;
     structured(&cp::FILL_INPLACE, copy::fill_inplace_kernel)?;
+    structured(&cp::COPY_INPLACE, copy::copy_inplace_kernel)?;
     for k in crate::ops::ALL_UNARY {
         structured(k.entry(), unary::unary_kernel)?;
     }

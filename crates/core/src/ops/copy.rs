@@ -16,6 +16,8 @@ pub static TO_COPY: OpEntry = OpEntry::differentiable("_to_copy");
 /// only a size, value, dtype and device); differentiable so that `zero_()`
 /// on a tensor in the graph cuts its history.
 pub static FILL: OpEntry = OpEntry::differentiable("full");
+/// Declaration of `copy_`: write another tensor into `self`.
+pub static COPY_INPLACE: OpEntry = OpEntry::differentiable("copy_");
 /// Declaration of `fill_.Scalar` (and `zero_`): overwrite in place.
 pub static FILL_INPLACE: OpEntry = OpEntry::differentiable("fill_.Scalar");
 /// Declaration of `ferrotorch::to_device`: copy to another device (not an
@@ -149,6 +151,46 @@ impl Op for FillInplace {
     }
 }
 
+/// `self.copy_(src)`: writes `src` (already broadcast to `self`'s shape and
+/// on its device) into `self`, casting; inputs `[self, src]`. As PyTorch's
+/// `CopyBackwards`, the node sends a zero gradient to `self`'s old history
+/// and the gradient to `src` (the engine casts it to `src`'s dtype).
+#[derive(Debug, Clone, Copy)]
+pub struct CopyInplace;
+
+impl Op for CopyInplace {
+    fn entry(&self) -> &'static OpEntry {
+        &COPY_INPLACE
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (x, src) = (inputs[0], inputs[1]);
+        if x.shape() != src.shape() {
+            return Err(Error::shape(
+                "copy_",
+                x.shape(),
+                src.shape(),
+                "source must broadcast to the destination",
+            ));
+        }
+        Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())])
+    }
+
+    fn alias_safe(&self) -> bool {
+        true
+    }
+
+    fn backward_name(&self) -> String {
+        "CopyBackwards".into()
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let gx = if ctx.needs_grad(0) { Some(g.zeros_like()?) } else { None };
+        Ok(vec![gx, ctx.needs_grad(1).then_some(g)])
+    }
+}
+
 /// Copy to another device (contiguous result).
 #[derive(Debug, Clone)]
 pub struct ToDevice {
@@ -215,6 +257,21 @@ pub(crate) fn register() -> Result<()> {
 /// Writes `src` (broadcast to `dst`'s shape, cast to its dtype, moved to its
 /// device) into `dst`.
 pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let src = source_for(dst, src)?;
+    call_out(
+        &Cast {
+            dtype: dst.dtype(),
+            preserve_strides: false,
+            clone: false,
+        },
+        &[&src],
+        &[dst],
+    )
+}
+
+/// `src` on `dst`'s device (a 0-d CPU tensor may stay) and broadcast to its
+/// shape, for a copy into `dst`.
+fn source_for(dst: &Tensor, src: &Tensor) -> Result<Tensor> {
     let src = if src.device() != dst.device() && !(src.ndim() == 0 && src.device() == Device::Cpu) {
         src.to_device(dst.device())?
     } else {
@@ -233,15 +290,7 @@ pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     } else {
         src
     };
-    call_out(
-        &Cast {
-            dtype: dst.dtype(),
-            preserve_strides: false,
-            clone: false,
-        },
-        &[&src],
-        &[dst],
-    )
+    Ok(src)
 }
 
 impl Tensor {
@@ -316,7 +365,8 @@ impl Tensor {
                  location; clone() the tensor before performing the operation",
             ));
         }
-        copy_into(self, src)?;
+        let src = source_for(self, src)?;
+        call_out(&CopyInplace, &[self, &src], &[self])?;
         Ok(self.clone())
     }
 

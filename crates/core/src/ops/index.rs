@@ -340,9 +340,16 @@ impl Tensor {
         call1(&Gather { dim: d }, &[self, index])
     }
 
-    fn scatter_impl(&self, dim: i64, index: &Tensor, src: &Tensor, op: Scatter, inplace: bool) -> Result<Tensor> {
+    fn scatter_impl(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        add: bool,
+        value: bool,
+        inplace: bool,
+    ) -> Result<Tensor> {
         let d = normalize_dim("scatter", dim, self.ndim())?;
-        let add = op.add;
         if src.dtype() != self.dtype() {
             return Err(Error::DTypeMismatch {
                 op: if add { "scatter_add" } else { "scatter" },
@@ -353,7 +360,7 @@ impl Tensor {
                 ),
             });
         }
-        let op = Scatter { dim: d, ..op };
+        let op = Scatter { dim: d, add, value };
         if inplace {
             call_out(&op, &[self, index, src], &[self])?;
             Ok(self.clone())
@@ -364,78 +371,28 @@ impl Tensor {
 
     /// A copy of `self` with `src` written at `index` along `dim`.
     pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        self.scatter_impl(
-            dim,
-            index,
-            src,
-            Scatter {
-                dim: 0,
-                add: false,
-                value: false,
-            },
-            false,
-        )
+        self.scatter_impl(dim, index, src, false, false, false)
     }
 
     /// A copy of `self` with `value` written at `index` along `dim`.
     pub fn scatter_value(&self, dim: i64, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let v = Tensor::scalar_tensor(value.into(), self.dtype());
-        self.scatter_impl(
-            dim,
-            index,
-            &v,
-            Scatter {
-                dim: 0,
-                add: false,
-                value: true,
-            },
-            false,
-        )
+        self.scatter_impl(dim, index, &v, false, true, false)
     }
 
     /// In-place [`Tensor::scatter`].
     pub fn scatter_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        self.scatter_impl(
-            dim,
-            index,
-            src,
-            Scatter {
-                dim: 0,
-                add: false,
-                value: false,
-            },
-            true,
-        )
+        self.scatter_impl(dim, index, src, false, false, true)
     }
 
     /// A copy of `self` with `src` added at `index` along `dim`.
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        self.scatter_impl(
-            dim,
-            index,
-            src,
-            Scatter {
-                dim: 0,
-                add: true,
-                value: false,
-            },
-            false,
-        )
+        self.scatter_impl(dim, index, src, true, false, false)
     }
 
     /// In-place [`Tensor::scatter_add`].
     pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-        self.scatter_impl(
-            dim,
-            index,
-            src,
-            Scatter {
-                dim: 0,
-                add: true,
-                value: false,
-            },
-            true,
-        )
+        self.scatter_impl(dim, index, src, true, false, true)
     }
 
     /// Entries of `dim` picked by the 1-D `index`.

@@ -27,7 +27,7 @@ pub mod view;
 pub use binary::{ALL_BINARY, Binary, BinaryKind, Rounding, Where};
 pub use composite::CompositeOp;
 pub(crate) use copy::copy_into;
-pub use copy::{Cast, Fill, FillInplace, ToDevice};
+pub use copy::{Cast, CopyInplace, Fill, FillInplace, ToDevice};
 pub use factory::{Arange, Distribution, Linspace, Random};
 pub use index::{Gather, IndexSelect, IndexTensors, Nonzero, Scatter};
 pub use join::Cat;
