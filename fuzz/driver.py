@@ -99,7 +99,9 @@ def make_input(spec):
     """The base tensor and the (possibly non-contiguous) view of an input spec."""
     dt = DTYPES[spec["dtype"]]
     data = [pf(v) for v in spec["data"]] if spec["dtype"] in FLOATS else spec["data"]
-    base = torch.tensor(data, dtype=dt).reshape(spec["shape"])
+    # clone(): a fresh tensor, not a view of the flat one (in-place ops on a
+    # view would record CopySlices / AsStridedBackward0 in PyTorch only).
+    base = torch.tensor(data, dtype=dt).reshape(spec["shape"]).clone()
     if spec.get("rg"):
         base.requires_grad_(True)
     t = base
@@ -1001,16 +1003,21 @@ def load_cases(which):
         return path, [json.loads(line) for line in f if line.strip()]
 
 
-def replay(ev, which, promote):
+def replay(ev, which, promote, rerecord=False):
     path, cases = load_cases(which)
     still, passing = [], []
     for c in cases:
+        if rerecord:
+            c["expect"] = run_torch(c["program"])
         fs, _ = check(ev, c["program"], c["expect"])
         (still if fs else passing).append(c)
         status = "FAILS  " + fs[0]["class"] + ": " + fs[0]["detail"][:100] if fs else "passes"
         print("%-10s %-14s %s" % (c["program"].get("id", "?"), c.get("op", "?"), status))
     print("%s: %d cases, %d still differ, %d agree" % (path, len(cases), len(still), len(passing)))
-    if promote and passing and os.path.basename(path) == "open.jsonl":
+    if (promote or rerecord) and os.path.basename(path) == "open.jsonl":
+        if not promote:
+            still = still + passing
+            passing = []
         with open(path, "w") as f:
             for c in still:
                 f.write(json.dumps(c, allow_nan=False) + "\n")
@@ -1032,6 +1039,8 @@ def main():
     ap.add_argument("--eval", default=None, help="path of ferrotorch-fuzz-eval")
     ap.add_argument("--replay", default=None, help="open, fixed or a JSONL file of cases")
     ap.add_argument("--promote", action="store_true", help="with --replay open: move agreeing cases to fixed")
+    ap.add_argument("--rerecord", action="store_true",
+                    help="with --replay open: run PyTorch again and store its results (after a driver fix)")
     ap.add_argument("--save-cases", action="store_true",
                     help="minimize one program per new (op, class) and append it to fuzz/cases/open.jsonl")
     ap.add_argument("--keep-passing", action="store_true",
@@ -1043,7 +1052,7 @@ def main():
         sys.exit("%s missing: build it with `cargo build --release -p ferrotorch-fuzz`" % path)
     ev = Evaluator(path)
     if args.replay:
-        sys.exit(replay(ev, args.replay, args.promote))
+        sys.exit(replay(ev, args.replay, args.promote, args.rerecord))
     ops = args.ops.split(",") if args.ops else ALL_OPS
     bad = [o for o in ops if o not in ALL_OPS]
     if bad:
