@@ -160,4 +160,39 @@ mod tests {
             vec![DispatchKey::Autograd, DispatchKey::Cpu]
         );
     }
+
+    /// Every set operation against a model over the keys' list.
+    #[test]
+    fn set_operations_match_a_model() {
+        let model =
+            |ks: DispatchKeySet| -> Vec<DispatchKey> { ALL_KEYS.iter().copied().filter(|k| ks.contains(*k)).collect() };
+        for (i, &a) in ALL_KEYS.iter().enumerate() {
+            for &b in &ALL_KEYS[i..] {
+                let s = DispatchKeySet::of(a).with(b);
+                let want: Vec<_> = ALL_KEYS.iter().copied().filter(|k| *k == a || *k == b).collect();
+                assert_eq!(model(s), want);
+                assert!(!s.is_empty());
+                // without: removes exactly one key.
+                let w = s.without(a);
+                assert!(!w.contains(a), "{a:?} removed");
+                assert_eq!(w.contains(b), a != b, "{b:?} kept");
+                assert_eq!(s.without(a).without(b), DispatchKeySet::EMPTY);
+                assert_eq!(DispatchKeySet::EMPTY.without(a), DispatchKeySet::EMPTY);
+                // minus / union.
+                assert_eq!(s.minus(DispatchKeySet::of(a)), w);
+                assert_eq!(w.union(DispatchKeySet::of(a)), s);
+                // below: the keys strictly lower than a.
+                let below: Vec<_> = model(s.below(a));
+                assert_eq!(
+                    below,
+                    want.iter()
+                        .copied()
+                        .filter(|k| (*k as u8) < (a as u8))
+                        .collect::<Vec<_>>()
+                );
+                assert_eq!(s.highest(), want.iter().copied().max_by_key(|k| *k as u8));
+            }
+        }
+        assert!(DispatchKeySet::EMPTY.is_empty());
+    }
 }
