@@ -246,6 +246,24 @@ fn cases() -> Vec<Case> {
             t[0].mul(&c)
         }),
     ];
+    // In-place comparisons: their result is a constant (zero gradient), so
+    // `y * x` differentiates to the 0/1 indicator for x and 0 for the other.
+    type Cmp = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let comparisons: [(&'static str, Cmp); 6] = [
+        ("eq.Tensor", |a, b| a.eq_(b)),
+        ("ne.Tensor", |a, b| a.ne_(b)),
+        ("lt.Tensor", |a, b| a.lt_(b)),
+        ("le.Tensor", |a, b| a.le_(b)),
+        ("gt.Tensor", |a, b| a.gt_(b)),
+        ("ge.Tensor", |a, b| a.ge_(b)),
+    ];
+    for (name, cmp) in comparisons {
+        c.push(case(name, vec![x(), x()], false, move |t| {
+            let y = t[0].mul(1.0)?;
+            cmp(&y, &t[1])?;
+            y.mul(&t[0])
+        }));
+    }
     // The product's gradient with a zero in the input (one zero: exact).
     let with_zero = Tensor::new([[0.5f64, 0.0, 2.0], [1.5, -1.0, 0.7]])
         .unwrap()

@@ -491,3 +491,26 @@ fn copy_keeps_the_graph() -> Result<()> {
     assert_eq!(i.to_vec::<i64>()?, [1, -2]);
     Ok(())
 }
+
+/// In-place comparisons on a float tensor in the graph record a node with
+/// zero gradients (`gt_.Scalar` GtBackward0, `gt_.Tensor` GtBackward1), as
+/// PyTorch; out-of-place ones give bool tensors outside the graph.
+#[test]
+fn inplace_comparisons_have_zero_gradients() -> Result<()> {
+    let x = leaf(&[1.0, 2.0, 3.0], &[3])?;
+    let y = x.mul(2.0)?;
+    y.gt_(3.0)?;
+    assert_eq!(y.to_vec::<f32>()?, [0.0, 1.0, 1.0]);
+    assert!(y.requires_grad());
+    assert_eq!(node(&y), "GtBackward0");
+    y.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [0.0, 0.0, 0.0]);
+    let x = leaf(&[1.0, 2.0], &[2])?;
+    let z = x.exp()?;
+    z.eq_(&Tensor::from_slice(&[1.0f32, 7.0]))?;
+    assert_eq!(node(&z), "EqBackward1");
+    assert!(!x.gt(1.0)?.requires_grad());
+    // On a leaf that requires grad: PyTorch's in-place error.
+    assert!(x.lt_(1.0).unwrap_err().to_string().contains("leaf"));
+    Ok(())
+}

@@ -103,6 +103,15 @@ const fn binary_differentiable(name: &str) -> bool {
             | b"pow.Tensor_Tensor"
             | b"maximum"
             | b"minimum"
+            // Comparisons have zero gradients (PyTorch's `eq_: self:
+            // zeros_like(self)`): only their in-place forms on a float
+            // tensor that requires grad record a node.
+            | b"eq.Tensor"
+            | b"ne.Tensor"
+            | b"lt.Tensor"
+            | b"le.Tensor"
+            | b"gt.Tensor"
+            | b"ge.Tensor"
     )
 }
 
@@ -134,6 +143,9 @@ pub struct Binary {
     /// `rsub`, node `RsubBackward1`; `2 ** x` is `pow.Scalar`, node
     /// `PowBackward2`).
     pub scalar_lhs: bool,
+    /// The second operand is a wrapped Python scalar (the `.Scalar`
+    /// overloads: `x.gt_(2)` records `GtBackward0`, `x.gt_(t)` `GtBackward1`).
+    pub scalar_rhs: bool,
 }
 
 impl Binary {
@@ -144,6 +156,7 @@ impl Binary {
             alpha: Scalar::Int(1),
             rounding: Rounding::None,
             scalar_lhs: false,
+            scalar_rhs: false,
         }
     }
 }
@@ -207,6 +220,7 @@ impl Op for Binary {
         let need_b = needs >> 1 & 1;
         match self.kind {
             BinaryKind::Add | BinaryKind::Sub => Saves::NONE,
+            k if k.is_predicate() => Saves::NONE,
             BinaryKind::Div if self.rounding != Rounding::None => Saves::NONE,
             // grad_a = g * b, grad_b = g * a.
             BinaryKind::Mul => Saves::cross(needs),
@@ -227,6 +241,16 @@ impl Op for Binary {
             BinaryKind::Sub if self.scalar_lhs => "RsubBackward1".into(),
             BinaryKind::Pow => "PowBackward1".into(),
             BinaryKind::Div if self.rounding != Rounding::None => "DivBackward2".into(),
+            // `x.gt_(2)` is `gt_.Scalar` (GtBackward0), `x.gt_(t)` `gt_.Tensor` (GtBackward1).
+            k if k.is_predicate() => {
+                let n = k.entry().base_name();
+                format!(
+                    "{}{}Backward{}",
+                    n[..1].to_uppercase(),
+                    &n[1..],
+                    u8::from(!self.scalar_rhs)
+                )
+            }
             k => {
                 let n = k.entry().base_name();
                 let mut c = n.chars();
@@ -320,6 +344,7 @@ impl Op for Binary {
                 let wb = wa.neg()?.add(1.0)?;
                 (Some(g.mul(&wa)?), Some(g.mul(&wb)?))
             }
+            k if k.is_predicate() && !k.is_logical() => (Some(g.zeros_like()?), Some(g.zeros_like()?)),
             _ => return Err(Error::invalid(self.kind.entry().base_name(), "is not differentiable")),
         };
         // Inputs that need no gradient get none (skipping their reduction).
@@ -463,6 +488,10 @@ pub fn binary_(kind: BinaryKind, a: &Tensor, b: Operand) -> Result<Tensor> {
 }
 
 fn binary_op_(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
+    let op = Binary {
+        scalar_rhs: matches!(b, Operand::Scalar(_)),
+        ..op
+    };
     if let Some(y) = unpromoted_input(&op, a, &b) {
         call_out(&op, &[a, &y], &[a])?;
         return Ok(a.clone());
