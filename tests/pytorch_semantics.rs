@@ -229,6 +229,8 @@ fn node_names_match_pytorch() -> Result<()> {
         ("x.pow(2)", x.pow(2.0)?, "PowBackward0"),
         ("x ** x", x.pow(&x)?, "PowBackward1"),
         ("x @ x.t()", x.matmul(&x.t()?)?, "MmBackward0"),
+        ("x.t() @ x[:, 0]", x.t()?.matmul(&x.select(1, 0)?)?, "MvBackward0"),
+        ("x[0] @ x[0]", r0.matmul(&r0)?, "DotBackward0"),
         ("x.to(torch.float64)", x.to_dtype(DType::F64)?, "ToCopyBackward0"),
         ("x.sum(1)", x.sum_dim(1, false)?, "SumBackward1"),
         ("x.amax(1)", x.amax(1, false)?, "AmaxBackward0"),

@@ -150,6 +150,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn operand_devices() {
+        let t = Tensor::zeros(&[2]).unwrap();
+        assert_eq!(Operand::Tensor(&t).device(), Some(Device::Cpu));
+        let m = crate::TensorOptions::new().device(Device::Meta).zeros(&[2]).unwrap();
+        assert_eq!(Operand::Tensor(&m).device(), Some(Device::Meta));
+        assert_eq!(Operand::Scalar(Scalar::Float(1.0)).device(), None);
+    }
+
+    #[test]
     fn result_type_rules() {
         let i32t = Tensor::zeros_dtype(&[2], DType::I32).unwrap();
         let f16t = Tensor::zeros_dtype(&[2], DType::F16).unwrap();
