@@ -240,3 +240,17 @@ fn meta_tensors_stay_on_meta() -> ferrotorch_core::Result<()> {
     );
     Ok(())
 }
+
+/// `as_strided` checks that the view stays inside the storage, as PyTorch
+/// ("setting a view with size [3], stride [5] ... needs 11 elements"); an
+/// empty view may have any strides.
+#[test]
+fn as_strided_stays_inside_its_storage() -> ferrotorch_core::Result<()> {
+    let x = Tensor::zeros(&[4])?;
+    let e = x.as_strided(&[3], &[5], 0).unwrap_err().to_string();
+    assert!(e.contains("needs 11 elements but the storage holds 4"), "{e}");
+    assert!(x.as_strided(&[2], &[1], 3).is_err());
+    assert!(x.as_strided(&[2], &[1], 2).is_ok());
+    assert_eq!(x.as_strided(&[0, 3], &[100, 100], 0)?.shape(), [0, 3]);
+    Ok(())
+}
