@@ -218,6 +218,9 @@ impl Slot {
 /// the core's own are `ferrotorch::...`). [`find_op`] looks them up by it.
 pub struct OpEntry {
     name: &'static str,
+    /// Length of the base name (`name` up to its first `.`), computed once
+    /// at compile time: `base_name` runs on every call.
+    base_len: usize,
     differentiable: bool,
     slots: [OnceLock<Kernel>; NUM_SLOTS],
     /// Kernels registered over a built-in one (looked up first).
@@ -226,6 +229,19 @@ pub struct OpEntry {
 }
 
 static REGISTRY: Mutex<Vec<&'static OpEntry>> = Mutex::new(Vec::new());
+
+/// The index of the first `.` in `name`, or its length.
+const fn base_len(name: &str) -> usize {
+    let b = name.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'.' {
+            return i;
+        }
+        i += 1;
+    }
+    b.len()
+}
 
 /// Whether `s` is a non-empty identifier (ASCII letters, digits, `_`).
 fn is_ident(s: &str) -> bool {
@@ -252,6 +268,7 @@ impl OpEntry {
     pub const fn new(name: &'static str) -> Self {
         OpEntry {
             name,
+            base_len: base_len(name),
             differentiable: false,
             slots: [const { OnceLock::new() }; NUM_SLOTS],
             overrides: [const { OnceLock::new() }; NUM_SLOTS],
@@ -264,6 +281,7 @@ impl OpEntry {
     pub const fn differentiable(name: &'static str) -> Self {
         OpEntry {
             name,
+            base_len: base_len(name),
             differentiable: true,
             slots: [const { OnceLock::new() }; NUM_SLOTS],
             overrides: [const { OnceLock::new() }; NUM_SLOTS],
@@ -287,13 +305,14 @@ impl OpEntry {
     /// namespace if any): how PyTorch's error messages name an operator,
     /// and what this crate's errors say.
     pub fn base_name(&self) -> &'static str {
-        self.name.split_once('.').map_or(self.name, |(base, _)| base)
+        // `base_len` is the index of an ASCII '.' or the length: a char boundary.
+        self.name.get(..self.base_len).unwrap_or(self.name)
     }
 
     /// The overload name (`"Tensor"` for `add.Tensor`); empty for an
     /// operator's default overload.
     pub fn overload_name(&self) -> &'static str {
-        self.name.split_once('.').map_or("", |(_, overload)| overload)
+        self.name.get(self.base_len + 1..).unwrap_or("")
     }
 
     /// Lists the entry in the registry (once), refusing a malformed name
