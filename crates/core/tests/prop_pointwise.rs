@@ -178,7 +178,9 @@ fn binary_types(op: Bin, operand_dtypes: &[DType], ct: DType) -> Option<(DType, 
         // sub_check: no bool operand at all (tensor or scalar).
         Bin::Sub if operand_dtypes.contains(&DType::Bool) => None,
         Bin::Div if !is_float(ct) => Some((DType::F32, DType::F32)),
-        _ if op.logical() => Some((DType::Bool, DType::Bool)),
+        // Truth values of the operands converted to the common dtype
+        // (PyTorch: logical_xor(uint8 tensor, tensor(256)) reads 256 as 0).
+        _ if op.logical() => Some((ct, DType::Bool)),
         _ if op.predicate() => Some((ct, DType::Bool)),
         _ => Some((ct, ct)),
     }
@@ -208,9 +210,7 @@ fn scalar_opmath(op: Bin, compute: DType, b: &Nd<V>) -> bool {
 fn binary_reference(op: Bin, a: &Nd<V>, b: &Nd<V>, b_dt: DType, compute: DType, out: DType) -> Nd<V> {
     let f32_b = scalar_opmath(op, compute, b);
     zip_broadcast(a, b, |x, y| {
-        if op.logical() {
-            ref_binary(op, compute, out, x, y)
-        } else if f32_b {
+        if f32_b {
             let (x, y) = (cast(x, compute).f() as f32, cast(cast(y, b_dt), DType::F32).f() as f32);
             cast(V::F((if op == Bin::Mul { x * y } else { x / y }) as f64), out)
         } else {
