@@ -148,16 +148,19 @@ pub(crate) fn scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
                 return;
             }
             match check_bound(name, idx[k], dim, size, false) {
-                // SAFETY: `so` walks src within its layout (the shape rule
-                // checked it covers the index's shape, or src is one element
-                // with zero strides); `oo` walks out with the scatter dim's
-                // stride zeroed, and `i < size` (checked just above) adds
-                // `i * dst` inside that dim; src and out are locked by `acc`.
-                Ok(i) => unsafe {
-                    let v = *(sp as *const T).add(so);
-                    let d = (op_ as *mut T).add(oo + i * dst);
-                    *d = if op.add { add_elems(*d, v) } else { v };
-                },
+                // The shape rule checked that src covers the index's shape
+                // (or is one element, strides zero) and that out does too
+                // outside `dim` (a 0-d out counts as 1-d, strides zero).
+                Ok(i) => {
+                    // SAFETY: `so` walks src in its layout, `oo` walks out with
+                    // `dim` zeroed and `i < size` (checked) adds `i * dst`
+                    // inside that dim; src and out are locked by `acc`.
+                    unsafe {
+                        let v = *(sp as *const T).add(so);
+                        let d = (op_ as *mut T).add(oo + i * dst);
+                        *d = if op.add { add_elems(*d, v) } else { v };
+                    }
+                }
                 Err(e) => err = Some(e),
             }
             k += 1;
