@@ -183,10 +183,11 @@ fn cost(kind: BinaryKind) -> Cost {
     }
 }
 
-fn arith(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+/// Arithmetic computed in `dt` (the engine converts operands of other dtypes).
+fn arith(op: &Binary, dt: DType, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     let name = op.kind.entry().base_name();
     let c = cost(op.kind);
-    match a.dtype() {
+    match dt {
         DType::F32 => map2::<f32, f32, f32>(name, out, a, b, c, |x, y, o| binary_f32(op, x, y, o)),
         DType::F64 => map2::<f64, f64, f64>(name, out, a, b, c, |x, y, o| {
             for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
@@ -215,11 +216,12 @@ fn arith(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     }
 }
 
-fn predicate(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
+/// Comparisons and logical ops, comparing in `dt`.
+fn predicate(op: &Binary, dt: DType, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
     use BinaryKind::*;
     let name = op.kind.entry().base_name();
     let kind = op.kind;
-    with_dtype!(a.dtype(), T => {
+    with_dtype!(dt, T => {
         map2::<T, T, bool>(name, out, a, b, Cost::Cheap, |x, y, o| {
             macro_rules! each {
                 ($f:expr) => {
@@ -247,9 +249,10 @@ fn predicate(op: &Binary, out: &Tensor, a: &Tensor, b: &Tensor) -> Result<()> {
 pub(crate) fn binary_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Binary>(op)?;
     let (a, b, out) = (inputs[0], inputs[1], outputs[0]);
+    let (dt, _) = op.dtypes(a, b);
     if op.kind.is_predicate() {
-        predicate(op, out, a, b)
-    } else if a.dtype() == DType::Bool {
+        predicate(op, dt, out, a, b)
+    } else if dt == DType::Bool {
         // add/mul on bools are or/and; maximum/minimum likewise.
         let kind = op.kind;
         map2::<bool, bool, bool>(kind.entry().base_name(), out, a, b, Cost::Cheap, |x, y, o| {
@@ -261,13 +264,13 @@ pub(crate) fn binary_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
             }
         })
     } else {
-        arith(op, out, a, b)
+        arith(op, dt, out, a, b)
     }
 }
 
 pub(crate) fn where_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let (c, x, y, out) = (inputs[0], inputs[1], inputs[2], outputs[0]);
-    with_dtype!(x.dtype(), T => {
+    with_dtype!(out.dtype(), T => {
         map3::<bool, T, T, T>("where", out, c, x, y, Cost::Cheap, |m, p, q, r| {
             for (((m, p), q), r) in m.iter().zip(p).zip(q).zip(r.iter_mut()) {
                 *r = if *m { *p } else { *q };

@@ -86,6 +86,46 @@ fn cast_block<S: Element, D: Element>(x: &[S], y: &mut [D]) {
     }
 }
 
+/// A converting copy of `n` elements: `(src, src_stride, dst, dst_stride,
+/// n)`, strides in elements of each side's type (0 repeats one element).
+///
+/// # Safety
+/// `src` is aligned and readable for `n` elements of the source type
+/// `src_stride` apart, `dst` aligned and writable for `n` elements of the
+/// destination type `dst_stride` apart, and the two do not overlap.
+pub(crate) type CastFn = unsafe fn(*const u8, usize, *mut u8, usize, usize);
+
+/// The [`CastFn`] from `S` to `D`, converting as [`cast_block`] does.
+///
+/// # Safety
+/// As [`CastFn`].
+unsafe fn cast_run<S: Element, D: Element>(src: *const u8, ss: usize, dst: *mut u8, ds: usize, n: usize) {
+    if ss == 1 && ds == 1 {
+        // SAFETY: the contract: n aligned, contiguous, non-overlapping elements on each side.
+        let (x, y) = unsafe {
+            (
+                std::slice::from_raw_parts(src as *const S, n),
+                std::slice::from_raw_parts_mut(dst as *mut D, n),
+            )
+        };
+        cast_block(x, y);
+        return;
+    }
+    for i in 0..n {
+        // SAFETY: the contract: element i lies i * stride elements from each base.
+        unsafe {
+            let v = (src as *const S).add(i * ss).read();
+            (dst as *mut D).add(i * ds).write(convert::<S, D>(v));
+        }
+    }
+}
+
+/// The converting copy from `from` to `to` (how the pointwise engine casts
+/// operands inside its loop, as PyTorch's TensorIterator does).
+pub(crate) fn caster(from: DType, to: DType) -> CastFn {
+    with_dtype!(from, S => with_dtype!(to, D => cast_run::<S, D> as CastFn))
+}
+
 /// `out = cast(x)` elementwise (also plain strided copies).
 pub(crate) fn cast_into(out: &Tensor, x: &Tensor) -> Result<()> {
     with_dtype!(x.dtype(), S => with_dtype!(out.dtype(), D => {

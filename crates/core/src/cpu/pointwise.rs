@@ -8,6 +8,10 @@
 //! or aliasing the output) is first gathered into a small buffer. The
 //! function therefore always sees plain contiguous slices and vectorises;
 //! results are written to the output in place or scattered from a buffer.
+//! An operand whose dtype is not the function's element type is converted
+//! on the way (read into the buffer converted, or written from it
+//! converted), as PyTorch's TensorIterator casts inside its loop: mixed-dtype
+//! ops need no separate casting copy.
 //! Blocks are spread over threads in fixed chunks; each element's result
 //! depends only on its inputs, so the output is the same for any thread count.
 
@@ -19,9 +23,10 @@ use smallvec::SmallVec;
 use std::sync::RwLockReadGuard;
 
 use super::access::access;
+use super::copy::{CastFn, caster};
 use crate::layout::{Dims, Layout};
 use crate::storage::Buffer;
-use crate::{Element, Result, Tensor};
+use crate::{DType, Element, Result, Tensor};
 
 /// Elements per block.
 pub(crate) const BLOCK: usize = 1024;
@@ -53,6 +58,11 @@ pub(crate) struct Operand {
     pub ptr: usize,
     pub strides: Dims,
     pub esize: usize,
+    /// When the operand's dtype is not the block function's: the conversion
+    /// from the operand's dtype to the function's (an input) or from the
+    /// function's to the operand's (the output), and the size of the
+    /// function's elements. The operand then always goes through a buffer.
+    pub cast: Option<(CastFn, usize)>,
     /// For an input: shares memory with the output (must be gathered before
     /// writing). For the output: has internal overlap (several elements at
     /// one address, e.g. `fill_` of an expanded tensor), so it is written
@@ -250,6 +260,40 @@ unsafe fn scatter(src: *const u8, n: usize, esize: usize, dst: *mut u8, stride: 
     }
 }
 
+/// Reads `n` elements of input `op` at `src`, `stride` elements apart, into
+/// contiguous `dst` as the block function's type (converted if `op.cast`).
+///
+/// # Safety
+/// As [`gather`] for the operand's element size; `dst` holds `n` elements
+/// of the function's type.
+#[inline]
+unsafe fn load(op: &Operand, src: *const u8, stride: usize, n: usize, dst: *mut u8) {
+    // SAFETY: this function's contract, which is the cast's and gather's.
+    unsafe {
+        match op.cast {
+            Some((cast, _)) => cast(src, stride, dst, 1, n),
+            None => gather(src, stride, n, op.esize, dst),
+        }
+    }
+}
+
+/// Writes `n` contiguous results at `src` (the block function's type) to
+/// the output `out` at `dst`, `stride` elements apart (converted if `out.cast`).
+///
+/// # Safety
+/// As [`scatter`] for the output's element size; `src` holds `n` elements
+/// of the function's type.
+#[inline]
+unsafe fn store(out: &Operand, src: *const u8, n: usize, dst: *mut u8, stride: usize) {
+    // SAFETY: this function's contract, which is the cast's and scatter's.
+    unsafe {
+        match out.cast {
+            Some((cast, _)) => cast(src, 1, dst, stride, n),
+            None => scatter(src, n, out.esize, dst, stride),
+        }
+    }
+}
+
 /// Runs `f` over the linear range `[start, end)` of the planned iteration space.
 ///
 /// # Safety
@@ -286,30 +330,32 @@ unsafe fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end:
         for (k, op) in ins.iter().enumerate() {
             let base = op.ptr + offset_of(&p.in_strides[k], &idx) * op.esize;
             let st = p.in_strides[k][nd - 1];
-            if (p.in_dense[k] || (!rows_mode && (st == 1 || n == 1))) && !op.aliases_out {
+            if (p.in_dense[k] || (!rows_mode && (st == 1 || n == 1))) && !op.aliases_out && op.cast.is_none() {
                 in_ptrs.push(base as *const u8);
             } else {
                 let dst = buf(k);
+                // The function's element size: the buffer holds its elements.
+                let kesize = op.cast.map_or(op.esize, |(_, s)| s);
                 if rows_mode {
                     let mut ridx = idx.clone();
                     let mut done = 0;
                     while done < n {
                         let b = op.ptr + offset_of(&p.in_strides[k], &ridx) * op.esize;
-                        // SAFETY: in-bounds by construction of the plan; dst has BLOCK slots.
-                        unsafe { gather(b as *const u8, st, inner, op.esize, dst.add(done * op.esize)) };
+                        // SAFETY: in-bounds by construction of the plan; dst has BLOCK >= n slots of 8 >= kesize bytes.
+                        unsafe { load(op, b as *const u8, st, inner, dst.add(done * kesize)) };
                         done += inner;
                         advance_row(&mut ridx, &p.shape);
                     }
                 } else {
                     // SAFETY: as above.
-                    unsafe { gather(base as *const u8, st, n, op.esize, dst) };
+                    unsafe { load(op, base as *const u8, st, n, dst) };
                 }
                 in_ptrs.push(dst as *const u8);
             }
         }
         let ost = p.out_strides[nd - 1];
         let obase = out.ptr + offset_of(&p.out_strides, &idx) * out.esize;
-        if p.out_dense || (!rows_mode && (ost == 1 || n == 1)) {
+        if (p.out_dense || (!rows_mode && (ost == 1 || n == 1))) && out.cast.is_none() {
             // SAFETY: each input pointer is a contiguous run of n elements of
             // the operand (dense or stride 1, not aliasing the output) or a
             // scratch slot of BLOCK >= n elements just gathered; the output's
@@ -319,19 +365,20 @@ unsafe fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end:
             let ob = buf(MAX_INPUTS);
             // SAFETY: as above, the output being the last scratch slot.
             unsafe { f.run(&in_ptrs, ob, n) };
+            let kesize = out.cast.map_or(out.esize, |(_, s)| s);
             if rows_mode {
                 let mut ridx = idx.clone();
                 let mut done = 0;
                 while done < n {
                     let b = out.ptr + offset_of(&p.out_strides, &ridx) * out.esize;
-                    // SAFETY: in-bounds by construction.
-                    unsafe { scatter(ob.add(done * out.esize), inner, out.esize, b as *mut u8, ost) };
+                    // SAFETY: in-bounds by construction of the plan; the scratch slot holds n results.
+                    unsafe { store(out, ob.add(done * kesize), inner, b as *mut u8, ost) };
                     done += inner;
                     advance_row(&mut ridx, &p.shape);
                 }
             } else {
-                // SAFETY: in-bounds by construction.
-                unsafe { scatter(ob, n, out.esize, obase as *mut u8, ost) };
+                // SAFETY: as above.
+                unsafe { store(out, ob, n, obase as *mut u8, ost) };
             }
         }
         pos += n;
@@ -390,7 +437,8 @@ unsafe fn run_tiles(p: &Plan, out: &Operand, ins: &[Operand], t0: usize, t1: usi
 /// every offset its strides reach over `shape`, each `ins[k].ptr` likewise
 /// for reads with its (broadcast) strides, each with its element size; the
 /// buffers stay locked for the call; an input sharing memory with the output
-/// has `aliases_out` set; `f`'s types match the operands' element sizes; and
+/// has `aliases_out` set; `f`'s types match the operands' element sizes, or
+/// an operand's `cast` converts between its dtype and `f`'s type; and
 /// distinct elements of `shape` map to distinct output elements unless the
 /// output's `aliases_out` is set (it is then written from this thread only).
 pub(crate) unsafe fn pointwise(shape: &[usize], out: &Operand, ins: &[Operand], cost: Cost, f: &dyn BlockFn) {
@@ -543,22 +591,32 @@ unsafe fn run_with_copies(
     unsafe { f.run(&srcs[..ins.len()], out_ptr, numel) };
 }
 
-fn operand(t: &Tensor, ptr: *const u8, shape: &[usize], out: &Tensor) -> Operand {
+/// The input operand of `t` for a block function whose element type is `kernel`.
+fn operand(t: &Tensor, ptr: *const u8, shape: &[usize], out: &Tensor, kernel: DType) -> Operand {
     Operand {
         ptr: ptr as usize,
         strides: t.layout().broadcast_strides(shape),
         esize: t.element_size(),
+        cast: (t.dtype() != kernel).then(|| (caster(t.dtype(), kernel), kernel.element_size())),
         aliases_out: t.storage().same(out.storage()),
     }
 }
 
-fn out_operand(out: &Tensor, ptr: *mut u8) -> Operand {
+/// The output operand of `out` for a block function whose element type is `kernel`.
+fn out_operand(out: &Tensor, ptr: *mut u8, kernel: DType) -> Operand {
     Operand {
         ptr: ptr as usize,
         strides: out.strides().into(),
         esize: out.element_size(),
+        cast: (out.dtype() != kernel).then(|| (caster(kernel, out.dtype()), kernel.element_size())),
         aliases_out: out.layout().may_have_overlapping_elements(),
     }
+}
+
+/// Whether every tensor has its block function's dtype (`small_call` takes
+/// no casts).
+fn uncast(pairs: &[(&Tensor, DType)]) -> bool {
+    pairs.iter().all(|(t, d)| t.dtype() == *d)
 }
 
 /// Applies `f` blockwise: `out = f(a)`, `a` broadcast to `out`'s shape.
@@ -570,16 +628,16 @@ pub(crate) fn map1<A: Element, O: Element>(
     f: impl Fn(&[A], &mut [O]) + Sync,
 ) -> Result<()> {
     let block = Map1(f, PhantomData);
-    if small_call(out, &[a], &block) {
+    if uncast(&[(a, A::DTYPE), (out, O::DTYPE)]) && small_call(out, &[a], &block) {
         return Ok(());
     }
     let acc = access(op, &[a], &[out])?;
     let shape = out.shape();
-    let ins = [operand(a, acc.ins[0], shape, out)];
+    let ins = [operand(a, acc.ins[0], shape, out, A::DTYPE)];
     // SAFETY: the operands come from the tensors' locked buffers with their
     // own strides (broadcast to the output's shape); inputs sharing the
     // output's memory and an output with internal overlap are marked.
-    unsafe { pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block) };
+    unsafe { pointwise(shape, &out_operand(out, acc.outs[0], O::DTYPE), &ins, cost, &block) };
     Ok(())
 }
 
@@ -593,16 +651,19 @@ pub(crate) fn map2<A: Element, B: Element, O: Element>(
     f: impl Fn(&[A], &[B], &mut [O]) + Sync,
 ) -> Result<()> {
     let block = Map2(f, PhantomData);
-    if small_call(out, &[a, b], &block) {
+    if uncast(&[(a, A::DTYPE), (b, B::DTYPE), (out, O::DTYPE)]) && small_call(out, &[a, b], &block) {
         return Ok(());
     }
     let acc = access(op, &[a, b], &[out])?;
     let shape = out.shape();
-    let ins = [operand(a, acc.ins[0], shape, out), operand(b, acc.ins[1], shape, out)];
+    let ins = [
+        operand(a, acc.ins[0], shape, out, A::DTYPE),
+        operand(b, acc.ins[1], shape, out, B::DTYPE),
+    ];
     // SAFETY: the operands come from the tensors' locked buffers with their
     // own strides (broadcast to the output's shape); inputs sharing the
     // output's memory and an output with internal overlap are marked.
-    unsafe { pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block) };
+    unsafe { pointwise(shape, &out_operand(out, acc.outs[0], O::DTYPE), &ins, cost, &block) };
     Ok(())
 }
 
@@ -618,20 +679,21 @@ pub(crate) fn map3<A: Element, B: Element, C: Element, O: Element>(
     f: impl Fn(&[A], &[B], &[C], &mut [O]) + Sync,
 ) -> Result<()> {
     let block = Map3(f, PhantomData);
-    if small_call(out, &[a, b, c], &block) {
+    let types = [(a, A::DTYPE), (b, B::DTYPE), (c, C::DTYPE), (out, O::DTYPE)];
+    if uncast(&types) && small_call(out, &[a, b, c], &block) {
         return Ok(());
     }
     let acc = access(op, &[a, b, c], &[out])?;
     let shape = out.shape();
     let ins = [
-        operand(a, acc.ins[0], shape, out),
-        operand(b, acc.ins[1], shape, out),
-        operand(c, acc.ins[2], shape, out),
+        operand(a, acc.ins[0], shape, out, A::DTYPE),
+        operand(b, acc.ins[1], shape, out, B::DTYPE),
+        operand(c, acc.ins[2], shape, out, C::DTYPE),
     ];
     // SAFETY: the operands come from the tensors' locked buffers with their
     // own strides (broadcast to the output's shape); inputs sharing the
     // output's memory and an output with internal overlap are marked.
-    unsafe { pointwise(shape, &out_operand(out, acc.outs[0]), &ins, cost, &block) };
+    unsafe { pointwise(shape, &out_operand(out, acc.outs[0], O::DTYPE), &ins, cost, &block) };
     Ok(())
 }
 
@@ -643,12 +705,12 @@ pub(crate) fn fill_with<O: Element>(
     f: impl Fn(&mut [O]) + Sync,
 ) -> Result<()> {
     let block = Fill(f, PhantomData);
-    if small_call(out, &[], &block) {
+    if uncast(&[(out, O::DTYPE)]) && small_call(out, &[], &block) {
         return Ok(());
     }
     let acc = access(op, &[], &[out])?;
     // SAFETY: as in map1.
-    unsafe { pointwise(out.shape(), &out_operand(out, acc.outs[0]), &[], cost, &block) };
+    unsafe { pointwise(out.shape(), &out_operand(out, acc.outs[0], O::DTYPE), &[], cost, &block) };
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
 use crate::layout::{broadcast_shapes, dims_of};
 use crate::ops::activation_backward::{ActivationBackward, ActivationKind};
 use crate::ops::grad_util::{grad0, mask, sum_to};
-use crate::ops::promote::{IntoOperand, Operand, result_type};
+use crate::ops::promote::{IntoOperand, Operand, result_type, wrapped_scalar};
 use crate::{DType, Error, Result, Scalar, Tensor};
 
 /// How `div` rounds (`rounding_mode` of `torch.div`).
@@ -146,6 +146,11 @@ pub struct Binary {
     /// The second operand is a wrapped Python scalar (the `.Scalar`
     /// overloads: `x.gt_(2)` records `GtBackward0`, `x.gt_(t)` `GtBackward1`).
     pub scalar_rhs: bool,
+    /// `(compute, result)` dtypes when the kernel computes in a dtype other
+    /// than the result's (`None`: the operands' result type, computed in).
+    /// An f16/bf16 tensor times a Python scalar computes in f32 with the
+    /// scalar unrounded, as PyTorch's CPU kernels do.
+    pub compute: Option<(DType, DType)>,
 }
 
 impl Binary {
@@ -157,7 +162,29 @@ impl Binary {
             rounding: Rounding::None,
             scalar_lhs: false,
             scalar_rhs: false,
+            compute: None,
         }
+    }
+
+    /// The dtypes of a call on `a` and `b`: `(compute, result)`. The
+    /// operands may have any dtypes: the kernel converts each element to the
+    /// compute dtype as it reads it (PyTorch's TensorIterator casts), so a
+    /// mixed-dtype call needs no casting copy and records one node.
+    pub fn dtypes(&self, a: &Tensor, b: &Tensor) -> (DType, DType) {
+        if let Some((compute, result)) = self.compute {
+            return (compute, if self.kind.is_predicate() { DType::Bool } else { result });
+        }
+        let common = if a.dtype() == b.dtype() {
+            a.dtype()
+        } else {
+            result_type(&[Operand::Tensor(a), Operand::Tensor(b)])
+        };
+        let result = if self.kind.is_logical() {
+            common
+        } else {
+            compute_dtype(self, common)
+        };
+        (result, if self.kind.is_predicate() { DType::Bool } else { result })
     }
 }
 
@@ -169,13 +196,7 @@ impl Op for Binary {
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let (a, b) = (inputs[0], inputs[1]);
         let name = self.kind.entry().base_name();
-        if a.dtype() != b.dtype() {
-            return Err(Error::DTypeMismatch {
-                op: name,
-                detail: format!("kernel inputs must share a dtype, got {} and {}", a.dtype(), b.dtype()),
-            });
-        }
-        let dt = a.dtype();
+        let (dt, out_dt) = self.dtypes(a, b);
         // alpha is converted to the computation's dtype, as in PyTorch.
         if matches!(self.kind, BinaryKind::Add | BinaryKind::Sub) && self.alpha != Scalar::Int(1) {
             self.alpha.check_fits(name, dt)?;
@@ -188,15 +209,11 @@ impl Op for Binary {
                     "subtraction with two bool tensors is not supported; use logical_xor",
                 ));
             }
-            BinaryKind::Div if self.rounding == Rounding::None && !dt.is_floating_point() => {
-                return Err(Error::dtype(name, dt, "true division needs floating-point inputs"));
-            }
             BinaryKind::Div | BinaryKind::Pow if dt == DType::Bool => {
                 return Err(Error::dtype(name, dt, "not supported for bool tensors"));
             }
             _ => {}
         }
-        let out_dt = if self.kind.is_predicate() { DType::Bool } else { dt };
         // Equal shapes and scalar operands (most calls) need no broadcasting.
         let spec = if crate::layout::same_dims(a.shape(), b.shape()) || b.ndim() == 0 {
             broadcast_spec(a.shape(), &[a, b], out_dt)
@@ -380,26 +397,23 @@ fn compute_dtype(op: &Binary, promoted: DType) -> DType {
     }
 }
 
-/// Promotes the operands; returns them and, when the kernel computes in a
-/// wider dtype than the result, the result dtype to cast back to.
-fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor, Option<DType>)> {
+/// The kernel inputs of `a <op> b`: tensors as they are (the kernel
+/// converts them to the compute dtype in its loop), Python scalars wrapped
+/// as 0-d tensors of the common dtype; and `op` with its compute dtype set
+/// where it is not the result's.
+fn prepare<'a>(op: Binary, a: Operand<'a>, b: Operand<'a>) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>, Binary)> {
+    let input = |o: &Operand<'a>, dt: DType| -> Cow<'a, Tensor> {
+        match *o {
+            Operand::Tensor(t) => Cow::Borrowed(t),
+            Operand::Scalar(s) => Cow::Owned(wrapped_scalar(s, dt)),
+        }
+    };
     if op.kind.is_logical() {
         // Logical ops look at truth values, of the operands converted to
-        // their common dtype first (1e-8 is false next to an f16 tensor).
+        // their common dtype first (1e-8 is false next to an f16 tensor):
+        // the kernel computes in the common dtype.
         let dt = result_type(&[a.clone(), b.clone()]);
-        let truth = |o: &Operand| -> Result<Tensor> {
-            match o {
-                Operand::Tensor(t) if t.dtype() != dt && t.dtype() != DType::Bool => {
-                    t.to_dtype(dt)?.to_dtype(DType::Bool)
-                }
-                Operand::Scalar(s) if !matches!(s, Scalar::Bool(_)) => {
-                    let v = Tensor::scalar_tensor(*s, dt).to_dtype(DType::Bool)?.item::<bool>()?;
-                    Operand::Scalar(Scalar::Bool(v)).to_input(DType::Bool)
-                }
-                _ => o.to_input(DType::Bool),
-            }
-        };
-        return Ok((truth(&a)?, truth(&b)?, None));
+        return Ok((input(&a, dt), input(&b, dt), op));
     }
     let is_bool = |o: &Operand| match o {
         Operand::Tensor(t) => t.dtype() == DType::Bool,
@@ -412,7 +426,7 @@ fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor, Optio
             "subtraction, the `-` operator, with a bool tensor is not supported; use `~` or logical_not() instead",
         ));
     }
-    let dt = compute_dtype(op, result_type(&[a.clone(), b.clone()]));
+    let dt = compute_dtype(&op, result_type(&[a.clone(), b.clone()]));
     // As PyTorch's CPU mul/div kernels for f16/bf16: a one-element second
     // operand of another dtype (a Python scalar, a 0-d or one-element tensor)
     // keeps its value in f32 instead of being rounded to 16 bits first. A
@@ -423,9 +437,13 @@ fn prepare(op: &Binary, a: Operand, b: Operand) -> Result<(Tensor, Tensor, Optio
     };
     let arith = matches!(op.kind, BinaryKind::Mul | BinaryKind::Div);
     if arith && matches!(dt, DType::F16 | DType::BF16) && wide_scalar {
-        return Ok((a.to_input(DType::F32)?, b.to_input(DType::F32)?, Some(dt)));
+        let op = Binary {
+            compute: Some((DType::F32, dt)),
+            ..op
+        };
+        return Ok((input(&a, dt), input(&b, DType::F32), op));
     }
-    Ok((a.to_input(dt)?, b.to_input(dt)?, None))
+    Ok((input(&a, dt), input(&b, dt), op))
 }
 
 /// Runs `a <kind> b`.
@@ -451,12 +469,8 @@ fn binary_op(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
     if let Some(y) = unpromoted_input(&op, a, &b) {
         return call1(&op, &[a, &y]);
     }
-    let (x, y, cast) = prepare(&op, Operand::Tensor(a), b)?;
-    let r = call1(&op, &[&x, &y])?;
-    match cast {
-        Some(d) => r.to_dtype(d),
-        None => Ok(r),
-    }
+    let (x, y, op) = prepare(op, Operand::Tensor(a), b)?;
+    call1(&op, &[&x, &y])
 }
 
 /// Runs `scalar <kind> b` (e.g. `2 ** x`) as Python's reflected operators
@@ -474,12 +488,8 @@ pub fn binary_scalar_lhs(kind: BinaryKind, a: Scalar, b: &Tensor) -> Result<Tens
         scalar_lhs: true,
         ..Binary::new(kind)
     };
-    let (x, y, cast) = prepare(&op, Operand::Scalar(a), Operand::Tensor(b))?;
-    let r = call1(&op, &[&x, &y])?;
-    match cast {
-        Some(d) => r.to_dtype(d),
-        None => Ok(r),
-    }
+    let (x, y, op) = prepare(op, Operand::Scalar(a), Operand::Tensor(b))?;
+    call1(&op, &[&x, &y])
 }
 
 /// Runs `a <kind>= b` in place.
@@ -496,7 +506,7 @@ fn binary_op_(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
         call_out(&op, &[a, &y], &[a])?;
         return Ok(a.clone());
     }
-    let (x, y, _) = prepare(&op, Operand::Tensor(a), b)?;
+    let (x, y, op) = prepare(op, Operand::Tensor(a), b)?;
     call_out(&op, &[&x, &y], &[a])?;
     Ok(a.clone())
 }
@@ -618,27 +628,38 @@ impl Tensor {
     /// `mask` broadcasts to `self`.
     pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
-        if mask.dtype() != DType::Bool {
-            return Err(Error::dtype("masked_fill", mask.dtype(), "mask must be a bool tensor"));
-        }
-        let shape = broadcast_shapes("masked_fill", self.shape(), mask.shape())?;
-        if shape.as_slice() != self.shape() {
-            return Err(Error::shape(
-                "masked_fill",
-                self.shape(),
-                mask.shape(),
-                "mask must broadcast to the input",
-            ));
-        }
-        value.check_fits("masked_fill", self.dtype())?;
+        check_masked_fill(self, mask, value)?;
         call1(&crate::ops::composite::CompositeOp::MaskedFill { value }, &[self, mask])
     }
 
-    /// In-place [`Tensor::masked_fill`].
+    /// In-place [`Tensor::masked_fill`] (node `MaskedFillBackward0`).
     pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
-        let filled = self.masked_fill(mask, value)?;
-        self.copy_(&filled)
+        let value = value.into();
+        check_masked_fill(self, mask, value)?;
+        call_out(
+            &crate::ops::composite::CompositeOp::MaskedFill { value },
+            &[self, mask],
+            &[self],
+        )?;
+        Ok(self.clone())
     }
+}
+
+/// `masked_fill`'s checks: a bool mask that broadcasts to `x`, a value that fits x's dtype.
+fn check_masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<()> {
+    if mask.dtype() != DType::Bool {
+        return Err(Error::dtype("masked_fill", mask.dtype(), "mask must be a bool tensor"));
+    }
+    let shape = broadcast_shapes("masked_fill", x.shape(), mask.shape())?;
+    if shape.as_slice() != x.shape() {
+        return Err(Error::shape(
+            "masked_fill",
+            x.shape(),
+            mask.shape(),
+            "mask must broadcast to the input",
+        ));
+    }
+    value.check_fits("masked_fill", x.dtype())
 }
 
 fn alpha_op(kind: BinaryKind, alpha: Scalar, a: &Tensor) -> Result<Binary> {
@@ -671,15 +692,9 @@ impl Op for Where {
         if c.dtype() != DType::Bool {
             return Err(Error::dtype("where", c.dtype(), "condition must be a bool tensor"));
         }
-        if x.dtype() != y.dtype() {
-            return Err(Error::DTypeMismatch {
-                op: "where",
-                detail: format!("kernel inputs must share a dtype, got {} and {}", x.dtype(), y.dtype()),
-            });
-        }
         let s = broadcast_shapes("where", c.shape(), x.shape())?;
         let s = broadcast_shapes("where", &s, y.shape())?;
-        Ok(smallvec::smallvec![broadcast_spec(&s, &[x, y], x.dtype())])
+        Ok(smallvec::smallvec![broadcast_spec(&s, &[x, y], where_dtype(x, y))])
     }
 
     fn alias_safe(&self) -> bool {
@@ -708,9 +723,27 @@ impl Op for Where {
     }
 }
 
+/// The result dtype of `where` on tensors `x` and `y` (which the kernel
+/// converts to it as it reads them).
+pub(crate) fn where_dtype(x: &Tensor, y: &Tensor) -> DType {
+    if x.dtype() == y.dtype() {
+        x.dtype()
+    } else {
+        result_type(&[Operand::Tensor(x), Operand::Tensor(y)])
+    }
+}
+
 /// `torch.where(condition, x, y)`: elements of `x` where `condition`, else of `y`.
 pub fn where_(condition: &Tensor, x: Operand, y: Operand) -> Result<Tensor> {
     let dt = result_type(&[x.clone(), y.clone()]);
-    let (xt, yt) = (x.to_input(dt)?, y.to_input(dt)?);
+    // Tensors go in as they are (one WhereBackward0 node, no casting copy);
+    // scalars as 0-d tensors of the result dtype.
+    let input = |o: &Operand<'_>| -> Result<Tensor> {
+        match o {
+            Operand::Tensor(t) => Ok((*t).clone()),
+            Operand::Scalar(s) => Ok(wrapped_scalar(*s, dt)),
+        }
+    };
+    let (xt, yt) = (input(&x)?, input(&y)?);
     call1(&Where, &[condition, &xt, &yt])
 }

@@ -83,7 +83,7 @@ thread_local! {
 
 /// The 0-d tensor of `value` as `dtype`, from a direct-mapped per-thread
 /// cache (constants of backward formulas and `x * 2.0` repeat endlessly).
-fn wrapped_scalar(value: Scalar, dtype: DType) -> Tensor {
+pub(crate) fn wrapped_scalar(value: Scalar, dtype: DType) -> Tensor {
     let (kind, bits) = match value {
         Scalar::Float(f) => (1u64, f.to_bits()),
         Scalar::Int(i) => (2, i as u64),
