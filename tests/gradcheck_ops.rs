@@ -195,6 +195,18 @@ fn cases() -> Vec<Case> {
                 )
             },
         ),
+        // Multi-output views: both outputs used, and outputs without a gradient.
+        case("split.Tensor", vec![x()], true, |t| {
+            let p = t[0].split(3, 1)?;
+            p[1].mul(&p[0].narrow(1, 0, 1)?)
+        }),
+        case("split_with_sizes", vec![x()], true, |t| {
+            t[0].split_sizes(&[1, 2], 0)?[0].mul(2.0)
+        }),
+        case("unbind.int", vec![x()], true, |t| {
+            let p = t[0].unbind(1)?;
+            p[0].mul(&p[2])
+        }),
         case("cat", vec![x(), rand(&g, &[3, 2], -1.0, 1.0)], true, |t| {
             Tensor::cat(&[&t[0], &t[1]], 1)
         }),

@@ -145,6 +145,9 @@ mod tests {
         "unsqueeze",
         "as_strided",
         "alias",
+        "split.Tensor",
+        "split_with_sizes",
+        "unbind.int",
         "ferrotorch::view_scatter",
         // Copies and factories.
         "_to_copy",

@@ -215,17 +215,25 @@ fn check_inplace(o: &Tensor, op: &str) -> Result<()> {
 pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tensors> {
     let entry = call.op.entry();
     let grad_on = super::is_grad_enabled();
-    if grad_on && let Some(out) = call.out {
-        for o in out {
-            check_inplace(o, entry.base_name())?;
-        }
-    }
     let inputs_req = call.inputs.iter().any(|t| t.requires_grad());
     let out_req = call.out.is_some_and(|o| o.iter().any(|t| t.requires_grad()));
     let run_below = || {
         let _x = exclude_keys(DispatchKeySet::of(DispatchKey::Autograd));
         redispatch(call, below)
     };
+    if call.out.is_some() && !call.op.output_differentiable() {
+        // As PyTorch's ops whose outputs are not differentiable (logical_and_
+        // into a tensor that requires grad): no checks, nothing recorded.
+        return run_below();
+    }
+    if grad_on && let Some(out) = call.out {
+        for o in out {
+            if inputs_req || out_req || o.base().is_some_and(Tensor::requires_grad) {
+                super::view::check_inplace_view(o)?;
+            }
+            check_inplace(o, entry.base_name())?;
+        }
+    }
     if !grad_on || !(inputs_req || out_req) {
         return run_below();
     }
@@ -247,6 +255,9 @@ pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tenso
     let mut needs = 0u64;
     for (i, t) in call.inputs.iter().enumerate() {
         let need = t.requires_grad() && op.differentiable_input(i);
+        if need {
+            super::view::check_view_use(t)?;
+        }
         b.needs.push(need);
         edges.push(if need { t.gradient_edge() } else { None });
         b.meta.push(TensorMeta::of(t));

@@ -26,6 +26,26 @@ pub(crate) struct AutogradMeta {
     pub post_hooks: Vec<(usize, PostAccumulateHook)>,
     /// For views: the base's version when this view's `grad_fn` was set.
     pub view_version: Option<u64>,
+    /// For views: how the view was made (which in-place writes into it are refused).
+    pub view_creation: ViewCreation,
+}
+
+/// How a view was made, for the checks of in-place writes into it
+/// (PyTorch's `CreationMeta`; views of such a view inherit it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum ViewCreation {
+    /// An ordinary view.
+    #[default]
+    Default,
+    /// An output of a multi-output view node (`split`, `unbind`): not to be
+    /// written in place while autograd records, nor used after its base was.
+    MultiOutput,
+    /// Made while grad mode was off (`multi`: by a multi-output view op
+    /// that recorded no node): not to be written in place with grad mode on.
+    NoGrad {
+        /// Made by a multi-output view op.
+        multi: bool,
+    },
 }
 
 /// The autograd slot of a tensor: a fast flag plus the locked metadata.
@@ -346,6 +366,30 @@ impl Tensor {
         m.output_nr = output_nr;
         m.view_version = version;
         self.0.autograd.flag.store(true, Ordering::Relaxed);
+    }
+
+    /// How this view was made ([`ViewCreation::Default`] for non-views).
+    pub(crate) fn view_creation(&self) -> ViewCreation {
+        if self.0.base.is_none() {
+            return ViewCreation::Default;
+        }
+        self.0
+            .autograd
+            .lock()
+            .as_ref()
+            .map_or(ViewCreation::Default, |m| m.view_creation)
+    }
+
+    /// Records how this view was made (nothing for a non-view).
+    pub(crate) fn set_view_creation(&self, creation: ViewCreation) {
+        if self.0.base.is_none() {
+            return;
+        }
+        let mut g = self.0.autograd.lock();
+        if g.is_none() && creation == ViewCreation::Default {
+            return;
+        }
+        g.get_or_insert_with(Default::default).view_creation = creation;
     }
 
     /// The base of a view (`tensor._base`), `None` for tensors that own their data.

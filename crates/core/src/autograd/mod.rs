@@ -32,14 +32,14 @@ mod meta;
 mod mode;
 mod node;
 mod saved;
-mod view;
+pub(crate) mod view;
 
 /// Re-exported from the dispatcher, where [`crate::dispatch::Op`]'s methods name them.
 pub use crate::dispatch::{BackwardCtx, Saves, TensorMeta};
 pub use checkpoint::checkpoint;
 pub use function::{Function, FunctionCtx, apply_function};
 pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
-pub(crate) use meta::AutogradSlot;
+pub(crate) use meta::{AutogradSlot, ViewCreation};
 pub use meta::{HookHandle, PostAccumulateHook};
 pub use mode::{
     AnomalyGuard, GradModeGuard, detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,

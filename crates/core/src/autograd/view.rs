@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use super::ViewCreation;
 use super::layer::node_for;
 use super::node::{Backward, Edge, Node};
 use crate::ops::{ViewKind, ViewOp};
@@ -54,6 +55,88 @@ fn as_strided_node(base: &Tensor, g: &Geometry) -> Arc<Node> {
         input_offset: 0,
     });
     node_for(Box::new(op), &[base])
+}
+
+/// Records how `view`, just made from `x` by a single-output view op, was
+/// made: in no-grad mode it is a no-grad view, else it inherits `x`'s kind
+/// (a view of a split output is one too), as PyTorch's `CreationMeta`.
+pub(crate) fn mark_view(x: &Tensor, view: &Tensor) {
+    if !view.is_floating_point() {
+        return;
+    }
+    if !super::is_grad_enabled() {
+        view.set_view_creation(ViewCreation::NoGrad { multi: false });
+    } else if x.base().is_some() {
+        let inherited = x.view_creation();
+        if inherited != ViewCreation::Default {
+            view.set_view_creation(inherited);
+        }
+    }
+}
+
+/// The name PyTorch's messages give a view's node: `SplitBackward0` is "Split".
+fn view_node_name(view: &Tensor) -> (String, usize) {
+    match view.gradient_edge() {
+        Some(e) => {
+            let name = e.node.name();
+            let short = name.rfind("Backward").map_or(name.as_str(), |i| &name[..i]).to_string();
+            (short, e.input_nr)
+        }
+        None => ("a view".into(), 0),
+    }
+}
+
+const MULTI_VIEWS: &str = "This view is the output of a function that returns multiple views. Such functions do not \
+                           allow the output views to be modified inplace. You should replace the inplace operation by \
+                           an out-of-place one.";
+
+/// Refuses an in-place write that autograd records into a view that may
+/// not take one (PyTorch's `handle_view_on_rebase`): an output of a
+/// multi-output view, or a view made in no-grad mode.
+pub(crate) fn check_inplace_view(view: &Tensor) -> Result<()> {
+    match view.view_creation() {
+        ViewCreation::Default => Ok(()),
+        ViewCreation::MultiOutput => {
+            let (name, nr) = view_node_name(view);
+            Err(Error::invalid(
+                "autograd",
+                format!("Output {nr} of {name} is a view and is being modified inplace. {MULTI_VIEWS}"),
+            ))
+        }
+        ViewCreation::NoGrad { multi } => {
+            let why = if multi {
+                MULTI_VIEWS
+            } else {
+                "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by \
+                 moving both the view and the inplace either both inside the no_grad block (if you don't want the \
+                 inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+            };
+            Err(Error::invalid(
+                "autograd",
+                format!(
+                    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. {why}"
+                ),
+            ))
+        }
+    }
+}
+
+/// Refuses to record a use of an output of a multi-output view whose base
+/// was modified in place since (its history cannot be rebuilt, as in PyTorch).
+pub(crate) fn check_view_use(view: &Tensor) -> Result<()> {
+    let Some(base) = view.base() else {
+        return Ok(());
+    };
+    if view.view_creation() != ViewCreation::MultiOutput || view.view_version() == Some(base.version()) {
+        return Ok(());
+    }
+    let (name, nr) = view_node_name(view);
+    Err(Error::invalid(
+        "autograd",
+        format!(
+            "Output {nr} of {name} is a view and its base or another view of its base has been modified inplace. {MULTI_VIEWS}"
+        ),
+    ))
 }
 
 /// Brings a view's `grad_fn` up to date after its base changed in place.

@@ -218,6 +218,15 @@ pub fn dispatch(call: &Call) -> Result<Tensors> {
     for t in call.inputs.iter().chain(call.out.unwrap_or(&[])) {
         keys = keys.union(t.layer_keys());
     }
+    // A write into a view (made in no-grad mode) of a tensor that requires
+    // grad goes through autograd's checks too.
+    if let Some(out) = call.out
+        && out
+            .iter()
+            .any(|o| o.base().is_some_and(|b| b.layer_keys() != DispatchKeySet::EMPTY))
+    {
+        keys = keys.union(DispatchKeySet::of(DispatchKey::Autograd));
+    }
     let keys = keys
         .union(TLS_INCLUDED.with(Cell::get))
         .minus(TLS_EXCLUDED.with(Cell::get));

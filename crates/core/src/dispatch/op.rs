@@ -79,6 +79,15 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
         false
     }
 
+    /// False for an operator whose outputs PyTorch declares not
+    /// differentiable (`output_differentiability: [False]`, the logical
+    /// ops): its in-place form writes into a tensor that requires grad
+    /// without a check and without a node (the tensor keeps its history).
+    /// Other non-differentiable operators refuse such a write.
+    fn output_differentiable(&self) -> bool {
+        true
+    }
+
     /// Whether input `i` receives a gradient (floating-point data inputs;
     /// not indices or masks).
     fn differentiable_input(&self, i: usize) -> bool {

@@ -229,6 +229,10 @@ impl Op for Binary {
         true
     }
 
+    fn output_differentiable(&self) -> bool {
+        !self.kind.is_logical()
+    }
+
     fn saves(&self) -> Saves {
         self.saves_for(0b11)
     }

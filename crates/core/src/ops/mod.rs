@@ -21,6 +21,7 @@ pub mod reduce;
 pub mod reduce_composite;
 pub mod softmax;
 pub mod sort;
+pub mod split;
 pub mod unary;
 pub mod view;
 
@@ -37,12 +38,14 @@ pub use reduce::{IndexReduce, IntoDims, Reduce, ReduceKind, Scan};
 pub use reduce_composite::{CompositeKind, CompositeReduce};
 pub use softmax::Softmax;
 pub use sort::{Sort, TopK};
+pub use split::{Split, SplitKind};
 pub use unary::{ALL_UNARY, Clamp, Domain, PowScalar, Softplus, Unary, UnaryKind};
 pub use view::{ViewKind, ViewOp, ViewScatter};
 
 /// Registers the backend-independent kernels.
 pub(crate) fn register_composites() -> crate::Result<()> {
     view::register()?;
+    split::register()?;
     unary::register()?;
     activation_backward::register()?;
     join::register()?;

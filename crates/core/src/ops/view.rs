@@ -389,7 +389,9 @@ pub(crate) fn register() -> Result<()> {
 }
 
 fn view_op(x: &Tensor, kind: ViewKind) -> Result<Tensor> {
-    call1(&ViewOp(kind), &[x])
+    let v = call1(&ViewOp(kind), &[x])?;
+    crate::autograd::view::mark_view(x, &v);
+    Ok(v)
 }
 
 fn to_i64(shape: &[usize]) -> Vec<i64> {
@@ -531,79 +533,6 @@ impl Tensor {
         shape.extend(to_i64(&inner));
         shape.extend(to_i64(&self.shape()[d + 1..]));
         self.view(&shape)
-    }
-
-    /// Splits `dim` into pieces of `size` (the last may be smaller).
-    pub fn split(&self, size: usize, dim: i64) -> Result<Vec<Tensor>> {
-        let d = normalize_dim("split", dim, self.ndim())?;
-        if self.ndim() == 0 {
-            return Err(Error::invalid("split", "split expects at least a 1-dimensional tensor"));
-        }
-        let n = self.shape()[d];
-        if size == 0 && n != 0 {
-            return Err(Error::invalid(
-                "split",
-                "split_size can only be 0 if dimension size is 0",
-            ));
-        }
-        let mut out = Vec::new();
-        let mut start = 0;
-        loop {
-            let len = size.min(n - start);
-            out.push(self.narrow(d as i64, start as i64, len)?);
-            start += len;
-            if start >= n {
-                break;
-            }
-        }
-        Ok(out)
-    }
-
-    /// Splits `dim` into pieces of the given sizes, which must sum to its size.
-    pub fn split_sizes(&self, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
-        let d = normalize_dim("split_with_sizes", dim, self.ndim())?;
-        let n = self.shape().get(d).copied().unwrap_or(1);
-        if sizes.iter().sum::<usize>() != n {
-            return Err(Error::invalid(
-                "split_with_sizes",
-                format!("split_sizes {sizes:?} must sum to the size of dim {d} ({n})"),
-            ));
-        }
-        let mut start = 0;
-        sizes
-            .iter()
-            .map(|&len| {
-                let t = self.narrow(d as i64, start as i64, len);
-                start += len;
-                t
-            })
-            .collect()
-    }
-
-    /// Splits `dim` into `chunks` pieces of equal size (the last may be
-    /// smaller; fewer pieces when the size does not allow more), as `torch.chunk`.
-    pub fn chunk(&self, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
-        if chunks == 0 {
-            return Err(Error::invalid("chunk", "chunk expects `chunks` to be greater than 0"));
-        }
-        let d = normalize_dim("chunk", dim, self.ndim())?;
-        let n = self.shape().get(d).copied().unwrap_or(1);
-        if n == 0 {
-            return (0..chunks).map(|_| self.narrow(d as i64, 0, 0)).collect();
-        }
-        self.split(n.div_ceil(chunks), dim)
-    }
-
-    /// The slices along `dim`, each without that dim.
-    pub fn unbind(&self, dim: i64) -> Result<Vec<Tensor>> {
-        let d = normalize_dim("unbind", dim, self.ndim())?;
-        if self.ndim() == 0 {
-            return Err(Error::invalid(
-                "unbind",
-                "dimension specified as 0 but tensor has no dimensions",
-            ));
-        }
-        (0..self.shape()[d]).map(|i| self.select(d as i64, i as i64)).collect()
     }
 
     /// The shape as signed sizes (for passing to `view`/`expand`).
