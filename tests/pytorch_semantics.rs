@@ -516,3 +516,25 @@ fn inplace_comparisons_have_zero_gradients() -> Result<()> {
     assert!(x.lt_(1.0).unwrap_err().to_string().contains("leaf"));
     Ok(())
 }
+
+/// cumsum / cumprod of a 0-d tensor are the scans themselves (nodes
+/// `CumsumBackward0` / `CumprodBackward0`, not a clone), in every float
+/// dtype; integers accumulate in int64. PyTorch: d(cumprod(a) * cumsum(a))/da
+/// at 2.5 is 5.
+#[test]
+fn scans_of_a_scalar() -> Result<()> {
+    for dt in [DType::F32, DType::BF16, DType::F64] {
+        let a = Tensor::scalar_tensor(ferrotorch::Scalar::Float(2.5), dt).requires_grad_(true)?;
+        let (c, s) = (a.cumprod(0)?, a.cumsum(-1)?);
+        assert_eq!(
+            (node(&c), node(&s)),
+            ("CumprodBackward0".into(), "CumsumBackward0".into())
+        );
+        assert_eq!((c.shape(), c.dtype()), (&[][..], dt));
+        c.mul(&s)?.backward()?;
+        assert_eq!(a.grad().unwrap().to_dtype(DType::F64)?.item::<f64>()?, 5.0);
+    }
+    let i = Tensor::scalar_tensor(ferrotorch::Scalar::Int(3), DType::I32).cumsum(0)?;
+    assert_eq!((i.dtype(), i.item::<i64>()?), (DType::I64, 3));
+    Ok(())
+}

@@ -653,6 +653,10 @@ pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&T
 pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Scan>(op)?;
     let (x, out) = (inputs[0], outputs[0]);
+    if x.ndim() == 0 {
+        // One element: its running sum or product is itself.
+        return super::copy::cast_into(out, x);
+    }
     let name = op.entry().base_name();
     let acc = access(name, &[x], &[out])?;
     let (l, ol) = (x.layout(), out.layout());

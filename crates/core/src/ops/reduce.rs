@@ -647,9 +647,6 @@ impl Tensor {
         } else {
             self.clone()
         };
-        if x.ndim() == 0 {
-            return x.clone_tensor();
-        }
         call1(&Scan { prod, dim: d }, &[&x])
     }
 
