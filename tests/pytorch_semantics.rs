@@ -161,6 +161,15 @@ fn validation_as_pytorch() -> Result<()> {
     assert_eq!(u8s.fill_(-1)?.to_vec::<u8>()?, [255, 255, 255]);
     assert_eq!(u8s.fill_(255.9)?.to_vec::<u8>()?, [255, 255, 255]);
     assert!(msg(u8s.fill_(-256)).contains("uint8_t"));
+    // A negative float never fits uint8 (a negative int does): -0.5 fails,
+    // -0.0 fits.
+    assert!(msg(u8s.fill_(-0.5)).contains("uint8_t"));
+    assert!(msg(u8s.masked_fill(&Tensor::from_slice(&[true, false, true]), -1.5)).contains("uint8_t"));
+    assert_eq!(u8s.fill_(-0.0)?.to_vec::<u8>()?, [0, 0, 0]);
+    assert_eq!(
+        Tensor::zeros_dtype(&[1], DType::I32)?.fill_(-1.5)?.to_vec::<i32>()?,
+        [-1]
+    );
     let i32s = Tensor::zeros_dtype(&[3], DType::I32)?;
     assert!(msg(i32s.fill_(1i64 << 31)).ends_with("type int without overflow"));
     assert_eq!(i32s.fill_(2147483647.9)?.to_vec::<i32>()?, [i32::MAX; 3]);
@@ -536,5 +545,47 @@ fn scans_of_a_scalar() -> Result<()> {
     }
     let i = Tensor::scalar_tensor(ferrotorch::Scalar::Int(3), DType::I32).cumsum(0)?;
     assert_eq!((i.dtype(), i.item::<i64>()?), (DType::I64, 3));
+    Ok(())
+}
+
+/// add/sub's alpha is checked against the computation's dtype (PyTorch's
+/// alpha_check): a float alpha is fine for int - float, a bool alpha only
+/// for bool results; bool add applies a bool alpha.
+#[test]
+fn alpha_checks_use_the_result_dtype() -> Result<()> {
+    let msg = |r: Result<Tensor>| r.err().map(|e| e.to_string()).unwrap_or_else(|| "no error".into());
+    let ints = Tensor::from_slice(&[4i32, 6]);
+    let floats = Tensor::from_slice(&[0.5f32, 1.0]);
+    assert_eq!(ints.sub_scaled(&floats, 2.5)?.to_vec::<f32>()?, [2.75, 3.5]);
+    assert!(msg(ints.sub_scaled(&ints, 2.5)).contains("alpha must not be a floating point number"));
+    assert!(msg(floats.add_scaled(&floats, true)).contains("Boolean alpha only supported for Boolean results"));
+    assert!(msg(ints.add_scaled_(&ints, false)).contains("Boolean alpha"));
+    let a = Tensor::from_slice(&[false, true, false]);
+    let b = Tensor::from_slice(&[true, true, false]);
+    assert_eq!(a.add_scaled(&b, false)?.to_vec::<bool>()?, [false, true, false]);
+    assert_eq!(a.add_scaled(&b, 0)?.to_vec::<bool>()?, [false, true, false]);
+    assert_eq!(a.add_scaled(&b, true)?.to_vec::<bool>()?, [true, true, false]);
+    Ok(())
+}
+
+/// Out-of-place masked_fill broadcasts x and the mask (PyTorch's
+/// expand_outplace); x's gradient is summed back. In place, the mask must
+/// broadcast to x.
+#[test]
+fn masked_fill_broadcasts_out_of_place() -> Result<()> {
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0]).requires_grad_(true)?;
+    let m = Tensor::from_vec(vec![true, false], &[2, 1])?;
+    let r = x.masked_fill(&m, 0.5)?;
+    assert_eq!(r.shape(), [2, 3]);
+    assert_eq!(r.to_vec::<f32>()?, [0.5, 0.5, 0.5, 1.0, 2.0, 3.0]);
+    r.sum()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [1.0, 1.0, 1.0]);
+    let e = x
+        .detach()
+        .masked_fill_(&m, 0.5)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("mask must broadcast to the input"), "{e}");
     Ok(())
 }

@@ -59,8 +59,9 @@ impl Scalar {
             Scalar::Float(f) if dtype.is_floating_point() => !f.is_finite() || (f >= lo && f <= hi),
             // A float into an integer dtype truncates, so anything below
             // max + 1 fits (PyTorch: 2147483647.9 fills an int32, 2^31 does
-            // not); NaN and inf fail.
-            Scalar::Float(f) => f >= lo && f < hi + 1.0,
+            // not); NaN and inf fail. A negative float never fits uint8
+            // (-0.5 fails, -0.0 fits), unlike a negative int.
+            Scalar::Float(f) => f >= if dtype == DType::U8 { 0.0 } else { lo } && f < hi + 1.0,
         };
         if fits {
             Ok(())

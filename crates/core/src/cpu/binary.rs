@@ -253,12 +253,15 @@ pub(crate) fn binary_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
     if op.kind.is_predicate() {
         predicate(op, dt, out, a, b)
     } else if dt == DType::Bool {
-        // add/mul on bools are or/and; maximum/minimum likewise.
+        // add/mul on bools are or/and; maximum/minimum likewise. add's
+        // alpha is a bool too: `a + False * b` is `a`.
         let kind = op.kind;
+        let alpha = op.alpha.to_f64() != 0.0;
         map2::<bool, bool, bool>(kind.entry().base_name(), out, a, b, Cost::Cheap, |x, y, o| {
             for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
                 *r = match kind {
                     BinaryKind::Mul | BinaryKind::Minimum => *p && *q,
+                    BinaryKind::Add => *p || (alpha && *q),
                     _ => *p || *q,
                 };
             }

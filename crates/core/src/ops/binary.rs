@@ -199,6 +199,16 @@ impl Op for Binary {
         let (dt, out_dt) = self.dtypes(a, b);
         // alpha is converted to the computation's dtype, as in PyTorch.
         if matches!(self.kind, BinaryKind::Add | BinaryKind::Sub) && self.alpha != Scalar::Int(1) {
+            // PyTorch's alpha_check, against the computation's dtype.
+            if matches!(self.alpha, Scalar::Bool(_)) && dt != DType::Bool {
+                return Err(Error::invalid(name, "Boolean alpha only supported for Boolean results"));
+            }
+            if self.alpha.is_float() && !dt.is_floating_point() {
+                return Err(Error::invalid(
+                    name,
+                    "for integral input tensors, argument alpha must not be a floating point number",
+                ));
+            }
             self.alpha.check_fits(name, dt)?;
         }
         match self.kind {
@@ -575,29 +585,17 @@ binary_methods! {
 impl Tensor {
     /// `self + alpha * other` (`torch.add(input, other, alpha=alpha)`).
     pub fn add_scaled<'a>(&self, other: impl IntoOperand<'a>, alpha: impl Into<Scalar>) -> Result<Tensor> {
-        binary_op(
-            alpha_op(BinaryKind::Add, alpha.into(), self)?,
-            self,
-            other.into_operand(),
-        )
+        binary_op(alpha_op(BinaryKind::Add, alpha.into()), self, other.into_operand())
     }
 
     /// In-place [`Tensor::add_scaled`].
     pub fn add_scaled_<'a>(&self, other: impl IntoOperand<'a>, alpha: impl Into<Scalar>) -> Result<Tensor> {
-        binary_op_(
-            alpha_op(BinaryKind::Add, alpha.into(), self)?,
-            self,
-            other.into_operand(),
-        )
+        binary_op_(alpha_op(BinaryKind::Add, alpha.into()), self, other.into_operand())
     }
 
     /// `self - alpha * other`.
     pub fn sub_scaled<'a>(&self, other: impl IntoOperand<'a>, alpha: impl Into<Scalar>) -> Result<Tensor> {
-        binary_op(
-            alpha_op(BinaryKind::Sub, alpha.into(), self)?,
-            self,
-            other.into_operand(),
-        )
+        binary_op(alpha_op(BinaryKind::Sub, alpha.into()), self, other.into_operand())
     }
 
     /// `self / other` rounded as `rounding` says (`torch.div(..., rounding_mode=...)`).
@@ -632,14 +630,14 @@ impl Tensor {
     /// `mask` broadcasts to `self`.
     pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
-        check_masked_fill(self, mask, value)?;
+        check_masked_fill(self, mask, value, false)?;
         call1(&crate::ops::composite::CompositeOp::MaskedFill { value }, &[self, mask])
     }
 
     /// In-place [`Tensor::masked_fill`] (node `MaskedFillBackward0`).
     pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
-        check_masked_fill(self, mask, value)?;
+        check_masked_fill(self, mask, value, true)?;
         call_out(
             &crate::ops::composite::CompositeOp::MaskedFill { value },
             &[self, mask],
@@ -649,13 +647,15 @@ impl Tensor {
     }
 }
 
-/// `masked_fill`'s checks: a bool mask that broadcasts to `x`, a value that fits x's dtype.
-fn check_masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<()> {
+/// `masked_fill`'s checks: a bool mask that broadcasts with `x` (to `x`'s
+/// shape when it is written in place; else the result has the broadcast
+/// shape, as PyTorch's), a value that fits x's dtype.
+fn check_masked_fill(x: &Tensor, mask: &Tensor, value: Scalar, inplace: bool) -> Result<()> {
     if mask.dtype() != DType::Bool {
         return Err(Error::dtype("masked_fill", mask.dtype(), "mask must be a bool tensor"));
     }
     let shape = broadcast_shapes("masked_fill", x.shape(), mask.shape())?;
-    if shape.as_slice() != x.shape() {
+    if inplace && shape.as_slice() != x.shape() {
         return Err(Error::shape(
             "masked_fill",
             x.shape(),
@@ -666,17 +666,12 @@ fn check_masked_fill(x: &Tensor, mask: &Tensor, value: Scalar) -> Result<()> {
     value.check_fits("masked_fill", x.dtype())
 }
 
-fn alpha_op(kind: BinaryKind, alpha: Scalar, a: &Tensor) -> Result<Binary> {
-    if alpha.is_float() && !a.dtype().is_floating_point() {
-        return Err(Error::invalid(
-            kind.entry().base_name(),
-            "for integral input tensors, argument alpha must not be a floating point number",
-        ));
-    }
-    Ok(Binary {
+/// `kind` with `alpha` (checked against the computation's dtype by `infer`).
+fn alpha_op(kind: BinaryKind, alpha: Scalar) -> Binary {
+    Binary {
         alpha,
         ..Binary::new(kind)
-    })
+    }
 }
 
 /// Dispatch table of `where.self`.

@@ -66,7 +66,10 @@ impl Op for CompositeOp {
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
         let shape: Vec<usize> = match self {
-            CompositeOp::MaskedFill { .. } | CompositeOp::Triangle { .. } => x.shape().to_vec(),
+            CompositeOp::MaskedFill { .. } => {
+                crate::layout::broadcast_shapes("masked_fill", x.shape(), inputs[1].shape())?.to_vec()
+            }
+            CompositeOp::Triangle { .. } => x.shape().to_vec(),
             CompositeOp::Dot => Vec::new(),
             CompositeOp::Mv => vec![x.shape()[0]],
             CompositeOp::Stack { dim } => {
@@ -110,7 +113,14 @@ impl Op for CompositeOp {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
         Ok(match self {
-            CompositeOp::MaskedFill { .. } => vec![Some(g.masked_fill(&ctx.input(1)?, 0)?), None],
+            // The result may have the broadcast shape of x and the mask.
+            CompositeOp::MaskedFill { .. } => vec![
+                Some(crate::ops::grad_util::sum_to(
+                    &g.masked_fill(&ctx.input(1)?, 0)?,
+                    ctx.input_shape(0),
+                )?),
+                None,
+            ],
             CompositeOp::Triangle { diagonal, upper } => {
                 vec![Some(if *upper { g.triu(*diagonal)? } else { g.tril(*diagonal)? })]
             }
