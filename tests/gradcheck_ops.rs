@@ -175,6 +175,14 @@ fn cases() -> Vec<Case> {
         case("unsqueeze", vec![x()], true, |t| t[0].unsqueeze(1)),
         case("as_strided", vec![x()], true, |t| t[0].as_strided(&[2, 2], &[4, 1], 1)),
         case("alias", vec![v(4)], true, |t| t[0].t()),
+        // A reshape that must copy ends in `_unsafe_view`.
+        case("_unsafe_view", vec![x()], true, |t| t[0].t()?.reshape(&[-1])),
+        // A reshape of a non-contiguous tensor that needs no copy.
+        case("_reshape_alias", vec![x()], true, |t| {
+            t[0].narrow(1, 0, 2)?.reshape(&[3, 1, 2])
+        }),
+        // matmul of a vector and a matrix ends in `squeeze_(0)`.
+        case("squeeze_.dim", vec![v(3), x()], true, |t| t[0].matmul(&t[1])),
         case(
             "ferrotorch::view_scatter",
             vec![rand(&g, &[3, 2], -1.0, 1.0)],

@@ -153,6 +153,42 @@ fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// PyTorch's `should_fold`: whether `matmul(a, b)` folds the operand with
+/// three or more dims into a matrix (one mm/mv) instead of a batched
+/// product: when the other has one or two dims, and either it requires
+/// grad or the fold needs no copy.
+fn should_fold(a: &Tensor, b: &Tensor) -> bool {
+    let (na, nb) = (a.ndim(), b.ndim());
+    let larger_first = na >= nb;
+    let (dim_t1, dim_t2) = if larger_first { (na, nb) } else { (nb, na) };
+    if !(dim_t1 >= 3 && dim_t2 <= 2) {
+        return false;
+    }
+    let (large, small) = if larger_first { (a, b) } else { (b, a) };
+    if small.requires_grad() {
+        return true;
+    }
+    if a.ndim() == 2 {
+        return false;
+    }
+    if large.numel() == 0 {
+        return true;
+    }
+    // The fold is a view when the batch dims (of the larger operand as it
+    // is multiplied: transposed when it is on the right) are contiguous.
+    let (shape, strides) = if larger_first {
+        (large.shape().to_vec(), large.strides().to_vec())
+    } else {
+        let mut sh = large.shape().to_vec();
+        let mut st = large.strides().to_vec();
+        let n = sh.len();
+        sh.swap(n - 1, n - 2);
+        st.swap(n - 1, n - 2);
+        (sh, st)
+    };
+    (0..dim_t1 - 2).all(|i| strides[i] == strides[i + 1] * shape[i + 1])
+}
+
 impl Tensor {
     /// Matrix product of two 2-D tensors.
     pub fn mm(&self, other: &Tensor) -> Result<Tensor> {
@@ -242,22 +278,38 @@ impl Tensor {
         match (na, nb) {
             (1, 1) => a.dot(b),
             (2, 1) => a.mv(b),
-            (1, 2) => a.unsqueeze(0)?.mm(b)?.squeeze_dim(0),
+            // As PyTorch: `a.unsqueeze(0).mm(b).squeeze_(0)`.
+            (1, 2) => crate::ops::view::squeeze_temporary(&a.unsqueeze(0)?.mm(b)?, 0),
             (2, 2) => a.mm(b),
-            (_, 1 | 2) if na >= 3 => {
-                // Fold a's batch dims into rows: one big mm.
-                let k = a.shape()[na - 1];
-                let b2 = if nb == 1 { b.unsqueeze(1)? } else { b.clone() };
-                if b2.shape()[0] != k {
+            _ if should_fold(a, b) => {
+                // As PyTorch: fold the larger operand's batch dims into the
+                // rows of one mm/mv (the smaller one, transposed, on the
+                // right when the larger one is on the right).
+                let transpose = nb > na;
+                let t1 = if transpose { b.transpose(-1, -2)? } else { a.clone() };
+                let t2 = match (transpose, na) {
+                    (true, 2) => a.t()?,
+                    (true, _) => a.clone(),
+                    (false, _) => b.clone(),
+                };
+                let k = t1.shape()[t1.ndim() - 1];
+                if t2.shape()[0] != k {
                     return Err(Error::shape("matmul", a.shape(), b.shape(), "inner dimensions differ"));
                 }
-                let rows = a.reshape(&[a.shape()[..na - 1].iter().product::<usize>() as i64, k as i64])?;
-                let out = rows.mm(&b2)?;
-                let mut shape: Vec<i64> = a.shape()[..na - 1].iter().map(|&s| s as i64).collect();
-                if nb == 2 {
-                    shape.push(b.shape()[1] as i64);
+                let mut shape: Vec<i64> = t1.shape()[..t1.ndim() - 1].iter().map(|&s| s as i64).collect();
+                let rows = shape.iter().product::<i64>();
+                let folded = t1.reshape(&[rows, k as i64])?;
+                if t2.ndim() == 2 {
+                    shape.push(t2.shape()[1] as i64);
+                    let out = crate::ops::view::unsafe_view(&folded.mm(&t2)?, &shape)?;
+                    if transpose {
+                        out.transpose(-1, -2)?.contiguous()
+                    } else {
+                        Ok(out)
+                    }
+                } else {
+                    crate::ops::view::unsafe_view(&folded.mv(&t2)?, &shape)
                 }
-                out.reshape(&shape)
             }
             _ => {
                 let a2 = if na == 1 { a.unsqueeze(0)? } else { a.clone() };
@@ -274,11 +326,16 @@ impl Tensor {
                 sa.extend([n as i64, k1 as i64]);
                 sb.extend([k2 as i64, m as i64]);
                 let out = call1(&MatMul, &[&a2.expand(&sa)?, &b2.expand(&sb)?])?;
-                match (na, nb) {
-                    (1, _) => out.squeeze_dim(-2),
-                    (_, 1) => out.squeeze_dim(-1),
-                    _ => Ok(out),
+                // As PyTorch, the batched product is `_unsafe_view`ed to the
+                // result's shape (node `UnsafeViewBackward0`).
+                let mut shape: Vec<i64> = batch.iter().map(|&s| s as i64).collect();
+                if na >= 2 {
+                    shape.push(n as i64);
                 }
+                if nb >= 2 {
+                    shape.push(m as i64);
+                }
+                crate::ops::view::unsafe_view(&out, &shape)
             }
         }
     }

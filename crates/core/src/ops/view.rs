@@ -74,6 +74,16 @@ pub enum ViewKind {
     },
     /// `alias()`: the same layout (what `detach` returns).
     Alias,
+    /// `_unsafe_view(shape)`: `view` of a fresh temporary, the last step of
+    /// a `reshape` that copies (node `UnsafeViewBackward0`, as PyTorch's).
+    UnsafeView(Vec<i64>),
+    /// `_reshape_alias(shape)`: the view `reshape` makes of a tensor that
+    /// is not contiguous but whose strides allow one (node
+    /// `ReshapeAliasBackward0`, as PyTorch's).
+    ReshapeAlias(Vec<i64>),
+    /// `squeeze_(dim)` of a temporary (the end of `matmul` of a vector and
+    /// a matrix), a new tensor rather than a view (node `SqueezeBackward4`).
+    SqueezeInplace(i64),
 }
 
 /// Dispatch table of `view`.
@@ -102,8 +112,16 @@ pub static AS_STRIDED: OpEntry = OpEntry::differentiable("as_strided");
 /// Dispatch table of `alias`.
 pub static ALIAS: OpEntry = OpEntry::differentiable("alias");
 
+/// Dispatch table of `_unsafe_view`.
+pub static UNSAFE_VIEW: OpEntry = OpEntry::differentiable("_unsafe_view");
+
+/// Dispatch table of `_reshape_alias`.
+pub static RESHAPE_ALIAS: OpEntry = OpEntry::differentiable("_reshape_alias");
+/// Dispatch table of `squeeze_.dim`.
+pub static SQUEEZE_INPLACE: OpEntry = OpEntry::differentiable("squeeze_.dim");
+
 /// Every view operator's table.
-pub const VIEW_ENTRIES: [&OpEntry; 12] = [
+pub const VIEW_ENTRIES: [&OpEntry; 15] = [
     &VIEW,
     &PERMUTE,
     &TRANSPOSE,
@@ -116,6 +134,9 @@ pub const VIEW_ENTRIES: [&OpEntry; 12] = [
     &UNSQUEEZE,
     &AS_STRIDED,
     &ALIAS,
+    &UNSAFE_VIEW,
+    &RESHAPE_ALIAS,
+    &SQUEEZE_INPLACE,
 ];
 
 /// A view operator instance.
@@ -127,7 +148,7 @@ impl ViewOp {
     pub fn apply(&self, l: &Layout, storage_elems: usize) -> Result<Layout> {
         let name = self.entry().base_name();
         match &self.0 {
-            ViewKind::View(shape) => l.view(name, shape),
+            ViewKind::View(shape) | ViewKind::UnsafeView(shape) | ViewKind::ReshapeAlias(shape) => l.view(name, shape),
             ViewKind::Permute(p) => l.permute(name, p),
             ViewKind::Transpose(a, b) => l.transpose(name, *a, *b),
             ViewKind::T if l.ndim() < 2 => Ok(l.clone()),
@@ -137,7 +158,7 @@ impl ViewOp {
             ViewKind::Narrow { dim, start, length } => l.narrow(name, *dim, *start, *length),
             ViewKind::Select { dim, index } => l.select(name, *dim, *index),
             ViewKind::Squeeze(dims) => l.squeeze(name, dims.as_deref()),
-            ViewKind::SqueezeDim(d) => l.squeeze(name, Some(&[*d])),
+            ViewKind::SqueezeDim(d) | ViewKind::SqueezeInplace(d) => l.squeeze(name, Some(&[*d])),
             ViewKind::Unsqueeze(d) => l.unsqueeze(name, *d),
             ViewKind::AsStrided {
                 shape, strides, offset, ..
@@ -189,6 +210,9 @@ impl Op for ViewOp {
             ViewKind::Unsqueeze(_) => &UNSQUEEZE,
             ViewKind::AsStrided { .. } => &AS_STRIDED,
             ViewKind::Alias => &ALIAS,
+            ViewKind::UnsafeView(_) => &UNSAFE_VIEW,
+            ViewKind::ReshapeAlias(_) => &RESHAPE_ALIAS,
+            ViewKind::SqueezeInplace(_) => &SQUEEZE_INPLACE,
         }
     }
 
@@ -209,6 +233,9 @@ impl Op for ViewOp {
             ViewKind::Unsqueeze(_) => "UnsqueezeBackward0",
             ViewKind::AsStrided { .. } => "AsStridedBackward0",
             ViewKind::Alias => "AliasBackward0",
+            ViewKind::UnsafeView(_) => "UnsafeViewBackward0",
+            ViewKind::ReshapeAlias(_) => "ReshapeAliasBackward0",
+            ViewKind::SqueezeInplace(_) => "SqueezeBackward4",
         }
         .into()
     }
@@ -218,9 +245,13 @@ impl Op for ViewOp {
         let shape = ctx.input_shape(0).to_vec();
         let shape_i: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
         let r = match &self.0 {
-            ViewKind::View(_) | ViewKind::Squeeze(_) | ViewKind::SqueezeDim(_) | ViewKind::Unsqueeze(_) => {
-                g.reshape(&shape_i)?
-            }
+            ViewKind::View(_)
+            | ViewKind::UnsafeView(_)
+            | ViewKind::ReshapeAlias(_)
+            | ViewKind::SqueezeInplace(_)
+            | ViewKind::Squeeze(_)
+            | ViewKind::SqueezeDim(_)
+            | ViewKind::Unsqueeze(_) => g.reshape(&shape_i)?,
             ViewKind::Alias => g,
             ViewKind::Permute(p) => {
                 let nd = p.len();
@@ -378,7 +409,11 @@ fn view_kernel(call: &Call) -> Result<Tensors> {
     let elems = x.storage().nbytes() / x.element_size();
     let layout = op.apply(x.layout(), elems)?;
     // `view_with_layout` checks that the view stays inside its storage.
-    Ok(smallvec::smallvec![x.view_for(op.entry().base_name(), layout)?])
+    let v = match op.0 {
+        ViewKind::UnsafeView(_) | ViewKind::SqueezeInplace(_) => x.unsafe_view_for(op.entry().base_name(), layout)?,
+        _ => x.view_for(op.entry().base_name(), layout)?,
+    };
+    Ok(smallvec::smallvec![v])
 }
 
 pub(crate) fn register() -> Result<()> {
@@ -392,6 +427,18 @@ fn view_op(x: &Tensor, kind: ViewKind) -> Result<Tensor> {
     let v = call1(&ViewOp(kind), &[x])?;
     crate::autograd::view::mark_view(x, &v);
     Ok(v)
+}
+
+/// `_unsafe_view(x, shape)`: `x` (a temporary the caller made, e.g. a
+/// matmul's output) seen with another shape, as a new tensor rather than a
+/// view (node `UnsafeViewBackward0`).
+pub(crate) fn unsafe_view(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    view_op(x, ViewKind::UnsafeView(shape.to_vec()))
+}
+
+/// `squeeze_(dim)` of a temporary the caller made (node `SqueezeBackward4`).
+pub(crate) fn squeeze_temporary(x: &Tensor, dim: i64) -> Result<Tensor> {
+    view_op(x, ViewKind::SqueezeInplace(dim))
 }
 
 fn to_i64(shape: &[usize]) -> Vec<i64> {
@@ -408,10 +455,13 @@ impl Tensor {
     /// Like [`Tensor::view`], copying only when the strides require it.
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
         let target = crate::layout::infer_shape("reshape", shape, self.numel())?;
-        if crate::layout::view_strides(self.shape(), self.strides(), &target).is_some() {
+        if self.is_contiguous() {
             self.view(shape)
+        } else if crate::layout::view_strides(self.shape(), self.strides(), &target).is_some() {
+            view_op(self, ViewKind::ReshapeAlias(shape.to_vec()))
         } else {
-            self.contiguous()?.view(shape)
+            // As PyTorch: `_unsafe_view(clone(contiguous), shape)`.
+            view_op(&self.contiguous()?, ViewKind::UnsafeView(shape.to_vec()))
         }
     }
 
@@ -515,6 +565,10 @@ impl Tensor {
         }
         if s > e {
             return Err(Error::invalid("flatten", "start_dim cannot come after end_dim"));
+        }
+        if s == e {
+            // Nothing to merge: the tensor itself, as PyTorch returns `self`.
+            return Ok(self.clone());
         }
         let mut shape: Vec<i64> = to_i64(&self.shape()[..s]);
         shape.push(self.shape()[s..=e].iter().product::<usize>() as i64);

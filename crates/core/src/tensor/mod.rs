@@ -284,8 +284,18 @@ impl Tensor {
 
     /// [`Tensor::view_with_layout`] for the view operator `op` (named in errors).
     pub(crate) fn view_for(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
+        self.view_impl(op, layout, true)
+    }
+
+    /// [`Tensor::view_for`] whose result is not a view for autograd (no
+    /// base): `_unsafe_view`, whose input is a temporary no one else sees.
+    pub(crate) fn unsafe_view_for(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
+        self.view_impl(op, layout, false)
+    }
+
+    fn view_impl(&self, op: &'static str, layout: Layout, as_view: bool) -> Result<Tensor> {
         let numel = check_layout(op, &layout, self.dtype(), self.storage())?;
-        let base = Some(self.0.base.clone().unwrap_or_else(|| self.clone()));
+        let base = as_view.then(|| self.0.base.clone().unwrap_or_else(|| self.clone()));
         let contiguous = layout.is_contiguous();
         Ok(Tensor::wrap(TensorImpl::arc_with_counts(
             self.0.storage.clone(),
