@@ -448,7 +448,7 @@ fn gather_and_scatter_edge_shapes() -> Result<()> {
 }
 
 /// `fill_` and `zero_` keep an edge to the old history (a zero gradient),
-/// as PyTorch's FillBackward0 / ZeroBackward0: leaves get zero gradients
+/// as PyTorch's FillBackward2 (`fill_.Scalar`) / ZeroBackward0: leaves get zero gradients
 /// instead of none, and a saved output they overwrite is still detected.
 #[test]
 fn fill_and_zero_keep_the_graph() -> Result<()> {
@@ -467,7 +467,7 @@ fn fill_and_zero_keep_the_graph() -> Result<()> {
     let x = leaf(&[1.0, 2.0], &[2])?;
     let y = x.exp()?;
     y.fill_(1.0)?;
-    assert_eq!(node(&y), "FillBackward0");
+    assert_eq!(node(&y), "FillBackward2");
     let e = y.sum()?.backward().unwrap_err().to_string();
     assert!(e.contains("modified by an inplace operation"), "{e}");
     // Overflowing values are refused before anything is written.
@@ -587,5 +587,118 @@ fn masked_fill_broadcasts_out_of_place() -> Result<()> {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(e.contains("mask must broadcast to the input"), "{e}");
+    Ok(())
+}
+
+/// matmul, reshape and flatten record PyTorch 2.15's nodes (its folding
+/// rules: `_unsafe_view` of a folded or batched product, `squeeze_` after a
+/// vector times a matrix, `_reshape_alias` for a non-contiguous view, a copy
+/// then `_unsafe_view` when no view exists), with PyTorch's shapes.
+#[test]
+fn matmul_and_reshape_nodes() -> Result<()> {
+    let x = Tensor::randn(&[3, 4])?.requires_grad_(true)?;
+    let b3 = Tensor::randn(&[2, 3, 4])?.requires_grad_(true)?;
+    let w = Tensor::randn(&[4, 5])?.requires_grad_(true)?;
+    let v = Tensor::randn(&[4])?.requires_grad_(true)?;
+    let s = Tensor::scalar_tensor(ferrotorch::Scalar::Float(1.5), DType::F32).requires_grad_(true)?;
+    let b3t = b3.transpose(1, 2)?;
+    let cases: Vec<(&str, Tensor, &str, Vec<usize>)> = vec![
+        ("b3 @ w", b3.matmul(&w)?, "UnsafeViewBackward0", vec![2, 3, 5]),
+        ("b3 @ v", b3.matmul(&v)?, "UnsafeViewBackward0", vec![2, 3]),
+        ("v @ w", v.matmul(&w)?, "SqueezeBackward4", vec![5]),
+        (
+            "x @ b3.transpose(1,2)",
+            x.matmul(&b3t)?,
+            "CloneBackward0",
+            vec![2, 3, 3],
+        ),
+        (
+            "v @ b3.transpose(1,2)",
+            v.matmul(&b3t)?,
+            "UnsafeViewBackward0",
+            vec![2, 3],
+        ),
+        (
+            "b3 @ b3.transpose(1,2)",
+            b3.matmul(&b3t)?,
+            "UnsafeViewBackward0",
+            vec![2, 3, 3],
+        ),
+        (
+            "b3.transpose(1,2) @ x",
+            b3t.matmul(&x)?,
+            "UnsafeViewBackward0",
+            vec![2, 4, 4],
+        ),
+        (
+            "x[:, :2].reshape(6)",
+            x.narrow(1, 0, 2)?.reshape(&[6])?,
+            "UnsafeViewBackward0",
+            vec![6],
+        ),
+        (
+            "x[:, :2].reshape(3, 1, 2)",
+            x.narrow(1, 0, 2)?.reshape(&[3, 1, 2])?,
+            "ReshapeAliasBackward0",
+            vec![3, 1, 2],
+        ),
+        (
+            "x[1:].reshape(8)",
+            x.narrow(0, 1, 2)?.reshape(&[8])?,
+            "ViewBackward0",
+            vec![8],
+        ),
+        (
+            "x.t().flatten()",
+            x.t()?.flatten(0, -1)?,
+            "UnsafeViewBackward0",
+            vec![12],
+        ),
+        ("s.max(0)[0]", s.max_dim(0, false)?.0, "MaxBackward0", vec![]),
+        ("s.min(-1)[0]", s.min_dim(-1, false)?.0, "MinBackward0", vec![]),
+    ];
+    for (expr, t, want, shape) in cases {
+        assert_eq!((node(&t).as_str(), t.shape()), (want, &shape[..]), "{expr}");
+    }
+    // flatten over one dim returns the tensor itself.
+    let f = x.flatten(1, 1)?;
+    assert!(f.is_leaf() && f.storage().same(x.storage()));
+    // A reshape that copied is not a view: an in-place op on it records its own node.
+    let y = x.t()?.reshape(&[-1])?;
+    y.mul_(2.0)?;
+    assert_eq!(node(&y), "MulBackward0");
+    // The gradient of a 0-d max flows through.
+    s.max_dim(0, false)?.0.mul(3.0)?.backward()?;
+    assert_eq!(s.grad().unwrap().item::<f32>()?, 3.0);
+    Ok(())
+}
+
+/// PyTorch computes an empty batched product before checking dtypes: zeros
+/// in the second operand's dtype. mm, mv and dot always check.
+#[test]
+fn empty_products_and_dtypes() -> Result<()> {
+    let r = Tensor::zeros(&[1, 2, 0])?.bmm(&Tensor::zeros_dtype(&[1, 0, 3], DType::F16)?)?;
+    assert_eq!((r.dtype(), r.shape()), (DType::F16, &[1, 2, 3][..]));
+    assert_eq!(r.to_dtype(DType::F32)?.to_vec::<f32>()?, [0.0; 6]);
+    let bools = Tensor::zeros_dtype(&[0, 2], DType::Bool)?.mm(&Tensor::zeros_dtype(&[2, 3], DType::Bool)?)?;
+    assert_eq!(bools.shape(), [0, 3]);
+    assert!(
+        Tensor::zeros(&[3, 0])?
+            .mm(&Tensor::zeros_dtype(&[0, 2], DType::F64)?)
+            .is_err()
+    );
+    assert!(
+        Tensor::zeros_dtype(&[2, 2], DType::Bool)?
+            .mm(&Tensor::zeros_dtype(&[2, 2], DType::Bool)?)
+            .is_err()
+    );
+    // sum(dtype=int) of a tensor that requires grad (PyTorch's message).
+    let x = Tensor::randn(&[3])?.requires_grad_(true)?;
+    let e = x
+        .sum_dtype(Some(vec![0]), false, DType::I64)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("Autograd not support dtype: Long"), "{e}");
     Ok(())
 }

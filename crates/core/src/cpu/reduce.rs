@@ -582,6 +582,12 @@ pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
 /// max/min along a dim with indices; argmax/argmin (also over the flattened tensor).
 pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<IndexReduce>(op)?;
+    if inputs[0].ndim() == 0 && op.with_values {
+        // max/min of a 0-d tensor along its dim: the element, index 0.
+        super::copy::cast_into(outputs[0], inputs[0])?;
+        outputs[1].zero_()?;
+        return Ok(());
+    }
     let name = op.entry().base_name();
     let (x, dim) = match op.dim {
         Some(d) => (inputs[0].clone(), d),

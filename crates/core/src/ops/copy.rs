@@ -143,7 +143,7 @@ impl Op for FillInplace {
     }
 
     fn backward_name(&self) -> String {
-        if self.zero { "ZeroBackward0" } else { "FillBackward0" }.into()
+        if self.zero { "ZeroBackward0" } else { "FillBackward2" }.into()
     }
 
     fn backward(&self, _ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {

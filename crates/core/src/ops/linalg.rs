@@ -121,7 +121,12 @@ fn infer_matmul(name: &'static str, inputs: &[&Tensor]) -> Result<OutSpecs> {
             ),
         ));
     }
-    if a.dtype() != b.dtype() {
+    // As PyTorch, an empty operand (an empty result, or zeros from an
+    // empty contraction) is computed before the kernel's dtype checks: bool
+    // is then allowed, and bmm also takes mixed dtypes (the result has the
+    // second operand's dtype, as PyTorch 2.15's).
+    let empty = a.numel() == 0 || b.numel() == 0;
+    if a.dtype() != b.dtype() && !(empty && name == "bmm") {
         return Err(Error::DTypeMismatch {
             op: name,
             detail: format!(
@@ -131,12 +136,12 @@ fn infer_matmul(name: &'static str, inputs: &[&Tensor]) -> Result<OutSpecs> {
             ),
         });
     }
-    if a.dtype() == crate::DType::Bool {
+    if a.dtype() == crate::DType::Bool && !empty {
         return Err(Error::dtype(name, a.dtype(), "not implemented for bool"));
     }
     let mut shape: Dims = a.shape()[..na - 1].into();
     shape.push(b.shape()[nb - 1]);
-    Ok(smallvec::smallvec![OutSpec::new(shape, a.dtype())])
+    Ok(smallvec::smallvec![OutSpec::new(shape, b.dtype())])
 }
 
 fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
@@ -274,7 +279,11 @@ impl Tensor {
                 "both arguments need at least 1 dimension",
             ));
         }
-        same_dtype("matmul", a, b)?;
+        // An empty batched product takes mixed dtypes (see bmm); mm, mv
+        // and dot check theirs.
+        if a.numel() != 0 && b.numel() != 0 {
+            same_dtype("matmul", a, b)?;
+        }
         match (na, nb) {
             (1, 1) => a.dot(b),
             (2, 1) => a.mv(b),

@@ -260,6 +260,23 @@ fn reduce(x: &Tensor, kind: ReduceKind, dims: Option<Vec<i64>>, keepdim: bool, d
         dtype,
     };
     let dims = norm_dims(op.entry().base_name(), dims, x.ndim())?;
+    if let Some(d) = dtype
+        && !d.is_floating_point()
+        && x.requires_grad()
+        && crate::autograd::is_grad_enabled()
+    {
+        // As PyTorch: the result would be an integer tensor with a history.
+        let torch_name = match d {
+            DType::Bool => "Bool",
+            DType::U8 => "Byte",
+            DType::I32 => "Int",
+            _ => "Long",
+        };
+        return Err(Error::invalid(
+            op.entry().base_name(),
+            format!("Autograd not support dtype: {torch_name}"),
+        ));
+    }
     let x = match dtype {
         Some(d) => x.to_dtype(d)?,
         None => x.clone(),
@@ -312,8 +329,10 @@ impl Op for IndexReduce {
             return Err(Error::dtype(name, x.dtype(), "not implemented for bool"));
         }
         let shape = match self.dim {
+            // A 0-d tensor: its one element, index 0.
+            Some(_) if x.ndim() == 0 => Dims::new(),
             Some(d) => {
-                if x.ndim() > 0 && x.shape()[d] == 0 {
+                if x.shape()[d] == 0 {
                     return Err(Error::invalid(
                         name,
                         format!("expected reduction dim {d} to have non-zero size"),
@@ -356,6 +375,10 @@ impl Op for IndexReduce {
             return Ok(vec![None]);
         };
         let d = self.dim.expect("max/min with values always have a dim");
+        if ctx.input_shape(0).is_empty() {
+            // A 0-d input is its own maximum.
+            return Ok(vec![Some(g)]);
+        }
         let idx = ctx.output(1)?;
         let (g, idx) = if self.keepdim {
             (g, idx)
@@ -581,7 +604,13 @@ impl Tensor {
         let dim = match dim {
             Some(d) => {
                 let nd = normalize_dim(op.entry().base_name(), d, self.ndim())?;
-                Some(if self.ndim() == 0 { usize::MAX } else { nd })
+                // argmax/argmin of a 0-d tensor: index 0, below; max/min
+                // of one run the operator (node MaxBackward0, as PyTorch).
+                Some(if self.ndim() == 0 && !with_values {
+                    usize::MAX
+                } else {
+                    nd
+                })
             }
             None => None,
         };
@@ -593,13 +622,9 @@ impl Tensor {
                     "not implemented for bool",
                 ));
             }
-            // 0-d: the value itself, index 0.
+            // 0-d: index 0.
             let idx = Tensor::scalar_tensor(Scalar::Int(0), DType::I64).to_device(self.device())?;
-            return Ok(if with_values {
-                vec![self.clone_tensor()?, idx]
-            } else {
-                vec![idx]
-            });
+            return Ok(vec![idx]);
         }
         Ok(call(&IndexReduce { dim, ..op }, &[self])?.into_vec())
     }

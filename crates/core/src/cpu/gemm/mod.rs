@@ -503,6 +503,11 @@ unsafe fn igemm<T: Element>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, 
 /// Kernel of `mm` and `bmm`: `[..., n, k] @ [..., k, m]` with any input strides.
 pub(crate) fn matmul_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let (a, b, out) = (inputs[0], inputs[1], outputs[0]);
+    if a.numel() == 0 || b.numel() == 0 {
+        // An empty result, or an empty contraction: zeros (any dtypes).
+        out.zero_()?;
+        return Ok(());
+    }
     match a.dtype() {
         DType::F16 | DType::BF16 => {
             // Compute in f32 (PyTorch accumulates half products in f32 on the CPU).
