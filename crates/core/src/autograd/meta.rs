@@ -136,18 +136,40 @@ impl Tensor {
         self.0.autograd.lock().as_ref().and_then(|m| m.grad.clone())
     }
 
-    /// Replaces (or with `None` clears) the accumulated gradient; its shape
-    /// must match.
+    /// Replaces (or with `None` clears) the accumulated gradient. As
+    /// PyTorch's `x.grad = g`: an error unless `g` has this tensor's shape,
+    /// dtype and device.
     pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
-        if let Some(g) = &grad
-            && g.shape() != self.shape()
-        {
-            return Err(Error::shape(
-                "set_grad",
-                self.shape(),
-                g.shape(),
-                "assigned grad has a different shape",
-            ));
+        if let Some(g) = &grad {
+            if g.shape() != self.shape() {
+                return Err(Error::shape(
+                    "set_grad",
+                    self.shape(),
+                    g.shape(),
+                    "assigned grad has a different shape",
+                ));
+            }
+            if g.dtype() != self.dtype() {
+                return Err(Error::DTypeMismatch {
+                    op: "set_grad",
+                    detail: format!(
+                        "attempting to assign a gradient with dtype {} to a tensor of dtype {}",
+                        g.dtype(),
+                        self.dtype()
+                    ),
+                });
+            }
+            if g.device() != self.device() {
+                return Err(Error::invalid(
+                    "set_grad",
+                    format!(
+                        "attempting to assign a gradient on {} to a tensor on {}; the gradient and the tensor \
+                         must be on the same device",
+                        g.device(),
+                        self.device()
+                    ),
+                ));
+            }
         }
         self.0.autograd.lock().get_or_insert_with(Default::default).grad = grad;
         Ok(())
@@ -421,5 +443,33 @@ impl Tensor {
 
     pub(crate) fn autograd_meta(&self) -> MutexGuard<'_, Option<AutogradMeta>> {
         self.0.autograd.lock()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Device, Error, Result, Tensor, TensorOptions};
+
+    /// retain_grad's hook adds each gradient to the retained `.grad`; when
+    /// that addition fails (here a `.grad` on the meta device, which
+    /// `set_grad` refuses, so it is written directly), backward returns the
+    /// error instead of silently replacing `.grad`.
+    #[test]
+    fn a_failing_retain_grad_accumulation_is_an_error_of_backward() -> Result<()> {
+        let x = Tensor::from_slice(&[1.0f32, 2.0]).requires_grad_(true)?;
+        let y = x.mul(2.0)?;
+        y.retain_grad()?;
+        let loss = y.sum()?;
+        loss.backward_opts(crate::autograd::BackwardOptions {
+            retain_graph: true,
+            ..Default::default()
+        })?;
+        let meta = TensorOptions::new().device(Device::Meta).zeros(&[2])?;
+        y.0.autograd.lock().get_or_insert_with(Default::default).grad = Some(meta);
+        let e = loss.backward().unwrap_err();
+        assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
+        // The assigned .grad is kept as it was.
+        assert_eq!(y.grad().unwrap().device(), Device::Meta);
+        Ok(())
     }
 }
