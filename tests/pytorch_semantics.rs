@@ -702,3 +702,19 @@ fn empty_products_and_dtypes() -> Result<()> {
     assert!(e.contains("Autograd not support dtype: Long"), "{e}");
     Ok(())
 }
+
+/// An integer clamp bound outside the dtype's range: a no-op on its own side,
+/// PyTorch's error on the other; for uint8 the range is 0..=255 (-1 as a
+/// max is an error, though -1 fills a uint8 tensor with 255).
+#[test]
+fn clamp_bounds_outside_the_integer_range() -> Result<()> {
+    let u = Tensor::from_slice(&[1u8, 200]);
+    let msg = |r: Result<Tensor>| r.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(msg(u.clamp_max(-1)).contains("Clamp max value -1 is outside the representable range"));
+    assert!(msg(u.clamp(None::<i64>, Some(-1))).contains("Clamp max value -1"));
+    assert!(msg(u.clamp_min(300)).contains("Clamp min value 300"));
+    assert_eq!(u.clamp_max(300)?.to_vec::<u8>()?, [1, 200]);
+    assert_eq!(u.clamp_min(-1)?.to_vec::<u8>()?, [1, 200]);
+    assert_eq!(u.clamp(Some(-1), Some(300))?.to_vec::<u8>()?, [1, 200]);
+    Ok(())
+}

@@ -444,8 +444,14 @@ impl Op for Clamp {
             }
         } else {
             for (b, is_max) in [(self.min, false), (self.max, true)] {
+                // The dtype's own range (uint8: 0..=255; a fill's -1 wraps,
+                // a clamp bound of -1 does not).
+                let outside = |b: Scalar| match (b, x.dtype()) {
+                    (Scalar::Int(i), DType::U8) => !(0..=255).contains(&i),
+                    _ => b.check_fits("clamp", x.dtype()).is_err(),
+                };
                 if let Some(b) = b
-                    && b.check_fits("clamp", x.dtype()).is_err()
+                    && outside(b)
                 {
                     let v = b.to_f64();
                     if (is_max && v < 0.0) || (!is_max && v > 0.0) {
