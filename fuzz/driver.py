@@ -158,7 +158,11 @@ def sl(x, d, s, e, st):
     if not -x.dim() <= d < max(x.dim(), 1) or x.dim() == 0:
         raise IndexError("dim out of range")
     d %= x.dim()
-    return x[(slice(None),) * d + (slice(s, e, st),)]
+    # aten::slice, which ferrotorch's `slice` is (Python's x[:, a:b] skips a
+    # no-op slice and returns an alias instead).
+    if st is not None and st <= 0:
+        raise ValueError("slice step must be positive")
+    return torch.ops.aten.slice.Tensor(x, d, s, e, 1 if st is None else st)
 
 
 def exec_op(env, op):

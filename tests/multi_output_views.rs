@@ -157,3 +157,19 @@ fn logical_ops_write_in_place_without_a_node() -> Result<()> {
     assert_eq!(y.to_vec::<f32>()?, [0.0, 1.0, 1.0]);
     Ok(())
 }
+
+/// Reading a stale split output's `grad_fn` does not heal it: the use is
+/// still refused, as in PyTorch (here after a logical op wrote it in place).
+#[test]
+fn stale_split_outputs_stay_stale() -> Result<()> {
+    let x = leaf(4)?.clone_tensor()?;
+    let v = x.chunk(2, 0)?;
+    v[1].logical_and_(&Tensor::ones(&[2])?)?;
+    let _ = v[1].grad_fn();
+    let e = err(v[1].abs());
+    assert!(
+        e.contains("its base or another view of its base has been modified inplace"),
+        "{e}"
+    );
+    Ok(())
+}

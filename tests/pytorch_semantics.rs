@@ -718,3 +718,47 @@ fn clamp_bounds_outside_the_integer_range() -> Result<()> {
     assert_eq!(u.clamp(Some(-1), Some(300))?.to_vec::<u8>()?, [1, 200]);
     Ok(())
 }
+
+/// The 0-norm (a count of nonzeros) has no gradient in PyTorch: the input's
+/// `.grad` stays None; other orders at a nonzero point have one.
+#[test]
+fn zero_norm_has_no_gradient() -> Result<()> {
+    let x = leaf(&[2.0, 0.0, -1.0], &[3])?;
+    let n = x.norm(0.0)?;
+    assert_eq!(
+        (n.item::<f32>()?, node(&n).as_str()),
+        (2.0, "LinalgVectorNormBackward0")
+    );
+    n.backward()?;
+    assert!(x.grad().is_none());
+    let y = leaf(&[3.0, 4.0], &[2])?;
+    y.norm(2.0)?.backward()?;
+    assert_eq!(grad_of(&y), [0.6, 0.8]);
+    Ok(())
+}
+
+/// Checks PyTorch does or skips around empty operands: scatter's value is
+/// not checked for an empty index; dot refuses bool even when empty; an
+/// empty bmm in an integer dtype with an operand that requires grad is
+/// PyTorch's autograd error; a node that receives no gradient (below a
+/// 0-norm) is not run.
+#[test]
+fn checks_around_empty_operands() -> Result<()> {
+    let msg = |r: Result<Tensor>| r.err().map(|e| e.to_string()).unwrap_or_default();
+    let u = Tensor::zeros_dtype(&[3, 4], DType::U8)?;
+    let empty_idx = Tensor::zeros_dtype(&[0, 4], DType::I64)?;
+    assert_eq!(u.scatter_value(1, &empty_idx, -3.25)?.shape(), [3, 4]);
+    assert!(msg(u.scatter_value(1, &Tensor::zeros_dtype(&[1, 1], DType::I64)?, -3.25)).contains("uint8_t"));
+    let eb = Tensor::zeros_dtype(&[0], DType::Bool)?;
+    assert!(msg(eb.dot(&eb)).contains("not implemented for 'Bool'"));
+    let a = Tensor::zeros(&[0, 1, 4])?.requires_grad_(true)?;
+    let e = msg(a.bmm(&Tensor::zeros_dtype(&[0, 4, 1], DType::U8)?));
+    assert!(e.contains("Autograd not support dtype: Byte"), "{e}");
+    let x = Tensor::zeros(&[1, 0, 2])?.requires_grad_(true)?;
+    x.squeeze_dims(&[0])?
+        .norm_dim(0.0, Some(vec![-1, 0]), false)?
+        .sum()?
+        .backward()?;
+    assert!(x.grad().is_none());
+    Ok(())
+}

@@ -244,7 +244,9 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
                 captured[ci] = grads.get(slot).cloned().flatten();
             }
         }
-        let mut outputs = if runs(i) {
+        // A node that received no gradient at all (upstream formulas gave
+        // none, as PyTorch's norm of order 0) passes none on, unrun.
+        let mut outputs = if runs(i) && grads.iter().any(Option::is_some) {
             let mut out = node.backward_fn().apply(node, &grads).map_err(|e| {
                 if super::is_anomaly_enabled() {
                     Error::invalid(

@@ -245,3 +245,19 @@ impl Tensor {
         Ok(())
     }
 }
+
+/// PyTorch's error for an operation that would give an integer or bool
+/// result a history ("Autograd not support dtype: Long").
+pub(crate) fn autograd_dtype_error(op: &'static str, dtype: crate::DType) -> crate::Error {
+    let torch_name = match dtype {
+        crate::DType::Bool => "Bool",
+        crate::DType::U8 => "Byte",
+        crate::DType::I32 => "Int",
+        crate::DType::I64 => "Long",
+        crate::DType::F16 => "Half",
+        crate::DType::BF16 => "BFloat16",
+        crate::DType::F32 => "Float",
+        crate::DType::F64 => "Double",
+    };
+    crate::Error::invalid(op, format!("Autograd not support dtype: {torch_name}"))
+}

@@ -147,6 +147,11 @@ pub(crate) fn refresh_view_grad_fn(view: &Tensor, base: &Tensor) {
     if seen == base.version() || !base.requires_grad() {
         return;
     }
+    if view.view_creation() == ViewCreation::MultiOutput {
+        // Its history cannot be rebuilt: left stale, so that using it in
+        // the graph is refused (`check_view_use`), as in PyTorch.
+        return;
+    }
     if let Ok(g) = geometry(view, base) {
         view.set_grad_fn(as_strided_node(base, &g), 0);
     }

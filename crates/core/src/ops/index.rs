@@ -374,9 +374,15 @@ impl Tensor {
         self.scatter_impl(dim, index, src, false, false, false)
     }
 
-    /// A copy of `self` with `value` written at `index` along `dim`.
+    /// A copy of `self` with `value` written at `index` along `dim`; an
+    /// error when the value does not fit self's dtype (as PyTorch).
     pub fn scatter_value(&self, dim: i64, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
-        let v = Tensor::scalar_tensor(value.into(), self.dtype());
+        let value = value.into();
+        // As PyTorch, an empty index skips the checks.
+        if index.numel() != 0 {
+            value.check_fits("scatter", self.dtype())?;
+        }
+        let v = Tensor::scalar_tensor(value, self.dtype());
         self.scatter_impl(dim, index, &v, false, true, false)
     }
 

@@ -139,6 +139,12 @@ fn infer_matmul(name: &'static str, inputs: &[&Tensor]) -> Result<OutSpecs> {
     if a.dtype() == crate::DType::Bool && !empty {
         return Err(Error::dtype(name, a.dtype(), "not implemented for bool"));
     }
+    if !b.dtype().is_floating_point() && (a.requires_grad() || b.requires_grad()) && crate::autograd::is_grad_enabled()
+    {
+        // An empty product in an integer dtype with a float operand that
+        // requires grad: PyTorch's error.
+        return Err(crate::autograd::autograd_dtype_error(name, b.dtype()));
+    }
     let mut shape: Dims = a.shape()[..na - 1].into();
     shape.push(b.shape()[nb - 1]);
     Ok(smallvec::smallvec![OutSpec::new(shape, b.dtype())])
@@ -249,6 +255,9 @@ impl Tensor {
             ));
         }
         same_dtype("dot", self, other)?;
+        if self.dtype() == crate::DType::Bool {
+            return Err(Error::dtype("dot", self.dtype(), "\"dot\" not implemented for 'Bool'"));
+        }
         call1(&crate::ops::composite::CompositeOp::Dot, &[self, other])
     }
 

@@ -266,16 +266,7 @@ fn reduce(x: &Tensor, kind: ReduceKind, dims: Option<Vec<i64>>, keepdim: bool, d
         && crate::autograd::is_grad_enabled()
     {
         // As PyTorch: the result would be an integer tensor with a history.
-        let torch_name = match d {
-            DType::Bool => "Bool",
-            DType::U8 => "Byte",
-            DType::I32 => "Int",
-            _ => "Long",
-        };
-        return Err(Error::invalid(
-            op.entry().base_name(),
-            format!("Autograd not support dtype: {torch_name}"),
-        ));
+        return Err(crate::autograd::autograd_dtype_error(op.entry().base_name(), d));
     }
     let x = match dtype {
         Some(d) => x.to_dtype(d)?,

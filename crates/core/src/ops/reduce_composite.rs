@@ -144,9 +144,6 @@ impl CompositeReduce {
     /// PyTorch's `norm_backward`.
     fn norm_backward(&self, g: &Tensor, x: &Tensor, norm: &Tensor, p: f64) -> Result<Tensor> {
         let (g, norm) = (self.unsqueezed(g, x.ndim())?, self.unsqueezed(norm, x.ndim())?);
-        if p == 0.0 {
-            return x.zeros_like();
-        }
         if p == 1.0 {
             return x.sign()?.mul(&g);
         }
@@ -239,6 +236,9 @@ impl Op for CompositeReduce {
                 let gv = g.div(&y.mul(2.0)?)?.masked_fill(&y.eq(0.0)?, 0.0)?;
                 self.var_backward(&gv, &ctx.input(0)?, correction)?
             }
+            // PyTorch's norm_backward returns no gradient for p = 0 (the
+            // count of nonzeros): the input's .grad stays None.
+            CompositeKind::Norm { p: 0.0 } => return Ok(vec![None]),
             CompositeKind::Norm { p } => self.norm_backward(&g, &ctx.input(0)?, &ctx.output(0)?, p)?,
             CompositeKind::LogSumExp => {
                 let (x, y) = (ctx.input(0)?, ctx.output(0)?);
