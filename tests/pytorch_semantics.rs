@@ -762,3 +762,147 @@ fn checks_around_empty_operands() -> Result<()> {
     assert!(x.grad().is_none());
     Ok(())
 }
+
+/// pow's gradients and checks as PyTorch 2.15 computes them: a boolean
+/// `False` is not a zero base or exponent for the formulas (NaN and -inf
+/// where a numeric 0 gives 0), the exponent's gradient takes the log in the
+/// result's dtype (f64 here), the saved result is checked even when the
+/// exponent needs no gradient, a gradient through an in-place pow on a view
+/// arrives in the exponent's dtype, and f32 exponents are not range-checked.
+#[test]
+fn pow_gradients_and_checks_follow_pytorch() -> Result<()> {
+    let e = leaf(&[0.0, 1.5, -2.0], &[3])?;
+    Tensor::scalar_pow(false, &e)?.sum()?.backward()?;
+    let g = grad_of(&e);
+    assert!(
+        g[0] == f32::NEG_INFINITY && g[1].is_nan() && g[2] == f32::NEG_INFINITY,
+        "{g:?}"
+    );
+    let e = leaf(&[0.0, 1.5, -2.0], &[3])?;
+    Tensor::scalar_pow(0, &e)?.sum()?.backward()?;
+    assert_eq!(grad_of(&e), [0.0, 0.0, f32::NEG_INFINITY]);
+    let e = leaf(&[0.0, 1.5, -2.0], &[3])?;
+    Tensor::scalar_pow(0.1, &e)?.sum()?.backward()?;
+    assert_eq!(grad_of(&e), [-std::f32::consts::LN_10, -0.072_814_14, -230.258_51]);
+    let x = leaf(&[0.0, 2.0], &[2])?;
+    x.pow(false)?.sum()?.backward()?;
+    let g = grad_of(&x);
+    assert!(g[0].is_nan() && g[1] == 0.0, "{g:?}");
+
+    // f32 ** 1e300 is inf (a double exponent); f16 checks the range.
+    assert_eq!(
+        Tensor::from_slice(&[2.0f32]).pow(1e300)?.to_vec::<f32>()?,
+        [f32::INFINITY]
+    );
+    let u = Tensor::from_slice(&[2u8]).pow(1e300)?;
+    assert_eq!((u.dtype(), u.to_vec::<f32>()?), (DType::F32, vec![f32::INFINITY]));
+    let e = Tensor::from_slice(&[2.0f32])
+        .to_dtype(DType::F16)?
+        .pow(1e300)
+        .unwrap_err();
+    assert!(e.to_string().contains("without overflow"), "{e}");
+
+    // The result is saved whatever needs a gradient.
+    let a = leaf(&[1.5, 2.0], &[2])?;
+    let y = a.pow(&Tensor::from_slice(&[2.0f32, 3.0]))?;
+    y.mul_(2.0)?;
+    let e = y.sum()?.backward().unwrap_err().to_string();
+    assert!(e.contains("modified by an inplace operation"), "{e}");
+
+    // f32 base, f64 exponent: the log is taken in f64.
+    let b = leaf(&[1.7], &[1])?;
+    let p = Tensor::from_slice(&[1.3f64]).requires_grad_(true)?;
+    b.pow(&p)?.sum()?.backward()?;
+    assert_eq!(p.grad().expect("a gradient").to_vec::<f64>()?, [1.0577280096129118]);
+    assert_eq!(grad_of(&b), [1.524_326_6]);
+
+    // pow_ into a bf16 view: the f32 exponent's gradient is f32.
+    let base = Tensor::from_slice(&[1.5f32, 2.0])
+        .to_dtype(DType::BF16)?
+        .reshape(&[1, 2])?;
+    let ee = leaf(&[0.5, 2.0], &[2, 1])?;
+    base.t()?.pow_(&ee)?;
+    base.sum()?.backward()?;
+    let g = ee.grad().expect("a gradient");
+    assert_eq!(g.dtype(), DType::F32);
+    let g = g.to_vec::<f32>()?;
+    assert!((g[0] - 0.4973).abs() < 1e-3 && (g[1] - 2.7726).abs() < 1e-3, "{g:?}");
+    Ok(())
+}
+
+/// Empty operands PyTorch takes without its usual checks: softmax of an
+/// empty integer or bool tensor (an empty result of its dtype), gather
+/// with an empty index of any dtype and dims; and `where` with a uint8
+/// condition (nonzero is true).
+#[test]
+fn empty_softmax_gather_and_uint8_where() -> Result<()> {
+    for dt in [DType::Bool, DType::I64, DType::U8] {
+        let x = Tensor::zeros_dtype(&[2, 0, 3], dt)?;
+        for r in [x.softmax(-1)?, x.log_softmax(-1)?] {
+            assert_eq!((r.dtype(), r.shape()), (dt, &[2, 0, 3][..]));
+        }
+        assert!(Tensor::zeros_dtype(&[2], dt)?.softmax(0).is_err());
+    }
+    let x = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
+    let r = x.gather(-1, &Tensor::zeros_dtype(&[1, 0], DType::I32)?)?;
+    assert_eq!((r.shape(), r.dtype()), (&[1, 0][..], DType::F32));
+    r.sum()?.backward()?;
+    assert_eq!(grad_of(&x), [0.0]);
+    let c = Tensor::from_vec(vec![1u8, 0, 2], &[1, 3])?;
+    let w = Tensor::full(&[1, 3], 1.0f32)?.where_cond(&c, 2.0f32)?;
+    assert_eq!(w.to_vec::<f32>()?, [1.0, 2.0, 1.0]);
+    let e = Tensor::full(&[1, 3], 1.0f32)?
+        .where_cond(&c.to_dtype(DType::I64)?, 2.0f32)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("expected condition to be a boolean tensor"),
+        "{e}"
+    );
+    Ok(())
+}
+
+/// A view of a tensor that does not require grad, made before an in-place
+/// write through another view gives the base a history (`CopySlices`),
+/// takes its part of it, as PyTorch regenerates a view's `grad_fn`:
+/// `v = root.view(1, 2); v.t().mul_(w)` leaves `v` requiring grad, with
+/// `AsStridedBackward0`.
+#[test]
+fn a_view_takes_its_part_of_a_history_its_base_gained() -> Result<()> {
+    let w = leaf(&[0.5, 2.0], &[2, 1])?;
+    let root = Tensor::from_slice(&[1.5f32, 2.0]);
+    let v = root.reshape(&[1, 2])?;
+    let untouched = root.reshape(&[2])?;
+    assert!(!v.requires_grad());
+    v.t()?.mul_(&w)?;
+    assert!(v.requires_grad() && !v.is_leaf() && untouched.requires_grad());
+    assert_eq!(node(&v), "AsStridedBackward0");
+    assert_eq!(node(&root), "CopySlices");
+    v.mul(&v)?.sum()?.backward()?;
+    // d/dw sum((root*w)^2) = 2 * root^2 * w.
+    assert_eq!(grad_of(&w), [2.0 * 1.5 * 1.5 * 0.5, 2.0 * 2.0 * 2.0 * 2.0]);
+    // PyTorch: [2.25, 16.0].
+    assert_eq!(grad_of(&w), [2.25, 16.0]);
+    Ok(())
+}
+
+/// cat skips 1-D empty inputs whatever the others' shapes, but they stay in
+/// the graph as in PyTorch: they make the result require grad and get an
+/// empty gradient; with only such inputs any dim goes.
+#[test]
+fn cat_keeps_skipped_empties_in_the_graph() -> Result<()> {
+    let a = leaf(&[1.0, 2.0], &[1, 2])?;
+    let e = leaf(&[], &[0])?;
+    let r = Tensor::cat(&[&a, &e], 1)?;
+    assert_eq!(r.shape(), [1, 2]);
+    r.sum()?.backward()?;
+    assert_eq!(e.grad().expect("an empty gradient").shape(), [0]);
+    let f = leaf(&[], &[0])?;
+    let r = Tensor::cat(&[&f, &Tensor::zeros_dtype(&[0], DType::U8)?], 5)?;
+    assert_eq!(
+        (r.requires_grad(), r.dtype(), node(&r).as_str()),
+        (true, DType::F32, "CatBackward0")
+    );
+    r.sum()?.backward()?;
+    assert_eq!(f.grad().expect("an empty gradient").shape(), [0]);
+    Ok(())
+}

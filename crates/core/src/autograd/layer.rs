@@ -136,6 +136,13 @@ impl Backward for OpBackward {
             }
             None => &empty,
         };
+        // As PyTorch's generated nodes, which unpack every saved tensor
+        // first: one modified in place errors even if this call's formulas
+        // would not read it (an output saved for an input that does not
+        // need its gradient).
+        for t in saved.inputs.iter().chain(&saved.outputs).flatten() {
+            t.check_version(node)?;
+        }
         let values = NodeSaved {
             node,
             inputs: &saved.inputs,

@@ -100,7 +100,21 @@ impl Tensor {
     /// for them, or the result of an operation on such tensors).
     #[inline]
     pub fn requires_grad(&self) -> bool {
-        self.0.autograd.flag.load(Ordering::Relaxed)
+        self.0.autograd.flag.load(Ordering::Relaxed) || self.0.base.as_ref().is_some_and(|b| self.gains_history(b))
+    }
+
+    /// A view of a base that did not require grad when the view was made,
+    /// and that an in-place write through another view has since given a
+    /// history (`CopySlices`): the view takes its part of that history
+    /// now (`as_strided` of the base), as PyTorch regenerates a view's
+    /// `grad_fn` when its base's version changed. Returns whether it did.
+    #[cold]
+    #[inline(never)]
+    fn gains_history(&self, base: &Tensor) -> bool {
+        if !base.requires_grad() || !self.is_floating_point() || base.version() == self.0.base_version {
+            return false;
+        }
+        super::view::take_base_history(self, base)
     }
 
     /// Sets `requires_grad` on a leaf (`tensor.requires_grad_()`); only
@@ -128,6 +142,10 @@ impl Tensor {
     /// True for tensors not produced by a recorded operation (their
     /// gradient is accumulated into `.grad`).
     pub fn is_leaf(&self) -> bool {
+        if self.0.base.is_some() {
+            // A stale view takes its history first (see `gains_history`).
+            self.requires_grad();
+        }
         self.0.autograd.lock().as_ref().is_none_or(|m| m.grad_fn.is_none())
     }
 

@@ -37,6 +37,21 @@ impl SavedTensor {
 
     /// The tensor, checked against in-place changes since it was saved.
     pub(crate) fn unpack(&self, node: &Arc<Node>) -> Result<Tensor> {
+        self.check_version(node)?;
+        match self.output_nr {
+            // With create_graph the output must lead back into the graph.
+            Some(nr) if super::is_grad_enabled() => {
+                let t = self.tensor.detach();
+                t.set_grad_fn(node.clone(), nr);
+                Ok(t)
+            }
+            _ => Ok(self.tensor.clone()),
+        }
+    }
+
+    /// Errors (PyTorch's message) when the tensor was modified in place
+    /// since it was saved.
+    pub(crate) fn check_version(&self, node: &Arc<Node>) -> Result<()> {
         let now = self.tensor.version();
         if now != self.version {
             let what = match self.output_nr {
@@ -56,14 +71,6 @@ impl SavedTensor {
                 ),
             ));
         }
-        match self.output_nr {
-            // With create_graph the output must lead back into the graph.
-            Some(nr) if super::is_grad_enabled() => {
-                let t = self.tensor.detach();
-                t.set_grad_fn(node.clone(), nr);
-                Ok(t)
-            }
-            _ => Ok(self.tensor.clone()),
-        }
+        Ok(())
     }
 }

@@ -157,6 +157,23 @@ pub(crate) fn refresh_view_grad_fn(view: &Tensor, base: &Tensor) {
     }
 }
 
+/// Gives `view`, which has no history, its part of `base`'s
+/// (`as_strided`); false when its geometry cannot be expressed.
+pub(crate) fn take_base_history(view: &Tensor, base: &Tensor) -> bool {
+    if view.view_creation() == ViewCreation::MultiOutput
+        || view.0.autograd.lock().as_ref().is_some_and(|m| m.grad_fn.is_some())
+    {
+        return false;
+    }
+    match geometry(view, base) {
+        Ok(g) => {
+            view.set_grad_fn(as_strided_node(base, &g), 0);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
 /// Makes `node` (output `output_nr`) the history of `out`, which an
 /// in-place operation just wrote; `self_input` is the input that was `out`'s
 /// old value, if any.
@@ -175,6 +192,8 @@ pub(crate) fn rebase_history(out: &Tensor, node: Arc<Node>, output_nr: usize, se
     let copy_slices = Node::new(
         Box::new(CopySlices {
             base_shape: base.shape().to_vec(),
+            base_dtype: base.dtype(),
+            base_device: base.device(),
             view: g.clone(),
             func: node,
             self_input,
@@ -190,6 +209,8 @@ pub(crate) fn rebase_history(out: &Tensor, node: Arc<Node>, output_nr: usize, se
 /// Backward of an in-place operation on a view, as a function of the base.
 struct CopySlices {
     base_shape: Vec<usize>,
+    base_dtype: crate::DType,
+    base_device: crate::Device,
     view: Geometry,
     func: Arc<Node>,
     self_input: Option<usize>,
@@ -237,5 +258,32 @@ impl Backward for CopySlices {
 
     fn release(&self) {
         self.func.backward_fn().release();
+    }
+
+    fn input_shape(&self, i: usize) -> Option<&[usize]> {
+        match self.func_input(i) {
+            None => Some(&self.base_shape),
+            Some(j) => self.func.backward_fn().input_shape(j),
+        }
+    }
+
+    fn input_dtype_device(&self, i: usize) -> Option<(crate::DType, crate::Device)> {
+        match self.func_input(i) {
+            None => Some((self.base_dtype, self.base_device)),
+            Some(j) => self.func.backward_fn().input_dtype_device(j),
+        }
+    }
+}
+
+impl CopySlices {
+    /// The wrapped function's input behind this node's input `i` (`None`:
+    /// input 0, the base): the function's inputs in order, less the one
+    /// the in-place operation wrote.
+    fn func_input(&self, i: usize) -> Option<usize> {
+        let k = i.checked_sub(1)?;
+        Some(match self.self_input {
+            Some(s) if k >= s => k + 1,
+            _ => k,
+        })
     }
 }

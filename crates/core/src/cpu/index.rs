@@ -82,6 +82,9 @@ macro_rules! with_size {
 pub(crate) fn gather_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let dim = downcast_op::<Gather>(op)?.dim;
     let (x, index, out) = (inputs[0], inputs[1], outputs[0]);
+    if index.numel() == 0 {
+        return Ok(());
+    }
     let idx = index_values(index)?;
     let size = x.shape().get(dim).copied().unwrap_or(1);
     let xst = x.strides().to_vec();

@@ -181,6 +181,9 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
 pub(crate) fn softmax_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Softmax>(op)?;
     let (x, out, log) = (inputs[0], outputs[0], op.log);
+    if x.numel() == 0 {
+        return Ok(());
+    }
     match x.dtype() {
         DType::F32 => run::<f32>(x, out, op.dim, log),
         DType::F64 => run::<f64>(x, out, op.dim, log),

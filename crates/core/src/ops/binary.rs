@@ -146,6 +146,10 @@ pub struct Binary {
     /// The second operand is a wrapped Python scalar (the `.Scalar`
     /// overloads: `x.gt_(2)` records `GtBackward0`, `x.gt_(t)` `GtBackward1`).
     pub scalar_rhs: bool,
+    /// The first operand's value when it is a wrapped Python scalar:
+    /// `pow.Scalar`'s backward takes the log of the scalar itself, in
+    /// double precision, as PyTorch does.
+    pub lhs_value: Option<Scalar>,
     /// `(compute, result)` dtypes when the kernel computes in a dtype other
     /// than the result's (`None`: the operands' result type, computed in).
     /// An f16/bf16 tensor times a Python scalar computes in f32 with the
@@ -162,6 +166,7 @@ impl Binary {
             rounding: Rounding::None,
             scalar_lhs: false,
             scalar_rhs: false,
+            lhs_value: None,
             compute: None,
         }
     }
@@ -257,10 +262,11 @@ impl Op for Binary {
             BinaryKind::Mul => Saves::cross(needs),
             // grad_a = g / b, grad_b = -g * a / b^2.
             BinaryKind::Div => Saves::inputs(need_b | 0b10),
-            // PyTorch's pow_backward_self reads a and b, pow_backward_exponent the result too.
+            // PyTorch's pow_backward_self reads a and b, pow_backward_exponent
+            // the result too; PyTorch saves outputs whatever is needed.
             BinaryKind::Pow => Saves {
                 inputs: 0b11,
-                outputs: need_b,
+                outputs: 1,
             },
             _ => Saves::inputs(0b11),
         }
@@ -345,18 +351,15 @@ impl Op for Binary {
             }
             BinaryKind::Pow => {
                 let (a, b) = (ctx.input(0)?, ctx.input(1)?);
-                // PyTorch's pow_backward_self / pow_backward_exponent, zeros where the formula is 0 * inf.
-                let ga = if ctx.needs_grad(0) {
-                    let d = b.mul(&a.pow(&b.sub(1.0)?)?)?;
-                    let d = d.masked_fill(&b.eq(0.0)?, 0.0)?;
-                    Some(g.mul(&d)?)
+                // PyTorch's pow_backward_self: where(b == 0, 0, g * b * a^(b-1)).
+                let ga = if ctx.needs_grad(0) && self.lhs_value.is_none() {
+                    let d = g.mul(&b.mul(&a.pow(&b.sub(1.0)?)?)?)?;
+                    Some(d.masked_fill(&b.eq(0.0)?, 0.0)?)
                 } else {
                     None
                 };
                 let gb = if ctx.needs_grad(1) {
-                    let d = ctx.output(0)?.mul(&a.log()?)?;
-                    let d = d.masked_fill(&a.eq(0.0)?.logical_and(&b.ge(0.0)?)?, 0.0)?;
-                    Some(g.mul(&d)?)
+                    Some(pow_backward_exponent(&g, &a, &b, &ctx.output(0)?, self.lhs_value)?)
                 } else {
                     None
                 };
@@ -487,6 +490,33 @@ fn binary_op(op: Binary, a: &Tensor, b: Operand) -> Result<Tensor> {
     call1(&op, &[&x, &y])
 }
 
+/// PyTorch's pow_backward_exponent: `g * where(a == 0 & b >= 0, 0, result *
+/// log(a))`, the log taken in the operands' promoted dtype (an in-place
+/// result may be narrower); for a scalar base (`2 **
+/// x`), of the scalar itself in double precision, masked only when it is a
+/// numeric 0 (PyTorch's `Scalar::equal(0.0)` is false for `False`, whose
+/// gradient is then `0 * log(0)`, NaN).
+fn pow_backward_exponent(g: &Tensor, a: &Tensor, b: &Tensor, result: &Tensor, lhs: Option<Scalar>) -> Result<Tensor> {
+    let (d, zero_where) = match lhs {
+        Some(base) => {
+            let v = base.to_f64();
+            let d = result.mul(v.ln())?;
+            let numeric_zero = v == 0.0 && !matches!(base, Scalar::Bool(_));
+            (d, numeric_zero.then(|| b.ge(0.0)).transpose()?)
+        }
+        None => {
+            let promoted = result_type(&[Operand::Tensor(a), Operand::Tensor(b)]);
+            let d = result.mul(&a.to_dtype(promoted)?.log()?)?;
+            (d, Some(a.eq(0.0)?.logical_and(&b.ge(0.0)?)?))
+        }
+    };
+    let d = match zero_where {
+        Some(m) => d.masked_fill(&m, 0.0)?,
+        None => d,
+    };
+    g.mul(&d)
+}
+
 /// Runs `scalar <kind> b` (e.g. `2 ** x`) as Python's reflected operators
 /// do: `s / x` is `x.reciprocal() * s` (`__rtruediv__`, node `MulBackward0`,
 /// and its rounding), `s - x` is `rsub` and `s ** x` is `pow.Scalar`.
@@ -500,6 +530,7 @@ pub fn binary_scalar_lhs(kind: BinaryKind, a: Scalar, b: &Tensor) -> Result<Tens
     }
     let op = Binary {
         scalar_lhs: true,
+        lhs_value: Some(a),
         ..Binary::new(kind)
     };
     let (x, y, op) = prepare(op, Operand::Scalar(a), Operand::Tensor(b))?;
@@ -688,8 +719,14 @@ impl Op for Where {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let (c, x, y) = (inputs[0], inputs[1], inputs[2]);
-        if c.dtype() != DType::Bool {
-            return Err(Error::dtype("where", c.dtype(), "condition must be a bool tensor"));
+        // PyTorch also takes a uint8 condition (deprecated there): nonzero
+        // is true, converted as the kernel reads it.
+        if !matches!(c.dtype(), DType::Bool | DType::U8) {
+            return Err(Error::dtype(
+                "where",
+                c.dtype(),
+                "expected condition to be a boolean tensor",
+            ));
         }
         let s = broadcast_shapes("where", c.shape(), x.shape())?;
         let s = broadcast_shapes("where", &s, y.shape())?;

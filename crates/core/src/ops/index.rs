@@ -46,6 +46,11 @@ impl Op for Gather {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let (x, index) = (inputs[0], inputs[1]);
+        // As PyTorch: an empty index is not checked (any dtype, any dims);
+        // the result is empty, shaped like it.
+        if index.numel() == 0 {
+            return Ok(smallvec::smallvec![OutSpec::new(index.dims(), x.dtype())]);
+        }
         check_index_dtype("gather", index)?;
         // As PyTorch, a 0-d tensor counts as 1-d of one element here.
         if index.ndim().max(1) != x.ndim().max(1) {
@@ -80,6 +85,9 @@ impl Op for Gather {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
         let zeros = crate::TensorOptions::like(&g).zeros(ctx.input_shape(0))?;
+        if g.numel() == 0 {
+            return Ok(vec![Some(zeros), None]);
+        }
         if zeros.ndim() == 0 {
             return Ok(vec![Some(g.sum()?.reshape(&[])?), None]);
         }

@@ -23,12 +23,16 @@ impl Op for Cat {
     }
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
-        let first = inputs
+        let any = inputs
             .first()
             .ok_or_else(|| Error::invalid("cat", "expected a non-empty list of tensors"))?;
+        let Some(first) = inputs.iter().find(|t| !legacy_empty(t)) else {
+            // Only skipped empties: an empty result.
+            return Ok(smallvec::smallvec![OutSpec::new([0usize].as_slice(), any.dtype())]);
+        };
         let mut shape = first.dims();
         let mut total = 0;
-        for t in inputs {
+        for t in inputs.iter().filter(|t| !legacy_empty(t)) {
             if t.ndim() != first.ndim() {
                 return Err(Error::shape(
                     "cat",
@@ -73,7 +77,12 @@ impl Op for Cat {
         let mut start = 0;
         (0..ctx.num_inputs())
             .map(|i| {
-                let len = ctx.input_shape(i)[self.dim];
+                let shape = ctx.input_shape(i);
+                if shape == [0] && g.ndim() != 1 {
+                    // A skipped empty input: an empty gradient, as PyTorch's.
+                    return crate::TensorOptions::like(&g).zeros(&[0]).map(Some);
+                }
+                let len = shape[self.dim];
                 let piece = g.narrow(self.dim as i64, start as i64, len);
                 start += len;
                 piece.map(Some)
@@ -82,12 +91,18 @@ impl Op for Cat {
     }
 }
 
+/// A 1-D empty tensor, which cat skips whatever the other inputs' shapes
+/// (PyTorch's legacy rule) but which still takes part in autograd.
+fn legacy_empty(t: &Tensor) -> bool {
+    t.ndim() == 1 && t.numel() == 0
+}
+
 /// Backend-independent: each input is copied into its slice of the output.
 fn cat_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op: &Cat = downcast_op(op)?;
     let out = outputs[0];
     let mut start = 0;
-    for t in inputs {
+    for t in inputs.iter().filter(|t| !legacy_empty(t)) {
         let len = t.shape()[op.dim];
         if len > 0 {
             out.narrow(op.dim as i64, start as i64, len)?.copy_(t)?;
@@ -105,29 +120,22 @@ impl Tensor {
     /// Concatenates `tensors` along `dim` (promoting to a common dtype).
     /// 1-D empty tensors are skipped, as in PyTorch.
     pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
-        let kept: Vec<&Tensor> = tensors
-            .iter()
-            .copied()
-            .filter(|t| !(t.ndim() == 1 && t.numel() == 0))
-            .collect();
-        let Some(first) = kept.first() else {
-            let ops: Vec<Operand> = tensors.iter().map(|t| Operand::Tensor(t)).collect();
-            return match tensors.first() {
-                Some(t) => crate::TensorOptions::new()
-                    .dtype(result_type(&ops))
-                    .device(t.device())
-                    .zeros(&[0]),
-                None => Err(Error::invalid("cat", "expected a non-empty list of tensors")),
-            };
-        };
-        if first.ndim() == 0 {
-            return Err(Error::invalid("cat", "zero-dimensional tensor cannot be concatenated"));
+        if tensors.is_empty() {
+            return Err(Error::invalid("cat", "expected a non-empty list of tensors"));
         }
-        let d = normalize_dim("cat", dim, first.ndim())?;
+        // With only skipped empties any dim goes, as in PyTorch.
+        let d = match tensors.iter().find(|t| !legacy_empty(t)) {
+            Some(first) if first.ndim() == 0 => {
+                return Err(Error::invalid("cat", "zero-dimensional tensor cannot be concatenated"));
+            }
+            Some(first) => normalize_dim("cat", dim, first.ndim())?,
+            None => 0,
+        };
         // Skipped empties still take part in type promotion, as in PyTorch.
         let ops: Vec<Operand> = tensors.iter().map(|t| Operand::Tensor(t)).collect();
         let dt = result_type(&ops);
-        let cast: Vec<Tensor> = kept.iter().map(|t| t.to_dtype(dt)).collect::<Result<_>>()?;
+        // Skipped empties still get a gradient (empty), as in PyTorch.
+        let cast: Vec<Tensor> = tensors.iter().map(|t| t.to_dtype(dt)).collect::<Result<_>>()?;
         let refs: Vec<&Tensor> = cast.iter().collect();
         call1(&Cat { dim: d }, &refs)
     }

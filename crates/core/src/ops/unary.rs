@@ -360,8 +360,19 @@ impl Op for PowScalar {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        // The exponent is converted to the input's dtype, as in PyTorch.
-        self.exponent.check_fits("pow", x.dtype())?;
+        // As PyTorch's kernel: exponents 0 and 1 are a fill and a copy;
+        // f32/f64 take the exponent as a double (no range check), bf16's
+        // sqrt/rsqrt/reciprocal shortcuts too; otherwise it is converted to
+        // the input's dtype, with PyTorch's overflow check.
+        let e = self.exponent.to_f64();
+        let shortcut = match x.dtype() {
+            DType::F32 | DType::F64 => true,
+            DType::BF16 => matches!(e, 0.5 | -0.5 | -1.0),
+            _ => false,
+        };
+        if !(shortcut || e == 0.0 || e == 1.0) {
+            self.exponent.check_fits("pow", x.dtype())?;
+        }
         if !x.dtype().is_floating_point() && self.exponent.is_float() {
             return Err(Error::dtype(
                 "pow",
@@ -393,7 +404,9 @@ impl Op for PowScalar {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
         let e = self.exponent.to_f64();
-        if e == 0.0 {
+        // PyTorch's `exponent.equal(0.0)` is false for a boolean `False`:
+        // the formula then gives `0 * x^-1`, NaN at 0.
+        if e == 0.0 && !matches!(self.exponent, Scalar::Bool(_)) {
             return Ok(vec![Some(g.zeros_like()?)]);
         }
         let x = ctx.input(0)?;

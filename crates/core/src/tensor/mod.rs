@@ -173,6 +173,10 @@ pub(crate) struct TensorImpl {
     pub(crate) dtype: DType,
     /// For views: the tensor owning the data (never itself a view).
     pub(crate) base: Option<Tensor>,
+    /// For views: the base's version when the view was made (a view of a
+    /// base that gains a history through an in-place write afterwards
+    /// takes its part of that history, as in PyTorch).
+    pub(crate) base_version: u64,
     pub(crate) autograd: crate::autograd::AutogradSlot,
 }
 
@@ -194,6 +198,7 @@ impl TensorImpl {
         contiguous: bool,
     ) -> Arc<TensorImpl> {
         debug_assert!(numel == layout.numel() && contiguous == layout.is_contiguous());
+        let base_version = base.as_ref().map_or(0, Tensor::version);
         Arc::new(TensorImpl {
             storage,
             layout,
@@ -201,6 +206,7 @@ impl TensorImpl {
             contiguous,
             dtype,
             base,
+            base_version,
             autograd: Default::default(),
         })
     }
