@@ -33,7 +33,7 @@ fn main() -> ferrotorch::Result<()> {
     println!("{}", x.grad().unwrap()); // tensor([4.])
     // Setting the gradient to None (PyTorch's `x.grad = None`) works too.
     x.set_grad(None)?;
-    println!("after x.grad = None: x.grad is None: {}", x.grad().is_none());
+    println!("after x.grad = None: x.grad is None: {}", x.grad_opt().is_none());
 
     // Seed 003, manual gradient descent on y = 2x + 1, parameters updated under no_grad.
     let w = Tensor::new([0.0f32])?.requires_grad_(true)?;
@@ -44,7 +44,7 @@ fn main() -> ferrotorch::Result<()> {
         let loss = w.mul(&x_train)?.add(&b)?.sub(&y_train)?.pow(2)?.mean()?;
         loss.backward()?;
         {
-            let _no_grad = autograd::no_grad();
+            let _no_grad = autograd::no_grad_guard();
             w.sub_(&w.grad().unwrap().mul(0.01)?)?;
             b.sub_(&b.grad().unwrap().mul(0.01)?)?;
         }

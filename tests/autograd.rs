@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrotorch::autograd::{
     self, BackwardOptions, Function, FunctionCtx, GradOptions, GradcheckOptions, apply_function, checkpoint, gradcheck,
-    gradgradcheck, no_grad,
+    gradgradcheck, no_grad_guard,
 };
 use ferrotorch::{DType, Device, Error, Result, Tensor, TensorIndex as I, TensorOptions};
 
@@ -65,7 +65,7 @@ fn backward_accumulates_and_checks_its_arguments() -> Result<()> {
     x.grad().unwrap().zero_()?;
     assert_eq!(vec(&x.grad().unwrap()), vec![0.0; 3]);
     x.set_grad(None)?;
-    assert!(x.grad().is_none());
+    assert!(x.grad_opt().is_none());
     let e = Tensor::ones(&[1])?.sum()?.backward().unwrap_err().to_string();
     assert!(e.contains("does not require grad"), "{e}");
     let e = x.sum()?.backward_with(&Tensor::ones(&[2])?).unwrap_err().to_string();
@@ -182,7 +182,7 @@ fn grad_checks_unused_inputs() -> Result<()> {
     assert_eq!(vec(g[0].as_ref().unwrap()), vec![2.0]);
     assert!(g[1].is_none());
     // grad() leaves .grad alone.
-    assert!(x.grad().is_none());
+    assert!(x.grad_opt().is_none());
     Ok(())
 }
 
@@ -190,10 +190,10 @@ fn grad_checks_unused_inputs() -> Result<()> {
 fn grad_modes_are_thread_local_and_nest() -> Result<()> {
     let x = leaf(&[1.0]);
     {
-        let _a = no_grad();
+        let _a = no_grad_guard();
         assert!(!x.mul(2.0)?.requires_grad());
         {
-            let _b = autograd::enable_grad();
+            let _b = autograd::enable_grad_guard();
             assert!(x.mul(2.0)?.requires_grad());
         }
         assert!(!x.mul(2.0)?.requires_grad());
@@ -206,7 +206,7 @@ fn grad_modes_are_thread_local_and_nest() -> Result<()> {
     }
     assert!(x.mul(2.0)?.requires_grad());
     {
-        let _i = autograd::inference_mode();
+        let _i = autograd::inference_mode_guard();
         assert!(autograd::is_inference_mode_enabled() && !x.exp()?.requires_grad());
     }
     assert!(!autograd::is_inference_mode_enabled());
@@ -242,7 +242,7 @@ fn inplace_on_leaves_is_refused_outside_no_grad() -> Result<()> {
     let e = x.narrow(0, 0, 1)?.mul_(2.0).unwrap_err().to_string();
     assert!(e.contains("view of a leaf Variable"), "{e}");
     {
-        let _g = no_grad();
+        let _g = no_grad_guard();
         x.add_(1.0)?;
     }
     assert_eq!(vec(&x), vec![2.0, 3.0]);
@@ -338,7 +338,7 @@ fn hooks() -> Result<()> {
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
     let h = x.register_post_accumulate_grad_hook(move |t| {
-        assert!(t.grad().is_some());
+        assert!(t.grad_opt().is_some());
         c.fetch_add(1, Ordering::Relaxed);
     })?;
     x.mul(2.0)?.add(&x)?.sum()?.backward()?;
@@ -357,7 +357,7 @@ fn a_failing_hook_ends_backward_with_its_error() -> Result<()> {
     let h = x.register_fallible_hook(refuse)?;
     let e = x.mul(2.0)?.sum()?.backward().unwrap_err();
     assert_eq!(e.to_string(), "test_hook: refused");
-    assert!(x.grad().is_none());
+    assert!(x.grad_opt().is_none());
     h.remove();
     x.mul(2.0)?.sum()?.backward()?;
     assert_eq!(vec(&x.grad().unwrap()), vec![2.0, 2.0]);
@@ -390,7 +390,7 @@ fn set_grad_checks_shape_dtype_and_device() -> Result<()> {
     );
     let e = msg(x.set_grad(Some(TensorOptions::new().device(Device::Meta).zeros(&[2])?)));
     assert!(e.contains("same device"), "{e}");
-    assert!(x.grad().is_none());
+    assert!(x.grad_opt().is_none());
     x.set_grad(Some(Tensor::ones(&[2])?))?;
     assert_eq!(vec(&x.grad().unwrap()), vec![1.0, 1.0]);
     Ok(())
@@ -585,7 +585,7 @@ fn seed_gradient_descent_matches_pytorch() -> Result<()> {
         let loss = w.mul(&x_train)?.add(&b)?.sub(&y_train)?.pow(2)?.mean()?;
         loss.backward()?;
         {
-            let _g = autograd::no_grad();
+            let _g = autograd::no_grad_guard();
             w.sub_(&w.grad().unwrap().mul(0.01)?)?;
             b.sub_(&b.grad().unwrap().mul(0.01)?)?;
         }

@@ -4,7 +4,7 @@
 //! refusals of in-place writes into such views and into views made in
 //! no-grad mode (messages as PyTorch's).
 
-use ferrotorch::autograd::no_grad;
+use ferrotorch::autograd::no_grad_guard;
 use ferrotorch::{Result, Tensor};
 
 fn node(t: &Tensor) -> String {
@@ -96,7 +96,7 @@ fn in_place_writes_into_split_outputs_are_refused() -> Result<()> {
     // In no-grad mode: allowed, and nothing recorded.
     let v = x.split(2, 0)?;
     {
-        let _g = no_grad();
+        let _g = no_grad_guard();
         v[0].mul_(2.0)?;
     }
     assert_eq!(node(&x), "CloneBackward0");
@@ -124,7 +124,7 @@ fn split_outputs_are_stale_after_their_base_changes() -> Result<()> {
 fn no_grad_views_refuse_recorded_in_place_writes() -> Result<()> {
     let a = leaf(3)?;
     let v = {
-        let _g = no_grad();
+        let _g = no_grad_guard();
         a.narrow(0, 0, 2)?
     };
     let e = err(v.mul_(2.0));
@@ -134,7 +134,7 @@ fn no_grad_views_refuse_recorded_in_place_writes() -> Result<()> {
     );
     let b = Tensor::ones(&[3])?;
     let vb = {
-        let _g = no_grad();
+        let _g = no_grad_guard();
         b.narrow(0, 0, 2)?
     };
     vb.mul_(2.0)?; // nothing requires grad

@@ -349,7 +349,7 @@ pub fn run_program(prog: &Value) -> Value {
                 out.insert("bwd".into(), json!("ok"));
                 let mut grads = Map::new();
                 for (name, leaf) in &leaves {
-                    let g = match leaf.grad() {
+                    let g = match leaf.grad_opt() {
                         Some(g) => encode_tensor(&g).unwrap_or_else(|e| json!({ "error": e })),
                         None => Value::Null,
                     };

@@ -39,6 +39,22 @@ pub const ALL_DTYPES: [DType; 8] = [
 ];
 
 impl DType {
+    /// PyTorch's `ScalarType` name (`Float`, `Long`, `BFloat16`), as its
+    /// messages print dtypes (`torch.FloatTensor`, "not implemented for
+    /// 'Long'").
+    pub fn scalar_type_name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::U8 => "Byte",
+            DType::I32 => "Int",
+            DType::I64 => "Long",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+        }
+    }
+
     /// Bytes per element (`torch.Tensor.element_size()`).
     pub const fn element_size(self) -> usize {
         match self {

@@ -144,6 +144,47 @@ pub enum Error {
         /// Where.
         device: Device,
     },
+    /// Backward needs a tensor that was modified in place after it was
+    /// saved (PyTorch's "one of the variables needed for gradient
+    /// computation has been modified by an inplace operation"); the message
+    /// names the tensor, the node that saved it and the versions.
+    #[error("backward: {detail}")]
+    SavedTensorModified {
+        /// PyTorch's message.
+        detail: String,
+    },
+    /// Backward through a part of the graph whose saved tensors an earlier
+    /// backward freed (call that one with `retain_graph`).
+    #[error("backward: {detail}")]
+    GraphFreed {
+        /// PyTorch's message, with the node.
+        detail: String,
+    },
+    /// Backward from, or a gradient with respect to, a tensor that does
+    /// not require grad (no `grad_fn`, not a leaf requiring grad).
+    #[error("{op}: {detail}")]
+    NoGradFn {
+        /// `backward` or `grad`.
+        op: &'static str,
+        /// Which tensor.
+        detail: String,
+    },
+    /// `tensor.grad()` of a tensor that has no gradient (none accumulated
+    /// yet, or not a leaf: see `retain_grad`).
+    #[error("grad: {detail}")]
+    NoGrad {
+        /// Why, as PyTorch's warning says it.
+        detail: String,
+    },
+    /// `autograd::grad` with an input the outputs do not depend on (set
+    /// `allow_unused` to get `None` for it).
+    #[error("grad: {detail}")]
+    UnusedInput {
+        /// The input's position in `inputs`.
+        index: usize,
+        /// PyTorch's message.
+        detail: String,
+    },
     /// Any other invalid argument.
     #[error("{op}: {detail}")]
     InvalidArgument {

@@ -42,7 +42,10 @@ pub use layout::{Dims, Layout};
 pub use ops::{IntoDims, IntoOperand, Operand, Rounding, result_type};
 pub use random::{Generator, manual_seed};
 pub use scalar::Scalar;
-pub use tensor::{PrintOptions, Tensor, TensorData, TensorIndex, TensorOptions, VersionCounter, set_print_options};
+pub use tensor::{
+    Ellipsis, IndexSpec, IntoTensorIndex, NewAxis, PrintOptions, Step, Tensor, TensorData, TensorIndex, TensorOptions,
+    VersionCounter, set_print_options,
+};
 
 /// The default dtype, as its discriminant (`ALL_DTYPES` is in declaration order).
 static DEFAULT_DTYPE: AtomicU8 = AtomicU8::new(DType::F32 as u8);

@@ -127,7 +127,7 @@ macro_rules! scalar_from {
     )*};
 }
 scalar_from!(f32 => Float as f64, f64 => Float as f64, i32 => Int as i64, i64 => Int as i64,
-             u8 => Int as i64, usize => Int as i64, u32 => Int as i64, i8 => Int as i64, i16 => Int as i64);
+             u8 => Int as i64, usize => Int as i64, u32 => Int as i64, u16 => Int as i64, i8 => Int as i64, i16 => Int as i64);
 
 impl From<bool> for Scalar {
     fn from(b: bool) -> Self {

@@ -27,7 +27,7 @@ fn accumulate(m: &mut AutogradMeta, g: Tensor, create_graph: bool) -> Result<()>
         None => g.detach().clone_tensor()?,
         Some(old) if create_graph || old.requires_grad() => old.add(&g)?,
         Some(old) => {
-            let _ng = super::no_grad();
+            let _ng = super::no_grad_guard();
             old.add_(&g)?
         }
     });

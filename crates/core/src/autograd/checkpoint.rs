@@ -46,7 +46,7 @@ impl Function for Checkpoint {
         let now = generator.get_state();
         generator.set_state(self.rng.clone());
         let outputs = {
-            let _g = super::enable_grad();
+            let _g = super::enable_grad_guard();
             (self.f)(&inputs)
         };
         generator.set_state(now);
@@ -69,7 +69,7 @@ impl Function for Checkpoint {
                 allow_unused: true,
             })?;
         }
-        Ok(inputs.iter().map(|t| t.grad()).collect())
+        Ok(inputs.iter().map(|t| t.grad_opt()).collect())
     }
 }
 
@@ -85,7 +85,7 @@ impl Function for Checkpoint {
 /// let w2 = w.clone();
 /// let y = autograd::checkpoint(move |xs| Ok(vec![xs[0].matmul(&w2)?.tanh()?]), &[&x])?;
 /// y[0].sum()?.backward()?;
-/// assert!(x.grad().is_some() && w.grad().is_some());
+/// assert!(x.grad_opt().is_some() && w.grad_opt().is_some());
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 pub fn checkpoint(

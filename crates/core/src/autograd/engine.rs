@@ -152,7 +152,7 @@ impl Graph {
 
 /// Runs backward; returns the captured gradients (empty for `backward()`).
 pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
-    let _mode = super::set_grad_enabled(task.create_graph);
+    let _mode = super::set_grad_enabled_guard(task.create_graph);
     let g = Graph::discover(&task.roots);
     let n = g.nodes.len();
     // For grad(): where each captured gradient is read (node, slot, capture index).
@@ -163,15 +163,7 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
             match g.find(&e.node) {
                 Some(i) => capture_at[i].push((e.input_nr, ci)),
                 None if task.allow_unused => {}
-                None => {
-                    return Err(Error::invalid(
-                        "grad",
-                        format!(
-                            "one of the differentiated tensors (input {ci}) appears to not have been used in the \
-                             graph; set allow_unused=true if this is the desired behavior"
-                        ),
-                    ));
-                }
+                None => return Err(super::unused_input(ci)),
             }
         }
     }

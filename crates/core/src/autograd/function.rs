@@ -136,7 +136,7 @@ pub fn apply_function<F: Function>(func: F, inputs: &[&Tensor]) -> Result<Vec<Te
     };
     let owned: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();
     let outputs = {
-        let _g = super::no_grad();
+        let _g = super::no_grad_guard();
         func.forward(&mut ctx, &owned)?
     };
     if !track {

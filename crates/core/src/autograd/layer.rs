@@ -123,16 +123,15 @@ impl Backward for OpBackward {
         let saved = match guard.as_ref() {
             Some(s) => s,
             None if self.has_saved => {
-                return Err(Error::invalid(
-                    "backward",
-                    format!(
+                return Err(Error::GraphFreed {
+                    detail: format!(
                         "trying to backward through the graph a second time (or directly access saved tensors after \
                          they have already been freed); saved intermediate values of the graph are freed when you \
                          call backward() or autograd::grad(); specify retain_graph=true if you need to backward \
                          through the graph a second time (node {})",
                         self.name()
                     ),
-                ));
+                });
             }
             None => &empty,
         };

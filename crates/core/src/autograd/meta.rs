@@ -149,8 +149,37 @@ impl Tensor {
         self.0.autograd.lock().as_ref().is_none_or(|m| m.grad_fn.is_none())
     }
 
-    /// The accumulated gradient (`tensor.grad`).
-    pub fn grad(&self) -> Option<Tensor> {
+    /// The accumulated gradient (`tensor.grad`), ready to use:
+    /// `w.sub_(&(w.grad()? * lr))?`. [`Error::NoGrad`] when there is none
+    /// (no backward reached this tensor yet, or it is not a leaf and did
+    /// not [`retain_grad`](Tensor::retain_grad)); [`Tensor::grad_opt`] is
+    /// PyTorch's `None` check (`if p.grad is None: continue`).
+    ///
+    /// ```
+    /// use ferrotorch_core::{Error, Tensor};
+    /// let w = Tensor::ones(&[2])?.requires_grad_(true)?;
+    /// assert!(matches!(w.grad(), Err(Error::NoGrad { .. })));
+    /// (&w * 3.0).sum()?.backward()?;
+    /// assert_eq!(w.grad()?.to_vec::<f32>()?, [3.0, 3.0]);
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn grad(&self) -> Result<Tensor> {
+        self.grad_opt().ok_or_else(|| Error::NoGrad {
+            detail: if !self.requires_grad() {
+                "the tensor does not require grad, so it gets no gradient".into()
+            } else if self.is_leaf() {
+                "no gradient has been accumulated into this tensor yet (run backward first)".into()
+            } else {
+                "the .grad of a tensor that is not a leaf is not populated during backward; call retain_grad() on \
+                 it first, or take the gradient of the leaf"
+                    .into()
+            },
+        })
+    }
+
+    /// The accumulated gradient, `None` where PyTorch's `tensor.grad` is
+    /// `None` (see [`Tensor::grad`]).
+    pub fn grad_opt(&self) -> Option<Tensor> {
         self.0.autograd.lock().as_ref().and_then(|m| m.grad.clone())
     }
 
@@ -309,7 +338,7 @@ impl Tensor {
     /// let x = Tensor::ones(&[2])?.requires_grad_(true)?;
     /// let _h = x.register_fallible_hook(|g| Ok(Some(g.mul(2.0)?)))?;
     /// x.mul(3.0)?.sum()?.backward()?;
-    /// assert_eq!(x.grad().map(|g| g.to_vec::<f32>()).transpose()?, Some(vec![6.0, 6.0]));
+    /// assert_eq!(x.grad()?.to_vec::<f32>()?, [6.0, 6.0]);
     /// # Ok::<(), ferrotorch_core::Error>(())
     /// ```
     pub fn register_fallible_hook(

@@ -42,8 +42,9 @@ pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
 pub(crate) use meta::{AutogradSlot, ViewCreation};
 pub use meta::{HookHandle, PostAccumulateHook};
 pub use mode::{
-    AnomalyGuard, GradModeGuard, detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled, is_grad_enabled,
-    is_inference_mode_enabled, no_grad, set_grad_enabled,
+    AnomalyGuard, GradModeGuard, detect_anomaly, enable_grad, enable_grad_guard, inference_mode, inference_mode_guard,
+    is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled, no_grad, no_grad_guard, set_grad_enabled,
+    set_grad_enabled_guard,
 };
 pub use node::{Backward, Edge, GradHook, Node};
 
@@ -112,11 +113,9 @@ fn root_grad(op: &'static str, t: &Tensor, g: Option<&Tensor>) -> Result<Tensor>
 }
 
 fn root_edge(op: &'static str, t: &Tensor) -> Result<Edge> {
-    t.gradient_edge().ok_or_else(|| {
-        Error::invalid(
-            op,
-            "element 0 of tensors does not require grad and does not have a grad_fn",
-        )
+    t.gradient_edge().ok_or_else(|| Error::NoGradFn {
+        op,
+        detail: "element 0 of tensors does not require grad and does not have a grad_fn".into(),
     })
 }
 
@@ -138,11 +137,9 @@ pub fn grad(outputs: &[&Tensor], inputs: &[&Tensor], opts: GradOptions) -> Resul
     }
     let mut captures = Vec::new();
     for (i, x) in inputs.iter().enumerate() {
-        captures.push(x.gradient_edge().ok_or_else(|| {
-            Error::invalid(
-                "grad",
-                format!("input {i} does not require grad and is not part of the graph"),
-            )
+        captures.push(x.gradient_edge().ok_or_else(|| Error::NoGradFn {
+            op: "grad",
+            detail: format!("input {i} does not require grad and is not part of the graph"),
         })?);
     }
     let result = engine::execute(engine::Task {
@@ -155,13 +152,7 @@ pub fn grad(outputs: &[&Tensor], inputs: &[&Tensor], opts: GradOptions) -> Resul
     if !opts.allow_unused
         && let Some(i) = result.iter().position(Option::is_none)
     {
-        return Err(Error::invalid(
-            "grad",
-            format!(
-                "one of the differentiated tensors (input {i}) appears to not have been used in the graph; \
-                 set allow_unused=true if this is the desired behavior"
-            ),
-        ));
+        return Err(unused_input(i));
     }
     Ok(result)
 }
@@ -198,11 +189,9 @@ pub fn backward(tensors: &[&Tensor], opts: GradOptions) -> Result<()> {
     let mut roots = Vec::with_capacity(tensors.len());
     for (i, t) in tensors.iter().enumerate() {
         let g = root_grad("backward", t, opts.grad_outputs.map(|go| &go[i]))?;
-        let edge = t.gradient_edge().ok_or_else(|| {
-            Error::invalid(
-                "backward",
-                format!("element {i} of tensors does not require grad and does not have a grad_fn"),
-            )
+        let edge = t.gradient_edge().ok_or_else(|| Error::NoGradFn {
+            op: "backward",
+            detail: format!("element {i} of tensors does not require grad and does not have a grad_fn"),
         })?;
         roots.push((edge, g));
     }
@@ -248,16 +237,18 @@ impl Tensor {
 
 /// PyTorch's error for an operation that would give an integer or bool
 /// result a history ("Autograd not support dtype: Long").
+/// [`Error::UnusedInput`] for input `index` of `autograd::grad`.
+pub(crate) fn unused_input(index: usize) -> Error {
+    Error::UnusedInput {
+        index,
+        detail: format!(
+            "one of the differentiated tensors (input {index}) appears to not have been used in the graph; set \
+             allow_unused=true if this is the desired behavior"
+        ),
+    }
+}
+
 pub(crate) fn autograd_dtype_error(op: &'static str, dtype: crate::DType) -> crate::Error {
-    let torch_name = match dtype {
-        crate::DType::Bool => "Bool",
-        crate::DType::U8 => "Byte",
-        crate::DType::I32 => "Int",
-        crate::DType::I64 => "Long",
-        crate::DType::F16 => "Half",
-        crate::DType::BF16 => "BFloat16",
-        crate::DType::F32 => "Float",
-        crate::DType::F64 => "Double",
-    };
+    let torch_name = dtype.scalar_type_name();
     crate::Error::invalid(op, format!("Autograd not support dtype: {torch_name}"))
 }

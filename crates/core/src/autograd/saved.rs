@@ -54,22 +54,28 @@ impl SavedTensor {
     pub(crate) fn check_version(&self, node: &Arc<Node>) -> Result<()> {
         let now = self.tensor.version();
         if now != self.version {
+            // As PyTorch: a saved output names the node that saved it; a
+            // saved input, the node that now produces it (none for a leaf).
             let what = match self.output_nr {
-                Some(nr) => format!("output {nr} of {}", node.name()),
-                None => format!("an input of {}", node.name()),
+                Some(nr) => Some((nr, node.name())),
+                None => self
+                    .tensor
+                    .gradient_edge()
+                    .filter(|e| e.node.backward_fn().leaf().is_none())
+                    .map(|e| (e.input_nr, e.node.name())),
             };
-            return Err(Error::invalid(
-                "backward",
-                format!(
+            let which = what.map_or(String::new(), |(nr, name)| format!(", which is output {nr} of {name},"));
+            return Err(Error::SavedTensorModified {
+                detail: format!(
                     "one of the variables needed for gradient computation has been modified by an inplace operation: \
-                     [{} {:?}], which is {what}, is at version {now}; expected version {} instead. Hint: the \
+                     [torch.{}Tensor {:?}]{which} is at version {now}; expected version {} instead. Hint: the \
                      operation that failed to compute its gradient was {}",
-                    self.tensor.dtype(),
+                    self.tensor.dtype().scalar_type_name(),
                     self.tensor.shape(),
                     self.version,
                     node.name()
                 ),
-            ));
+            });
         }
         Ok(())
     }

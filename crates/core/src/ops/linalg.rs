@@ -293,6 +293,23 @@ impl Tensor {
         if a.numel() != 0 && b.numel() != 0 {
             same_dtype("matmul", a, b)?;
         }
+        // Checked here so that the error names matmul, the op called, with
+        // both shapes (the mm/mv/dot below would name themselves).
+        let ka = a.shape()[na - 1];
+        let kb = b.shape()[nb.saturating_sub(2)];
+        if ka != kb {
+            let rows = |t: &Tensor| t.shape()[..t.ndim() - 1].iter().product::<usize>();
+            let detail = match (na, nb) {
+                (1, 1) => format!("inconsistent tensor size: {ka} and {kb} elements"),
+                (_, 1) => format!("size mismatch, got input ({}x{ka}), vec ({kb})", rows(a)),
+                _ => format!(
+                    "mat1 and mat2 shapes cannot be multiplied ({}x{ka} and {kb}x{})",
+                    rows(a),
+                    b.shape()[nb - 1]
+                ),
+            };
+            return Err(Error::shape("matmul", a.shape(), b.shape(), detail));
+        }
         match (na, nb) {
             (1, 1) => a.dot(b),
             (2, 1) => a.mv(b),

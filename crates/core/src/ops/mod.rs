@@ -33,6 +33,7 @@ pub use factory::{Arange, Distribution, Linspace, Random};
 pub use index::{Gather, IndexSelect, IndexTensors, Nonzero, Scatter};
 pub use join::Cat;
 pub use linalg::{MatMul, Mm};
+pub use overloads::OverloadScalar;
 pub use promote::{IntoOperand, Operand, result_type};
 pub use reduce::{IndexReduce, IntoDims, Reduce, ReduceKind, Scan};
 pub use reduce_composite::{CompositeKind, CompositeReduce};

@@ -39,7 +39,22 @@ macro_rules! scalar_operand {
         }
     )*};
 }
-scalar_operand!(f32, f64, i32, i64, u8, bool, usize, Scalar, half::f16, half::bf16);
+scalar_operand!(
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    bool,
+    usize,
+    Scalar,
+    half::f16,
+    half::bf16
+);
 
 impl Operand<'_> {
     /// The operand as a tensor of `dtype` (a 0-d CPU tensor for a scalar,

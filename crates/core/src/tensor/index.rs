@@ -132,19 +132,38 @@ impl Tensor {
         }
         let mut x = self.clone();
         let mut d = 0usize;
+        // The dim of `self` the next item indexes (for error messages).
+        let mut orig = 0usize;
         let mut advanced: Vec<(usize, Tensor)> = Vec::new();
         for item in index {
             match item {
-                TensorIndex::Int(i) => x = x.select(d as i64, *i)?,
+                TensorIndex::Int(i) => {
+                    // As PyTorch, an index out of range names the dim of
+                    // `self`, not of the partly indexed view.
+                    x = x.select(d as i64, *i).map_err(|e| match e {
+                        Error::IndexOutOfRange { index, size, .. } => Error::IndexOutOfRange {
+                            op: "index",
+                            index,
+                            dim: orig,
+                            size,
+                        },
+                        e => e,
+                    })?;
+                    orig += 1;
+                }
                 TensorIndex::Slice { start, end, step } => {
                     x = x.slice(d as i64, *start, *end, *step)?;
                     d += 1;
+                    orig += 1;
                 }
                 TensorIndex::NewAxis => {
                     x = x.unsqueeze(d as i64)?;
                     d += 1;
                 }
-                TensorIndex::Ellipsis => d += self.ndim() - consumed,
+                TensorIndex::Ellipsis => {
+                    d += self.ndim() - consumed;
+                    orig += self.ndim() - consumed;
+                }
                 // A 0-d integer tensor selects like an int; a 0-d bool (or
                 // uint8) tensor adds a dim of size 1 (true) or 0 (false), as
                 // PyTorch's indexing does.
@@ -158,6 +177,7 @@ impl Tensor {
                         d += 1;
                     } else {
                         x = x.select(d as i64, v)?;
+                        orig += 1;
                     }
                 }
                 TensorIndex::Tensor(t) => {
@@ -168,6 +188,7 @@ impl Tensor {
                     };
                     advanced.push((d, t.clone()));
                     d += width;
+                    orig += width;
                 }
             }
         }

@@ -4,6 +4,7 @@ mod access;
 mod creation;
 mod display;
 mod index;
+mod index_op;
 mod recycle;
 
 use std::mem::ManuallyDrop;
@@ -13,6 +14,7 @@ pub use access::TensorData;
 pub use creation::TensorOptions;
 pub use display::{PrintOptions, set_print_options};
 pub use index::TensorIndex;
+pub use index_op::{Ellipsis, IndexSpec, IntoTensorIndex, NewAxis, Step};
 
 use crate::dispatch::{DispatchKeySet, OutSpec, backend_for};
 use crate::layout::{Dims, Layout};

@@ -60,7 +60,7 @@ mod tests {
         let b = x.add(&x)?;
         assert_eq!(Arc::as_ptr(&b.0), addr, "the emptied tensor was reused");
         assert_eq!(b.version(), 0);
-        assert!(!b.requires_grad() && b.grad_fn().is_none() && b.grad().is_none());
+        assert!(!b.requires_grad() && b.grad_fn().is_none() && b.grad_opt().is_none());
         assert_eq!(b.to_vec::<f32>()?, [2.0, 4.0, 6.0, 8.0]);
         assert_eq!(b.storage().nbytes(), 16);
         Ok(())
