@@ -21,12 +21,12 @@ fn main() -> ferrotorch::Result<()> {
     println!("x[:, 1:] =\n{}", x.get(&[I::full(), (1..3).into()])?);
     println!(
         "arange(6).view(2, 3).to(float64) =\n{}",
-        Tensor::arange(6)?.view(&[2, 3])?.to_dtype(DType::F64)?
+        Tensor::arange(6)?.view([2, 3])?.to_dtype(DType::F64)?
     );
-    println!("torch.manual_seed(0); torch.rand(3) = {}", Tensor::rand(&[3])?);
-    let meta = TensorOptions::new().device(Device::Meta).randn(&[4096, 4096])?;
+    println!("torch.manual_seed(0); torch.rand(3) = {}", Tensor::rand([3])?);
+    let meta = TensorOptions::new().device(Device::Meta).randn([4096, 4096])?;
     println!("a meta tensor (shape only): {}", meta.matmul(&meta)?);
-    match x.add(&Tensor::ones(&[4])?) {
+    match x.add(&Tensor::ones([4])?) {
         Ok(_) => println!("unexpected success"),
         Err(e) => println!("shape errors name the op and both shapes: {e}"),
     }

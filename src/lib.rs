@@ -13,3 +13,9 @@
 //! ```
 
 pub use ferrotorch_core::*;
+
+/// The README's Rust examples, compiled and run as doc tests so that the
+/// quick start a new user copies keeps working.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -30,7 +30,7 @@ fn leaves_and_grad_fn_names() -> Result<()> {
     assert_eq!(x.exp()?.grad_fn().unwrap().name(), "ExpBackward0");
     assert_eq!(x.sum()?.grad_fn().unwrap().name(), "SumBackward0");
     assert_eq!(x.sum_dim(0, false)?.grad_fn().unwrap().name(), "SumBackward1");
-    assert_eq!(x.view(&[2, 1])?.grad_fn().unwrap().name(), "ViewBackward0");
+    assert_eq!(x.view([2, 1])?.grad_fn().unwrap().name(), "ViewBackward0");
     assert_eq!(x.pow(2)?.grad_fn().unwrap().name(), "PowBackward0");
     assert_eq!(x.relu()?.grad_fn().unwrap().name(), "ReluBackward0");
     assert_eq!(
@@ -58,7 +58,7 @@ fn backward_accumulates_and_checks_its_arguments() -> Result<()> {
     let y = x.mul(&x)?;
     let e = y.backward().unwrap_err().to_string();
     assert!(e.contains("scalar outputs"), "{e}");
-    y.backward_with(&Tensor::ones(&[3])?)?;
+    y.backward_with(&Tensor::ones([3])?)?;
     assert_eq!(vec(&x.grad().unwrap()), vec![2.0, 4.0, 6.0]);
     x.mul(3.0)?.sum()?.backward()?;
     assert_eq!(vec(&x.grad().unwrap()), vec![5.0, 7.0, 9.0]);
@@ -66,9 +66,9 @@ fn backward_accumulates_and_checks_its_arguments() -> Result<()> {
     assert_eq!(vec(&x.grad().unwrap()), vec![0.0; 3]);
     x.set_grad(None)?;
     assert!(x.grad_opt().is_none());
-    let e = Tensor::ones(&[1])?.sum()?.backward().unwrap_err().to_string();
+    let e = Tensor::ones([1])?.sum()?.backward().unwrap_err().to_string();
     assert!(e.contains("does not require grad"), "{e}");
-    let e = x.sum()?.backward_with(&Tensor::ones(&[2])?).unwrap_err().to_string();
+    let e = x.sum()?.backward_with(&Tensor::ones([2])?).unwrap_err().to_string();
     assert!(e.contains("shape"), "{e}");
     Ok(())
 }
@@ -267,7 +267,7 @@ fn inplace_on_views_rebases_history() -> Result<()> {
     v.sum()?.backward()?;
     assert_eq!(vec(&x.grad().unwrap()), vec![0.0, 4.0, 6.0]);
     // copy_ into a slice of a buffer that does not require grad.
-    let buf = Tensor::zeros(&[4])?;
+    let buf = Tensor::zeros([4])?;
     let x = leaf(&[5.0, 6.0]);
     buf.narrow(0, 1, 2)?.copy_(&x.mul(3.0)?)?;
     assert!(buf.requires_grad());
@@ -382,16 +382,16 @@ fn a_failing_hook_ends_backward_with_its_error() -> Result<()> {
 fn set_grad_checks_shape_dtype_and_device() -> Result<()> {
     let x = leaf(&[1.0, 2.0]);
     let msg = |r: Result<()>| r.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(msg(x.set_grad(Some(Tensor::zeros(&[3])?))).contains("different shape"));
-    let e = msg(x.set_grad(Some(Tensor::zeros_dtype(&[2], DType::F64)?)));
+    assert!(msg(x.set_grad(Some(Tensor::zeros([3])?))).contains("different shape"));
+    let e = msg(x.set_grad(Some(Tensor::zeros_dtype([2], DType::F64)?)));
     assert!(
         e.contains("gradient with dtype float64 to a tensor of dtype float32"),
         "{e}"
     );
-    let e = msg(x.set_grad(Some(TensorOptions::new().device(Device::Meta).zeros(&[2])?)));
+    let e = msg(x.set_grad(Some(TensorOptions::new().device(Device::Meta).zeros([2])?)));
     assert!(e.contains("same device"), "{e}");
     assert!(x.grad_opt().is_none());
-    x.set_grad(Some(Tensor::ones(&[2])?))?;
+    x.set_grad(Some(Tensor::ones([2])?))?;
     assert_eq!(vec(&x.grad().unwrap()), vec![1.0, 1.0]);
     Ok(())
 }
@@ -488,9 +488,9 @@ fn checkpoint_matches_and_saves_memory() -> Result<()> {
     let g = ferrotorch::Generator::new(7);
     let o = TensorOptions::new().generator(&g);
     let weights: Vec<Tensor> = (0..depth)
-        .map(|_| o.randn(&[width, width]).and_then(|w| w.mul(0.05)?.requires_grad_(true)))
+        .map(|_| o.randn([width, width]).and_then(|w| w.mul(0.05)?.requires_grad_(true)))
         .collect::<Result<_>>()?;
-    let x = o.randn(&[batch, width])?.requires_grad_(true)?;
+    let x = o.randn([batch, width])?.requires_grad_(true)?;
     let block = |w: Tensor| move |xs: &[Tensor]| Ok(vec![xs[0].matmul(&w)?.tanh()?.mul(1.5)?.sigmoid()?]);
     let run = |ckpt: bool| -> Result<(Vec<Vec<f32>>, usize)> {
         for w in &weights {
@@ -526,7 +526,7 @@ fn checkpoint_matches_and_saves_memory() -> Result<()> {
 
 #[test]
 fn checkpoint_replays_random_numbers() -> Result<()> {
-    let x = Tensor::ones(&[64])?.requires_grad_(true)?;
+    let x = Tensor::ones([64])?.requires_grad_(true)?;
     // A "dropout" drawn inside the segment: backward must see the same mask.
     let seg = |xs: &[Tensor]| {
         let keep = Tensor::rand(xs[0].shape())?.gt(0.5)?.to_dtype(DType::F32)?;
@@ -687,7 +687,7 @@ fn as_strided_and_inplace_views_follow_storage_geometry() -> Result<()> {
     let b = Tensor::arange(8)?
         .to_dtype(ferrotorch::DType::F32)?
         .requires_grad_(true)?;
-    let y = b.narrow(0, 2, 6)?.as_strided(&[2, 2], &[1, 2], 3)?;
+    let y = b.narrow(0, 2, 6)?.as_strided([2, 2], [1, 2], 3)?;
     assert_eq!(vec(&y), vec![3.0, 5.0, 4.0, 6.0]);
     y.mul(&Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?)?.sum()?.backward()?;
     assert_eq!(vec(&b.grad().unwrap()), vec![0.0, 0.0, 0.0, 1.0, 3.0, 2.0, 4.0, 0.0]);
@@ -706,7 +706,7 @@ fn as_strided_and_inplace_views_follow_storage_geometry() -> Result<()> {
 
     // Result elements sharing storage slots: their gradients add up.
     let x = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0]);
-    let y = x.as_strided(&[3, 2], &[1, 1], 1)?;
+    let y = x.as_strided([3, 2], [1, 1], 1)?;
     y.mul(&Tensor::new([[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])?)?
         .sum()?
         .backward()?;
@@ -714,18 +714,18 @@ fn as_strided_and_inplace_views_follow_storage_geometry() -> Result<()> {
 
     // An input whose elements share memory (expanded) is refused, not summed wrongly.
     let x = leaf(&[1.0, 2.0]);
-    let e = x.expand(&[3, 2])?.as_strided(&[2], &[1], 0)?.sum()?.backward();
+    let e = x.expand([3, 2])?.as_strided([2], [1], 0)?.sum()?.backward();
     assert!(format!("{}", e.unwrap_err()).contains("overlap in memory"));
 
     // First and second derivatives by finite differences, offset and strides included.
     let x64 = Tensor::new([0.3f64, -1.2, 0.7, 2.0, -0.4, 1.1, 0.9, -2.2])?.requires_grad_(true)?;
     let f = |v: &[Tensor]| {
-        let y = v[0].narrow(0, 1, 6)?.as_strided(&[2, 3], &[1, 2], 1)?;
-        y.mul(&y)?.mul(&v[0].narrow(0, 0, 6)?.reshape(&[2, 3])?)
+        let y = v[0].narrow(0, 1, 6)?.as_strided([2, 3], [1, 2], 1)?;
+        y.mul(&y)?.mul(&v[0].narrow(0, 0, 6)?.reshape([2, 3])?)
     };
     gradcheck(&f, std::slice::from_ref(&x64), GradcheckOptions::default())?;
     gradgradcheck(&f, std::slice::from_ref(&x64), GradcheckOptions::default())?;
-    let overlapping = |v: &[Tensor]| v[0].as_strided(&[3, 4], &[2, 1], 0)?.exp();
+    let overlapping = |v: &[Tensor]| v[0].as_strided([3, 4], [2, 1], 0)?.exp();
     gradcheck(&overlapping, std::slice::from_ref(&x64), GradcheckOptions::default())?;
     gradgradcheck(&overlapping, &[x64], GradcheckOptions::default())?;
     Ok(())
@@ -739,8 +739,8 @@ fn fused_backward_kernels_match_the_composite_formulas() -> Result<()> {
     use ferrotorch::dispatch::call1;
     use ferrotorch::ops::activation_backward::{ActivationBackward, ActivationKind};
     ferrotorch::manual_seed(7);
-    let x0 = Tensor::randn(&[257])?.mul(4.0)?;
-    let g0 = Tensor::randn(&[257])?;
+    let x0 = Tensor::randn([257])?.mul(4.0)?;
+    let g0 = Tensor::randn([257])?;
     for dt in [DType::F32, DType::F64, DType::F16, DType::BF16] {
         let (x, g) = (x0.to_dtype(dt)?, g0.to_dtype(dt)?);
         let sin_b = call1(&ActivationBackward(ActivationKind::Sin), &[&g, &x])?;

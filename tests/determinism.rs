@@ -11,13 +11,13 @@ fn bits(t: &Tensor) -> Vec<u64> {
 fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
     let g = Generator::new(1234);
     let o = TensorOptions::new().generator(&g);
-    let big = o.randn(&[1 << 22])?; // 4M elements: many reduction chunks
-    let m = o.randn(&[777, 1031])?;
-    let a = o.randn(&[301, 517])?;
-    let b = o.randn(&[517, 403])?;
-    let ba = o.randn(&[6, 65, 130])?;
-    let bb = o.randn(&[6, 130, 97])?;
-    let c = o.randn(&[3, 100_003])?;
+    let big = o.randn([1 << 22])?; // 4M elements: many reduction chunks
+    let m = o.randn([777, 1031])?;
+    let a = o.randn([301, 517])?;
+    let b = o.randn([517, 403])?;
+    let ba = o.randn([6, 65, 130])?;
+    let bb = o.randn([6, 130, 97])?;
+    let c = o.randn([3, 100_003])?;
     let mut out = Vec::new();
     let mut push = |name: &str, t: Tensor| out.push((name.to_string(), bits(&t)));
     push("sum_all", big.sum()?);
@@ -27,8 +27,8 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
     push("mean_all", big.mean()?);
     push("mean_dims", m.mean_dim([0, 1], true)?);
     push("var_all", big.var(1.0)?);
-    push("var_rows", m.var_dim(Some(vec![1]), 1.0, false)?);
-    push("std_cols", m.std_dim(Some(vec![0]), 0.0, false)?);
+    push("var_rows", m.var_dim(vec![1], 1.0, false)?);
+    push("std_cols", m.std_dim(vec![0], 0.0, false)?);
     push("logsumexp", m.logsumexp(1, false)?);
     push("norm", big.norm(2.0)?);
     push("prod", c.mul(1e-3)?.add(1.0)?.prod_dim(1, false)?);
@@ -38,9 +38,9 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
     push("matmul", a.matmul(&b)?);
     push("matmul_transposed", b.t()?.matmul(&a.t()?)?);
     push("bmm", ba.bmm(&bb)?);
-    push("matmul_big", o.randn(&[1100, 700])?.matmul(&o.randn(&[700, 900])?)?);
+    push("matmul_big", o.randn([1100, 700])?.matmul(&o.randn([700, 900])?)?);
     // Fewer row panels than threads (the columns are split) and two column blocks of B.
-    push("matmul_few_rows", o.randn(&[5, 300])?.matmul(&o.randn(&[300, 4500])?)?);
+    push("matmul_few_rows", o.randn([5, 300])?.matmul(&o.randn([300, 4500])?)?);
     push("cumsum_long", big.cumsum(0)?);
     push("cumsum_rows", m.cumsum(1)?);
     push("cumsum_cols", m.cumsum(0)?);

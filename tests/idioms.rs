@@ -70,7 +70,7 @@ fn seed_manual_gradient_descent() -> Result<()> {
 #[test]
 fn tutorial_mean_of_squares() -> Result<()> {
     // x = torch.ones(2, 2, requires_grad=True); y = x + 2; z = y * y * 3; out = z.mean()
-    let x = Tensor::ones(&[2, 2])?.requires_grad_(true)?;
+    let x = Tensor::ones([2, 2])?.requires_grad_(true)?;
     let y = &x + 2;
     let z = &y * &y * 3;
     let out = z.mean()?;
@@ -92,7 +92,7 @@ fn tutorial_mean_of_squares() -> Result<()> {
 #[test]
 fn indexing() -> Result<()> {
     // x = torch.arange(12).reshape(3, 4)
-    let x = Tensor::arange(12)?.reshape(&[3, 4])?;
+    let x = Tensor::arange(12)?.reshape([3, 4])?;
     assert_eq!(x.i((.., 1))?.to_string(), "tensor([1, 5, 9])");
     assert_eq!(x.i((1, 1..3))?.to_string(), "tensor([5, 6])");
     assert_eq!(x.i(-1)?.to_string(), "tensor([ 8,  9, 10, 11])");
@@ -115,7 +115,7 @@ fn indexing() -> Result<()> {
 #[test]
 fn index_assignment() -> Result<()> {
     // x = torch.zeros(2, 3); v = torch.tensor([1.0, 2.0], requires_grad=True)
-    let x = Tensor::zeros(&[2, 3])?;
+    let x = Tensor::zeros([2, 3])?;
     let v = Tensor::new([1.0f32, 2.0])?.requires_grad_(true)?;
     // x[:, 0] = v; x[1, 1:] = 5.0
     x.i_set((.., 0), &v)?;
@@ -152,7 +152,7 @@ fn scalar_operands() -> Result<()> {
 /// Compound assignment is in place: `x += 1; x *= t; x -= 0.5`.
 #[test]
 fn compound_assignment() -> Result<()> {
-    let mut x = Tensor::ones(&[3])?;
+    let mut x = Tensor::ones([3])?;
     let alias = x.clone();
     x += 1;
     x *= &Tensor::new([1.0f32, 2.0, 3.0])?;
@@ -215,8 +215,8 @@ fn autograd_errors_can_be_matched() -> Result<()> {
 /// matmul's errors name matmul and both shapes.
 #[test]
 fn matmul_errors_name_matmul() -> Result<()> {
-    let e = Tensor::zeros(&[2, 3])?
-        .matmul(&Tensor::zeros(&[4, 5])?)
+    let e = Tensor::zeros([2, 3])?
+        .matmul(&Tensor::zeros([4, 5])?)
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("matmul: shape mismatch: [2, 3] and [4, 5]"), "{e}");
@@ -224,8 +224,8 @@ fn matmul_errors_name_matmul() -> Result<()> {
         e.contains("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
         "{e}"
     );
-    let e = Tensor::zeros(&[7, 2, 3])?
-        .matmul(&Tensor::zeros(&[4])?)
+    let e = Tensor::zeros([7, 2, 3])?
+        .matmul(&Tensor::zeros([4])?)
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("matmul: shape mismatch: [7, 2, 3] and [4]"), "{e}");
@@ -246,7 +246,7 @@ fn classification_head() -> Result<()> {
 /// Grad-mode closures and scopes restore the previous mode.
 #[test]
 fn grad_mode_closures_and_scopes() -> Result<()> {
-    let w = Tensor::ones(&[2])?.requires_grad_(true)?;
+    let w = Tensor::ones([2])?.requires_grad_(true)?;
     let y = autograd::no_grad(|| &w * 2);
     assert!(!y.requires_grad());
     let z = autograd::no_grad(|| autograd::enable_grad(|| &w * 2));
@@ -269,7 +269,7 @@ fn grad_mode_closures_and_scopes() -> Result<()> {
 #[test]
 fn advanced_index_assignment() -> Result<()> {
     // x = torch.zeros(3, 2); v = torch.tensor([1.0, 2.0], requires_grad=True)
-    let x = Tensor::zeros(&[3, 2])?;
+    let x = Tensor::zeros([3, 2])?;
     let v = Tensor::new([1.0f32, 2.0])?.requires_grad_(true)?;
     // x[torch.tensor([2, 0])] = v
     x.i_set(&Tensor::new([2i64, 0])?, &v)?;
@@ -278,7 +278,7 @@ fn advanced_index_assignment() -> Result<()> {
     (&x * &x).sum()?.backward()?;
     assert_eq!(v.grad()?.to_string(), "tensor([4., 8.])");
     // A transposed (non-contiguous) target.
-    let t = Tensor::zeros(&[2, 3])?.t()?;
+    let t = Tensor::zeros([2, 3])?.t()?;
     t.i_set((&Tensor::new([1i64])?, 1), 7.0)?;
     assert_eq!(t.contiguous()?.to_vec::<f32>()?, [0.0, 0.0, 0.0, 7.0, 0.0, 0.0]);
     Ok(())
@@ -287,8 +287,8 @@ fn advanced_index_assignment() -> Result<()> {
 /// A panicking operator points at the line that used it.
 #[test]
 fn operator_panics_point_at_the_callers_line() {
-    let a = Tensor::zeros(&[2]).unwrap();
-    let b = Tensor::zeros(&[3]).unwrap();
+    let a = Tensor::zeros([2]).unwrap();
+    let b = Tensor::zeros([3]).unwrap();
     std::panic::set_hook(Box::new(|info| {
         let loc = info
             .location()
@@ -308,4 +308,51 @@ fn operator_panics_point_at_the_callers_line() {
 
 thread_local! {
     static LAST_PANIC: std::cell::RefCell<Option<(String, String)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Sizes and dims in every form PyTorch takes them: varargs-like tuples,
+/// lists, another tensor's shape, one int, `-1` inferred.
+#[test]
+fn shape_arguments() -> Result<()> {
+    // x = torch.arange(24)
+    let x = Tensor::arange(24)?;
+    // y = x.view(2, 3, 4); z = x.reshape(4, -1)
+    let y = x.view((2, 3, 4))?;
+    let z = x.reshape([4, -1])?;
+    assert_eq!((y.shape(), z.shape()), (&[2, 3, 4][..], &[4, 6][..]));
+    // torch.zeros(z.shape).shape; torch.ones(5).shape
+    assert_eq!(Tensor::zeros(z.shape())?.shape(), [4, 6]);
+    assert_eq!(Tensor::ones(5)?.shape(), [5]);
+    // y.permute(2, 0, 1).shape; y.permute([-1, 0, 1]).shape
+    assert_eq!(y.permute((2, 0, 1))?.shape(), [4, 2, 3]);
+    assert_eq!(y.permute(vec![-1, 0, 1])?.shape(), [4, 2, 3]);
+    // print(y.sum(dim=(0, 2))); print(y.sum(-1).shape)
+    assert_eq!(y.sum_dim((0, 2), false)?.to_string(), "tensor([ 60,  92, 124])");
+    assert_eq!(y.sum_dim(-1, false)?.shape(), [2, 3]);
+    // z[0].expand(2, -1).shape; z.mean(dtype) needs floats: z.float().mean([0, 1])
+    assert_eq!(z.i(0)?.expand((2, -1))?.shape(), [2, 6]);
+    assert_eq!(
+        z.to_dtype(ferrotorch::DType::F32)?.mean_dim([0, 1], false)?.to_string(),
+        "tensor(11.5000)"
+    );
+    // x.narrow(0, 2, 3)
+    assert_eq!(x.narrow(0, 2, 3)?.to_string(), "tensor([2, 3, 4])");
+    // x.view(5, -1) -> RuntimeError: shape '[5, -1]' is invalid for input of size 24
+    let e = x.view((5, -1)).unwrap_err().to_string();
+    assert!(e.contains("shape '[5, -1]' is invalid for input of size 24"), "{e}");
+    // torch.ones(2, -1) -> RuntimeError: Trying to create tensor with negative dimension -1: [2, -1]
+    let e = Tensor::ones((2, -1)).unwrap_err().to_string();
+    assert!(
+        e.contains("Trying to create tensor with negative dimension -1: [2, -1]"),
+        "{e}"
+    );
+    // torch.zeros(2, -1) -> RuntimeError: zeros: Dimension size must be non-negative.
+    let e = Tensor::zeros((2, -1)).unwrap_err().to_string();
+    assert!(e.contains("zeros: Dimension size must be non-negative."), "{e}");
+    // x.narrow(0, 2, -1) -> RuntimeError: narrow(): length must be non-negative.
+    let e = x.narrow(0, 2, -1).unwrap_err().to_string();
+    assert!(e.contains("narrow(): length must be non-negative."), "{e}");
+    // torch.zeros(()) is 0-d
+    assert_eq!(Tensor::zeros(())?.ndim(), 0);
+    Ok(())
 }

@@ -84,11 +84,11 @@ fn mixed_tensors_record_one_node() -> Result<()> {
 fn in_loop_casts_match_converting_first() -> Result<()> {
     ferrotorch::manual_seed(5);
     for &(m, n) in &[(3usize, 5usize), (7, 300), (129, 1000), (700, 700)] {
-        let a = Tensor::randn(&[m, n])?.to_dtype(DType::F16)?;
-        let b = Tensor::randn(&[n, m])?.t()?; // transposed f32
-        let c = Tensor::randn(&[n])?.to_dtype(DType::F64)?; // broadcast row
-        let i = Tensor::randn(&[m, 1])?.mul(10.0)?.to_dtype(DType::I32)?; // broadcast column
-        let s = Tensor::randn(&[m, 2 * n])?
+        let a = Tensor::randn([m, n])?.to_dtype(DType::F16)?;
+        let b = Tensor::randn([n, m])?.t()?; // transposed f32
+        let c = Tensor::randn([n])?.to_dtype(DType::F64)?; // broadcast row
+        let i = Tensor::randn([m, 1])?.mul(10.0)?.to_dtype(DType::I32)?; // broadcast column
+        let s = Tensor::randn([m, 2 * n])?
             .to_dtype(DType::BF16)?
             .slice(1, Some(0), None, 2)?;
         for (x, y) in [(&a, &b), (&b, &c), (&a, &i), (&s, &a), (&i, &s), (&c, &i)] {

@@ -300,7 +300,8 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "maximum" => one(x().maximum(other())),
         "minimum" => one(x().minimum(other())),
         "sum" => one(match (dims("dim"), kw(case, "dtype")) {
-            (d, Some(dt)) => x().sum_dtype(d, keepdim, dtype_of(dt)?),
+            (Some(d), Some(dt)) => x().sum_dim_dtype(d, keepdim, dtype_of(dt)?),
+            (None, Some(dt)) => x().sum_dtype(dtype_of(dt)?),
             (Some(d), None) => x().sum_dim(d, keepdim),
             (None, None) => x().sum(),
         }),
@@ -327,7 +328,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "amin" => one(x().amin(dims("dim").unwrap(), keepdim)),
         "var" | "std" => {
             let corr = kw(case, "correction").map(num).unwrap_or(1.0);
-            let d = dims("dim");
+            let d = dims("dim").unwrap_or_default();
             one(if short == "var" {
                 x().var_dim(d, corr, keepdim)
             } else {
@@ -342,8 +343,8 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "matmul" => one(x().matmul(input(case, inputs, "other").unwrap())),
         "mm" => one(x().mm(input(case, inputs, "mat2").unwrap())),
         "bmm" => one(x().bmm(input(case, inputs, "mat2").unwrap())),
-        "reshape" => one(x().reshape(&dims("shape").unwrap())),
-        "permute" => one(x().permute(&dims("dims").unwrap())),
+        "reshape" => one(x().reshape(dims("shape").unwrap())),
+        "permute" => one(x().permute(dims("dims").unwrap())),
         "transpose" => one(x().transpose(kw(case, "dim0")?.as_i64()?, kw(case, "dim1")?.as_i64()?)),
         "flatten" => one(x().flatten(
             kw(case, "start_dim").and_then(Value::as_i64).unwrap_or(0),
@@ -359,9 +360,9 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
                 Tensor::stack(&refs, d)
             })
         }
-        "expand" => one(x().expand(&dims("size").unwrap())),
+        "expand" => one(x().expand(dims("size").unwrap())),
         "squeeze" => one(match kw(case, "dim") {
-            Some(d) => x().squeeze_dims(&dims_of(d)),
+            Some(d) => x().squeeze_dims(dims_of(d)),
             None => x().squeeze(),
         }),
         "unsqueeze" => one(x().unsqueeze(kw(case, "dim")?.as_i64()?)),
@@ -391,9 +392,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
             let d = kw(case, "dim").and_then(Value::as_i64).unwrap_or(0);
             let t = input(case, inputs, "tensor")?;
             Some(match kw(case, "split_size_or_sections")? {
-                Value::Array(a) => {
-                    t.split_sizes(&a.iter().map(|v| v.as_u64().unwrap() as usize).collect::<Vec<_>>(), d)
-                }
+                Value::Array(a) => t.split_sizes(a.iter().map(|v| v.as_u64().unwrap() as usize).collect::<Vec<_>>(), d),
                 v => t.split(v.as_u64()? as usize, d),
             })
         }
@@ -404,7 +403,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "narrow" => one(x().narrow(
             kw(case, "dim")?.as_i64()?,
             kw(case, "start")?.as_i64()?,
-            kw(case, "length")?.as_u64()? as usize,
+            kw(case, "length")?.as_i64()?,
         )),
         "floor" => unary(Tensor::floor),
         "ceil" => unary(Tensor::ceil),
@@ -448,7 +447,11 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         }
         "cumsum" => one(x().cumsum(kw(case, "dim")?.as_i64()?)),
         "cumprod" => one(x().cumprod(kw(case, "dim")?.as_i64()?)),
-        "norm" => one(x().norm_dim(kw(case, "p").map(num).unwrap_or(2.0), dims("dim"), keepdim)),
+        "norm" => one(x().norm_dim(
+            kw(case, "p").map(num).unwrap_or(2.0),
+            dims("dim").unwrap_or_default(),
+            keepdim,
+        )),
         "sort" | "argsort" => {
             // ferrotorch sorts stably; cases with ties ask PyTorch for `stable=True`.
             let d = kw(case, "dim").and_then(Value::as_i64).unwrap_or(-1);

@@ -50,7 +50,7 @@ fn in_place_change_of_an_unread_input_does_not_fail_backward() -> Result<()> {
     assert_eq!(grad_of(&a), [0.25, 0.125]);
 
     let w = leaf(&[1.0, 2.0, 3.0, 4.0], &[2, 2])?;
-    let x = Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 1.0], &[2, 2])?;
+    let x = Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 1.0], [2, 2])?;
     let y = x.matmul(&w)?;
     w.detach().zero_()?;
     y.sum()?.backward()?;
@@ -65,14 +65,11 @@ fn composite_reductions_have_pytorch_node_names() -> Result<()> {
     assert_eq!(name(x.mean()?), "MeanBackward0");
     assert_eq!(name(x.mean_dim(1, false)?), "MeanBackward1");
     assert_eq!(name(x.var(1.0)?), "VarBackward0");
-    assert_eq!(name(x.var_dim(Some(vec![1]), 1.0, false)?), "VarBackward0");
+    assert_eq!(name(x.var_dim(vec![1], 1.0, false)?), "VarBackward0");
     assert_eq!(name(x.std(1.0)?), "StdBackward0");
-    assert_eq!(name(x.std_dim(Some(vec![1]), 1.0, false)?), "StdBackward0");
+    assert_eq!(name(x.std_dim(vec![1], 1.0, false)?), "StdBackward0");
     assert_eq!(name(x.norm(2.0)?), "LinalgVectorNormBackward0");
-    assert_eq!(
-        name(x.norm_dim(3.0, Some(vec![1]), false)?),
-        "LinalgVectorNormBackward0"
-    );
+    assert_eq!(name(x.norm_dim(3.0, vec![1], false)?), "LinalgVectorNormBackward0");
     assert_eq!(name(x.logsumexp(1, false)?), "LogsumexpBackward0");
     assert_eq!(name(x.to_dtype(DType::F16)?.mean()?), "MeanBackward0");
     Ok(())
@@ -85,7 +82,7 @@ fn gradients_at_singular_points_follow_pytorch() -> Result<()> {
     x.norm(2.0)?.backward()?;
     assert_eq!(grad_of(&x), [0.0, 0.0, 0.0]);
     let x = leaf(&[0.0, 0.0, 0.0, 1.0, 2.0, 2.0], &[2, 3])?;
-    x.norm_dim(3.0, Some(vec![1]), false)?.sum()?.backward()?;
+    x.norm_dim(3.0, vec![1], false)?.sum()?.backward()?;
     let g = grad_of(&x);
     assert_eq!(&g[..3], &[0.0, 0.0, 0.0]);
     // Row 2: x * |x| / norm^2 with norm = 17^(1/3).
@@ -95,7 +92,7 @@ fn gradients_at_singular_points_follow_pytorch() -> Result<()> {
     }
     // ones(2, 3).std(1).sum().backward() -> zeros; var likewise.
     let x = leaf(&[1.0; 6], &[2, 3])?;
-    x.std_dim(Some(vec![1]), 1.0, false)?.sum()?.backward()?;
+    x.std_dim(vec![1], 1.0, false)?.sum()?.backward()?;
     assert_eq!(grad_of(&x), [0.0; 6]);
     let x = leaf(&[1.0; 6], &[2, 3])?;
     x.std(1.0)?.backward()?;
@@ -131,13 +128,13 @@ fn clamp_gradient_at_the_bounds() -> Result<()> {
 #[test]
 fn half_reductions_accumulate_in_f32() -> Result<()> {
     for dt in [DType::F16, DType::BF16] {
-        let x = Tensor::full(&[300, 300], 60000.0)?.to_dtype(dt)?;
+        let x = Tensor::full([300, 300], 60000.0)?.to_dtype(dt)?;
         assert_eq!(x.mean()?.dtype(), dt);
         let m = x.mean()?.to_dtype(DType::F32)?.item::<f32>()?;
         let want = Tensor::scalar(60000.0f32).to_dtype(dt)?.item::<f32>()?;
         assert_eq!(m, want, "{dt}");
         // 70000 ones: the sum of squares overflows f16, the norm (264.575) does not.
-        let ones = Tensor::ones(&[70000])?.to_dtype(dt)?;
+        let ones = Tensor::ones([70000])?.to_dtype(dt)?;
         let n = ones.norm(2.0)?.to_dtype(DType::F32)?.item::<f32>()?;
         let want = Tensor::scalar(70000f32.sqrt()).to_dtype(dt)?.item::<f32>()?;
         assert_eq!(n, want, "{dt}");
@@ -153,7 +150,7 @@ fn half_reductions_accumulate_in_f32() -> Result<()> {
 #[test]
 fn validation_as_pytorch() -> Result<()> {
     let msg = |r: Result<Tensor>| r.err().map(|e| e.to_string()).unwrap_or_else(|| "no error".into());
-    let u8s = Tensor::zeros_dtype(&[3], DType::U8)?;
+    let u8s = Tensor::zeros_dtype([3], DType::U8)?;
     assert_eq!(
         msg(u8s.fill_(256)),
         "fill_: value cannot be converted to type uint8_t without overflow"
@@ -167,38 +164,38 @@ fn validation_as_pytorch() -> Result<()> {
     assert!(msg(u8s.masked_fill(&Tensor::from_slice(&[true, false, true]), -1.5)).contains("uint8_t"));
     assert_eq!(u8s.fill_(-0.0)?.to_vec::<u8>()?, [0, 0, 0]);
     assert_eq!(
-        Tensor::zeros_dtype(&[1], DType::I32)?.fill_(-1.5)?.to_vec::<i32>()?,
+        Tensor::zeros_dtype([1], DType::I32)?.fill_(-1.5)?.to_vec::<i32>()?,
         [-1]
     );
-    let i32s = Tensor::zeros_dtype(&[3], DType::I32)?;
+    let i32s = Tensor::zeros_dtype([3], DType::I32)?;
     assert!(msg(i32s.fill_(1i64 << 31)).ends_with("type int without overflow"));
     assert_eq!(i32s.fill_(2147483647.9)?.to_vec::<i32>()?, [i32::MAX; 3]);
     assert!(msg(i32s.fill_(2147483648.0)).contains("overflow"));
-    let i64s = Tensor::zeros_dtype(&[3], DType::I64)?;
+    let i64s = Tensor::zeros_dtype([3], DType::I64)?;
     assert!(msg(i64s.fill_(f64::NAN)).contains("int64_t"));
     assert!(msg(i64s.fill_(9.3e18)).contains("int64_t"));
     assert_eq!(i64s.fill_(1.5)?.to_vec::<i64>()?, [1, 1, 1]);
-    let halves = Tensor::zeros_dtype(&[3], DType::F16)?;
+    let halves = Tensor::zeros_dtype([3], DType::F16)?;
     assert!(msg(halves.fill_(65519.0)).contains("c10::Half"));
     assert!(halves.fill_(f64::INFINITY).is_ok() && halves.fill_(f64::NAN).is_ok());
-    let bf = Tensor::zeros_dtype(&[3], DType::BF16)?;
+    let bf = Tensor::zeros_dtype([3], DType::BF16)?;
     assert!(msg(bf.fill_(3.39e38)).contains("c10::BFloat16"));
-    let f32s = Tensor::zeros(&[3])?;
+    let f32s = Tensor::zeros([3])?;
     assert!(msg(f32s.fill_(3.5e38)).ends_with("type float without overflow"));
     assert!(f32s.fill_(3.4e38).is_ok());
     assert_eq!(
-        Tensor::zeros_dtype(&[2], DType::Bool)?.fill_(5)?.to_vec::<bool>()?,
+        Tensor::zeros_dtype([2], DType::Bool)?.fill_(5)?.to_vec::<bool>()?,
         [true, true]
     );
     let m = Tensor::from_slice(&[true, false, true]);
     assert!(msg(u8s.masked_fill(&m, 300)).starts_with("masked_fill: value cannot be converted"));
     assert!(msg(halves.masked_fill(&m, 1e5)).contains("c10::Half"));
-    assert!(msg(ferrotorch::TensorOptions::new().dtype(DType::U8).full(&[2], 300)).contains("uint8_t"));
+    assert!(msg(ferrotorch::TensorOptions::new().dtype(DType::U8).full([2], 300)).contains("uint8_t"));
 
     let idx = Tensor::from_slice(&[0i64]);
-    let e = msg(Tensor::zeros(&[3])?.scatter(0, &idx, &Tensor::ones_like(&Tensor::zeros_dtype(&[1], DType::F64)?)?));
+    let e = msg(Tensor::zeros([3])?.scatter(0, &idx, &Tensor::ones_like(&Tensor::zeros_dtype([1], DType::F64)?)?));
     assert!(e.contains("expected self.dtype to be equal to src.dtype"), "{e}");
-    let e = msg(Tensor::zeros(&[3])?.scatter_add(0, &idx, &Tensor::zeros_dtype(&[1], DType::F64)?));
+    let e = msg(Tensor::zeros([3])?.scatter_add(0, &idx, &Tensor::zeros_dtype([1], DType::F64)?));
     assert!(e.contains("expected self.dtype to be equal to src.dtype"), "{e}");
 
     let s = Tensor::scalar(5.0f32);
@@ -211,9 +208,9 @@ fn validation_as_pytorch() -> Result<()> {
 /// `type(t.grad_fn).__name__` in PyTorch 2.15 for the same expressions.
 #[test]
 fn node_names_match_pytorch() -> Result<()> {
-    let x = Tensor::randn(&[3, 4])?.requires_grad_(true)?;
+    let x = Tensor::randn([3, 4])?.requires_grad_(true)?;
     let r0 = x.select(0, 0)?;
-    let idx = Tensor::zeros_dtype(&[3, 1], DType::I64)?;
+    let idx = Tensor::zeros_dtype([3, 1], DType::I64)?;
     let cases: Vec<(&str, Tensor, &str)> = vec![
         (
             "x.masked_fill(x > 0, 0)",
@@ -231,7 +228,7 @@ fn node_names_match_pytorch() -> Result<()> {
         ("x.mv(x[0])", x.t()?.mv(&x.select(1, 0)?)?, "MvBackward0"),
         ("torch.stack([x, x])", Tensor::stack(&[&x, &x], 0)?, "StackBackward0"),
         ("torch.cat([x, x])", Tensor::cat(&[&x, &x], 0)?, "CatBackward0"),
-        ("x.reshape(-1)", x.reshape(&[-1])?, "ViewBackward0"),
+        ("x.reshape(-1)", x.reshape([-1])?, "ViewBackward0"),
         ("x.max(1)[0]", x.max_dim(1, false)?.0, "MaxBackward0"),
         ("x.clamp(-1, 1)", x.clamp(Some(-1.0), Some(1.0))?, "ClampBackward1"),
         ("x.gather(1, idx)", x.gather(1, &idx)?, "GatherBackward0"),
@@ -271,7 +268,7 @@ fn topk_of_a_scalar() -> Result<()> {
 #[test]
 fn f32_norms_and_variances_accumulate_in_f64() -> Result<()> {
     let x = Tensor::from_slice(&[3e38f32, 0.0]);
-    assert_eq!(x.norm_dim(3.0, None, false)?.item::<f32>()?, 3e38);
+    assert_eq!(x.norm_dim(3.0, (), false)?.item::<f32>()?, 3e38);
     assert_eq!(x.norm(2.0)?.item::<f32>()?, 3e38);
     let s = Tensor::from_slice(&[-3e38f32, 0.0]).std(1.0)?.item::<f32>()?;
     assert!((s - 2.1213203e38).abs() < 1e32, "{s}");
@@ -340,11 +337,11 @@ fn integer_division_of_the_minimum_by_minus_one() -> Result<()> {
 /// uint8 input), unlike `sum(x, dim=())`, which reduces everything.
 #[test]
 fn all_and_any_over_no_dims() -> Result<()> {
-    let x = Tensor::from_vec(vec![0u8, 2, 3, 4], &[2, 2])?;
+    let x = Tensor::from_vec(vec![0u8, 2, 3, 4], [2, 2])?;
     let a = x.all_dim(Vec::<i64>::new(), false)?;
     assert_eq!((a.dtype(), a.shape()), (DType::U8, &[2usize, 2][..]));
     assert_eq!(a.to_vec::<u8>()?, [0, 1, 1, 1]);
-    let y = Tensor::from_vec(vec![0.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+    let y = Tensor::from_vec(vec![0.0f32, 2.0, 3.0, 4.0], [2, 2])?;
     let b = y.any_dim(Vec::<i64>::new(), true)?;
     assert_eq!(b.to_vec::<bool>()?, [false, true, true, true]);
     assert_eq!(y.sum_dim(Vec::<i64>::new(), false)?.item::<f32>()?, 9.0);
@@ -386,16 +383,16 @@ fn overload_node_names() -> Result<()> {
     assert_eq!(node(&r), "MulBackward0");
     let third = Tensor::from_slice(&[3.0f32]);
     assert_eq!((1.0 / &third).item::<f32>()?, (1.0f32 / 3.0) * 1.0);
-    let m = x.reshape(&[3, 1])?;
+    let m = x.reshape([3, 1])?;
     assert_eq!(node(&m.squeeze()?), "SqueezeBackward0");
     assert_eq!(node(&m.squeeze_dim(1)?), "SqueezeBackward1");
-    assert_eq!(node(&m.squeeze_dims(&[1])?), "SqueezeBackward2");
+    assert_eq!(node(&m.squeeze_dims([1])?), "SqueezeBackward2");
     assert_eq!(node(&x.sum()?), "SumBackward0");
     let all = x.sum_dim([0i64; 0], false)?;
     assert_eq!(node(&all), "SumBackward1");
     assert_eq!(all.item::<f32>()?, 2.0);
     assert_eq!(node(&m.t()?.contiguous()?), "TBackward0"); // [1, 3] is contiguous
-    let sq = x.narrow(0, 0, 2)?.unsqueeze(0)?.expand(&[2, 2])?;
+    let sq = x.narrow(0, 0, 2)?.unsqueeze(0)?.expand([2, 2])?;
     assert_eq!(node(&sq.t()?.contiguous()?), "CloneBackward0");
     assert_eq!(node(&x.sort(0, false)?.0), "SortBackward0");
     let (v, i) = x.sort_stable(0, true)?;
@@ -430,14 +427,14 @@ fn gather_and_scatter_edge_shapes() -> Result<()> {
     assert_eq!(w.shape(), [0usize; 0]);
     assert_eq!(w.item::<f32>()?, 4.0);
     // An empty index is not checked against the other shapes.
-    let empty = Tensor::zeros_dtype(&[3, 0, 3, 4], DType::I64)?;
+    let empty = Tensor::zeros_dtype([3, 0, 3, 4], DType::I64)?;
     let s = x.scatter_add(0, &empty, &Tensor::from_slice(&[1.0f32]))?;
     assert_eq!(s.to_vec::<f32>()?, [1.0, 2.0, 3.0]);
     // src [1, 3] with index [1, 2]: the src gradient is the index's shape,
     // which src does not broadcast to: an error naming the node, as PyTorch.
-    let base = Tensor::zeros(&[2, 3])?;
-    let src = Tensor::ones(&[1, 3])?.requires_grad_(true)?;
-    let idx = Tensor::from_slice(&[0i64, 1]).reshape(&[1, 2])?;
+    let base = Tensor::zeros([2, 3])?;
+    let src = Tensor::ones([1, 3])?.requires_grad_(true)?;
+    let idx = Tensor::from_slice(&[0i64, 1]).reshape([1, 2])?;
     let e = base.scatter(1, &idx, &src)?.sum()?.backward().unwrap_err().to_string();
     // (PyTorch numbers the gradient among the differentiable inputs, 1.)
     assert!(
@@ -574,7 +571,7 @@ fn alpha_checks_use_the_result_dtype() -> Result<()> {
 #[test]
 fn masked_fill_broadcasts_out_of_place() -> Result<()> {
     let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0]).requires_grad_(true)?;
-    let m = Tensor::from_vec(vec![true, false], &[2, 1])?;
+    let m = Tensor::from_vec(vec![true, false], [2, 1])?;
     let r = x.masked_fill(&m, 0.5)?;
     assert_eq!(r.shape(), [2, 3]);
     assert_eq!(r.to_vec::<f32>()?, [0.5, 0.5, 0.5, 1.0, 2.0, 3.0]);
@@ -596,10 +593,10 @@ fn masked_fill_broadcasts_out_of_place() -> Result<()> {
 /// then `_unsafe_view` when no view exists), with PyTorch's shapes.
 #[test]
 fn matmul_and_reshape_nodes() -> Result<()> {
-    let x = Tensor::randn(&[3, 4])?.requires_grad_(true)?;
-    let b3 = Tensor::randn(&[2, 3, 4])?.requires_grad_(true)?;
-    let w = Tensor::randn(&[4, 5])?.requires_grad_(true)?;
-    let v = Tensor::randn(&[4])?.requires_grad_(true)?;
+    let x = Tensor::randn([3, 4])?.requires_grad_(true)?;
+    let b3 = Tensor::randn([2, 3, 4])?.requires_grad_(true)?;
+    let w = Tensor::randn([4, 5])?.requires_grad_(true)?;
+    let v = Tensor::randn([4])?.requires_grad_(true)?;
     let s = Tensor::scalar_tensor(ferrotorch::Scalar::Float(1.5), DType::F32).requires_grad_(true)?;
     let b3t = b3.transpose(1, 2)?;
     let cases: Vec<(&str, Tensor, &str, Vec<usize>)> = vec![
@@ -632,19 +629,19 @@ fn matmul_and_reshape_nodes() -> Result<()> {
         ),
         (
             "x[:, :2].reshape(6)",
-            x.narrow(1, 0, 2)?.reshape(&[6])?,
+            x.narrow(1, 0, 2)?.reshape([6])?,
             "UnsafeViewBackward0",
             vec![6],
         ),
         (
             "x[:, :2].reshape(3, 1, 2)",
-            x.narrow(1, 0, 2)?.reshape(&[3, 1, 2])?,
+            x.narrow(1, 0, 2)?.reshape([3, 1, 2])?,
             "ReshapeAliasBackward0",
             vec![3, 1, 2],
         ),
         (
             "x[1:].reshape(8)",
-            x.narrow(0, 1, 2)?.reshape(&[8])?,
+            x.narrow(0, 1, 2)?.reshape([8])?,
             "ViewBackward0",
             vec![8],
         ),
@@ -664,7 +661,7 @@ fn matmul_and_reshape_nodes() -> Result<()> {
     let f = x.flatten(1, 1)?;
     assert!(f.is_leaf() && f.storage().same(x.storage()));
     // A reshape that copied is not a view: an in-place op on it records its own node.
-    let y = x.t()?.reshape(&[-1])?;
+    let y = x.t()?.reshape([-1])?;
     y.mul_(2.0)?;
     assert_eq!(node(&y), "MulBackward0");
     // The gradient of a 0-d max flows through.
@@ -677,25 +674,25 @@ fn matmul_and_reshape_nodes() -> Result<()> {
 /// in the second operand's dtype. mm, mv and dot always check.
 #[test]
 fn empty_products_and_dtypes() -> Result<()> {
-    let r = Tensor::zeros(&[1, 2, 0])?.bmm(&Tensor::zeros_dtype(&[1, 0, 3], DType::F16)?)?;
+    let r = Tensor::zeros([1, 2, 0])?.bmm(&Tensor::zeros_dtype([1, 0, 3], DType::F16)?)?;
     assert_eq!((r.dtype(), r.shape()), (DType::F16, &[1, 2, 3][..]));
     assert_eq!(r.to_dtype(DType::F32)?.to_vec::<f32>()?, [0.0; 6]);
-    let bools = Tensor::zeros_dtype(&[0, 2], DType::Bool)?.mm(&Tensor::zeros_dtype(&[2, 3], DType::Bool)?)?;
+    let bools = Tensor::zeros_dtype([0, 2], DType::Bool)?.mm(&Tensor::zeros_dtype([2, 3], DType::Bool)?)?;
     assert_eq!(bools.shape(), [0, 3]);
     assert!(
-        Tensor::zeros(&[3, 0])?
-            .mm(&Tensor::zeros_dtype(&[0, 2], DType::F64)?)
+        Tensor::zeros([3, 0])?
+            .mm(&Tensor::zeros_dtype([0, 2], DType::F64)?)
             .is_err()
     );
     assert!(
-        Tensor::zeros_dtype(&[2, 2], DType::Bool)?
-            .mm(&Tensor::zeros_dtype(&[2, 2], DType::Bool)?)
+        Tensor::zeros_dtype([2, 2], DType::Bool)?
+            .mm(&Tensor::zeros_dtype([2, 2], DType::Bool)?)
             .is_err()
     );
     // sum(dtype=int) of a tensor that requires grad (PyTorch's message).
-    let x = Tensor::randn(&[3])?.requires_grad_(true)?;
+    let x = Tensor::randn([3])?.requires_grad_(true)?;
     let e = x
-        .sum_dtype(Some(vec![0]), false, DType::I64)
+        .sum_dim_dtype(0, false, DType::I64)
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
@@ -745,18 +742,18 @@ fn zero_norm_has_no_gradient() -> Result<()> {
 #[test]
 fn checks_around_empty_operands() -> Result<()> {
     let msg = |r: Result<Tensor>| r.err().map(|e| e.to_string()).unwrap_or_default();
-    let u = Tensor::zeros_dtype(&[3, 4], DType::U8)?;
-    let empty_idx = Tensor::zeros_dtype(&[0, 4], DType::I64)?;
+    let u = Tensor::zeros_dtype([3, 4], DType::U8)?;
+    let empty_idx = Tensor::zeros_dtype([0, 4], DType::I64)?;
     assert_eq!(u.scatter_value(1, &empty_idx, -3.25)?.shape(), [3, 4]);
-    assert!(msg(u.scatter_value(1, &Tensor::zeros_dtype(&[1, 1], DType::I64)?, -3.25)).contains("uint8_t"));
-    let eb = Tensor::zeros_dtype(&[0], DType::Bool)?;
+    assert!(msg(u.scatter_value(1, &Tensor::zeros_dtype([1, 1], DType::I64)?, -3.25)).contains("uint8_t"));
+    let eb = Tensor::zeros_dtype([0], DType::Bool)?;
     assert!(msg(eb.dot(&eb)).contains("not implemented for 'Bool'"));
-    let a = Tensor::zeros(&[0, 1, 4])?.requires_grad_(true)?;
-    let e = msg(a.bmm(&Tensor::zeros_dtype(&[0, 4, 1], DType::U8)?));
+    let a = Tensor::zeros([0, 1, 4])?.requires_grad_(true)?;
+    let e = msg(a.bmm(&Tensor::zeros_dtype([0, 4, 1], DType::U8)?));
     assert!(e.contains("Autograd not support dtype: Byte"), "{e}");
-    let x = Tensor::zeros(&[1, 0, 2])?.requires_grad_(true)?;
-    x.squeeze_dims(&[0])?
-        .norm_dim(0.0, Some(vec![-1, 0]), false)?
+    let x = Tensor::zeros([1, 0, 2])?.requires_grad_(true)?;
+    x.squeeze_dims([0])?
+        .norm_dim(0.0, vec![-1, 0], false)?
         .sum()?
         .backward()?;
     assert!(x.grad_opt().is_none());
@@ -819,7 +816,7 @@ fn pow_gradients_and_checks_follow_pytorch() -> Result<()> {
     // pow_ into a bf16 view: the f32 exponent's gradient is f32.
     let base = Tensor::from_slice(&[1.5f32, 2.0])
         .to_dtype(DType::BF16)?
-        .reshape(&[1, 2])?;
+        .reshape([1, 2])?;
     let ee = leaf(&[0.5, 2.0], &[2, 1])?;
     base.t()?.pow_(&ee)?;
     base.sum()?.backward()?;
@@ -837,21 +834,21 @@ fn pow_gradients_and_checks_follow_pytorch() -> Result<()> {
 #[test]
 fn empty_softmax_gather_and_uint8_where() -> Result<()> {
     for dt in [DType::Bool, DType::I64, DType::U8] {
-        let x = Tensor::zeros_dtype(&[2, 0, 3], dt)?;
+        let x = Tensor::zeros_dtype([2, 0, 3], dt)?;
         for r in [x.softmax(-1)?, x.log_softmax(-1)?] {
             assert_eq!((r.dtype(), r.shape()), (dt, &[2, 0, 3][..]));
         }
-        assert!(Tensor::zeros_dtype(&[2], dt)?.softmax(0).is_err());
+        assert!(Tensor::zeros_dtype([2], dt)?.softmax(0).is_err());
     }
     let x = Tensor::from_slice(&[1.0f32]).requires_grad_(true)?;
-    let r = x.gather(-1, &Tensor::zeros_dtype(&[1, 0], DType::I32)?)?;
+    let r = x.gather(-1, &Tensor::zeros_dtype([1, 0], DType::I32)?)?;
     assert_eq!((r.shape(), r.dtype()), (&[1, 0][..], DType::F32));
     r.sum()?.backward()?;
     assert_eq!(grad_of(&x), [0.0]);
-    let c = Tensor::from_vec(vec![1u8, 0, 2], &[1, 3])?;
-    let w = Tensor::full(&[1, 3], 1.0f32)?.where_cond(&c, 2.0f32)?;
+    let c = Tensor::from_vec(vec![1u8, 0, 2], [1, 3])?;
+    let w = Tensor::full([1, 3], 1.0f32)?.where_cond(&c, 2.0f32)?;
     assert_eq!(w.to_vec::<f32>()?, [1.0, 2.0, 1.0]);
-    let e = Tensor::full(&[1, 3], 1.0f32)?
+    let e = Tensor::full([1, 3], 1.0f32)?
         .where_cond(&c.to_dtype(DType::I64)?, 2.0f32)
         .unwrap_err();
     assert!(
@@ -870,8 +867,8 @@ fn empty_softmax_gather_and_uint8_where() -> Result<()> {
 fn a_view_takes_its_part_of_a_history_its_base_gained() -> Result<()> {
     let w = leaf(&[0.5, 2.0], &[2, 1])?;
     let root = Tensor::from_slice(&[1.5f32, 2.0]);
-    let v = root.reshape(&[1, 2])?;
-    let untouched = root.reshape(&[2])?;
+    let v = root.reshape([1, 2])?;
+    let untouched = root.reshape([2])?;
     assert!(!v.requires_grad());
     v.t()?.mul_(&w)?;
     assert!(v.requires_grad() && !v.is_leaf() && untouched.requires_grad());
@@ -897,7 +894,7 @@ fn cat_keeps_skipped_empties_in_the_graph() -> Result<()> {
     r.sum()?.backward()?;
     assert_eq!(e.grad().expect("an empty gradient").shape(), [0]);
     let f = leaf(&[], &[0])?;
-    let r = Tensor::cat(&[&f, &Tensor::zeros_dtype(&[0], DType::U8)?], 5)?;
+    let r = Tensor::cat(&[&f, &Tensor::zeros_dtype([0], DType::U8)?], 5)?;
     assert_eq!(
         (r.requires_grad(), r.dtype(), node(&r).as_str()),
         (true, DType::F32, "CatBackward0")

@@ -16,8 +16,8 @@ fn main() -> ferrotorch::Result<()> {
             .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
             .unwrap_or_else(|_| vec![n, n, n]);
         let (m, k, nn) = (mkn[0], mkn[1], mkn[2]);
-        let a = ferrotorch::Tensor::randn(&[m, k])?;
-        let b = ferrotorch::Tensor::randn(&[k, nn])?;
+        let a = ferrotorch::Tensor::randn([m, k])?;
+        let b = ferrotorch::Tensor::randn([k, nn])?;
         let flop = 2.0 * (m * k * nn) as f64;
         let t = std::time::Instant::now();
         let mut best = f64::INFINITY;

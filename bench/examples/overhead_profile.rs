@@ -70,24 +70,24 @@ fn run() -> Result<()> {
     let t0 = std::time::Instant::now();
     match which {
         "add1" => {
-            let (a, b) = (Tensor::randn(&[1])?, Tensor::randn(&[1])?);
+            let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
             for _ in 0..iters {
                 std::hint::black_box(a.add(&b)?);
             }
         }
         "empty1" => {
             for _ in 0..iters {
-                std::hint::black_box(Tensor::empty(&[1])?);
+                std::hint::black_box(Tensor::empty([1])?);
             }
         }
         "chain50_nograd" => {
-            let x = Tensor::randn(&[1])?;
+            let x = Tensor::randn([1])?;
             for _ in 0..iters {
                 std::hint::black_box(chain50(&x)?);
             }
         }
         "chain50_fwd" => {
-            let x = Tensor::randn(&[1])?.requires_grad_(true)?;
+            let x = Tensor::randn([1])?.requires_grad_(true)?;
             for _ in 0..iters {
                 std::hint::black_box(chain50(&x)?);
             }
@@ -105,19 +105,19 @@ fn run() -> Result<()> {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(128);
-            let x = Tensor::randn(&[rows, 784])?;
-            let w = Tensor::randn(&[256, 784])?;
+            let x = Tensor::randn([rows, 784])?;
+            let w = Tensor::randn([256, 784])?;
             for _ in 0..iters {
                 std::hint::black_box(x.matmul(&w.t()?)?);
             }
         }
         "mm_shapes" => {
             // Each product of the MLP's step on its own.
-            let x = Tensor::randn(&[128, 784])?;
-            let w1 = Tensor::randn(&[256, 784])?;
-            let w2 = Tensor::randn(&[256, 256])?;
-            let h = Tensor::randn(&[128, 256])?;
-            let g = Tensor::randn(&[128, 256])?;
+            let x = Tensor::randn([128, 784])?;
+            let w1 = Tensor::randn([256, 784])?;
+            let w2 = Tensor::randn([256, 256])?;
+            let h = Tensor::randn([128, 256])?;
+            let g = Tensor::randn([128, 256])?;
             let cases: [(&str, &Tensor, Tensor); 5] = [
                 ("fwd1 x@w1^T", &x, w1.t()?),
                 ("fwd2 h@w2^T", &h, w2.t()?),
@@ -135,14 +135,14 @@ fn run() -> Result<()> {
             }
         }
         "mul_sum" => {
-            let a = Tensor::randn(&[16])?.requires_grad_(true)?;
-            let b = Tensor::randn(&[16])?.requires_grad_(true)?;
+            let a = Tensor::randn([16])?.requires_grad_(true)?;
+            let b = Tensor::randn([16])?.requires_grad_(true)?;
             for _ in 0..iters {
                 a.mul(&b)?.sum()?.backward()?;
             }
         }
         _ => {
-            let x = Tensor::randn(&[1])?.requires_grad_(true)?;
+            let x = Tensor::randn([1])?.requires_grad_(true)?;
             for _ in 0..iters {
                 chain50(&x)?.sum()?.backward()?;
             }

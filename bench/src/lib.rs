@@ -33,18 +33,18 @@ impl Mlp {
     /// Random parameters (PyTorch-like scaling) and a random batch.
     pub fn new() -> Result<Mlp> {
         let layer = |o: usize, i: usize| -> Result<(Tensor, Tensor)> {
-            let w = Tensor::randn(&[o, i])?
+            let w = Tensor::randn([o, i])?
                 .mul(1.0 / (i as f64).sqrt())?
                 .requires_grad_(true)?;
-            Ok((w, Tensor::zeros(&[o])?.requires_grad_(true)?))
+            Ok((w, Tensor::zeros([o])?.requires_grad_(true)?))
         };
         let (w1, b1) = layer(256, 784)?;
         let (w2, b2) = layer(256, 256)?;
         let (w3, b3) = layer(10, 256)?;
         Ok(Mlp {
             params: [w1, b1, w2, b2, w3, b3],
-            x: Tensor::randn(&[128, 784])?,
-            y: Tensor::randint(0, 10, &[128, 1])?,
+            x: Tensor::randn([128, 784])?,
+            y: Tensor::randint(0, 10, [128, 1])?,
         })
     }
 

@@ -59,12 +59,12 @@ fn figures() -> Vec<Figure> {
     let mut v = Vec::new();
     for n in [256usize, 512, 1024, 2048] {
         v.push(figure(&format!("sgemm_{n}"), move || {
-            let (a, b) = (Tensor::randn(&[n, n])?, Tensor::randn(&[n, n])?);
+            let (a, b) = (Tensor::randn([n, n])?, Tensor::randn([n, n])?);
             Ok(Box::new(move || a.mm(&b).map(|c| drop(black_box(c)))))
         }));
     }
     let n = 10_000_000;
-    let pair = move || -> Result<(Tensor, Tensor)> { Ok((Tensor::randn(&[n])?, Tensor::randn(&[n])?)) };
+    let pair = move || -> Result<(Tensor, Tensor)> { Ok((Tensor::randn([n])?, Tensor::randn([n])?)) };
     v.push(figure("add_1e7", move || {
         let (a, b) = pair()?;
         Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))
@@ -79,28 +79,28 @@ fn figures() -> Vec<Figure> {
     }));
     let side = 3163;
     v.push(figure("add_transposed_1e7", move || {
-        let (x, y) = (Tensor::randn(&[side, side])?, Tensor::randn(&[side, side])?);
+        let (x, y) = (Tensor::randn([side, side])?, Tensor::randn([side, side])?);
         Ok(Box::new(move || x.t()?.add(&y).map(|c| drop(black_box(c)))))
     }));
     v.push(figure("exp_transposed_1e7", move || {
-        let x = Tensor::randn(&[side, side])?;
+        let x = Tensor::randn([side, side])?;
         Ok(Box::new(move || x.t()?.exp().map(|c| drop(black_box(c)))))
     }));
     v.push(figure("sum_rows_4096", || {
-        let m = Tensor::randn(&[4096, 4096])?;
+        let m = Tensor::randn([4096, 4096])?;
         Ok(Box::new(move || m.sum_dim(1, false).map(|c| drop(black_box(c)))))
     }));
     v.push(figure("softmax_rows_4096", || {
-        let m = Tensor::randn(&[4096, 4096])?;
+        let m = Tensor::randn([4096, 4096])?;
         Ok(Box::new(move || m.softmax(1).map(|c| drop(black_box(c)))))
     }));
     v.push(figure("mul_sum_backward_16", || {
-        let a = Tensor::randn(&[16])?.requires_grad_(true)?;
-        let b = Tensor::randn(&[16])?.requires_grad_(true)?;
+        let a = Tensor::randn([16])?.requires_grad_(true)?;
+        let b = Tensor::randn([16])?.requires_grad_(true)?;
         Ok(Box::new(move || a.mul(&b)?.sum()?.backward()))
     }));
     v.push(figure("chain50_backward_1elem", || {
-        let x = Tensor::randn(&[1])?.requires_grad_(true)?;
+        let x = Tensor::randn([1])?.requires_grad_(true)?;
         Ok(Box::new(move || chain50(&x)?.sum()?.backward()))
     }));
     v.push(figure("mlp_fwd_bwd_b128", || {
@@ -108,7 +108,7 @@ fn figures() -> Vec<Figure> {
         Ok(Box::new(move || mlp.step()))
     }));
     v.push(figure("add_1elem_overhead", || {
-        let (a, b) = (Tensor::randn(&[1])?, Tensor::randn(&[1])?);
+        let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
         Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))
     }));
     v

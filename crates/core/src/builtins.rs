@@ -265,8 +265,8 @@ mod tests {
 
     #[test]
     fn error_messages_name_the_operator_by_its_base_name() {
-        let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).expect("a tensor");
-        let b = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).expect("a tensor");
+        let a = Tensor::from_vec(vec![1.0f32, 2.0], [2]).expect("a tensor");
+        let b = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], [3]).expect("a tensor");
         let e = a.add(&b).expect_err("shapes do not broadcast").to_string();
         assert!(e.starts_with("add: "), "{e}");
         let e = a.max_dim(3, false).expect_err("no dim 3").to_string();

@@ -188,7 +188,10 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Dims
             infer_at = Some(i);
             out.push(1);
         } else if s < 0 {
-            return Err(Error::invalid(op, format!("invalid shape dimension {s}")));
+            return Err(Error::invalid(
+                op,
+                format!("invalid shape dimension {s} at index {i} of shape {shape:?}"),
+            ));
         } else {
             known = known.saturating_mul(s as usize);
             out.push(s as usize);

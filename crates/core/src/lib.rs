@@ -26,6 +26,7 @@ pub mod layout;
 pub mod ops;
 pub mod random;
 mod scalar;
+mod shape_arg;
 mod spare;
 pub mod storage;
 mod tensor;
@@ -39,9 +40,10 @@ pub use dispatch::{OutSpec, Tensors};
 pub use dtype::{ALL_DTYPES, DType, Element};
 pub use error::{Error, Result};
 pub use layout::{Dims, Layout};
-pub use ops::{IntoDims, IntoOperand, Operand, Rounding, result_type};
+pub use ops::{IntoOperand, Operand, Rounding, result_type};
 pub use random::{Generator, manual_seed};
 pub use scalar::Scalar;
+pub use shape_arg::{IntoShape, ShapeInt, ShapeVec};
 pub use tensor::{
     Ellipsis, IndexSpec, IntoTensorIndex, NewAxis, PrintOptions, Step, Tensor, TensorData, TensorIndex, TensorOptions,
     VersionCounter, set_print_options,

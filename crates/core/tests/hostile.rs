@@ -27,38 +27,38 @@ fn invalid(r: ferrotorch_core::Result<Tensor>) -> String {
 #[test]
 fn sizes_that_overflow_are_errors() {
     assert_eq!(overflow_op(Tensor::arange(1 << 62)), "arange");
-    assert_eq!(overflow_op(Tensor::zeros(&[1 << 62, 4])), "full");
-    assert_eq!(overflow_op(Tensor::zeros(&[1 << 32, 1 << 32])), "full");
-    assert_eq!(overflow_op(Tensor::ones(&[usize::MAX, 2])), "full");
+    assert_eq!(overflow_op(Tensor::zeros([1usize << 62, 4])), "full");
+    assert_eq!(overflow_op(Tensor::zeros([1usize << 32, 1usize << 32])), "full");
+    assert_eq!(overflow_op(Tensor::ones([usize::MAX, 2])), "full");
     assert_eq!(
-        overflow_op(TensorOptions::new().device(Device::Meta).zeros(&[1 << 62, 4])),
+        overflow_op(TensorOptions::new().device(Device::Meta).zeros([1usize << 62, 4])),
         "full"
     );
     assert_eq!(overflow_op(Tensor::linspace(0.0, 1.0, 1 << 62)), "linspace");
-    assert_eq!(overflow_op(Tensor::randn(&[1 << 62, 4])), "normal_");
+    assert_eq!(overflow_op(Tensor::randn([1usize << 62, 4])), "normal_");
     // "invalid size, possible overflow?"
     assert_eq!(overflow_op(Tensor::arange_step(0.0, 1.0, 1e-300)), "arange");
     assert_eq!(overflow_op(Tensor::arange_step(0.0, f64::MAX, 1e-300)), "arange");
     // "Stride calculation overflowed", whether or not a recycled tensor is at hand.
-    assert_eq!(overflow_op(Tensor::zeros(&[0, 1 << 40, 1 << 40])), "full");
-    drop(Tensor::ones(&[3]).unwrap().add(1.0).unwrap());
-    let x = Tensor::ones(&[2]).unwrap();
+    assert_eq!(overflow_op(Tensor::zeros([0, 1usize << 40, 1usize << 40])), "full");
+    drop(Tensor::ones([3]).unwrap().add(1.0).unwrap());
+    let x = Tensor::ones([2]).unwrap();
     assert_eq!(
-        overflow_op(x.sum().unwrap().expand(&[0, 1 << 40, 1 << 40]).unwrap().neg()),
+        overflow_op(x.sum().unwrap().expand([0, 1usize << 40, 1usize << 40]).unwrap().neg()),
         "neg"
     );
     // "numel: integer multiplication overflow"
-    let row = Tensor::zeros(&[1, 4]).unwrap();
-    assert_eq!(overflow_op(row.expand(&[1 << 62, 4])), "expand");
-    assert_eq!(overflow_op(row.expand(&[1 << 61, 4])), "expand");
+    let row = Tensor::zeros([1, 4]).unwrap();
+    assert_eq!(overflow_op(row.expand([1usize << 62, 4])), "expand");
+    assert_eq!(overflow_op(row.expand([1usize << 61, 4])), "expand");
     // The largest count PyTorch allows is still a valid (expanded) view.
-    let big = Tensor::zeros(&[1]).unwrap().expand(&[i64::MAX]).unwrap();
+    let big = Tensor::zeros([1]).unwrap().expand([i64::MAX]).unwrap();
     assert_eq!(big.numel(), i64::MAX as usize);
     assert_eq!(
-        overflow_op(Tensor::from_vec(Vec::<f32>::new(), &[1 << 32, 1 << 32])),
+        overflow_op(Tensor::from_vec(Vec::<f32>::new(), [1usize << 32, 1usize << 32])),
         "from_vec"
     );
-    let one = Tensor::zeros(&[1]).unwrap().expand(&[1 << 62]).unwrap();
+    let one = Tensor::zeros([1]).unwrap().expand([1usize << 62]).unwrap();
     // PyTorch wraps to an empty tensor here; the sum of the sizes overflows.
     assert_eq!(overflow_op(Tensor::cat(&[&one, &one, &one, &one], 0)), "cat");
     assert_eq!(overflow_op(one.contiguous()), "_to_copy");
@@ -78,24 +78,24 @@ fn arange_lengths_are_exact() {
 /// PyTorch: "DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes".
 #[test]
 fn allocation_failure_is_an_error_with_the_byte_count() {
-    match Tensor::zeros(&[1 << 45]) {
+    match Tensor::zeros([1usize << 45]) {
         Err(Error::OutOfMemory { op, nbytes, device }) => {
             assert_eq!((op, nbytes, device), ("full", 1 << 47, Device::Cpu));
         }
         other => panic!("expected out of memory, got {:?}", other.map(|t| t.numel())),
     }
-    let e = Tensor::zeros(&[1 << 45]).err().unwrap();
+    let e = Tensor::zeros([1usize << 45]).err().unwrap();
     assert_eq!(
         e.to_string(),
         "full: not enough memory: tried to allocate 140737488355328 bytes on cpu"
     );
     assert!(matches!(
-        Tensor::zeros(&[1]).unwrap().expand(&[1 << 45]).unwrap().contiguous(),
+        Tensor::zeros([1]).unwrap().expand([1usize << 45]).unwrap().contiguous(),
         Err(Error::OutOfMemory { nbytes, .. }) if nbytes == 1 << 47
     ));
     assert!(matches!(CpuBuffer::zeroed(1 << 50), Err(Error::OutOfMemory { .. })));
     // The process is still healthy afterwards.
-    assert_eq!(Tensor::ones(&[3]).unwrap().sum().unwrap().item::<f32>().unwrap(), 3.0);
+    assert_eq!(Tensor::ones([3]).unwrap().sum().unwrap().item::<f32>().unwrap(), 3.0);
 }
 
 #[test]
@@ -140,9 +140,9 @@ fn layouts_must_fit_their_storage() {
         [1, 3, 5]
     );
     // as_strided: "Storage size calculation overflowed with sizes=[2] and strides=[...]".
-    assert!(x.as_strided(&[2], &[1 << 62], 0).is_err());
-    assert!(x.as_strided(&[2], &[usize::MAX], 0).is_err());
-    assert!(x.as_strided(&[1 << 62, 1 << 62], &[0, 0], 0).is_err());
+    assert!(x.as_strided([2], [1usize << 62], 0).is_err());
+    assert!(x.as_strided([2], [usize::MAX], 0).is_err());
+    assert!(x.as_strided([1usize << 62, 1usize << 62], [0, 0], 0).is_err());
 }
 
 #[test]
@@ -207,13 +207,13 @@ fn bool_tensors_never_see_bytes_other_than_0_and_1() {
 /// no two threads write one address, whatever the size.
 #[test]
 fn outputs_with_overlapping_elements_are_written_by_one_thread() -> ferrotorch_core::Result<()> {
-    let base = Tensor::zeros(&[3])?;
-    let wide = base.expand(&[1 << 18, 3])?;
+    let base = Tensor::zeros([3])?;
+    let wide = base.expand([1 << 18, 3])?;
     wide.fill_(2.5)?;
     assert_eq!(base.to_vec::<f32>()?, [2.5, 2.5, 2.5]);
     // Rows that overlap by all but one element: 300,000 elements over 300,003 slots.
-    let flat = Tensor::zeros(&[300_003])?;
-    let over = flat.as_strided(&[300_000, 4], &[1, 1], 0)?;
+    let flat = Tensor::zeros([300_003])?;
+    let over = flat.as_strided([300_000, 4], [1, 1], 0)?;
     over.fill_(1.0)?;
     assert!(flat.to_vec::<f32>()?.iter().all(|&v| v == 1.0));
     // An in-place op into an overlapping view is refused, as in PyTorch.
@@ -225,7 +225,7 @@ fn outputs_with_overlapping_elements_are_written_by_one_thread() -> ferrotorch_c
 /// only), also next to 0-d CPU tensors, which join calls on any device.
 #[test]
 fn meta_tensors_stay_on_meta() -> ferrotorch_core::Result<()> {
-    let m = TensorOptions::new().device(Device::Meta).zeros(&[2, 3])?;
+    let m = TensorOptions::new().device(Device::Meta).zeros([2, 3])?;
     assert_eq!(m.device(), Device::Meta);
     let a = TensorOptions::new().device(Device::Meta).arange(0.0, 6.0, 1.0)?;
     assert_eq!(a.device(), Device::Meta);
@@ -233,7 +233,7 @@ fn meta_tensors_stay_on_meta() -> ferrotorch_core::Result<()> {
     let s = m.add(&Tensor::scalar(2.0f32))?;
     assert_eq!(s.device(), Device::Meta);
     assert_eq!(s.shape(), [2, 3]);
-    let c = Tensor::zeros(&[2, 3])?;
+    let c = Tensor::zeros([2, 3])?;
     assert!(
         m.add(&c).is_err(),
         "a meta tensor with a CPU tensor of more than 0 dims"
@@ -246,11 +246,11 @@ fn meta_tensors_stay_on_meta() -> ferrotorch_core::Result<()> {
 /// empty view may have any strides.
 #[test]
 fn as_strided_stays_inside_its_storage() -> ferrotorch_core::Result<()> {
-    let x = Tensor::zeros(&[4])?;
-    let e = x.as_strided(&[3], &[5], 0).unwrap_err().to_string();
+    let x = Tensor::zeros([4])?;
+    let e = x.as_strided([3], [5], 0).unwrap_err().to_string();
     assert!(e.contains("needs 11 elements but the storage holds 4"), "{e}");
-    assert!(x.as_strided(&[2], &[1], 3).is_err());
-    assert!(x.as_strided(&[2], &[1], 2).is_ok());
-    assert_eq!(x.as_strided(&[0, 3], &[100, 100], 0)?.shape(), [0, 3]);
+    assert!(x.as_strided([2], [1], 3).is_err());
+    assert!(x.as_strided([2], [1], 2).is_ok());
+    assert_eq!(x.as_strided([0, 3], [100, 100], 0)?.shape(), [0, 3]);
     Ok(())
 }

@@ -325,7 +325,7 @@ proptest! {
         }
         let ct = result_type(&args);
         let mut refs: Vec<&Tensor> = ts.iter().collect();
-        let empty = Tensor::zeros_dtype(&[0], DType::F64).unwrap();
+        let empty = Tensor::zeros_dtype([0], DType::F64).unwrap();
         if with_empty && ct == DType::F64 {
             refs.insert(rng.below(refs.len() as u64 + 1) as usize, &empty);
         }

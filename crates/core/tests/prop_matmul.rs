@@ -178,7 +178,7 @@ fn matmul_reference_sanity() {
     assert_eq!(r.data, vec![V::F(17.0), V::F(39.0)]);
     let t = make(DType::F64, &a).matmul(&make(DType::F64, &b)).unwrap();
     assert_eq!(read(&t).data, r.data);
-    let _ = Tensor::zeros(&[1]);
+    let _ = Tensor::zeros([1]);
 }
 
 /// The blocked f32 GEMM has separate packing paths for row-major,
@@ -211,8 +211,8 @@ fn sgemm_packing_paths_match_naive_here() {
         (300, 70, 40),
     ];
     for &(n, k, m) in &shapes {
-        let a0 = g.randn(&[n, k]).unwrap();
-        let b0 = g.randn(&[k, m]).unwrap();
+        let a0 = g.randn([n, k]).unwrap();
+        let b0 = g.randn([k, m]).unwrap();
         let av: Vec<f32> = a0.to_vec().unwrap();
         let bv: Vec<f32> = b0.to_vec().unwrap();
         let mut want = vec![0f64; n * m];

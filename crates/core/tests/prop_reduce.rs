@@ -63,7 +63,7 @@ impl Red {
             Red::All => x.all_dim(d, keepdim),
             Red::Any => x.any_dim(d, keepdim),
             Red::LogSumExp => x.logsumexp(d, keepdim),
-            Red::Var(c) => x.var_dim(Some(d), c as f64, keepdim),
+            Red::Var(c) => x.var_dim(d, c as f64, keepdim),
         }
     }
 }
@@ -468,7 +468,7 @@ proptest! {
 fn row_sums_four_at_a_time_match_single_rows_bitwise() {
     let g = ferrotorch_core::TensorOptions::new().generator(&ferrotorch_core::Generator::new(11));
     for &(rows, cols) in &[(4usize, 64usize), (7, 63), (9, 130), (37, 300), (1030, 257)] {
-        let x = g.randn(&[rows, cols]).unwrap();
+        let x = g.randn([rows, cols]).unwrap();
         let want: Vec<u32> = (0..rows)
             .map(|i| {
                 x.select(0, i as i64)
@@ -493,7 +493,7 @@ fn row_sums_four_at_a_time_match_single_rows_bitwise() {
 /// (sum 0, prod 1), not a fold of empty slices.
 #[test]
 fn reductions_over_an_empty_dim_give_the_identity() {
-    let x = Tensor::zeros(&[5, 0]).unwrap();
+    let x = Tensor::zeros([5, 0]).unwrap();
     assert_eq!(x.sum_dim(1, false).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 5]);
     assert_eq!(x.prod_dim(1, false).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 5]);
 }

@@ -303,7 +303,7 @@ fn apply(step: &Step, t: &Tensor, pos: &Nd<usize>) -> Outcome {
                 _ => None,
             };
             view(
-                t.narrow(dim, start, length),
+                t.narrow(dim, start, length as i64),
                 want,
                 &["narrow"],
                 format!("narrow({dim}, {start}, {length})"),

@@ -3,11 +3,11 @@
 //! multi-dimensional regions (one output reducing more than one chunk,
 //! 16,384 elements, whose rows do not divide the chunk).
 
-use ferrotorch_core::{IntoDims, Result, Tensor, TensorIndex as I};
+use ferrotorch_core::{IntoShape, Result, Tensor, TensorIndex as I};
 
 /// `x[i, j, k] = 12 i + 4 j + k` for shape `[2, 3, 4]`.
 fn arange_234() -> Result<Tensor> {
-    Tensor::arange_step(0.0, 24.0, 1.0)?.reshape(&[2, 3, 4])
+    Tensor::arange_step(0.0, 24.0, 1.0)?.reshape([2, 3, 4])
 }
 
 /// Sum of `12 i + 4 j + k` over `i` and `k`, for each `j`.
@@ -25,7 +25,7 @@ fn sum_over_0_2() -> Vec<f32> {
         .collect()
 }
 
-fn check_dims_form(dims: impl IntoDims + Copy) -> Result<()> {
+fn check_dims_form(dims: impl IntoShape + Copy) -> Result<()> {
     let x = arange_234()?;
     let want = sum_over_0_2();
     let s = x.sum_dim(dims, false)?;
@@ -51,7 +51,7 @@ fn every_dims_form_reduces_the_named_dims() -> Result<()> {
     check_dims_form(&[0i64, 2])?;
     check_dims_form(&[2i64, 0][..])?;
     let v: Vec<i64> = vec![-3, 2];
-    assert_eq!(v.clone().into_dims(), [-3, 2]);
+    assert_eq!(v.clone().into_shape().to_vec(), [-3, 2]);
     let x = arange_234()?;
     assert_eq!(x.sum_dim(v, false)?.to_vec::<f32>()?, sum_over_0_2());
     // One dim, as i64, i32 and usize: sum over j.
@@ -62,10 +62,10 @@ fn every_dims_form_reduces_the_named_dims() -> Result<()> {
     assert_eq!(x.sum_dim(1i32, false)?.to_vec::<f32>()?, want);
     assert_eq!(x.sum_dim(1usize, false)?.to_vec::<f32>()?, want);
     assert_eq!(x.sum_dim(-2i64, false)?.to_vec::<f32>()?, want);
-    assert_eq!(1usize.into_dims(), [1]);
-    assert_eq!((-2i32).into_dims(), [-2]);
-    assert_eq!([3i64, 1, 2].into_dims(), [3, 1, 2]);
-    assert_eq!((&[3i64, 1]).into_dims(), [3, 1]);
+    assert_eq!(1usize.into_shape().to_vec(), [1]);
+    assert_eq!((-2i32).into_shape().to_vec(), [-2]);
+    assert_eq!([3i64, 1, 2].into_shape().to_vec(), [3, 1, 2]);
+    assert_eq!((&[3i64, 1]).into_shape().to_vec(), [3, 1]);
     // An empty list reduces everything (sum) and nothing for amax's
     // explicit empty list is an error-free full reduction too.
     assert_eq!(x.sum_dim([0i64; 0], false)?.item::<f32>()?, 276.0);
@@ -96,7 +96,7 @@ fn check_sums_12(x: &Tensor) -> Result<()> {
     assert_eq!(x.sum_dim([1i64, 2], false)?.to_vec::<f64>()?, want);
     // The same region through a permutation (reduced dims not innermost)
     // and transposed inside the reduced region.
-    assert_eq!(x.permute(&[1, 2, 0])?.sum_dim([0i64, 1], false)?.to_vec::<f64>()?, want);
+    assert_eq!(x.permute([1, 2, 0])?.sum_dim([0i64, 1], false)?.to_vec::<f64>()?, want);
     assert_eq!(x.transpose(1, 2)?.sum_dim([1i64, 2], false)?.to_vec::<f64>()?, want);
     // Integer sums take the same path.
     let wi: Vec<i64> = want.iter().map(|&s| s as i64).collect();
@@ -130,19 +130,19 @@ fn chunked_folds_over_strided_regions() -> Result<()> {
     let value = |i: usize| ((i * 5 + i / 300 + i / 7919) % 11) as f64;
     // Every second row: rows are contiguous runs, 600 apart.
     let base: Vec<f64> = (0..2 * 260 * 150).map(value).collect();
-    let base = Tensor::from_slice(&base).reshape(&[2, 260, 150])?;
+    let base = Tensor::from_slice(&base).reshape([2, 260, 150])?;
     let rows = base.get(&[I::full(), I::slice(Some(0), None, 2), I::full()])?;
     assert_eq!(rows.shape(), [2, 130, 150]);
     check_sums_12(&rows)?;
     // Every second row and column: strided runs (gathered), rows 1,200 apart.
     let base: Vec<f64> = (0..2 * 260 * 300).map(value).collect();
-    let base = Tensor::from_slice(&base).reshape(&[2, 260, 300])?;
+    let base = Tensor::from_slice(&base).reshape([2, 260, 300])?;
     let both = base.get(&[I::full(), I::slice(Some(0), None, 2), I::slice(Some(1), None, 2)])?;
     assert_eq!(both.shape(), [2, 130, 150]);
     check_sums_12(&both)?;
     // A reduced region inside a bigger strided tensor, one dim kept between.
     let base: Vec<f64> = (0..3 * 140 * 4 * 160).map(value).collect();
-    let base = Tensor::from_slice(&base).reshape(&[3, 140, 4, 160])?;
+    let base = Tensor::from_slice(&base).reshape([3, 140, 4, 160])?;
     let mid = base.get(&[
         I::full(),
         I::slice(Some(3), None, 1),

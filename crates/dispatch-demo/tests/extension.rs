@@ -14,7 +14,7 @@ fn custom_op_runs_on_cpu_and_meta() {
     let y = scaled_square(&x, 2.0).unwrap();
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, 8.0, 18.0]);
     // The meta device runs the op's shape rule without a kernel.
-    let m = TensorOptions::new().device(Device::Meta).zeros(&[4, 5]).unwrap();
+    let m = TensorOptions::new().device(Device::Meta).zeros([4, 5]).unwrap();
     let ym = scaled_square(&m, 2.0).unwrap();
     assert_eq!((ym.shape(), ym.device()), (&[4usize, 5][..], Device::Meta));
     // Its shape rule rejects bad input with the op's name.
@@ -43,7 +43,7 @@ fn toy_device_backend() {
     // A CPU scalar joins a toy-device call, as 0-d CPU tensors do in PyTorch.
     let d = c.add(1.0).unwrap();
     assert_eq!(d.to_vec::<f32>().unwrap(), vec![22.0, 43.0, 64.0]);
-    let z = TensorOptions::new().device(dev).zeros(&[2]).unwrap();
+    let z = TensorOptions::new().device(dev).zeros([2]).unwrap();
     assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0, 0.0]);
     let s = scaled_square(&a, 3.0).unwrap();
     assert_eq!(s.to_vec::<f32>().unwrap(), vec![3.0, 12.0, 27.0]);
@@ -58,23 +58,23 @@ fn toy_device_backend() {
         "{e}"
     );
     // Mixing devices names both.
-    let e = a.add(&Tensor::ones(&[3]).unwrap()).unwrap_err();
+    let e = a.add(&Tensor::ones([3]).unwrap()).unwrap_err();
     assert!(
         e.to_string().contains("toydev:0") && e.to_string().contains("cpu"),
         "{e}"
     );
     // The device index is checked by the backend.
-    assert!(Tensor::ones(&[1]).unwrap().to(Device::PrivateUse1(3)).is_err());
+    assert!(Tensor::ones([1]).unwrap().to(Device::PrivateUse1(3)).is_err());
 }
 
 #[test]
 fn cuda_without_feature_is_a_clear_error() {
-    let e = Tensor::ones(&[2]).unwrap().to(Device::Cuda(0)).unwrap_err();
+    let e = Tensor::ones([2]).unwrap().to(Device::Cuda(0)).unwrap_err();
     assert!(
         e.to_string().contains("cuda:0") && e.to_string().contains("`cuda` feature"),
         "{e}"
     );
-    let e = TensorOptions::new().device(Device::Cuda(0)).zeros(&[2]).unwrap_err();
+    let e = TensorOptions::new().device(Device::Cuda(0)).zeros([2]).unwrap_err();
     assert!(matches!(e, Error::DeviceUnavailable { .. }), "{e}");
 }
 
@@ -91,7 +91,7 @@ fn custom_op_has_a_backward_formula() {
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![3.0, -6.0, 1.5]);
     let xs = [TensorOptions::new()
         .dtype(DType::F64)
-        .randn(&[2, 3])
+        .randn([2, 3])
         .unwrap()
         .requires_grad_(true)
         .unwrap()];
@@ -111,7 +111,7 @@ fn toy_device_autograd_uses_composite_backward_formulas() {
     let xs = [0.5f32, -1.25, 2.0];
     let cpu = Tensor::new(xs).unwrap();
     let x = cpu.to(dev).unwrap().requires_grad_(true).unwrap();
-    let ones = TensorOptions::new().device(dev).ones(&[3]).unwrap();
+    let ones = TensorOptions::new().device(dev).ones([3]).unwrap();
     let y = x
         .sin()
         .unwrap()

@@ -153,8 +153,8 @@ pub fn gradgradcheck(f: &Func, inputs: &[Tensor], opts: GradcheckOptions) -> Res
             .into_iter()
             .zip(&diff)
             .map(|(g, x)| match g {
-                Some(g) => g.reshape(&[-1]),
-                None => x.zeros_like()?.reshape(&[-1]),
+                Some(g) => g.reshape([-1]),
+                None => x.zeros_like()?.reshape([-1]),
             })
             .collect::<Result<_>>()?;
         let refs: Vec<&Tensor> = flat.iter().collect();

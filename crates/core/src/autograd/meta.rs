@@ -511,7 +511,7 @@ mod tests {
             retain_graph: true,
             ..Default::default()
         })?;
-        let meta = TensorOptions::new().device(Device::Meta).zeros(&[2])?;
+        let meta = TensorOptions::new().device(Device::Meta).zeros([2])?;
         y.0.autograd.lock().get_or_insert_with(Default::default).grad = Some(meta);
         let e = loss.backward().unwrap_err();
         assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");

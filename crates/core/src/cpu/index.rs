@@ -293,5 +293,5 @@ pub(crate) fn nonzero_kernel(call: &Call) -> Result<Tensors> {
     } else {
         n
     };
-    Ok(smallvec::smallvec![Tensor::from_vec(out, &[n, nd])?])
+    Ok(smallvec::smallvec![Tensor::from_vec(out, [n, nd])?])
 }

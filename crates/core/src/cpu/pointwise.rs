@@ -730,7 +730,7 @@ mod tests {
         a.add_(&a)?; // both inputs and the output on one storage
         assert_eq!(vals(&a), [2.0, 4.0, 6.0, 8.0]);
         let two = Tensor::from_slice(&[2.0f32]);
-        a.mul_(&two.expand(&[4])?)?; // a single value, expanded
+        a.mul_(&two.expand([4])?)?; // a single value, expanded
         assert_eq!(vals(&a), [4.0, 8.0, 12.0, 16.0]);
         let t = Tensor::arange(8)?.to_dtype(crate::DType::F32)?;
         let (lo, hi) = (t.narrow(0, 0, 4)?, t.narrow(0, 4, 4)?);

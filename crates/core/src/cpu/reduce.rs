@@ -591,7 +591,7 @@ pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&T
     let name = op.entry().base_name();
     let (x, dim) = match op.dim {
         Some(d) => (inputs[0].clone(), d),
-        None => (inputs[0].contiguous()?.reshape(&[-1])?, 0),
+        None => (inputs[0].contiguous()?.reshape([-1])?, 0),
     };
     let (vals, idxs) = if op.with_values {
         (Some(outputs[0]), outputs[1])

@@ -227,8 +227,8 @@ mod tests {
         ];
         for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
             let o = TensorOptions::new().dtype(dtype);
-            let g = o.randn(&[257]).unwrap();
-            let v = o.rand(&[257]).unwrap().mul(1.8).unwrap().add(-0.9).unwrap();
+            let g = o.randn([257]).unwrap();
+            let v = o.rand([257]).unwrap().mul(1.8).unwrap().add(-0.9).unwrap();
             for kind in kinds {
                 let op = ActivationBackward(kind);
                 let fused = call1(&op, &[&g, &v]).unwrap();

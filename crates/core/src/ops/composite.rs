@@ -158,7 +158,7 @@ fn composite_kernel(call: &Call) -> Result<Tensors> {
             let zero = Tensor::scalar_tensor(Scalar::Int(0), x.dtype());
             where_(&keep, Operand::Tensor(x), Operand::Tensor(&zero))?
         }
-        CompositeOp::Dot => x.unsqueeze(0)?.mm(&call.inputs[1].unsqueeze(1)?)?.reshape(&[])?,
+        CompositeOp::Dot => x.unsqueeze(0)?.mm(&call.inputs[1].unsqueeze(1)?)?.reshape(())?,
         CompositeOp::Mv => x.mm(&call.inputs[1].unsqueeze(1)?)?.squeeze_dim(1)?,
         CompositeOp::Stack { dim } => {
             let unsq: Vec<Tensor> = call

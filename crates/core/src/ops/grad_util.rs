@@ -28,7 +28,7 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     } else {
         g.sum_dim(dims, true)?
     };
-    r.reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
+    r.reshape(shape)
 }
 
 /// The reduced dims as `i64` (all of `0..ndim` when `None`).
@@ -62,8 +62,7 @@ pub(crate) fn expand_reduced(
     dims: Option<&[usize]>,
     keepdim: bool,
 ) -> Result<Tensor> {
-    unsqueeze_reduced(g, input_shape.len(), dims, keepdim)?
-        .expand(&input_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())
+    unsqueeze_reduced(g, input_shape.len(), dims, keepdim)?.expand(input_shape)
 }
 
 /// A 0/1 tensor of `dtype` from a bool mask (a constant in the graph).

@@ -89,7 +89,7 @@ impl Op for Gather {
             return Ok(vec![Some(zeros), None]);
         }
         if zeros.ndim() == 0 {
-            return Ok(vec![Some(g.sum()?.reshape(&[])?), None]);
+            return Ok(vec![Some(g.sum()?.reshape(())?), None]);
         }
         Ok(vec![
             Some(zeros.scatter_add(self.dim as i64, &ctx.input(1)?, &g)?),
@@ -250,14 +250,14 @@ impl Op for IndexSelect {
         let g = grad0(grads)?;
         let shape = ctx.input_shape(0).to_vec();
         if shape.is_empty() {
-            return Ok(vec![Some(g.sum()?.reshape(&[])?), None]);
+            return Ok(vec![Some(g.sum()?.reshape(())?), None]);
         }
         // index_add: scatter_add of the gradient along `dim` with the index broadcast.
-        let idx = ctx.input(1)?.reshape(&[-1])?;
+        let idx = ctx.input(1)?.reshape([-1])?;
         let d = self.dim;
         let mut view: Vec<i64> = vec![1; g.ndim()];
         view[d] = idx.numel() as i64;
-        let idx = idx.reshape(&view)?.expand(&g.shape_i64())?;
+        let idx = idx.reshape(&view)?.expand(g.shape_i64())?;
         let zeros = crate::TensorOptions::like(&g).zeros(&shape)?;
         Ok(vec![Some(zeros.scatter_add(d as i64, &idx, &g)?), None])
     }
@@ -315,15 +315,13 @@ impl Op for IndexTensors {
             .dtype(DType::I64)
             .device(g.device())
             .arange(0, n as i64, 1)?
-            .reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+            .reshape(&shape)?;
         let idx: Vec<Tensor> = (1..ctx.num_inputs()).map(|i| ctx.input(i)).collect::<Result<_>>()?;
         let mut inputs = vec![&positions];
         inputs.extend(idx.iter());
-        let source = call1(self, &inputs)?.reshape(&[-1])?;
-        let flat = crate::TensorOptions::like(&g).zeros(&[n])?;
-        let gx = flat
-            .scatter_add(0, &source, &g.reshape(&[-1])?)?
-            .reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+        let source = call1(self, &inputs)?.reshape([-1])?;
+        let flat = crate::TensorOptions::like(&g).zeros([n])?;
+        let gx = flat.scatter_add(0, &source, &g.reshape([-1])?)?.reshape(&shape)?;
         let mut out = vec![Some(gx)];
         out.resize(ctx.num_inputs(), None);
         Ok(out)

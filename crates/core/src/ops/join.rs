@@ -80,10 +80,10 @@ impl Op for Cat {
                 let shape = ctx.input_shape(i);
                 if shape == [0] && g.ndim() != 1 {
                     // A skipped empty input: an empty gradient, as PyTorch's.
-                    return crate::TensorOptions::like(&g).zeros(&[0]).map(Some);
+                    return crate::TensorOptions::like(&g).zeros([0]).map(Some);
                 }
                 let len = shape[self.dim];
-                let piece = g.narrow(self.dim as i64, start as i64, len);
+                let piece = g.narrow(self.dim as i64, start as i64, len as i64);
                 start += len;
                 piece.map(Some)
             })
@@ -105,7 +105,7 @@ fn cat_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()
     for t in inputs.iter().filter(|t| !legacy_empty(t)) {
         let len = t.shape()[op.dim];
         if len > 0 {
-            out.narrow(op.dim as i64, start as i64, len)?.copy_(t)?;
+            out.narrow(op.dim as i64, start as i64, len as i64)?.copy_(t)?;
         }
         start += len;
     }

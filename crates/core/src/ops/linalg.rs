@@ -333,7 +333,7 @@ impl Tensor {
                 }
                 let mut shape: Vec<i64> = t1.shape()[..t1.ndim() - 1].iter().map(|&s| s as i64).collect();
                 let rows = shape.iter().product::<i64>();
-                let folded = t1.reshape(&[rows, k as i64])?;
+                let folded = t1.reshape([rows, k as i64])?;
                 if t2.ndim() == 2 {
                     shape.push(t2.shape()[1] as i64);
                     let out = crate::ops::view::unsafe_view(&folded.mm(&t2)?, &shape)?;

@@ -35,7 +35,7 @@ pub use join::Cat;
 pub use linalg::{MatMul, Mm};
 pub use overloads::OverloadScalar;
 pub use promote::{IntoOperand, Operand, result_type};
-pub use reduce::{IndexReduce, IntoDims, Reduce, ReduceKind, Scan};
+pub use reduce::{IndexReduce, Reduce, ReduceKind, Scan};
 pub use reduce_composite::{CompositeKind, CompositeReduce};
 pub use softmax::Softmax;
 pub use sort::{Sort, TopK};

@@ -166,20 +166,20 @@ mod tests {
 
     #[test]
     fn operand_devices() {
-        let t = Tensor::zeros(&[2]).unwrap();
+        let t = Tensor::zeros([2]).unwrap();
         assert_eq!(Operand::Tensor(&t).device(), Some(Device::Cpu));
-        let m = crate::TensorOptions::new().device(Device::Meta).zeros(&[2]).unwrap();
+        let m = crate::TensorOptions::new().device(Device::Meta).zeros([2]).unwrap();
         assert_eq!(Operand::Tensor(&m).device(), Some(Device::Meta));
         assert_eq!(Operand::Scalar(Scalar::Float(1.0)).device(), None);
     }
 
     #[test]
     fn result_type_rules() {
-        let i32t = Tensor::zeros_dtype(&[2], DType::I32).unwrap();
-        let f16t = Tensor::zeros_dtype(&[2], DType::F16).unwrap();
-        let f64z = Tensor::zeros_dtype(&[], DType::F64).unwrap();
-        let f32t = Tensor::zeros(&[2]).unwrap();
-        let b = Tensor::zeros_dtype(&[2], DType::Bool).unwrap();
+        let i32t = Tensor::zeros_dtype([2], DType::I32).unwrap();
+        let f16t = Tensor::zeros_dtype([2], DType::F16).unwrap();
+        let f64z = Tensor::zeros_dtype((), DType::F64).unwrap();
+        let f32t = Tensor::zeros([2]).unwrap();
+        let b = Tensor::zeros_dtype([2], DType::Bool).unwrap();
         let s = |x: Scalar| Operand::Scalar(x);
         let t = Operand::Tensor;
         assert_eq!(result_type(&[t(&i32t), s(Scalar::Float(2.5))]), DType::F32);
@@ -204,7 +204,7 @@ mod read_only_tests {
         let e = two.fill_(3.0).unwrap_err().to_string();
         assert!(e.contains("shared cached constant"), "{e}");
         assert!(two.add_(1.0).is_err());
-        assert!(two.expand(&[3]).unwrap().mul_(0.0).is_err());
+        assert!(two.expand([3]).unwrap().mul_(0.0).is_err());
         let again = Operand::Scalar(Scalar::Float(2.0)).to_input(DType::F32).unwrap();
         assert_eq!(again.item::<f32>().unwrap(), 2.0);
         let x = Tensor::from_slice(&[1.0f32, 2.0]);

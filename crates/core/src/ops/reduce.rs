@@ -8,55 +8,7 @@ use crate::layout::{Dims, normalize_dim, normalize_dims};
 use crate::ops::grad_util::{dims_i64, expand_reduced, grad0, mask};
 use crate::ops::promote::Operand;
 use crate::ops::reduce_composite::{CompositeKind, CompositeReduce};
-use crate::{DType, Error, Result, Scalar, Tensor};
-
-/// Dims to reduce over: one dim, several, or (with `None`) all.
-pub trait IntoDims {
-    /// The dims (negative values count from the end).
-    fn into_dims(self) -> Vec<i64>;
-}
-
-impl IntoDims for i64 {
-    fn into_dims(self) -> Vec<i64> {
-        vec![self]
-    }
-}
-
-impl IntoDims for i32 {
-    fn into_dims(self) -> Vec<i64> {
-        vec![self as i64]
-    }
-}
-
-impl IntoDims for usize {
-    fn into_dims(self) -> Vec<i64> {
-        vec![self as i64]
-    }
-}
-
-impl IntoDims for &[i64] {
-    fn into_dims(self) -> Vec<i64> {
-        self.to_vec()
-    }
-}
-
-impl<const N: usize> IntoDims for [i64; N] {
-    fn into_dims(self) -> Vec<i64> {
-        self.to_vec()
-    }
-}
-
-impl<const N: usize> IntoDims for &[i64; N] {
-    fn into_dims(self) -> Vec<i64> {
-        self.to_vec()
-    }
-}
-
-impl IntoDims for Vec<i64> {
-    fn into_dims(self) -> Vec<i64> {
-        self
-    }
-}
+use crate::{DType, Error, IntoShape, Result, Scalar, Tensor};
 
 /// The reductions with an identity (or none needed) over any set of dims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -483,13 +435,24 @@ impl Tensor {
     }
 
     /// Sum over `dims`.
-    pub fn sum_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        reduce(self, ReduceKind::Sum, Some(dims.into_dims()), keepdim, None)
+    pub fn sum_dim(&self, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceKind::Sum, Some(dims.into_shape().to_vec()), keepdim, None)
     }
 
-    /// Sum over `dims` (all when `None`) computed in `dtype`.
-    pub fn sum_dtype(&self, dims: Option<Vec<i64>>, keepdim: bool, dtype: DType) -> Result<Tensor> {
-        reduce(self, ReduceKind::Sum, dims, keepdim, Some(dtype))
+    /// Sum of all elements computed in `dtype` (`x.sum(dtype=...)`).
+    pub fn sum_dtype(&self, dtype: DType) -> Result<Tensor> {
+        reduce(self, ReduceKind::Sum, None, false, Some(dtype))
+    }
+
+    /// Sum over `dims` computed in `dtype` (`x.sum(dims, keepdim, dtype=...)`).
+    pub fn sum_dim_dtype(&self, dims: impl IntoShape, keepdim: bool, dtype: DType) -> Result<Tensor> {
+        reduce(
+            self,
+            ReduceKind::Sum,
+            Some(dims.into_shape().to_vec()),
+            keepdim,
+            Some(dtype),
+        )
     }
 
     /// Product of all elements.
@@ -498,27 +461,27 @@ impl Tensor {
     }
 
     /// Product over `dims`.
-    pub fn prod_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        reduce(self, ReduceKind::Prod, Some(dims.into_dims()), keepdim, None)
+    pub fn prod_dim(&self, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceKind::Prod, Some(dims.into_shape().to_vec()), keepdim, None)
     }
 
     /// Maximum over `dims` (the gradient is shared among ties).
-    pub fn amax(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+    pub fn amax(&self, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
         reduce(
             self,
             ReduceKind::Amax,
-            Some(self.all_if_empty(dims.into_dims())),
+            Some(self.all_if_empty(dims.into_shape().to_vec())),
             keepdim,
             None,
         )
     }
 
     /// Minimum over `dims`.
-    pub fn amin(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+    pub fn amin(&self, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
         reduce(
             self,
             ReduceKind::Amin,
-            Some(self.all_if_empty(dims.into_dims())),
+            Some(self.all_if_empty(dims.into_shape().to_vec())),
             keepdim,
             None,
         )
@@ -542,8 +505,8 @@ impl Tensor {
     /// `all` over `dims`.
     /// An empty list of dims reduces nothing (PyTorch: `all(x, dim=())` is
     /// `x != 0` elementwise, unlike `sum(x, dim=())`).
-    pub fn all_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        let dims = dims.into_dims();
+    pub fn all_dim(&self, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
+        let dims = dims.into_shape().to_vec();
         if dims.is_empty() {
             return self.truthiness();
         }
@@ -577,8 +540,8 @@ impl Tensor {
 
     /// `any` over `dims`.
     /// An empty list of dims reduces nothing, as for [`Tensor::all_dim`].
-    pub fn any_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        let dims = dims.into_dims();
+    pub fn any_dim(&self, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
+        let dims = dims.into_shape().to_vec();
         if dims.is_empty() {
             return self.truthiness();
         }
@@ -672,34 +635,36 @@ impl Tensor {
     }
 
     /// Mean over `dims`.
-    pub fn mean_dim(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
-        self.composite("mean", CompositeKind::Mean, Some(dims.into_dims()), keepdim)
+    pub fn mean_dim(&self, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
+        self.composite("mean", CompositeKind::Mean, Some(dims.into_shape().to_vec()), keepdim)
     }
 
     /// Variance of all elements with Bessel's `correction` (1 = unbiased).
     pub fn var(&self, correction: f64) -> Result<Tensor> {
-        self.var_dim(None, correction, false)
+        self.composite("var", CompositeKind::Var { correction }, None, false)
     }
 
-    /// Variance over `dims` (all when `None`) with `correction`. f16/bf16
-    /// inputs are computed in f32, as PyTorch does.
-    pub fn var_dim(&self, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    /// Variance over `dims` (`()` reduces every dim, as PyTorch's `dim=[]`)
+    /// with `correction`. f16/bf16 inputs are computed in f32, as PyTorch does.
+    pub fn var_dim(&self, dims: impl IntoShape, correction: f64, keepdim: bool) -> Result<Tensor> {
+        let dims = Some(dims.into_shape().to_vec());
         self.composite("var", CompositeKind::Var { correction }, dims, keepdim)
     }
 
     /// Standard deviation of all elements with `correction`.
     pub fn std(&self, correction: f64) -> Result<Tensor> {
-        self.std_dim(None, correction, false)
+        self.composite("std", CompositeKind::Std { correction }, None, false)
     }
 
-    /// Standard deviation over `dims` with `correction`.
-    pub fn std_dim(&self, dims: Option<Vec<i64>>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    /// Standard deviation over `dims` (`()` reduces every dim) with `correction`.
+    pub fn std_dim(&self, dims: impl IntoShape, correction: f64, keepdim: bool) -> Result<Tensor> {
+        let dims = Some(dims.into_shape().to_vec());
         self.composite("std", CompositeKind::Std { correction }, dims, keepdim)
     }
 
     /// `log(sum(exp(x)))` over `dims`, computed stably (integer inputs in
     /// the default float dtype).
-    pub fn logsumexp(&self, dims: impl IntoDims, keepdim: bool) -> Result<Tensor> {
+    pub fn logsumexp(&self, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
         let x = if self.is_floating_point() {
             self.clone()
         } else {
@@ -707,18 +672,24 @@ impl Tensor {
         };
         // An empty list reduces every dim (as PyTorch's keepdim form does;
         // without keepdim PyTorch 2.15 fails on its own output shape).
-        x.composite("logsumexp", CompositeKind::LogSumExp, Some(dims.into_dims()), keepdim)
+        x.composite(
+            "logsumexp",
+            CompositeKind::LogSumExp,
+            Some(dims.into_shape().to_vec()),
+            keepdim,
+        )
     }
 
     /// The `p`-norm of all elements (`p` = 2 is the Euclidean norm; inf and
     /// -inf give max/min of |x|; 0 counts nonzeros).
     pub fn norm(&self, p: f64) -> Result<Tensor> {
-        self.norm_dim(p, None, false)
+        self.composite("norm", CompositeKind::Norm { p }, None, false)
     }
 
-    /// The `p`-norm over `dims` (all when `None`), PyTorch's
+    /// The `p`-norm over `dims` (`()` reduces every dim), PyTorch's
     /// `linalg.vector_norm`.
-    pub fn norm_dim(&self, p: f64, dims: Option<Vec<i64>>, keepdim: bool) -> Result<Tensor> {
+    pub fn norm_dim(&self, p: f64, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
+        let dims = Some(dims.into_shape().to_vec());
         self.composite("norm", CompositeKind::Norm { p }, dims, keepdim)
     }
 

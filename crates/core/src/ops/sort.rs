@@ -60,7 +60,7 @@ fn values_backward(ctx: &BackwardCtx, grads: &[Option<Tensor>], dim: usize) -> R
     };
     let zeros = crate::TensorOptions::like(&g).zeros(ctx.input_shape(0))?;
     if zeros.ndim() == 0 {
-        return Ok(vec![Some(g.reshape(&[])?)]);
+        return Ok(vec![Some(g.reshape(())?)]);
     }
     Ok(vec![Some(zeros.scatter(dim as i64, &ctx.output(1)?, &g)?)])
 }

@@ -10,7 +10,7 @@
 use crate::autograd::{BackwardCtx, Saves, ViewCreation};
 use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call, downcast_op};
 use crate::layout::normalize_dim;
-use crate::{Error, Result, Tensor, TensorOptions};
+use crate::{Error, IntoShape, Result, Tensor, TensorOptions};
 
 /// Dispatch table of `split.Tensor`.
 pub static SPLIT: OpEntry = OpEntry::differentiable("split.Tensor");
@@ -207,7 +207,17 @@ impl Tensor {
     /// Splits `dim` into pieces of the given sizes, as views
     /// (`torch.split` with a list; node `SplitWithSizesBackward0`). An error
     /// when the sizes do not sum to the dim's size.
-    pub fn split_sizes(&self, sizes: &[usize], dim: i64) -> Result<Vec<Tensor>> {
+    pub fn split_sizes(&self, sizes: impl IntoShape, dim: i64) -> Result<Vec<Tensor>> {
+        let sizes = sizes.into_shape();
+        if sizes.iter().any(|&s| s < 0) {
+            return Err(Error::invalid(
+                "split_with_sizes",
+                format!(
+                    "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes:?}"
+                ),
+            ));
+        }
+        let sizes: Vec<usize> = sizes.iter().map(|&s| s as usize).collect();
         if self.ndim() == 0 {
             return Err(Error::invalid(
                 "split_with_sizes",
@@ -227,7 +237,7 @@ impl Tensor {
             Split {
                 kind: SplitKind::WithSizes,
                 dim: d,
-                sizes: sizes.to_vec(),
+                sizes,
             },
         )
     }
@@ -245,7 +255,7 @@ impl Tensor {
         let d = normalize_dim("chunk", dim, self.ndim())?;
         let n = self.shape()[d];
         if n == 0 {
-            return self.split_sizes(&vec![0; chunks], dim);
+            return self.split_sizes(vec![0; chunks], dim);
         }
         self.split(n.div_ceil(chunks), dim)
     }

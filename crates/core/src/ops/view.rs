@@ -9,7 +9,7 @@ use crate::autograd::BackwardCtx;
 use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
 use crate::layout::{Dims, Layout, normalize_dim};
 use crate::ops::grad_util::{grad0, sum_to};
-use crate::{Error, Result, Tensor, TensorOptions};
+use crate::{Error, IntoShape, Result, Tensor, TensorOptions};
 
 /// What a view does.
 #[derive(Debug, Clone, PartialEq)]
@@ -386,16 +386,16 @@ fn as_strided_layouts(view: &ViewKind, input_shape: &[usize]) -> Option<(Layout,
 fn as_strided_scatter(grad: &Tensor, out: &Tensor, result: &Layout, input: &Layout) -> Result<()> {
     let lo = result.offset.min(input.offset);
     let span_len = result.storage_end().max(input.storage_end()) - lo;
-    let span = TensorOptions::like(grad).zeros(&[span_len])?;
+    let span = TensorOptions::like(grad).zeros([span_len])?;
     let (shape, strides) = (result.shape.as_slice(), result.strides.as_slice());
     if result.has_overlapping_elements() {
         // Several result elements share a storage slot: their gradients add
         // up, at the slots the result's geometry reads.
         let slots = Tensor::arange(span_len as i64)?
             .as_strided(shape, strides, result.offset - lo)?
-            .reshape(&[-1])?
+            .reshape([-1])?
             .to(grad.device())?;
-        span.scatter_add_(0, &slots, &grad.reshape(&[-1])?)?;
+        span.scatter_add_(0, &slots, &grad.reshape([-1])?)?;
     } else {
         span.as_strided(shape, strides, result.offset - lo)?.copy_(grad)?;
     }
@@ -448,12 +448,32 @@ fn to_i64(shape: &[usize]) -> Vec<i64> {
 impl Tensor {
     /// The same elements with another shape, never copying; an error when
     /// the strides do not allow it (then use [`Tensor::reshape`]). One entry may be -1.
-    pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
-        view_op(self, ViewKind::View(shape.to_vec()))
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// let x = Tensor::arange(12)?;
+    /// assert_eq!(x.view((3, -1))?.shape(), &[3, 4]); // x.view(3, -1)
+    /// assert_eq!(x.view([2, 2, 3])?.shape(), &[2, 2, 3]);
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn view(&self, shape: impl IntoShape) -> Result<Tensor> {
+        view_op(self, ViewKind::View(shape.into_shape().to_vec()))
     }
 
     /// Like [`Tensor::view`], copying only when the strides require it.
-    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// let x = Tensor::arange(6)?.view((2, 3))?.t()?; // not contiguous
+    /// let y = x.reshape(-1)?;                         // a copy, as PyTorch's
+    /// assert_eq!(y.to_vec::<i64>()?, [0, 3, 1, 4, 2, 5]);
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn reshape(&self, shape: impl IntoShape) -> Result<Tensor> {
+        self.reshape_i64(&shape.into_shape())
+    }
+
+    fn reshape_i64(&self, shape: &[i64]) -> Result<Tensor> {
         let target = crate::layout::infer_shape("reshape", shape, self.numel())?;
         if self.is_contiguous() {
             self.view(shape)
@@ -466,8 +486,8 @@ impl Tensor {
     }
 
     /// Reorders the dims.
-    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
-        view_op(self, ViewKind::Permute(dims.to_vec()))
+    pub fn permute(&self, dims: impl IntoShape) -> Result<Tensor> {
+        view_op(self, ViewKind::Permute(dims.into_shape().to_vec()))
     }
 
     /// Swaps two dims.
@@ -487,18 +507,25 @@ impl Tensor {
     }
 
     /// Broadcasts to `shape` without copying (-1 keeps a size).
-    pub fn expand(&self, shape: &[i64]) -> Result<Tensor> {
-        view_op(self, ViewKind::Expand(shape.to_vec()))
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// let x = Tensor::arange(3)?;
+    /// assert_eq!(x.expand((2, -1))?.shape(), &[2, 3]); // x.expand(2, -1)
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn expand(&self, shape: impl IntoShape) -> Result<Tensor> {
+        view_op(self, ViewKind::Expand(shape.into_shape().to_vec()))
     }
 
     /// Broadcasts to `other`'s shape.
     pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
-        self.expand(&to_i64(other.shape()))
+        self.expand(other.shape())
     }
 
-    /// Broadcasts to a shape given as sizes.
-    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        self.expand(&to_i64(shape))
+    /// Broadcasts to `shape` (`torch.broadcast_to`: as `expand`, -1 keeps a size).
+    pub fn broadcast_to(&self, shape: impl IntoShape) -> Result<Tensor> {
+        self.expand(shape)
     }
 
     /// `self[start:end:step]` along `dim` (Python slice semantics).
@@ -506,8 +533,11 @@ impl Tensor {
         view_op(self, ViewKind::Slice { dim, start, end, step })
     }
 
-    /// `length` elements of `dim` from `start`.
-    pub fn narrow(&self, dim: i64, start: i64, length: usize) -> Result<Tensor> {
+    /// `length` elements of `dim` from `start` (negative `start` counts
+    /// from the end; a negative `length` is an error).
+    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        let length =
+            usize::try_from(length).map_err(|_| Error::invalid("narrow", "narrow(): length must be non-negative."))?;
         view_op(self, ViewKind::Narrow { dim, start, length })
     }
 
@@ -527,8 +557,8 @@ impl Tensor {
     }
 
     /// Removes those of `dims` whose size is 1.
-    pub fn squeeze_dims(&self, dims: &[i64]) -> Result<Tensor> {
-        view_op(self, ViewKind::Squeeze(Some(dims.to_vec())))
+    pub fn squeeze_dims(&self, dims: impl IntoShape) -> Result<Tensor> {
+        view_op(self, ViewKind::Squeeze(Some(dims.into_shape().to_vec())))
     }
 
     /// Inserts a size-1 dim at `dim`.
@@ -537,8 +567,17 @@ impl Tensor {
     }
 
     /// A view with explicit sizes, strides and storage offset (checked
-    /// against the storage's size).
-    pub fn as_strided(&self, shape: &[usize], strides: &[usize], offset: usize) -> Result<Tensor> {
+    /// against the storage's size; negative sizes or strides are errors).
+    pub fn as_strided(&self, shape: impl IntoShape, strides: impl IntoShape, offset: usize) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("as_strided", &shape.into_shape())?;
+        let strides = strides.into_shape();
+        if strides.iter().any(|&s| s < 0) {
+            return Err(Error::invalid(
+                "as_strided",
+                format!("as_strided: Negative strides are not supported at the moment, got strides: {strides:?}"),
+            ));
+        }
+        let strides: Vec<usize> = strides.iter().map(|&s| s as usize).collect();
         view_op(
             self,
             ViewKind::AsStrided {
@@ -561,7 +600,7 @@ impl Tensor {
         let s = normalize_dim("flatten", start_dim, self.ndim())?;
         let e = normalize_dim("flatten", end_dim, self.ndim())?;
         if self.ndim() == 0 {
-            return self.reshape(&[1]);
+            return self.reshape([1]);
         }
         if s > e {
             return Err(Error::invalid("flatten", "start_dim cannot come after end_dim"));
@@ -573,20 +612,21 @@ impl Tensor {
         let mut shape: Vec<i64> = to_i64(&self.shape()[..s]);
         shape.push(self.shape()[s..=e].iter().product::<usize>() as i64);
         shape.extend(to_i64(&self.shape()[e + 1..]));
-        self.reshape(&shape)
+        self.reshape(shape)
     }
 
     /// Splits `dim` into `sizes` (one entry may be -1).
-    pub fn unflatten(&self, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    pub fn unflatten(&self, dim: i64, sizes: impl IntoShape) -> Result<Tensor> {
+        let sizes = sizes.into_shape();
         let d = normalize_dim("unflatten", dim, self.ndim())?;
         if self.ndim() == 0 {
             return Err(Error::invalid("unflatten", "cannot unflatten a 0-d tensor"));
         }
-        let inner = crate::layout::infer_shape("unflatten", sizes, self.shape()[d])?;
+        let inner = crate::layout::infer_shape("unflatten", &sizes, self.shape()[d])?;
         let mut shape: Vec<i64> = to_i64(&self.shape()[..d]);
         shape.extend(to_i64(&inner));
         shape.extend(to_i64(&self.shape()[d + 1..]));
-        self.view(&shape)
+        self.view(shape)
     }
 
     /// The shape as signed sizes (for passing to `view`/`expand`).

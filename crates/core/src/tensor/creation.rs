@@ -5,7 +5,7 @@ use crate::layout::{Dims, Layout};
 use crate::ops::{Arange, Distribution, Fill, Linspace, Random};
 use crate::random::Generator;
 use crate::storage::Storage;
-use crate::{DType, Device, Error, Result, Scalar, Tensor};
+use crate::{DType, Device, Error, IntoShape, Result, Scalar, Tensor};
 
 /// dtype, device and generator for creation functions (PyTorch's keyword
 /// arguments), used as a builder:
@@ -65,7 +65,9 @@ impl TensorOptions {
     /// Every element `value`; without a dtype set, the dtype follows the
     /// value (bool, int64, or the default float dtype), as `torch.full`. A
     /// value outside the dtype's range is an error ([`Scalar::check_fits`]).
-    pub fn full(&self, shape: &[usize], value: impl Into<Scalar>) -> Result<Tensor> {
+    pub fn full(&self, shape: impl IntoShape, value: impl Into<Scalar>) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("full", &shape.into_shape())?;
+        let shape = &shape[..];
         let value = value.into();
         let dtype = self.dtype.unwrap_or_else(|| match value {
             Scalar::Bool(_) => DType::Bool,
@@ -89,18 +91,24 @@ impl TensorOptions {
     }
 
     /// Zeros.
-    pub fn zeros(&self, shape: &[usize]) -> Result<Tensor> {
+    pub fn zeros(&self, shape: impl IntoShape) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("zeros", &shape.into_shape())?;
+        let shape = &shape[..];
         self.fill(shape, Scalar::Int(0), self.dt())
     }
 
     /// Ones.
-    pub fn ones(&self, shape: &[usize]) -> Result<Tensor> {
+    pub fn ones(&self, shape: impl IntoShape) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("ones", &shape.into_shape())?;
+        let shape = &shape[..];
         self.fill(shape, Scalar::Int(1), self.dt())
     }
 
     /// A tensor whose contents are unspecified in PyTorch; ferrotorch zeroes
     /// it, so no read ever sees memory it has not written.
-    pub fn empty(&self, shape: &[usize]) -> Result<Tensor> {
+    pub fn empty(&self, shape: impl IntoShape) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("empty", &shape.into_shape())?;
+        let shape = &shape[..];
         self.zeros(shape)
     }
 
@@ -157,9 +165,9 @@ impl TensorOptions {
 
     /// An `n x m` matrix with ones on the diagonal.
     pub fn eye(&self, n: usize, m: usize) -> Result<Tensor> {
-        let z = self.zeros(&[n, m])?;
+        let z = self.zeros([n, m])?;
         if n.min(m) > 0 {
-            z.as_strided(&[n.min(m)], &[m + 1], 0)?.fill_(Scalar::Int(1))?;
+            z.as_strided([n.min(m)], [m + 1], 0)?.fill_(Scalar::Int(1))?;
         }
         Ok(z)
     }
@@ -186,12 +194,16 @@ impl TensorOptions {
     }
 
     /// Uniform samples in `[0, 1)`.
-    pub fn rand(&self, shape: &[usize]) -> Result<Tensor> {
+    pub fn rand(&self, shape: impl IntoShape) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("rand", &shape.into_shape())?;
+        let shape = &shape[..];
         self.uniform(shape, 0.0, 1.0)
     }
 
     /// Uniform samples in `[low, high)`.
-    pub fn uniform(&self, shape: &[usize], low: f64, high: f64) -> Result<Tensor> {
+    pub fn uniform(&self, shape: impl IntoShape, low: f64, high: f64) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("uniform", &shape.into_shape())?;
+        let shape = &shape[..];
         let dt = self.float_dt("uniform")?;
         if low > high {
             return Err(Error::invalid(
@@ -203,12 +215,16 @@ impl TensorOptions {
     }
 
     /// Standard normal samples.
-    pub fn randn(&self, shape: &[usize]) -> Result<Tensor> {
+    pub fn randn(&self, shape: impl IntoShape) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("randn", &shape.into_shape())?;
+        let shape = &shape[..];
         self.normal(shape, 0.0, 1.0)
     }
 
     /// Normal samples with `mean` and `std`.
-    pub fn normal(&self, shape: &[usize], mean: f64, std: f64) -> Result<Tensor> {
+    pub fn normal(&self, shape: impl IntoShape, mean: f64, std: f64) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("normal", &shape.into_shape())?;
+        let shape = &shape[..];
         let dt = self.float_dt("normal")?;
         if std < 0.0 {
             return Err(Error::invalid(
@@ -220,7 +236,9 @@ impl TensorOptions {
     }
 
     /// Uniform integers in `[low, high)` (int64 unless a dtype is set).
-    pub fn randint(&self, low: i64, high: i64, shape: &[usize]) -> Result<Tensor> {
+    pub fn randint(&self, low: i64, high: i64, shape: impl IntoShape) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("randint", &shape.into_shape())?;
+        let shape = &shape[..];
         if low >= high {
             return Err(Error::invalid(
                 "randint",
@@ -235,7 +253,9 @@ impl TensorOptions {
     }
 
     /// 0/1 samples, 1 with probability `p`.
-    pub fn bernoulli(&self, shape: &[usize], p: f64) -> Result<Tensor> {
+    pub fn bernoulli(&self, shape: impl IntoShape, p: f64) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("bernoulli", &shape.into_shape())?;
+        let shape = &shape[..];
         if !(0.0..=1.0).contains(&p) {
             return Err(Error::invalid(
                 "bernoulli",
@@ -332,28 +352,28 @@ impl Tensor {
     }
 
     /// Zeros of the default dtype on the CPU.
-    pub fn zeros(shape: &[usize]) -> Result<Tensor> {
+    pub fn zeros(shape: impl IntoShape) -> Result<Tensor> {
         TensorOptions::new().zeros(shape)
     }
 
     /// Zeros of `dtype` on the CPU.
-    pub fn zeros_dtype(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    pub fn zeros_dtype(shape: impl IntoShape, dtype: DType) -> Result<Tensor> {
         opts(dtype).zeros(shape)
     }
 
     /// Ones of the default dtype on the CPU.
-    pub fn ones(shape: &[usize]) -> Result<Tensor> {
+    pub fn ones(shape: impl IntoShape) -> Result<Tensor> {
         TensorOptions::new().ones(shape)
     }
 
     /// `value` everywhere (dtype from the value: bool, int64, or the default float).
-    pub fn full(shape: &[usize], value: impl Into<Scalar>) -> Result<Tensor> {
+    pub fn full(shape: impl IntoShape, value: impl Into<Scalar>) -> Result<Tensor> {
         TensorOptions::new().full(shape, value)
     }
 
     /// Zero-initialised tensor (`torch.empty` gives uninitialised memory;
     /// ferrotorch never hands out memory it has not written).
-    pub fn empty(shape: &[usize]) -> Result<Tensor> {
+    pub fn empty(shape: impl IntoShape) -> Result<Tensor> {
         TensorOptions::new().empty(shape)
     }
 
@@ -378,22 +398,22 @@ impl Tensor {
     }
 
     /// Uniform samples in `[0, 1)` from the global generator.
-    pub fn rand(shape: &[usize]) -> Result<Tensor> {
+    pub fn rand(shape: impl IntoShape) -> Result<Tensor> {
         TensorOptions::new().rand(shape)
     }
 
     /// Standard normal samples from the global generator.
-    pub fn randn(shape: &[usize]) -> Result<Tensor> {
+    pub fn randn(shape: impl IntoShape) -> Result<Tensor> {
         TensorOptions::new().randn(shape)
     }
 
     /// Uniform int64 samples in `[low, high)`.
-    pub fn randint(low: i64, high: i64, shape: &[usize]) -> Result<Tensor> {
+    pub fn randint(low: i64, high: i64, shape: impl IntoShape) -> Result<Tensor> {
         TensorOptions::new().randint(low, high, shape)
     }
 
     /// Normal samples with `mean` and `std`.
-    pub fn normal(mean: f64, std: f64, shape: &[usize]) -> Result<Tensor> {
+    pub fn normal(mean: f64, std: f64, shape: impl IntoShape) -> Result<Tensor> {
         TensorOptions::new().normal(shape, mean, std)
     }
 
@@ -446,7 +466,9 @@ impl Tensor {
     }
 
     /// A tensor with the given data, shape and dtype `T`.
-    pub fn from_vec<T: crate::Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+    pub fn from_vec<T: crate::Element>(data: Vec<T>, shape: impl IntoShape) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("from_vec", &shape.into_shape())?;
+        let shape = &shape[..];
         let n = crate::layout::checked_numel("from_vec", shape)?;
         if n != data.len() {
             return Err(Error::invalid(

@@ -344,9 +344,9 @@ mod tests {
         assert_eq!(t.to_string(), "tensor(3.5000)");
         let t = Tensor::new([f32::NAN, f32::INFINITY, 1.0]).unwrap();
         assert_eq!(t.to_string(), "tensor([nan, inf, 1.])");
-        let t = Tensor::zeros(&[0, 3]).unwrap();
+        let t = Tensor::zeros([0, 3]).unwrap();
         assert_eq!(t.to_string(), "tensor([], size=(0, 3))");
-        let t = TensorOptions::new().device(Device::Meta).zeros(&[2, 3]).unwrap();
+        let t = TensorOptions::new().device(Device::Meta).zeros([2, 3]).unwrap();
         assert_eq!(t.to_string(), "tensor(..., device='meta', size=(2, 3))");
         let x = Tensor::new([1.0f32, 2.0]).unwrap().requires_grad_(true).unwrap();
         assert_eq!(x.to_string(), "tensor([1., 2.], requires_grad=True)");
@@ -361,7 +361,7 @@ mod tests {
     fn summarises_large_tensors() {
         let t = Tensor::arange(2000).unwrap();
         assert_eq!(t.to_string(), "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
-        let t = Tensor::arange(10000).unwrap().reshape(&[100, 100]).unwrap();
+        let t = Tensor::arange(10000).unwrap().reshape([100, 100]).unwrap();
         let s = t.to_string();
         assert!(
             s.starts_with("tensor([[   0,    1,    2,  ...,   97,   98,   99],"),

@@ -173,7 +173,7 @@ impl Tensor {
                         x = x.unsqueeze(d as i64)?;
                         let keep = if v != 0 { vec![0i64] } else { Vec::new() };
                         let n = keep.len();
-                        advanced.push((d, Tensor::from_vec(keep, &[n])?.to_device(x.device())?));
+                        advanced.push((d, Tensor::from_vec(keep, [n])?.to_device(x.device())?));
                         d += 1;
                     } else {
                         x = x.select(d as i64, v)?;

@@ -245,21 +245,19 @@ impl Tensor {
             .dtype(DType::I64)
             .device(self.device())
             .arange(0, self.numel() as i64, 1)?
-            .reshape(&self.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?
+            .reshape(self.shape())?
             .get(&items)?;
         let src = match value.into_operand() {
-            Operand::Tensor(v) => v
-                .to_dtype(self.dtype())?
-                .expand(&positions.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?,
+            Operand::Tensor(v) => v.to_dtype(self.dtype())?.expand(positions.shape())?,
             Operand::Scalar(s) => crate::TensorOptions::like(self).full(positions.shape(), s)?,
         };
-        let flat_positions = positions.reshape(&[-1])?;
-        let flat_src = src.reshape(&[-1])?;
+        let flat_positions = positions.reshape([-1])?;
+        let flat_src = src.reshape([-1])?;
         if self.is_contiguous() {
-            self.view(&[-1])?.scatter_(0, &flat_positions, &flat_src)?;
+            self.view([-1])?.scatter_(0, &flat_positions, &flat_src)?;
         } else {
             let tmp = self.contiguous()?;
-            tmp.view(&[-1])?.scatter_(0, &flat_positions, &flat_src)?;
+            tmp.view([-1])?.scatter_(0, &flat_positions, &flat_src)?;
             self.copy_(&tmp)?;
         }
         Ok(self.clone())

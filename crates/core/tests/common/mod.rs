@@ -723,7 +723,7 @@ pub fn build(dt: DType, shape: &[usize], recipe: &Recipe, rng: &mut Prng, vals: 
     for s in &steps {
         match s {
             ViewStep::Permute(p) => {
-                t = t.permute(&to_i64(p)).unwrap();
+                t = t.permute(to_i64(p)).unwrap();
                 pos = pos.permute(p);
             }
             ViewStep::Slice { dim, start, len, step } => {
@@ -738,7 +738,7 @@ pub fn build(dt: DType, shape: &[usize], recipe: &Recipe, rng: &mut Prng, vals: 
                 pos = pos.slice(*dim, *start, *len, *step);
             }
             ViewStep::Expand(s) => {
-                t = t.expand(&to_i64(s)).unwrap();
+                t = t.expand(to_i64(s)).unwrap();
                 pos = pos.broadcast_to(s);
             }
         }
@@ -776,7 +776,7 @@ pub fn build_from(dt: DType, vals: &Nd<V>, recipe: &Recipe, rng: &mut Prng) -> T
     let mut t = make(dt, &base_vals);
     for s in &steps {
         t = match s {
-            ViewStep::Permute(p) => t.permute(&to_i64(p)).unwrap(),
+            ViewStep::Permute(p) => t.permute(to_i64(p)).unwrap(),
             ViewStep::Slice { dim, start, len, step } => t
                 .slice(
                     *dim as i64,
