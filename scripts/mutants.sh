@@ -9,7 +9,7 @@
 #   scripts/mutants.sh --shard 3/40    # another sample of the same size
 #   scripts/mutants.sh --shard 0/1     # every mutant (hours)
 #   scripts/mutants.sh --list          # what would be mutated
-#   FILES="crates/core/src/layout.rs" scripts/mutants.sh --shard 0/1
+#   FILES="crates/core/src/backend/layout.rs" scripts/mutants.sh --shard 0/1
 #
 # It installs cargo-mutants into .tools/ on first use, mutates a separate
 # git worktree of HEAD (target/mutants-tree; commit what you want tested),
@@ -26,8 +26,8 @@ if ! "$bin" mutants --version 2>/dev/null | grep -q "$version"; then
 fi
 # The core's logic: layout, dtype and promotion, scalars, the dispatcher,
 # autograd, operator declarations and backward formulas, the CPU reductions.
-FILES="${FILES:-crates/core/src/layout.rs crates/core/src/dtype.rs crates/core/src/scalar.rs \
-crates/core/src/dispatch/*.rs crates/core/src/autograd/*.rs crates/core/src/ops/*.rs crates/core/src/cpu/reduce.rs}"
+FILES="${FILES:-crates/core/src/backend/layout.rs crates/core/src/dtype.rs crates/core/src/scalar.rs \
+crates/core/src/backend/dispatch/*.rs crates/core/src/autograd/*.rs crates/core/src/ops/*.rs crates/core/src/backend/cpu/reduce.rs}"
 file_args=()
 for f in $FILES; do file_args+=(--file "$f"); done
 shard=(--shard 0/40 --sharding round-robin)

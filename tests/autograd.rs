@@ -2,6 +2,7 @@
 //! higher-order gradients, grad modes, version counters, in-place ops on
 //! views, hooks, custom functions, checkpointing, anomaly mode.
 
+use ferrotorch::backend::TensorExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -497,8 +498,8 @@ fn checkpoint_matches_and_saves_memory() -> Result<()> {
             w.set_grad(None)?;
         }
         x.set_grad(None)?;
-        ferrotorch::storage::reset_peak_memory_stats();
-        let base = ferrotorch::storage::memory_stats().allocated;
+        ferrotorch::reset_peak_memory_stats();
+        let base = ferrotorch::memory_stats().allocated;
         let mut h = x.clone();
         for w in &weights {
             h = if ckpt {
@@ -508,7 +509,7 @@ fn checkpoint_matches_and_saves_memory() -> Result<()> {
             };
         }
         h.sum()?.backward()?;
-        let peak = ferrotorch::storage::memory_stats().peak_allocated - base;
+        let peak = ferrotorch::memory_stats().peak_allocated - base;
         let mut grads: Vec<Vec<f32>> = weights.iter().map(|w| vec(&w.grad().unwrap())).collect();
         grads.push(vec(&x.grad().unwrap()));
         Ok((grads, peak))
@@ -736,7 +737,7 @@ fn as_strided_and_inplace_views_follow_storage_geometry() -> Result<()> {
 /// `grad * x + grad * x`) in every float dtype.
 #[test]
 fn fused_backward_kernels_match_the_composite_formulas() -> Result<()> {
-    use ferrotorch::dispatch::call1;
+    use ferrotorch::backend::dispatch::call1;
     use ferrotorch::ops::activation_backward::{ActivationBackward, ActivationKind};
     ferrotorch::manual_seed(7);
     let x0 = Tensor::randn([257])?.mul(4.0)?;

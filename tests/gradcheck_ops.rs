@@ -3,7 +3,7 @@
 //! fails when an operator marked differentiable has none.
 
 use ferrotorch::autograd::{GradcheckOptions, gradcheck, gradgradcheck};
-use ferrotorch::dispatch::{call1, registered_ops};
+use ferrotorch::backend::dispatch::{call1, registered_ops};
 use ferrotorch::ops::activation_backward::{ActivationBackward, ActivationKind};
 use ferrotorch::ops::unary::ThresholdBackward;
 use ferrotorch::ops::{Cast, ToDevice, ViewKind, ViewScatter};

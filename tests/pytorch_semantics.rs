@@ -4,6 +4,7 @@
 //! names of composite reductions, gradients at singular points, and
 //! half-precision reductions that accumulate in f32.
 
+use ferrotorch::backend::TensorExt;
 use ferrotorch::{DType, Result, Tensor};
 
 fn leaf(v: &[f32], shape: &[usize]) -> Result<Tensor> {

@@ -601,7 +601,7 @@ fn compare_value(
 }
 
 /// Compares PyTorch's result `exp` with ours `got` for program `prog`:
-/// every difference, the primary one (see [`severity`]) first.
+/// every difference, the primary one (see `severity`) first.
 ///
 /// Each op's outputs are compared as they were right after the op, then
 /// every value's final state (in-place ops and writes through views), then

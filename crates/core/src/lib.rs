@@ -1,9 +1,10 @@
 //! # ferrotorch-core
 //!
-//! The tensor core of ferrotorch: dtypes and storage, strided [`Tensor`]s
-//! with views, the [`dispatch`]er that routes every operator call to a
-//! kernel by dispatch key, operator declarations ([`ops`]) and the CPU
-//! backend. See `docs/architecture.md` for the map.
+//! The tensor core of ferrotorch: strided [`Tensor`]s with views and
+//! PyTorch's operators, define-by-run [`autograd`], random numbers
+//! ([`random`]) and the typed [`Error`]. Backend and operator authors find
+//! the dispatcher, storage, layouts and CPU kernels in [`backend`]. See
+//! `docs/architecture.md` for the map.
 //!
 //! ```
 //! use ferrotorch_core::Tensor;
@@ -16,30 +17,30 @@
 #![warn(missing_docs)]
 
 pub mod autograd;
+pub mod backend;
 mod builtins;
-pub mod cpu;
 mod device;
-pub mod dispatch;
 mod dtype;
 mod error;
-pub mod layout;
 pub mod ops;
 pub mod random;
 mod scalar;
 mod shape_arg;
 mod spare;
-pub mod storage;
 mod tensor;
+
+// The backend modules, at the crate root for the crate's own paths.
+pub(crate) use backend::{cpu, dispatch, layout, storage};
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
 pub use half;
 
+pub use backend::layout::Dims;
+pub use backend::storage::{MemoryStats, empty_cache, memory_stats, reset_peak_memory_stats};
 pub use device::Device;
-pub use dispatch::{OutSpec, Tensors};
 pub use dtype::{ALL_DTYPES, DType, Element};
 pub use error::{Error, Result};
-pub use layout::{Dims, Layout};
 pub use ops::{IntoOperand, Operand, Rounding, result_type};
 pub use random::{Generator, manual_seed};
 pub use scalar::Scalar;

@@ -1,34 +1,4 @@
 //! The one argument type for sizes and dims: [`IntoShape`].
-//!
-//! PyTorch takes an `IntArrayRef` (or a single int) wherever a call wants
-//! sizes or dims: `torch.zeros(2, 3)`, `x.view(-1, 4)`, `x.sum((0, 1))`,
-//! `x.permute([1, 0])`, `x.reshape(y.shape)`. Every such ferrotorch call takes
-//! `impl IntoShape`, which a single integer, `()`, a tuple, an array, a
-//! slice, a `Vec` (of any Rust integer type) and `x.shape()` all are:
-//!
-//! ```
-//! use ferrotorch_core::Tensor;
-//! let x = Tensor::zeros((2, 3))?;                // a tuple
-//! let y = Tensor::zeros([2, 3])?;                // an array
-//! let z = Tensor::zeros(x.shape())?;             // another tensor's shape
-//! let w = Tensor::zeros(vec![2usize, 3])?;       // a Vec
-//! assert_eq!(y.shape(), z.shape());
-//! assert_eq!(w.reshape(-1)?.shape(), &[6]);      // one size, inferred
-//! assert_eq!(x.reshape((3, -1))?.shape(), &[3, 2]);
-//! assert_eq!(x.permute([1, 0])?.shape(), &[3, 2]);
-//! assert_eq!(x.sum_dim(-1, false)?.shape(), &[2]);  // a single dim
-//! assert_eq!(Tensor::zeros(())?.ndim(), 0);      // a 0-d tensor
-//! # Ok::<(), ferrotorch_core::Error>(())
-//! ```
-//!
-//! Sizes are signed, as PyTorch's are: `-1` asks `view`/`reshape` to infer
-//! a size and `expand` to keep one, and a negative size given to a
-//! creation function is an error naming it. Dims count from the end when
-//! negative. A `usize` above `i64::MAX` becomes `i64::MAX`, which no
-//! allocation can satisfy (an overflow error, not a silent wrap).
-//!
-//! An empty slice literal `&[]` has no element type for the compiler to
-//! pick; write `()` for an empty shape, as Python's `torch.zeros(())`.
 
 use smallvec::SmallVec;
 
@@ -65,9 +35,37 @@ macro_rules! shape_int {
     )*};
 }
 
-/// Sizes or dims, in any of the forms PyTorch accepts: one integer, `()`,
-/// a tuple, an array, a slice or a `Vec` of integers, or `x.shape()`. See
-/// the [module docs](self) for examples.
+/// Sizes or dims, in any of the forms PyTorch accepts.
+///
+/// PyTorch takes an `IntArrayRef` (or a single int) wherever a call wants
+/// sizes or dims: `torch.zeros(2, 3)`, `x.view(-1, 4)`, `x.sum((0, 1))`,
+/// `x.permute([1, 0])`, `x.reshape(y.shape)`. Every such ferrotorch call takes
+/// `impl IntoShape`, which a single integer, `()`, a tuple, an array, a
+/// slice, a `Vec` (of any Rust integer type) and `x.shape()` all are:
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::zeros((2, 3))?;                // a tuple
+/// let y = Tensor::zeros([2, 3])?;                // an array
+/// let z = Tensor::zeros(x.shape())?;             // another tensor's shape
+/// let w = Tensor::zeros(vec![2usize, 3])?;       // a Vec
+/// assert_eq!(y.shape(), z.shape());
+/// assert_eq!(w.reshape(-1)?.shape(), &[6]);      // one size, inferred
+/// assert_eq!(x.reshape((3, -1))?.shape(), &[3, 2]);
+/// assert_eq!(x.permute([1, 0])?.shape(), &[3, 2]);
+/// assert_eq!(x.sum_dim(-1, false)?.shape(), &[2]);  // a single dim
+/// assert_eq!(Tensor::zeros(())?.ndim(), 0);      // a 0-d tensor
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
+///
+/// Sizes are signed, as PyTorch's are: `-1` asks `view`/`reshape` to infer
+/// a size and `expand` to keep one, and a negative size given to a
+/// creation function is an error naming it. Dims count from the end when
+/// negative. A `usize` above `i64::MAX` becomes `i64::MAX`, which no
+/// allocation can satisfy (an overflow error, not a silent wrap).
+///
+/// An empty slice literal `&[]` has no element type for the compiler to
+/// pick; write `()` for an empty shape, as Python's `torch.zeros(())`.
 pub trait IntoShape {
     /// The sizes or dims, in order.
     fn into_shape(self) -> ShapeVec;

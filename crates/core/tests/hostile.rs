@@ -4,8 +4,10 @@
 //! (PyTorch's behaviour in 2.15 noted beside it), never a panic, an abort or
 //! memory read out of bounds.
 
-use ferrotorch_core::storage::{Buffer, CpuBuffer, Storage};
-use ferrotorch_core::{DType, Device, Error, Layout, Tensor, TensorOptions};
+use ferrotorch_core::backend::Layout;
+use ferrotorch_core::backend::TensorExt;
+use ferrotorch_core::backend::storage::{Buffer, CpuBuffer, Storage};
+use ferrotorch_core::{DType, Device, Error, Tensor, TensorOptions};
 
 fn overflow_op(r: ferrotorch_core::Result<Tensor>) -> &'static str {
     match r {

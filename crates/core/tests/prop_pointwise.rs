@@ -8,6 +8,7 @@
 mod common;
 
 use common::*;
+use ferrotorch_core::backend::TensorExt;
 use ferrotorch_core::{DType, Operand, Scalar, Tensor};
 use proptest::prelude::*;
 

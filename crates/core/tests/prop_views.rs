@@ -13,6 +13,7 @@
 mod common;
 
 use common::*;
+use ferrotorch_core::backend::TensorExt;
 use ferrotorch_core::{DType, Tensor, TensorIndex};
 use proptest::prelude::*;
 

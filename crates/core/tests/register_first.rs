@@ -4,7 +4,7 @@
 //! out-of-tree kernel replaces a built-in one instead of making start-up
 //! registration fail (which once made every later op panic).
 
-use ferrotorch_core::dispatch::{DispatchKey, Kernel, Op, Slot, register_backend};
+use ferrotorch_core::backend::dispatch::{DispatchKey, Kernel, Op, Slot, register_backend};
 use ferrotorch_core::ops::UnaryKind;
 use ferrotorch_core::{Error, Result, Tensor};
 
@@ -27,17 +27,26 @@ fn a_kernel_registered_before_any_op_replaces_the_builtin_one() {
     assert!(matches!(again, Err(Error::Registration { .. })), "{again:?}");
     // So is a second CPU backend.
     struct Fake;
-    impl ferrotorch_core::dispatch::Backend for Fake {
+    impl ferrotorch_core::backend::dispatch::Backend for Fake {
         fn name(&self) -> &'static str {
             "fake"
         }
-        fn allocate(&self, _: ferrotorch_core::Device, _: usize, _: bool) -> Result<ferrotorch_core::storage::Buffer> {
-            Ok(ferrotorch_core::storage::Buffer::Meta)
+        fn allocate(
+            &self,
+            _: ferrotorch_core::Device,
+            _: usize,
+            _: bool,
+        ) -> Result<ferrotorch_core::backend::storage::Buffer> {
+            Ok(ferrotorch_core::backend::storage::Buffer::Meta)
         }
-        fn copy_from_host(&self, _: ferrotorch_core::Device, _: &[u8]) -> Result<ferrotorch_core::storage::Buffer> {
-            Ok(ferrotorch_core::storage::Buffer::Meta)
+        fn copy_from_host(
+            &self,
+            _: ferrotorch_core::Device,
+            _: &[u8],
+        ) -> Result<ferrotorch_core::backend::storage::Buffer> {
+            Ok(ferrotorch_core::backend::storage::Buffer::Meta)
         }
-        fn copy_to_host(&self, _: &ferrotorch_core::storage::Buffer, _: usize, _: &mut [u8]) -> Result<()> {
+        fn copy_to_host(&self, _: &ferrotorch_core::backend::storage::Buffer, _: usize, _: &mut [u8]) -> Result<()> {
             Ok(())
         }
     }

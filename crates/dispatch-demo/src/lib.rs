@@ -13,17 +13,18 @@
 //! `a.add(&b)` on toy tensors and `scaled_square(&x, 3.0)` work through the
 //! normal dispatcher.
 
+use ferrotorch_core::backend::TensorExt;
 use std::any::Any;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrotorch_core::autograd::{BackwardCtx, Saves};
-use ferrotorch_core::dispatch::{
+use ferrotorch_core::backend::dispatch::{
     Backend, DispatchKey, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, call1, downcast_op, register_backend,
 };
+use ferrotorch_core::backend::storage::{Buffer, DeviceBuffer};
 use ferrotorch_core::ops::unary::{Unary, UnaryKind};
 use ferrotorch_core::ops::{Binary, BinaryKind, Cast, Fill};
-use ferrotorch_core::storage::{Buffer, DeviceBuffer};
 use ferrotorch_core::{DType, Device, Error, Result, Tensor};
 
 /// Dispatch table of the custom operator (differentiable: the autograd layer

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use ferrotorch_core::dispatch::{DispatchKey, Slot, registered_ops};
+use ferrotorch_core::backend::dispatch::{DispatchKey, Slot, registered_ops};
 use ferrotorch_core::{Device, Error, Tensor, TensorOptions};
 use ferrotorch_dispatch_demo::{SCALED_SQUARE, TOY_KERNEL_CALLS, register, scaled_square};
 

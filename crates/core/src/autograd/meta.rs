@@ -95,6 +95,20 @@ impl HookHandle {
     }
 }
 
+/// # Autograd: state
+///
+/// `requires_grad`, `.grad`, `grad_fn`, `retain_grad`, `detach` and hooks.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([1.0f32])?.requires_grad_(true)?;
+/// let y = &x * 2;
+/// assert!(x.is_leaf() && !y.is_leaf());
+/// assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
+/// assert!(x.grad().is_err());    // no gradient yet (PyTorch: None)
+/// assert!(!y.detach().requires_grad());
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// Whether gradients flow to or through this tensor (a leaf that asked
     /// for them, or the result of an operation on such tensors).

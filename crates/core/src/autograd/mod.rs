@@ -4,7 +4,7 @@
 //! through the dispatcher's `Autograd` layer ([`layer`]), which records a
 //! [`Node`] holding the operator's backward formula (declared with the
 //! operator, [`crate::dispatch::Op::backward`]) and what it saved.
-//! [`Tensor::backward`] and [`grad`] run the [`engine`] over that graph.
+//! [`Tensor::backward`] and [`grad`] run the engine over that graph.
 //!
 //! ```
 //! use ferrotorch_core::{Tensor, autograd};
@@ -205,6 +205,20 @@ pub fn backward(tensors: &[&Tensor], opts: GradOptions) -> Result<()> {
     Ok(())
 }
 
+/// # Autograd: backward
+///
+/// Running the graph recorded since the leaves were marked
+/// `requires_grad_(true)`; see [`autograd`](crate::autograd) for `grad`, graph
+/// modes and custom functions.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([2.0f32, 3.0])?.requires_grad_(true)?;
+/// let y = (&x * &x).sum()?;      // y = (x * x).sum()
+/// y.backward()?;                 // y.backward()
+/// assert_eq!(x.grad()?.to_vec::<f32>()?, [4.0, 6.0]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// Accumulates the gradient of this one-element tensor into the `.grad`
     /// of every leaf it depends on (`loss.backward()`); the graph is freed.

@@ -166,7 +166,7 @@ macro_rules! no_grad {
     }};
 }
 
-/// [`no_grad!`]'s counterpart recording the graph: `enable_grad! { ... }`
+/// [`no_grad!`](crate::no_grad!)'s counterpart recording the graph: `enable_grad! { ... }`
 /// or `enable_grad!();` for the rest of the scope.
 #[macro_export]
 macro_rules! enable_grad {
@@ -179,7 +179,7 @@ macro_rules! enable_grad {
     }};
 }
 
-/// [`no_grad!`] for inference mode: `inference_mode! { ... }` or
+/// [`no_grad!`](crate::no_grad!) for inference mode: `inference_mode! { ... }` or
 /// `inference_mode!();` for the rest of the scope.
 #[macro_export]
 macro_rules! inference_mode {

@@ -83,7 +83,7 @@ pub struct Node {
 
 impl Node {
     /// A node running `backward`, whose inputs' gradients go to `next`
-    /// (an [`Edges`] or a `Vec<Option<Edge>>`).
+    /// (an `Edges` or a `Vec<Option<Edge>>`).
     pub fn new(
         backward: Box<dyn Backward>,
         next: impl Into<Edges>,

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use super::ViewCreation;
 use super::layer::node_for;
 use super::node::{Backward, Edge, Node};
+use crate::dispatch::OutSpec;
 use crate::ops::{ViewKind, ViewOp};
-use crate::{Error, OutSpec, Result, Tensor};
+use crate::{Error, Result, Tensor};
 
 /// Geometry of a view in its base's memory, offsets counted from the base's
 /// first element (the base's own strides are kept alongside).

@@ -9,7 +9,7 @@
 //! higher derivatives.
 //!
 //! The fused kernels are the CPU backend's; every other backend runs the
-//! composite formulas ([`register`] puts them in the `AnyBackend` slot), so a
+//! composite formulas (`register` puts them in the `AnyBackend` slot), so a
 //! backend with kernels for the pointwise ops they use (mul, add, neg, sin,
 //! cos) differentiates tanh, sigmoid, sin, cos and `x * x` without kernels
 //! of its own for these operators.

@@ -613,6 +613,22 @@ binary_methods! {
     logical_xor, logical_xor_, LogicalXor;
 }
 
+/// # Arithmetic and comparisons
+///
+/// Broadcasting binary ops with PyTorch's type promotion. The operators
+/// (`&a + &b`, `x * 2`, `w -= &g`) panic on error and point at the caller's
+/// line; these methods are their `Result` twins.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let a = Tensor::new([1.0f32, 2.0])?;
+/// let b = Tensor::new([3.0f32, 4.0])?;
+/// assert_eq!((&a + &b).to_vec::<f32>()?, [4.0, 6.0]);
+/// assert_eq!(a.mul(&b)?.to_vec::<f32>()?, [3.0, 8.0]);
+/// assert_eq!(a.lt(&b)?.to_vec::<bool>()?, [true, true]);
+/// assert_eq!(a.maximum(&b)?.to_vec::<f32>()?, [3.0, 4.0]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// `self + alpha * other` (`torch.add(input, other, alpha=alpha)`).
     pub fn add_scaled<'a>(&self, other: impl IntoOperand<'a>, alpha: impl Into<Scalar>) -> Result<Tensor> {

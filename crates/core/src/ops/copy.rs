@@ -293,6 +293,19 @@ fn source_for(dst: &Tensor, src: &Tensor) -> Result<Tensor> {
     Ok(src)
 }
 
+/// # Copies and conversions
+///
+/// dtype and device conversions, copies, and in-place fills.
+///
+/// ```
+/// use ferrotorch_core::{DType, Tensor};
+/// let x = Tensor::new([1.5f32, 2.5])?;
+/// assert_eq!(x.to_dtype(DType::I64)?.to_vec::<i64>()?, [1, 2]);
+/// let y = x.clone_tensor()?;      // x.clone(): new memory (Tensor::clone is another handle)
+/// y.fill_(0)?;
+/// assert_eq!((x.to_vec::<f32>()?, y.to_vec::<f32>()?), (vec![1.5, 2.5], vec![0.0, 0.0]));
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// Converts to `dtype` (returns `self` when it already has it).
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {

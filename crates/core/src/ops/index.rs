@@ -339,6 +339,18 @@ impl Op for Nonzero {
     }
 }
 
+/// # Gathering and scattering
+///
+/// `gather`, `scatter`, `index_select`, advanced indexing, `tril`/`triu`, `one_hot`.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?;
+/// let idx = Tensor::new([[1i64], [0]])?;
+/// assert_eq!(x.gather(1, &idx)?.to_vec::<f32>()?, [2.0, 3.0]);
+/// assert_eq!(x.index_select(0, &Tensor::new([1i64])?)?.to_vec::<f32>()?, [3.0, 4.0]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// `torch.gather(self, dim, index)`.
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {

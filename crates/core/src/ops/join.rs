@@ -116,6 +116,18 @@ pub(crate) fn register() -> Result<()> {
     CAT.register_builtin(Slot::AnyBackend, Kernel::Structured(cat_kernel))
 }
 
+/// # Joining
+///
+/// `torch.cat` and `torch.stack`.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let a = Tensor::zeros((2, 3))?;
+/// let b = Tensor::ones((2, 3))?;
+/// assert_eq!(Tensor::cat(&[&a, &b], 0)?.shape(), [4, 3]);
+/// assert_eq!(Tensor::stack(&[&a, &b], 0)?.shape(), [2, 2, 3]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// Concatenates `tensors` along `dim` (promoting to a common dtype).
     /// 1-D empty tensors are skipped, as in PyTorch.

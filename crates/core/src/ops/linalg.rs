@@ -200,6 +200,20 @@ fn should_fold(a: &Tensor, b: &Tensor) -> bool {
     (0..dim_t1 - 2).all(|i| strides[i] == strides[i + 1] * shape[i + 1])
 }
 
+/// # Matrix products
+///
+/// `matmul` with PyTorch's broadcasting rules, and `mm`, `bmm`, `mv`,
+/// `dot`, `outer`.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let a = Tensor::ones((2, 3))?;
+/// let b = Tensor::ones((3, 4))?;
+/// assert_eq!(a.matmul(&b)?.shape(), [2, 4]);
+/// assert_eq!(Tensor::ones((5, 2, 3))?.matmul(&b)?.shape(), [5, 2, 4]);
+/// assert!(a.matmul(&a).is_err()); // matmul: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// Matrix product of two 2-D tensors.
     pub fn mm(&self, other: &Tensor) -> Result<Tensor> {

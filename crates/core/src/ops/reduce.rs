@@ -428,6 +428,20 @@ fn float_input(op: &'static str, x: &Tensor) -> Result<()> {
     }
 }
 
+/// # Reductions
+///
+/// Over all elements or over some dims (`keepdim` as PyTorch's).
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([[1.0f32, 5.0], [3.0, 2.0]])?;
+/// assert_eq!(x.sum()?.item::<f32>()?, 11.0);
+/// assert_eq!(x.sum_dim(0, false)?.to_vec::<f32>()?, [4.0, 7.0]);
+/// assert_eq!(x.mean_dim(-1, true)?.shape(), [2, 1]);
+/// let (values, indices) = x.max_dim(1, false)?;
+/// assert_eq!((values.to_vec::<f32>()?, indices.to_vec::<i64>()?), (vec![5.0, 3.0], vec![1, 0]));
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// Sum of all elements (integers sum to i64).
     pub fn sum(&self) -> Result<Tensor> {

@@ -75,6 +75,17 @@ impl Op for Softmax {
     }
 }
 
+/// # Softmax
+///
+/// `softmax` and `log_softmax` along a dim.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([1.0f32, 2.0, 3.0])?;
+/// let p = x.softmax(0)?;
+/// assert!((p.sum()?.item::<f32>()? - 1.0).abs() < 1e-6);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// `exp(x) / sum(exp(x))` along `dim`.
     pub fn softmax(&self, dim: i64) -> Result<Tensor> {

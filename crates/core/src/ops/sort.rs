@@ -116,6 +116,18 @@ impl Op for TopK {
     }
 }
 
+/// # Sorting
+///
+/// `sort`, `argsort` and `topk`.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([3.0f32, 1.0, 2.0])?;
+/// let (values, indices) = x.sort(0, false)?;
+/// assert_eq!((values.to_vec::<f32>()?, indices.to_vec::<i64>()?), (vec![1.0, 2.0, 3.0], vec![1, 2, 0]));
+/// assert_eq!(x.topk(1, 0, true)?.0.to_vec::<f32>()?, [3.0]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// Sorted values and their original indices along `dim` (stable).
     pub fn sort(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {

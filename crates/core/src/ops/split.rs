@@ -175,6 +175,18 @@ fn run(x: &Tensor, op: Split) -> Result<Vec<Tensor>> {
     Ok(outs)
 }
 
+/// # Splitting
+///
+/// Pieces of a tensor along a dim, as views.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::arange(6)?;
+/// let parts = x.chunk(3, 0)?;
+/// assert_eq!(parts[2].to_vec::<i64>()?, [4, 5]);
+/// assert_eq!(x.split_sizes([1, 5], 0)?[1].shape(), [5]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// Splits `dim` into pieces of `size` (the last one smaller), as views
     /// (`torch.split` with an int; node `SplitBackward0`). An error for a

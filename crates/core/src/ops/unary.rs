@@ -559,6 +559,19 @@ fn pow_dtype(x: &Tensor, e: Scalar) -> DType {
     crate::ops::result_type(&[crate::ops::Operand::Tensor(x), crate::ops::Operand::Scalar(e)])
 }
 
+/// # Elementwise functions
+///
+/// Math, activations and rounding, one element at a time.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([-1.0f32, 0.0, 2.0])?;
+/// assert_eq!(x.relu()?.to_vec::<f32>()?, [0.0, 0.0, 2.0]);
+/// assert_eq!(x.abs()?.to_vec::<f32>()?, [1.0, 0.0, 2.0]);
+/// assert_eq!(x.pow(2)?.to_vec::<f32>()?, [1.0, 0.0, 4.0]);
+/// assert_eq!(x.exp()?.to_vec::<f32>()?[1], 1.0);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// `self ^ exponent` where the exponent is a tensor or a scalar
     /// (`x.pow(2)`, `x.pow(0.5)`, `x.pow(&e)`), broadcasting and promoting.

@@ -445,6 +445,20 @@ fn to_i64(shape: &[usize]) -> Vec<i64> {
     shape.iter().map(|&s| s as i64).collect()
 }
 
+/// # Views
+///
+/// New shapes and strides over the same storage, never copying (`reshape`
+/// copies only when the strides require it, as PyTorch's).
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::arange(6)?.reshape((2, 3))?;
+/// assert_eq!(x.t()?.shape(), [3, 2]);
+/// assert_eq!(x.unsqueeze(0)?.shape(), [1, 2, 3]);
+/// assert_eq!(x.narrow(1, 1, 2)?.to_vec::<i64>()?, [1, 2, 4, 5]);
+/// assert_eq!(x.flatten(0, -1)?.shape(), [6]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// The same elements with another shape, never copying; an error when
     /// the strides do not allow it (then use [`Tensor::reshape`]). One entry may be -1.

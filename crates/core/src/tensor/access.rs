@@ -87,6 +87,18 @@ impl<T: TensorData + ?Sized> TensorData for &T {
     }
 }
 
+/// # Data in and out
+///
+/// From Rust values (`torch.tensor`) and back (`tolist`, `item`).
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?;  // torch.tensor([[1., 2.], [3., 4.]])
+/// assert_eq!(x.to_vec::<f32>()?, [1.0, 2.0, 3.0, 4.0]);
+/// assert_eq!(x.to_vec2::<f32>()?, [[1.0, 2.0], [3.0, 4.0]]);
+/// assert_eq!(x.sum()?.item::<f32>()?, 10.0);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// A tensor from (nested) data, as `torch.tensor(data)`; the dtype is the
     /// element type's.

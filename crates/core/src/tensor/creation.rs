@@ -311,6 +311,22 @@ fn opts(dtype: DType) -> TensorOptions {
     TensorOptions::new().dtype(dtype)
 }
 
+/// # Creation
+///
+/// Constants, ranges, random samples and `*_like`, as `torch.zeros`,
+/// `torch.randn`, ...; [`TensorOptions`] sets dtype, device and generator.
+///
+/// ```
+/// use ferrotorch_core::{DType, Tensor, TensorOptions, manual_seed};
+/// manual_seed(0);
+/// let a = Tensor::randn((2, 3))?;                          // torch.randn(2, 3)
+/// let b = Tensor::full((2, 3), 7)?;                         // torch.full((2, 3), 7): int64
+/// let c = TensorOptions::new().dtype(DType::F64).ones(3)?;  // torch.ones(3, dtype=torch.float64)
+/// assert_eq!((b.dtype(), c.dtype()), (DType::I64, DType::F64));
+/// assert_eq!(Tensor::arange(5)?.to_vec::<i64>()?, [0, 1, 2, 3, 4]);
+/// assert_eq!(a.zeros_like()?.shape(), [2, 3]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// A 0-d CPU tensor holding `value` as `dtype`.
     ///

@@ -96,6 +96,19 @@ impl From<Tensor> for TensorIndex {
     }
 }
 
+/// # Indexing with a list of items
+///
+/// [`Tensor::get`] takes the items as a slice; [`Tensor::i`] is the shorter
+/// tuple form.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// use ferrotorch_core::TensorIndex as I;
+/// let x = Tensor::arange(12)?.reshape((3, 4))?;
+/// let y = x.get(&[I::full(), I::Int(1)])?;                  // x[:, 1]
+/// assert_eq!(y.to_vec::<i64>()?, [1, 5, 9]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// `self[index...]` with PyTorch's semantics: ints, slices, `NewAxis`
     /// and `Ellipsis` give views; integer or bool tensors then index the

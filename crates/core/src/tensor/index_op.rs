@@ -187,6 +187,21 @@ tuple_index!(A, B, C, D, E, F);
 tuple_index!(A, B, C, D, E, F, G);
 tuple_index!(A, B, C, D, E, F, G, H);
 
+/// # Indexing
+///
+/// Python's `x[...]` and `x[...] = v`: ranges, steps, negative indices,
+/// [`NewAxis`](crate::NewAxis), [`Ellipsis`](crate::Ellipsis), integer-tensor and mask indices.
+///
+/// ```
+/// use ferrotorch_core::{Step, Tensor};
+/// let x = Tensor::arange(12)?.reshape((3, 4))?;
+/// assert_eq!(x.i((.., 1))?.to_vec::<i64>()?, [1, 5, 9]);           // x[:, 1]
+/// assert_eq!(x.i((-1, (..).step(2)))?.to_vec::<i64>()?, [8, 10]); // x[-1, ::2]
+/// assert_eq!(x.i(&x.gt(9)?)?.to_vec::<i64>()?, [10, 11]);          // x[x > 9]
+/// x.i_set((.., 0), 0)?;                                            // x[:, 0] = 0
+/// assert_eq!(x.i((.., 0))?.to_vec::<i64>()?, [0, 0, 0]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// `self[index]` as Python writes it: `x.i((.., 1))` is `x[:, 1]`. The
     /// index is one item or a tuple of up to 8 ([`IndexSpec`]): integers,

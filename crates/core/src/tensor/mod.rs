@@ -240,6 +240,20 @@ impl Drop for Tensor {
     }
 }
 
+/// # Properties
+///
+/// Shape, strides, dtype, device and version: what `x.shape`, `x.stride()`,
+/// `x.dtype`, `x.device` and `x._version` give in PyTorch.
+///
+/// ```
+/// use ferrotorch_core::{DType, Device, Tensor};
+/// let x = Tensor::zeros((2, 3))?;
+/// assert_eq!((x.shape(), x.ndim(), x.numel()), (&[2, 3][..], 2, 6));
+/// assert_eq!((x.dtype(), x.device()), (DType::F32, Device::Cpu));
+/// assert_eq!(x.t()?.strides(), &[1, 3]);
+/// assert!(x.is_contiguous() && !x.t()?.is_contiguous());
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 impl Tensor {
     /// A handle owning `arc`.
     #[inline]
@@ -247,28 +261,9 @@ impl Tensor {
         Tensor(ManuallyDrop::new(arc))
     }
 
-    /// Builds a tensor from its parts. The version counter is the storage's:
-    /// tensors built on one storage share it, as views do.
-    ///
-    /// The layout is checked against the storage, since kernels trust it:
-    /// its element count must fit an `i64` and every element it addresses
-    /// must lie inside the storage ([`Error::SizeOverflow`] /
-    /// [`Error::InvalidArgument`] otherwise). A bool tensor's bytes must all
-    /// be 0 or 1, and bool and non-bool tensors never share a storage (a
-    /// non-bool tensor could write other bytes, and any byte but 0 and 1 is
-    /// undefined behaviour in a Rust `bool`): the storage must then be
-    /// otherwise unused, or already hold tensors of that kind.
-    ///
-    /// ```
-    /// use ferrotorch_core::{DType, Layout, Tensor, storage::Storage};
-    /// let s = Storage::cpu_from_bytes(&1.5f32.to_le_bytes())?;
-    /// let t = Tensor::from_parts(s.clone(), Layout::contiguous(&[1]), DType::F32)?;
-    /// assert_eq!(t.to_vec::<f32>()?, [1.5]);
-    /// // Four elements do not fit a 4-byte storage.
-    /// assert!(Tensor::from_parts(s, Layout::contiguous(&[4]), DType::F32).is_err());
-    /// # Ok::<(), ferrotorch_core::Error>(())
-    /// ```
-    pub fn from_parts(mut storage: Storage, layout: Layout, dtype: DType) -> Result<Tensor> {
+    /// Builds a tensor from its parts, checking the layout against the
+    /// storage (see [`TensorExt::from_parts`](crate::backend::TensorExt::from_parts)).
+    pub(crate) fn from_parts(mut storage: Storage, layout: Layout, dtype: DType) -> Result<Tensor> {
         let numel = check_layout("from_parts", &layout, dtype, &storage)?;
         storage.claim_for("from_parts", dtype)?;
         let contiguous = layout.is_contiguous();
@@ -286,7 +281,7 @@ impl Tensor {
     /// version counter). The layout must fit the storage, as in
     /// [`Tensor::from_parts`]: an error names the layout and the storage's
     /// size otherwise.
-    pub fn view_with_layout(&self, layout: Layout) -> Result<Tensor> {
+    pub(crate) fn view_with_layout(&self, layout: Layout) -> Result<Tensor> {
         self.view_for("view_with_layout", layout)
     }
 
@@ -319,7 +314,7 @@ impl Tensor {
     /// dispatcher gives structured kernels uninitialised memory instead).
     /// Sizes that overflow are [`Error::SizeOverflow`], memory the system
     /// cannot provide [`Error::OutOfMemory`].
-    pub fn empty_for_spec(spec: &OutSpec, device: Device) -> Result<Tensor> {
+    pub(crate) fn empty_for_spec(spec: &OutSpec, device: Device) -> Result<Tensor> {
         Tensor::alloc_for_spec("empty", spec, device, true)
     }
 
@@ -425,7 +420,7 @@ impl Tensor {
     }
 
     /// Shape, strides and offset.
-    pub fn layout(&self) -> &Layout {
+    pub(crate) fn layout(&self) -> &Layout {
         &self.0.layout
     }
 
@@ -461,7 +456,7 @@ impl Tensor {
     }
 
     /// The shared storage.
-    pub fn storage(&self) -> &Storage {
+    pub(crate) fn storage(&self) -> &Storage {
         &self.0.storage
     }
 
@@ -492,7 +487,7 @@ impl Tensor {
     }
 
     /// Records an in-place write (done by the dispatcher for in-place calls).
-    pub fn bump_version(&self) {
+    pub(crate) fn bump_version(&self) {
         self.0.storage.bump_version();
     }
 

@@ -95,7 +95,7 @@ pub fn numel(shape: &[usize]) -> usize {
 /// the shape when it exceeds `i64::MAX` (PyTorch's limit).
 ///
 /// ```
-/// use ferrotorch_core::layout::checked_numel;
+/// use ferrotorch_core::backend::layout::checked_numel;
 /// assert_eq!(checked_numel("zeros", &[2, 3])?, 6);
 /// assert_eq!(checked_numel("zeros", &[0, usize::MAX, 2])?, 0);
 /// assert!(checked_numel("zeros", &[1 << 62, 4]).is_err());

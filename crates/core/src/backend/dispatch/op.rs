@@ -433,7 +433,7 @@ pub fn registered_ops() -> Vec<&'static OpEntry> {
 /// several overloads.
 ///
 /// ```
-/// use ferrotorch_core::dispatch::find_op;
+/// use ferrotorch_core::backend::dispatch::find_op;
 /// let max = find_op("max.dim").expect("max.dim is built in");
 /// assert_eq!((max.base_name(), max.overload_name()), ("max", "dim"));
 /// // `add` has one overload here, `add.Tensor`; `pow` has two.

@@ -3,7 +3,7 @@
 //!
 //! Kernels receive inputs already type-promoted and outputs already
 //! allocated (structured kernels), lock the storages they touch through
-//! [`access`], and do the arithmetic with the pointwise engine, the
+//! `access`, and do the arithmetic with the pointwise engine, the
 //! reduction engine or the GEMM.
 
 mod access;

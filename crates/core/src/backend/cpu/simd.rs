@@ -1,7 +1,7 @@
 //! Runtime selection of the instruction set for hot loops.
 //!
 //! Code is compiled for the baseline x86-64 target so the binary runs on any
-//! CPU. [`vectorized`] runs a closure inside a function compiled with AVX2 or
+//! CPU. `vectorized` runs a closure inside a function compiled with AVX2 or
 //! AVX-512 enabled (whichever the CPU has), so loops inlined into it are
 //! vectorised for that instruction set. `FERROTORCH_ISA=scalar|avx2|avx512`
 //! caps the choice (for testing the fallbacks).

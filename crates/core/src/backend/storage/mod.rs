@@ -220,7 +220,7 @@ impl Storage {
     }
 
     /// Whether bool tensors live on this storage (bool and non-bool tensors
-    /// never share one: see [`crate::Tensor::from_parts`]).
+    /// never share one: see [`TensorExt::from_parts`](crate::backend::TensorExt::from_parts)).
     pub fn is_bool_typed(&self) -> bool {
         self.0.bool_typed
     }

@@ -265,7 +265,7 @@ impl CpuBuffer {
     /// count) when the system cannot provide them.
     ///
     /// ```
-    /// use ferrotorch_core::storage::CpuBuffer;
+    /// use ferrotorch_core::backend::storage::CpuBuffer;
     /// assert_eq!(CpuBuffer::zeroed(8)?.bytes(), &[0u8; 8]);
     /// assert!(CpuBuffer::zeroed(usize::MAX).is_err());
     /// # Ok::<(), ferrotorch_core::Error>(())

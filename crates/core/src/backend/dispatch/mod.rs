@@ -393,7 +393,7 @@ fn run_structured(call: &Call, f: Option<StructuredFn>, backend: Option<Dispatch
                     let tmp: Tensors = specs
                         .iter()
                         .map(|s| {
-                            let spec = crate::OutSpec {
+                            let spec = OutSpec {
                                 strides: None,
                                 ..s.clone()
                             };
