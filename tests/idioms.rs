@@ -174,15 +174,26 @@ fn higher_order_gradients() -> Result<()> {
     let y = x.pow(3)?;
     // (g,) = torch.autograd.grad(y, x, create_graph=True)
     let g = autograd::grad(&[&y], &[&x], GradOptions::create_graph())?;
-    let g = g[0].clone().expect("used input");
     // (g2,) = torch.autograd.grad(g, x)
-    let g2 = autograd::grad(&[&g], &[&x], GradOptions::default())?;
-    let g2 = g2[0].clone().expect("used input");
-    assert_eq!((g.item::<f32>()?, g2.item::<f32>()?), (27.0, 18.0));
-    // An unused input is an error unless allow_unused.
+    let g2 = autograd::grad(&[&g[0]], &[&x], GradOptions::default())?;
+    assert_eq!((g[0].item::<f32>()?, g2[0].item::<f32>()?), (27.0, 18.0));
+    // print(g[0]): the first derivative carries its graph
+    assert_eq!(g[0].to_string(), "tensor(27., grad_fn=<MulBackward0>)");
+    // An unused input is an error unless allow_unused...
     let unused = Tensor::new(1.0f32)?.requires_grad_(true)?;
-    let e = autograd::grad(&[&x.mul(2)?], &[&unused], GradOptions::default()).unwrap_err();
-    assert!(matches!(e, Error::UnusedInput { index: 0, .. }), "{e}");
+    let e = autograd::grad(&[&x.mul(2)?], &[&x, &unused], GradOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::UnusedInput { index: 1, .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("The differentiated Tensor at index 1 appears to not have been used in the graph.")
+    );
+    // ...which gives None for it, aligned with the inputs.
+    let opts = GradOptions {
+        allow_unused: true,
+        ..Default::default()
+    };
+    let g = autograd::grad(&[&x.mul(2)?], &[&x, &unused], opts)?;
+    assert_eq!((g.len(), g[0].item::<f32>()?, g.get(1).is_none()), (2, 2.0, true));
     Ok(())
 }
 

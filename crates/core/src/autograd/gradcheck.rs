@@ -73,7 +73,7 @@ fn analytical(f: &Func, inputs: &[Tensor], i: usize) -> Result<Vec<Vec<f64>>> {
                 allow_unused: true,
             },
         )?;
-        rows.push(match &g[0] {
+        rows.push(match g.get(0) {
             Some(t) => t.to_vec::<f64>()?,
             None => vec![0.0; n_in],
         });

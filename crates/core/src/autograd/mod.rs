@@ -17,8 +17,8 @@
 //! // Second derivative of x^3 at 2 is 12.
 //! let x = Tensor::scalar(2.0f64).requires_grad_(true)?;
 //! let dy = autograd::grad(&[&x.pow(3)?], &[&x], autograd::GradOptions::create_graph())?;
-//! let d2 = autograd::grad(&[dy[0].as_ref().unwrap()], &[&x], Default::default())?;
-//! assert_eq!(d2[0].as_ref().unwrap().item::<f64>()?, 12.0);
+//! let d2 = autograd::grad(&[&dy[0]], &[&x], Default::default())?;
+//! assert_eq!(d2[0].item::<f64>()?, 12.0);
 //! # Ok::<(), ferrotorch_core::Error>(())
 //! ```
 
@@ -27,6 +27,7 @@ mod checkpoint;
 mod engine;
 mod function;
 mod gradcheck;
+mod grads;
 pub mod layer;
 mod meta;
 mod mode;
@@ -39,6 +40,7 @@ pub use crate::dispatch::{BackwardCtx, Saves, TensorMeta};
 pub use checkpoint::checkpoint;
 pub use function::{Function, FunctionCtx, apply_function};
 pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
+pub use grads::Grads;
 pub(crate) use meta::{AutogradSlot, ViewCreation};
 pub use meta::{HookHandle, PostAccumulateHook};
 pub use mode::{
@@ -120,8 +122,10 @@ fn root_edge(op: &'static str, t: &Tensor) -> Result<Edge> {
 }
 
 /// Computes the gradients of `outputs` with respect to `inputs`
-/// (`torch.autograd.grad`), without touching any `.grad`.
-pub fn grad(outputs: &[&Tensor], inputs: &[&Tensor], opts: GradOptions) -> Result<Vec<Option<Tensor>>> {
+/// (`torch.autograd.grad`), without touching any `.grad`: one per input, in
+/// order ([`Grads`]; `grads[i]` is input `i`'s). An input the outputs do
+/// not depend on is [`Error::UnusedInput`] unless `opts.allow_unused`.
+pub fn grad(outputs: &[&Tensor], inputs: &[&Tensor], opts: GradOptions) -> Result<Grads> {
     if let Some(go) = opts.grad_outputs
         && go.len() != outputs.len()
     {
@@ -154,7 +158,7 @@ pub fn grad(outputs: &[&Tensor], inputs: &[&Tensor], opts: GradOptions) -> Resul
     {
         return Err(unused_input(i));
     }
-    Ok(result)
+    Ok(Grads::new(result))
 }
 
 /// Accumulates into the leaves' `.grad` the gradients of several tensors at
@@ -256,8 +260,8 @@ pub(crate) fn unused_input(index: usize) -> Error {
     Error::UnusedInput {
         index,
         detail: format!(
-            "one of the differentiated tensors (input {index}) appears to not have been used in the graph; set \
-             allow_unused=true if this is the desired behavior"
+            "The differentiated Tensor at index {index} appears to not have been used in the graph. Set \
+             allow_unused=True if this is the desired behavior."
         ),
     }
 }
