@@ -1,6 +1,7 @@
 //! Runs one small-tensor workload in a loop, for `perf record` / `perf stat`:
 //! `cargo run --release -p ferrotorch-bench --example overhead_profile -- chain50 200000`.
-//! Workloads: `add1` (1-element `a + b`), `mul_sum` (`(a*b).sum().backward()`
+//! Workloads: `add1` (1-element `a.add(&b)`), `add1_op` (the same as `&a + &b`),
+//! `index1` / `index1_get` (`x[0, 1:3]` by `x.i(..)` / `x.get(..)`), `mul_sum` (`(a*b).sum().backward()`
 //! on 16 elements), `chain50` (forward + backward of a 50-op chain),
 //! `chain50_fwd` (its forward only), `chain50_nograd` (the forward without
 //! autograd), `empty1` (creating a 1-element tensor),
@@ -9,7 +10,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use ferrotorch::{Result, Tensor};
+use ferrotorch::{Result, Tensor, TensorIndex};
 use ferrotorch_bench::{Mlp, chain50};
 
 /// The system allocator, counting calls when `FT_COUNT_ALLOCS` is set
@@ -73,6 +74,28 @@ fn run() -> Result<()> {
             let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
             for _ in 0..iters {
                 std::hint::black_box(a.add(&b)?);
+            }
+        }
+        "add1_op" => {
+            // The operator form of add1: `&a + &b` (same kernel path).
+            let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
+            for _ in 0..iters {
+                std::hint::black_box(&a + &b);
+            }
+        }
+        "index1" => {
+            // `x[0, 1:3]` through the tuple index trait.
+            let x = Tensor::randn([4, 4])?;
+            for _ in 0..iters {
+                std::hint::black_box(x.i((0, 1..3))?);
+            }
+        }
+        "index1_get" => {
+            // The same view through the slice-of-items form.
+            let x = Tensor::randn([4, 4])?;
+            let idx = [TensorIndex::Int(0), TensorIndex::slice(Some(1), Some(3), 1)];
+            for _ in 0..iters {
+                std::hint::black_box(x.get(&idx)?);
             }
         }
         "empty1" => {
