@@ -273,6 +273,9 @@ def exec_op(env, op):
     if n == "index":
         # ferrotorch's Tensor::index is aten::index (0-d index tensors index, they do not select).
         return [torch.ops.aten.index.Tensor(T(0), [None if v is None else env[v] for v in a[1]])]
+    if n in ("index_put", "index_put_"):
+        idx = [None if v is None else env[v] for v in a[1]]
+        return [getattr(torch.ops.aten, n)(T(0), idx, T(2), a[3])]
     if n in ("tril", "triu"):
         return [getattr(torch, n)(T(0), a[1])]
     if n == "one_hot":
@@ -760,6 +763,32 @@ class Gen:
                 else:
                     idx.append(self.index_input(xs[d], ish))
             return [x, idx]
+        if name in ("index_put", "index_put_"):
+            if name == "index_put_":
+                x = self.pick(lambda t: t.dim() > 0 and not (t.is_leaf and t.requires_grad), fresh=0.3)
+            else:
+                x = self.pick(lambda t: t.dim() > 0)
+            xs = list(self.t(x).shape)
+            k = r.randint(1, len(xs))
+            ish = [r.randint(0, 3) for _ in range(r.randint(0, 2))]
+            idx = []
+            # No None entries: aten::index_put_ called directly with them
+            # fails inside PyTorch 2.15 (internal asserts, undefined tensors);
+            # Python's x[:, i] = v applies the slice as a view first.
+            for d in range(k):
+                if r.random() < 0.15:
+                    idx.append(self.new_input("bool", xs[d:d + 1], views=False, rg=False))
+                else:
+                    idx.append(self.index_input(xs[d], ish, 0.02))
+            try:
+                res = list(torch.ops.aten.index.Tensor(self.t(x), [None if v is None else self.t(v) for v in idx]).shape)
+            except Exception:
+                res = self.rand_shape()
+            # A value of the result's shape, or one that broadcasts to it.
+            vs = [1 if r.random() < 0.25 else s for s in res]
+            vs = vs[r.randint(0, len(vs)):] if r.random() < 0.3 else vs
+            dt = DNAME[self.t(x).dtype] if r.random() < 0.95 else None
+            return [x, idx, self.new_input(dt, vs, views=False), r.random() < 0.4]
         if name in ("tril", "triu"):
             return [self.pick(), r.randint(-2, 2)]
         if name == "one_hot":
@@ -822,7 +851,7 @@ ALL_OPS = (list(UNARY) + UNARY_INPLACE + list(NOARG) + BINARY + BINARY_INPLACE +
     "softmax", "log_softmax", "mm", "bmm", "mv", "dot", "outer", "matmul", "view", "reshape", "permute",
     "transpose", "expand", "narrow", "slice", "select", "squeeze_dim", "squeeze_dims", "unsqueeze", "flatten",
     "unflatten", "split", "chunk", "unbind", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
-    "scatter_value", "index_select", "index", "tril", "triu", "one_hot", "sort", "argsort", "topk", "cat",
+    "scatter_value", "index_select", "index", "index_put", "index_put_", "tril", "triu", "one_hot", "sort", "argsort", "topk", "cat",
     "stack", "to", "fill_", "copy_", "full_like"])
 
 

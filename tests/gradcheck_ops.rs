@@ -218,6 +218,15 @@ fn cases() -> Vec<Case> {
         case("scatter.src", vec![x(), rand(&g, &[2, 2], -1.0, 1.0)], true, move |t| {
             t[0].scatter(1, &idx(vec![1, 2, 0, 3], &[2, 2]), &t[1])
         }),
+        case("index_put", vec![x(), rand(&g, &[2], -1.0, 1.0)], true, move |t| {
+            let rows = Some(idx(vec![1, 0], &[2]));
+            let cols = Some(idx(vec![2, 2], &[2]));
+            t[0].index_put(&[rows, cols], &t[1], false)
+        }),
+        case("index_put", vec![x(), rand(&g, &[1], -1.0, 1.0)], true, move |t| {
+            // accumulate, a broadcast value, a repeated position.
+            t[0].index_put(&[Some(idx(vec![1, 1, 0], &[3]))], &t[1], true)
+        }),
         case("scatter_add", vec![x(), rand(&g, &[2, 3], -1.0, 1.0)], true, move |t| {
             t[0].scatter_add(1, &idx(vec![1, 1, 0, 3, 3, 3], &[2, 3]), &t[1])
         }),

@@ -295,6 +295,84 @@ fn advanced_index_assignment() -> Result<()> {
     Ok(())
 }
 
+/// The nodes PyTorch records for index assignment: `index_put_` for tensor
+/// indices (`IndexPutBackward0`, inside `CopySlices` when basic items made
+/// a view first), `masked_fill_` for `x[mask] = scalar`.
+#[test]
+fn index_assignment_nodes() -> Result<()> {
+    let name = |t: &Tensor| t.grad_fn().map(|n| n.name()).unwrap_or_default();
+    // x = torch.zeros(3, 4); v = torch.tensor([1., 2.], requires_grad=True)
+    let x = Tensor::zeros((3, 4))?;
+    let v = Tensor::new([1.0f32, 2.0])?.requires_grad_(true)?;
+    // x[torch.tensor([0, 2]), 1] = v; print(x.grad_fn.name(), x._version)
+    x.i_set((&Tensor::new([0i64, 2])?, 1), &v)?;
+    assert_eq!((name(&x), x.version()), ("CopySlices".to_string(), 1));
+    // (x * x).sum().backward(); print(v.grad)
+    (&x * &x).sum()?.backward()?;
+    assert_eq!(v.grad()?.to_string(), "tensor([2., 4.])");
+
+    // w = torch.arange(6.).reshape(2, 3).requires_grad_(); y = w * 1; y[y > 2] = 0
+    let w = Tensor::arange_step(0.0, 6.0, 1.0)?
+        .reshape((2, 3))?
+        .requires_grad_(true)?;
+    let y = &w * 1;
+    y.i_set(&y.gt(2)?, 0)?;
+    assert_eq!(
+        (y.to_string(), y.version()),
+        (
+            "tensor([[0., 1., 2.],\n        [0., 0., 0.]], grad_fn=<MaskedFillBackward0>)".to_string(),
+            1
+        )
+    );
+    y.sum()?.backward()?;
+    assert_eq!(w.grad()?.to_string(), "tensor([[1., 1., 1.],\n        [0., 0., 0.]])");
+
+    // z = torch.zeros(5); z.index_put_((torch.tensor([0, 2, 2]),), torch.tensor([1., 2., 3.]), accumulate=True)
+    let z = Tensor::zeros(5)?;
+    z.index_put_(
+        &[Some(Tensor::new([0i64, 2, 2])?)],
+        &Tensor::new([1.0f32, 2.0, 3.0])?,
+        true,
+    )?;
+    assert_eq!(z.to_string(), "tensor([1., 0., 5., 0., 0.])");
+
+    // a = torch.zeros(2, 3, requires_grad=True); b = torch.ones(2, requires_grad=True)
+    // c = a.index_put((torch.tensor([1, 0]), torch.tensor([2, 2])), b * 3)
+    let a = Tensor::zeros((2, 3))?.requires_grad_(true)?;
+    let b = Tensor::ones(2)?.requires_grad_(true)?;
+    let idx = [Some(Tensor::new([1i64, 0])?), Some(Tensor::new([2i64, 2])?)];
+    let c = a.index_put(&idx, &(&b * 3), false)?;
+    assert_eq!(
+        c.to_string(),
+        "tensor([[0., 0., 3.],\n        [0., 0., 3.]], grad_fn=<IndexPutBackward0>)"
+    );
+    // c.pow(2).sum().backward(); print(a.grad, b.grad)
+    c.pow(2)?.sum()?.backward()?;
+    assert_eq!(a.grad()?.to_vec::<f32>()?, [0.0; 6]);
+    assert_eq!(b.grad()?.to_string(), "tensor([18., 18.])");
+
+    // q = torch.zeros(3); q[torch.tensor([0, 1])] = torch.ones(3)
+    let q = Tensor::zeros(3)?;
+    let e = q
+        .i_set(&Tensor::new([0i64, 1])?, &Tensor::ones(3)?)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [2]"),
+        "{e}"
+    );
+    // z.index_put_((torch.tensor([0]),), torch.tensor([1]))
+    let e = z
+        .index_put_(&[Some(Tensor::new([0i64])?)], &Tensor::new([1i64])?, false)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Index put requires the source and destination dtypes match, got Float for the destination and Long for the source."),
+        "{e}"
+    );
+    Ok(())
+}
+
 /// A panicking operator points at the line that used it.
 #[test]
 fn operator_panics_point_at_the_callers_line() {

@@ -213,14 +213,18 @@ pub(crate) fn other(name: &str, env: &Env, a: &[Value]) -> Res<Vec<Tensor>> {
         "scatter_add" => e1(x()?.scatter_add(i(1)?, &t(2)?, &t(3)?)),
         "scatter_add_" => e1(x()?.scatter_add_(i(1)?, &t(2)?, &t(3)?)),
         "index_select" => e1(x()?.index_select(i(1)?, &t(2)?)),
-        "index" => {
+        "index" | "index_put" | "index_put_" => {
             let idx: Vec<Option<Tensor>> = a[1]
                 .as_array()
                 .ok_or("index: expected a list")?
                 .iter()
                 .map(|v| if v.is_null() { Ok(None) } else { env.get(v).map(Some) })
                 .collect::<Res<_>>()?;
-            e1(x()?.index(&idx))
+            match name {
+                "index" => e1(x()?.index(&idx)),
+                "index_put" => e1(x()?.index_put(&idx, &t(2)?, b(3)?)),
+                _ => e1(x()?.index_put_(&idx, &t(2)?, b(3)?)),
+            }
         }
         "tril" => e1(x()?.tril(i(1)?)),
         "triu" => e1(x()?.triu(i(1)?)),

@@ -129,6 +129,7 @@ mod tests {
         "scatter_add",
         "index_select",
         "index.Tensor",
+        "index_put",
         "nonzero",
         "sort.stable",
         "topk",

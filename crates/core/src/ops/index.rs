@@ -18,6 +18,8 @@ pub static SCATTER_ADD: OpEntry = OpEntry::differentiable("scatter_add");
 pub static INDEX_SELECT: OpEntry = OpEntry::differentiable("index_select");
 /// Dispatch table of `index.Tensor` (advanced indexing).
 pub static INDEX: OpEntry = OpEntry::differentiable("index.Tensor");
+/// Dispatch table of `index_put` (`x[indices] = values`, and `+=` with accumulate).
+pub static INDEX_PUT: OpEntry = OpEntry::differentiable("index_put");
 /// Dispatch table of `nonzero`.
 pub static NONZERO: OpEntry = OpEntry::new("nonzero");
 
@@ -328,6 +330,103 @@ impl Op for IndexTensors {
     }
 }
 
+/// `out = x` with the elements at `positions` (flat row-major positions in
+/// `x`, one per element of the indexed shape) set to `values` broadcast to
+/// that shape, or increased by them with `accumulate`; inputs
+/// `[x, values, positions]`. The front ends ([`Tensor::index_put_`],
+/// [`Tensor::i_set`](crate::Tensor::i_set)) turn PyTorch's index list into
+/// the positions. Equal positions are written in row-major order (the last
+/// wins; with `accumulate` every value is added).
+#[derive(Debug, Clone, Copy)]
+pub struct IndexPut {
+    /// Add instead of overwrite.
+    pub accumulate: bool,
+}
+
+impl Op for IndexPut {
+    fn entry(&self) -> &'static OpEntry {
+        &INDEX_PUT
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (x, values, positions) = (inputs[0], inputs[1], inputs[2]);
+        if values.dtype() != x.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: "index_put",
+                detail: format!(
+                    "Index put requires the source and destination dtypes match, got {} for the destination and {} \
+                     for the source.",
+                    x.dtype().scalar_type_name(),
+                    values.dtype().scalar_type_name(),
+                ),
+            });
+        }
+        if positions.dtype() != DType::I64 {
+            return Err(Error::dtype("index_put", positions.dtype(), "positions must be int64"));
+        }
+        let fits = broadcast_shapes("index_put", values.shape(), positions.shape())
+            .is_ok_and(|b| b.as_slice() == positions.shape());
+        if !fits {
+            return Err(Error::shape(
+                "index_put",
+                values.shape(),
+                positions.shape(),
+                format!(
+                    "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}",
+                    values.shape(),
+                    positions.shape()
+                ),
+            ));
+        }
+        Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())])
+    }
+
+    fn differentiable_input(&self, i: usize) -> bool {
+        i != 2
+    }
+
+    /// As PyTorch (which only warns): an expanded `self` is written element
+    /// by element in order, the last write to a shared element winning.
+    fn allows_overlapping_out(&self) -> bool {
+        true
+    }
+
+    /// `x` is copied into the output before anything is written, so the
+    /// output may be `x` itself; `values` aliasing it goes through a
+    /// temporary.
+    fn alias_safe_input(&self, i: usize) -> bool {
+        i == 0
+    }
+
+    fn backward_name(&self) -> String {
+        "IndexPutBackward0".into()
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::inputs(0b100)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let positions = ctx.input(2)?;
+        let flat_pos = positions.reshape([-1])?;
+        let flat_g = g.reshape([-1])?;
+        // Overwritten elements of `x` get no gradient; `values` gets what
+        // reached its targets (the engine sums it to a broadcast values).
+        let gx = if self.accumulate || flat_pos.numel() == 0 {
+            g.clone()
+        } else {
+            flat_g.scatter_value(0, &flat_pos, 0.0)?.reshape(g.shape())?
+        };
+        let gv = if ctx.needs_grad(1) {
+            Some(flat_g.gather(0, &flat_pos)?.reshape(positions.shape())?)
+        } else {
+            None
+        };
+        Ok(vec![Some(gx), gv, None])
+    }
+}
+
 /// Indices of the nonzero elements as a `[n, ndim]` int64 tensor
 /// (data-dependent shape: a functional kernel per backend).
 #[derive(Debug, Clone, Copy)]
@@ -423,6 +522,64 @@ impl Tensor {
     pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         let d = normalize_dim("index_select", dim, self.ndim())?;
         call1(&IndexSelect { dim: d }, &[self, index])
+    }
+
+    /// `self[indices] = values` in place (`x.index_put_(indices, values,
+    /// accumulate)`): `indices` as for [`Tensor::index`] (`None` for `:`,
+    /// integer or bool tensors), `values` broadcast to the indexed shape and
+    /// of `self`'s dtype; with `accumulate` the values are added (equal
+    /// positions add up). Recorded by autograd as `IndexPutBackward0`.
+    /// Returns `self`.
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// let x = Tensor::zeros(5)?;
+    /// let idx = Tensor::new([0i64, 2, 2])?;
+    /// x.index_put_(&[Some(idx)], &Tensor::new([1.0f32, 2.0, 3.0])?, true)?;
+    /// assert_eq!(x.to_vec::<f32>()?, [1.0, 0.0, 5.0, 0.0, 0.0]);
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn index_put_(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        let positions = self.flat_positions()?.index(indices)?;
+        let values = self.put_value(indices, values, accumulate)?;
+        self.put_positions(&positions, &values, accumulate)?;
+        Ok(self.clone())
+    }
+
+    /// Out-of-place [`Tensor::index_put_`]: a copy of `self` with the values put.
+    pub fn index_put(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        let positions = self.flat_positions()?.index(indices)?;
+        let values = self.put_value(indices, values, accumulate)?;
+        call1(&IndexPut { accumulate }, &[self, &values, &positions])
+    }
+
+    /// PyTorch runs `x[mask] = v` with one bool mask and a one-element `v`
+    /// as `masked_fill_(mask, v.item())`, which takes a value of any dtype:
+    /// such a value is cast to `self`'s dtype (its gradient flows back
+    /// through the cast). Any other value must have `self`'s dtype.
+    fn put_value(&self, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        let mut defined = indices.iter().flatten();
+        let single_mask = matches!((defined.next(), defined.next()), (Some(m), None) if m.dtype() == DType::Bool);
+        if !accumulate && single_mask && values.numel() == 1 && values.dtype() != self.dtype() {
+            values.to_dtype(self.dtype())
+        } else {
+            Ok(values.clone())
+        }
+    }
+
+    /// The row-major position of every element, shaped like `self` (int64).
+    pub(crate) fn flat_positions(&self) -> Result<Tensor> {
+        crate::TensorOptions::new()
+            .dtype(DType::I64)
+            .device(self.device())
+            .arange(0, self.numel() as i64, 1)?
+            .reshape(self.shape())
+    }
+
+    /// Runs [`IndexPut`] in place with precomputed positions.
+    pub(crate) fn put_positions(&self, positions: &Tensor, values: &Tensor, accumulate: bool) -> Result<()> {
+        call_out(&IndexPut { accumulate }, &[self, values, positions], &[self])?;
+        Ok(())
     }
 
     /// Advanced indexing (`x[idx0, idx1, ...]` with `None` for `:`), as

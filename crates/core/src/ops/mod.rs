@@ -30,7 +30,7 @@ pub use composite::CompositeOp;
 pub(crate) use copy::copy_into;
 pub use copy::{Cast, CopyInplace, Fill, FillInplace, ToDevice};
 pub use factory::{Arange, Distribution, Linspace, Random};
-pub use index::{Gather, IndexSelect, IndexTensors, Nonzero, Scatter};
+pub use index::{Gather, IndexPut, IndexSelect, IndexTensors, Nonzero, Scatter};
 pub use join::Cat;
 pub use linalg::{MatMul, Mm};
 pub use overloads::OverloadScalar;

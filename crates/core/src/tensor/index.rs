@@ -122,6 +122,19 @@ impl Tensor {
     /// # Ok::<(), ferrotorch_core::Error>(())
     /// ```
     pub fn get(&self, index: &[TensorIndex]) -> Result<Tensor> {
+        match self.split_index(index)? {
+            (x, Some(advanced)) => x.index(&advanced),
+            (x, None) if x.is_same(self) => self.alias(),
+            (x, None) => Ok(x),
+        }
+    }
+
+    /// Applies the basic items of `index` (ints, slices, `NewAxis`,
+    /// `Ellipsis`, 0-d integer tensors) as views, as PyTorch's
+    /// `applySlicing` does, and returns that view with the advanced
+    /// (tensor) items as an `aten::index` list over its dims (`None` when
+    /// there are none). The view is `self` itself when nothing was applied.
+    pub(crate) fn split_index(&self, index: &[TensorIndex]) -> Result<(Tensor, Option<Vec<Option<Tensor>>>)> {
         let consumed: usize = index
             .iter()
             .map(|i| match i {
@@ -206,7 +219,7 @@ impl Tensor {
             }
         }
         if advanced.is_empty() {
-            return if x.is_same(self) { self.alias() } else { Ok(x) };
+            return Ok((x, None));
         }
         let mut list: Vec<Option<Tensor>> = vec![None; x.ndim()];
         let mut trimmed = 0;
@@ -230,6 +243,6 @@ impl Tensor {
             }
             compact.push(item);
         }
-        x.index(&compact)
+        Ok((x, Some(compact)))
     }
 }

@@ -239,41 +239,40 @@ impl Tensor {
     /// broadcasts to the indexed part, or a scalar. Recorded by autograd as
     /// PyTorch records it: an in-place write into a view of `self`
     /// (`CopySlices`), so gradients flow to `value` and to the rest of
-    /// `self`. Tensor indices write through a scatter (duplicate positions:
-    /// the last one wins). Returns `self`.
+    /// `self`; with tensor indices it is `index_put_` (`IndexPutBackward0`;
+    /// duplicate positions: the last one wins). Returns `self`.
     pub fn i_set<'a>(&self, index: impl IndexSpec, value: impl IntoOperand<'a>) -> Result<Tensor> {
         let items = index.into_indices();
-        let advanced = items
-            .iter()
-            .any(|i| matches!(i, TensorIndex::Tensor(t) if t.ndim() > 0));
-        if !advanced {
-            let part = self.get(&items)?;
-            match value.into_operand() {
-                Operand::Tensor(v) => part.copy_(v)?,
-                Operand::Scalar(s) => part.fill_(s)?,
-            };
+        let value = value.into_operand();
+        // PyTorch's fast path: `x[mask] = scalar` is `masked_fill_`.
+        if let ([TensorIndex::Tensor(mask)], Operand::Scalar(s)) = (items.as_slice(), &value)
+            && mask.dtype() == DType::Bool
+            && mask.ndim() > 0
+            && mask.device() == self.device()
+        {
+            self.masked_fill_(mask, *s)?;
             return Ok(self.clone());
         }
-        // The flat position of every indexed element: the same index applied
-        // to the positions themselves.
-        let positions = crate::TensorOptions::new()
-            .dtype(DType::I64)
-            .device(self.device())
-            .arange(0, self.numel() as i64, 1)?
-            .reshape(self.shape())?
-            .get(&items)?;
-        let src = match value.into_operand() {
-            Operand::Tensor(v) => v.to_dtype(self.dtype())?.expand(positions.shape())?,
-            Operand::Scalar(s) => crate::TensorOptions::like(self).full(positions.shape(), s)?,
-        };
-        let flat_positions = positions.reshape([-1])?;
-        let flat_src = src.reshape([-1])?;
-        if self.is_contiguous() {
-            self.view([-1])?.scatter_(0, &flat_positions, &flat_src)?;
-        } else {
-            let tmp = self.contiguous()?;
-            tmp.view([-1])?.scatter_(0, &flat_positions, &flat_src)?;
-            self.copy_(&tmp)?;
+        // The basic items give a view; tensor items then put into it.
+        let (part, advanced) = self.split_index(&items)?;
+        match (advanced, value) {
+            (None, Operand::Tensor(v)) => {
+                part.copy_(v)?;
+            }
+            (None, Operand::Scalar(s)) => {
+                part.fill_(s)?;
+            }
+            (Some(advanced), value) => {
+                let values = match value {
+                    Operand::Tensor(v) if v.dtype() == part.dtype() => v.clone(),
+                    Operand::Tensor(v) => v.to_dtype(part.dtype())?,
+                    Operand::Scalar(s) => {
+                        s.check_fits("index_put_", part.dtype())?;
+                        Tensor::scalar_tensor(s, part.dtype()).to_device(part.device())?
+                    }
+                };
+                part.index_put_(&advanced, &values, false)?;
+            }
         }
         Ok(self.clone())
     }

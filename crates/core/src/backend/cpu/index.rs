@@ -5,7 +5,7 @@ use smallvec::SmallVec;
 use super::access::access;
 use crate::dispatch::{Call, Op, Tensors, downcast_op};
 use crate::layout::{Dims, Layout, contiguous_strides};
-use crate::ops::{Gather, IndexSelect, IndexTensors, Scatter};
+use crate::ops::{Gather, IndexPut, IndexSelect, IndexTensors, Scatter};
 use crate::{DType, Element, Error, Result, Tensor, with_dtype};
 
 /// Calls `f` with the storage offsets of every position of `shape`, in
@@ -172,6 +172,53 @@ pub(crate) fn scatter_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
     err.map_or(Ok(()), Err)
 }
 
+pub(crate) fn index_put_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let accumulate = downcast_op::<IndexPut>(op)?.accumulate;
+    let (x, values, positions, out) = (inputs[0], inputs[1], inputs[2], outputs[0]);
+    super::copy::cast_into(out, x)?;
+    let pos = index_values(positions)?;
+    let n = out.numel();
+    // The storage offset of each flat row-major position of `out`.
+    let offset_of = |p: i64| -> Result<usize> {
+        if p < 0 || p as usize >= n {
+            return Err(Error::IndexOutOfRange {
+                op: "index_put",
+                index: p,
+                dim: 0,
+                size: n,
+            });
+        }
+        let mut rest = p as usize;
+        let mut off = 0;
+        for d in (0..out.ndim()).rev() {
+            let size = out.shape()[d];
+            off += (rest % size) * out.strides()[d];
+            rest /= size;
+        }
+        Ok(off)
+    };
+    let offsets: Vec<usize> = pos.iter().map(|&p| offset_of(p)).collect::<Result<_>>()?;
+    let vst = values.layout().broadcast_strides(positions.shape());
+    let acc = access("index_put", &[values], &[out])?;
+    let (vp, op_) = (acc.ins[0], acc.outs[0]);
+    let mut k = 0;
+    with_dtype!(out.dtype(), T => {
+        odometer(positions.shape(), [&vst], |[vo]| {
+            // SAFETY: `vo` walks values broadcast to the positions' shape
+            // (the shape rule checked it broadcasts); every offset was
+            // computed from an in-range position of out's layout; values
+            // and out are locked by `acc`.
+            unsafe {
+                let v = *(vp as *const T).add(vo);
+                let d = (op_ as *mut T).add(offsets[k]);
+                *d = if accumulate { add_elems(*d, v) } else { v };
+            }
+            k += 1;
+        });
+    });
+    Ok(())
+}
+
 #[inline]
 fn add_elems<T: Element>(a: T, b: T) -> T {
     if T::DTYPE.is_floating_point() {
@@ -226,6 +273,11 @@ pub(crate) fn index_tensors_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&
     let x = inputs[0];
     let idx_t = &inputs[1..];
     let out = outputs[0];
+    // As PyTorch, whose kernel checks each index as it reads: an empty
+    // result reads nothing and checks nothing.
+    if out.numel() == 0 {
+        return Ok(());
+    }
     let k = idx_t.len();
     let mut bshape = Dims::new();
     for t in idx_t {

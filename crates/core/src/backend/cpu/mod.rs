@@ -74,6 +74,7 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&idx::SCATTER_ADD, index::scatter_kernel)?;
     structured(&idx::INDEX_SELECT, index::index_select_kernel)?;
     structured(&idx::INDEX, index::index_tensors_kernel)?;
+    structured(&idx::INDEX_PUT, index::index_put_kernel)?;
     idx::NONZERO.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Functional(index::nonzero_kernel))?;
     structured(&srt::SORT, sort::sort_kernel)?;
     structured(&srt::TOPK, sort::topk_kernel)?;

@@ -333,8 +333,9 @@ fn check_out(name: &'static str, o: &Tensor, shape: &[usize], dtype: crate::DTyp
 
 /// Whether an output may be written while inputs are read from it.
 fn may_write_directly(call: &Call, o: &Tensor) -> bool {
-    call.inputs.iter().all(|i| {
-        !i.storage().same(o.storage()) || (call.op.alias_safe() && i.layout() == o.layout() && i.dtype() == o.dtype())
+    call.inputs.iter().enumerate().all(|(k, i)| {
+        !i.storage().same(o.storage())
+            || (call.op.alias_safe_input(k) && i.layout() == o.layout() && i.dtype() == o.dtype())
     })
 }
 

@@ -73,6 +73,15 @@ pub trait Op: OpClone + Any + Send + Sync + fmt::Debug {
         false
     }
 
+    /// True if the kernel may write an output that is input `i` itself
+    /// (same layout): by default [`Op::alias_safe`] for every input; an op
+    /// that first copies one input into its output and then reads only the
+    /// others (`index_put_`) says so for that input alone.
+    fn alias_safe_input(&self, i: usize) -> bool {
+        let _ = i;
+        self.alias_safe()
+    }
+
     /// True if an in-place call may write a tensor whose elements overlap
     /// (an expanded view): only for ops writing one value everywhere (fill).
     fn allows_overlapping_out(&self) -> bool {
