@@ -1,55 +1,57 @@
-//! The autograd snippets of the seed articles (001 and 003), in Rust, printing
-//! what the Python originals print (run by the README's main-job command until
-//! the training examples exist). PyTorch 2.15 prints the values in the
-//! comments; `tests/autograd.rs` checks the same numbers.
+//! PyTorch's first autograd examples (from the articles this project
+//! follows), in Rust, written line by line as the Python reads and printing
+//! what the Python prints (run by the README's main-job command until the
+//! training examples exist). PyTorch 2.15's output is in the comments;
+//! `tests/idioms.rs` checks the same lines.
 
-use ferrotorch::{Tensor, autograd};
+use ferrotorch::{Tensor, no_grad};
 
 fn main() -> ferrotorch::Result<()> {
-    // Seed 001: z = x^2 + y^3 at x = 2, y = 3: dz/dx = 2x = 4, dz/dy = 3y^2 = 27.
-    let x = Tensor::scalar(2.0f32).requires_grad_(true)?;
-    let y = Tensor::scalar(3.0f32).requires_grad_(true)?;
-    let z = x.pow(2)?.add(&y.pow(3)?)?;
-    println!("z = {z}");
+    // x = torch.tensor(2.0, requires_grad=True); y = torch.tensor(3.0, requires_grad=True)
+    let x = Tensor::new(2.0f32)?.requires_grad_(true)?;
+    let y = Tensor::new(3.0f32)?.requires_grad_(true)?;
+    // z = x ** 2 + y ** 3; z.backward()
+    let z = x.pow(2)? + y.pow(3)?;
+    println!("z = {z}"); // tensor(31., grad_fn=<AddBackward0>)
     z.backward()?;
-    println!("dz/dx = {}", x.grad().unwrap()); // tensor(4.)
-    println!("dz/dy = {}", y.grad().unwrap()); // tensor(27.)
+    println!("dz/dx = {}", x.grad()?); // tensor(4.)
+    println!("dz/dy = {}", y.grad()?); // tensor(27.)
 
-    // Seed 003, requires_grad and backward(): x = [2, 3], z = sum(3x).
+    // x = torch.tensor([2.0, 3.0], requires_grad=True); y = x * 3; y.sum().backward()
     let x = Tensor::new([2.0f32, 3.0])?.requires_grad_(true)?;
-    let y = x.mul(3.0)?;
-    let z = y.sum()?;
-    z.backward()?;
-    println!("{}", x.grad().unwrap()); // tensor([3., 3.])
+    let y = &x * 3;
+    y.sum()?.backward()?;
+    println!("{}", x.grad()?); // tensor([3., 3.])
 
-    // Seed 003, gradients accumulate until zeroed.
+    // Gradients accumulate until zeroed.
     let x = Tensor::new([1.0f32])?.requires_grad_(true)?;
-    x.mul(2.0)?.sum()?.backward()?;
-    println!("{}", x.grad().unwrap()); // tensor([2.])
-    x.mul(3.0)?.sum()?.backward()?;
-    println!("{}", x.grad().unwrap()); // tensor([5.])
-    x.grad().unwrap().zero_()?;
-    x.mul(4.0)?.sum()?.backward()?;
-    println!("{}", x.grad().unwrap()); // tensor([4.])
-    // Setting the gradient to None (PyTorch's `x.grad = None`) works too.
+    (&x * 2).sum()?.backward()?;
+    println!("{}", x.grad()?); // tensor([2.])
+    (&x * 3).sum()?.backward()?;
+    println!("{}", x.grad()?); // tensor([5.])
+    x.grad()?.zero_()?;
+    (&x * 4).sum()?.backward()?;
+    println!("{}", x.grad()?); // tensor([4.])
+    // x.grad = None
     x.set_grad(None)?;
     println!("after x.grad = None: x.grad is None: {}", x.grad_opt().is_none());
 
-    // Seed 003, manual gradient descent on y = 2x + 1, parameters updated under no_grad.
-    let w = Tensor::new([0.0f32])?.requires_grad_(true)?;
-    let b = Tensor::new([0.0f32])?.requires_grad_(true)?;
+    // Manual gradient descent on y = 2x + 1, parameters updated under no_grad.
+    let mut w = Tensor::new([0.0f32])?.requires_grad_(true)?;
+    let mut b = Tensor::new([0.0f32])?.requires_grad_(true)?;
     let x_train = Tensor::new([1.0f32, 2.0, 3.0, 4.0])?;
     let y_train = Tensor::new([3.0f32, 5.0, 7.0, 9.0])?;
     for epoch in 0..100 {
-        let loss = w.mul(&x_train)?.add(&b)?.sub(&y_train)?.pow(2)?.mean()?;
+        // loss = ((w * x_train + b - y_train) ** 2).mean(); loss.backward()
+        let loss = (&w * &x_train + &b - &y_train).pow(2)?.mean()?;
         loss.backward()?;
-        {
-            let _no_grad = autograd::no_grad_guard();
-            w.sub_(&w.grad().unwrap().mul(0.01)?)?;
-            b.sub_(&b.grad().unwrap().mul(0.01)?)?;
+        // with torch.no_grad(): w -= 0.01 * w.grad; b -= 0.01 * b.grad
+        no_grad! {
+            w -= 0.01 * w.grad()?;
+            b -= 0.01 * b.grad()?;
         }
-        w.grad().unwrap().zero_()?;
-        b.grad().unwrap().zero_()?;
+        w.grad()?.zero_()?;
+        b.grad()?.zero_()?;
         if epoch % 20 == 0 || epoch == 99 {
             println!("epoch {epoch:3}: loss {:.6}", loss.item::<f32>()?);
         }
