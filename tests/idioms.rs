@@ -146,6 +146,11 @@ fn scalar_operands() -> Result<()> {
     let lr = 0.5f32;
     let n = 2usize;
     assert_eq!((&x * lr + n).to_string(), "tensor([2.5000, 3.0000])");
+    assert_eq!((&x * 2u64 - 1isize).to_string(), "tensor([1., 3.])");
+    // An integer tensor times a u64 beyond i64: a float scalar, never a wrapped negative one.
+    let i = Tensor::new([1i64])?;
+    assert_eq!((&i * 2i8).to_string(), "tensor([2])");
+    assert!((&i * u64::MAX).dtype().is_floating_point());
     Ok(())
 }
 

@@ -127,7 +127,25 @@ macro_rules! scalar_from {
     )*};
 }
 scalar_from!(f32 => Float as f64, f64 => Float as f64, i32 => Int as i64, i64 => Int as i64,
-             u8 => Int as i64, usize => Int as i64, u32 => Int as i64, u16 => Int as i64, i8 => Int as i64, i16 => Int as i64);
+             u8 => Int as i64, u32 => Int as i64, u16 => Int as i64, i8 => Int as i64, i16 => Int as i64,
+             isize => Int as i64);
+
+/// An unsigned 64-bit value above `i64::MAX` has no integer scalar (PyTorch's
+/// scalars are 64-bit signed: Python raises "Overflow when unpacking long");
+/// it becomes the nearest float rather than wrapping to a negative integer.
+macro_rules! scalar_from_unsigned64 {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Scalar {
+            fn from(x: $t) -> Self {
+                match i64::try_from(x) {
+                    Ok(v) => Scalar::Int(v),
+                    Err(_) => Scalar::Float(x as f64),
+                }
+            }
+        }
+    )*};
+}
+scalar_from_unsigned64!(u64, usize);
 
 impl From<bool> for Scalar {
     fn from(b: bool) -> Self {

@@ -106,7 +106,22 @@ pub trait OverloadScalar: Into<Scalar> + Copy {}
 macro_rules! overload_scalar {
     ($($s:ty),*) => {$( impl OverloadScalar for $s {} )*};
 }
-overload_scalar!(f64, f32, half::f16, half::bf16, i64, i32, i16, i8, u8, u16, u32, usize);
+overload_scalar!(
+    f64,
+    f32,
+    half::f16,
+    half::bf16,
+    i64,
+    i32,
+    i16,
+    i8,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize
+);
 
 macro_rules! scalar_overloads {
     ($trait:ident, $method:ident, $assign:ident, $assign_method:ident) => {

@@ -51,6 +51,8 @@ scalar_operand!(
     u32,
     bool,
     usize,
+    u64,
+    isize,
     Scalar,
     half::f16,
     half::bf16
