@@ -295,6 +295,10 @@ fn cases() -> Vec<Case> {
     c.push(case("prod.dim_int", vec![with_zero], false, |t| {
         t[0].prod_dim(1, false)
     }));
+    // Composites built on the ops above (repeat: reshape + expand; flip:
+    // index_select).
+    c.push(case("expand", vec![x()], true, |t| t[0].repeat((2, 1, 3))));
+    c.push(case("index_select", vec![x()], true, |t| t[0].flip((0, -1))));
     c
 }
 

@@ -450,3 +450,35 @@ fn shape_arguments() -> Result<()> {
     assert_eq!(Tensor::zeros(())?.ndim(), 0);
     Ok(())
 }
+
+/// Everyday conveniences: `repeat`, `flip`, dtype shortcuts, `new_*`.
+#[test]
+fn conveniences() -> Result<()> {
+    // x = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+    let x = Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?.requires_grad_(true)?;
+    // y = x.repeat(2, 1, 2); (y * torch.arange(16.).reshape(2, 2, 4)).sum().backward()
+    let y = x.repeat((2, 1, 2))?;
+    assert_eq!(y.shape(), [2, 2, 4]);
+    let w = Tensor::arange_step(0.0, 16.0, 1.0)?.reshape((2, 2, 4))?;
+    (&y * &w).sum()?.backward()?;
+    assert_eq!(x.grad()?.to_string(), "tensor([[20., 24.],\n        [36., 40.]])");
+    // x.grad = None; f = x.flip(0, 1); (f * [[1, 2], [3, 4]]).sum().backward()
+    x.set_grad(None)?;
+    let f = x.flip((0, 1))?;
+    assert_eq!(f.to_vec2::<f32>()?, [[4.0, 3.0], [2.0, 1.0]]);
+    (&f * Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?).sum()?.backward()?;
+    assert_eq!(x.grad()?.to_string(), "tensor([[4., 3.],\n        [2., 1.]])");
+    // x.new_full((2,), 7).dtype; torch.tensor([1, 2]).new_full((2,), 7)
+    assert_eq!(x.new_full(2, 7)?.dtype(), ferrotorch::DType::F32);
+    assert_eq!(Tensor::new([1i64, 2])?.new_full(2, 7)?.to_string(), "tensor([7, 7])");
+    // torch.tensor([1.5, -2.7]).long(); torch.tensor([0., 2.]).bool()
+    assert_eq!(Tensor::new([1.5f32, -2.7])?.long()?.to_string(), "tensor([ 1, -2])");
+    assert_eq!(
+        Tensor::new([0.0f32, 2.0])?.bool()?.to_string(),
+        "tensor([False,  True])"
+    );
+    // x.repeat(2) -> RuntimeError
+    let e = x.repeat(2).unwrap_err().to_string();
+    assert!(e.contains("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"));
+    Ok(())
+}

@@ -17,6 +17,7 @@ pub mod join;
 pub mod linalg;
 mod overloads;
 pub mod promote;
+pub mod rearrange;
 pub mod reduce;
 pub mod reduce_composite;
 pub mod softmax;
