@@ -331,6 +331,10 @@ fn index_assignment_nodes() -> Result<()> {
     );
     y.sum()?.backward()?;
     assert_eq!(w.grad()?.to_string(), "tensor([[1., 1., 1.],\n        [0., 0., 0.]])");
+    // A mask over the leading dims selects rows: x = torch.zeros(3, 3); x[torch.tensor([True, False, True])] = 1
+    let m = Tensor::zeros((3, 3))?;
+    m.i_set(&Tensor::new([true, false, true])?, 1)?;
+    assert_eq!(m.to_vec2::<f32>()?, [[1.0; 3], [0.0; 3], [1.0; 3]]);
 
     // z = torch.zeros(5); z.index_put_((torch.tensor([0, 2, 2]),), torch.tensor([1., 2., 3.]), accumulate=True)
     let z = Tensor::zeros(5)?;

@@ -244,13 +244,18 @@ impl Tensor {
     pub fn i_set<'a>(&self, index: impl IndexSpec, value: impl IntoOperand<'a>) -> Result<Tensor> {
         let items = index.into_indices();
         let value = value.into_operand();
-        // PyTorch's fast path: `x[mask] = scalar` is `masked_fill_`.
+        // PyTorch's fast path: `x[mask] = scalar` is `masked_fill_`, the
+        // mask covering the leading dims (size-1 dims appended for the rest).
         if let ([TensorIndex::Tensor(mask)], Operand::Scalar(s)) = (items.as_slice(), &value)
             && mask.dtype() == DType::Bool
             && mask.ndim() > 0
+            && mask.ndim() <= self.ndim()
+            && mask.shape() == &self.shape()[..mask.ndim()]
             && mask.device() == self.device()
         {
-            self.masked_fill_(mask, *s)?;
+            let mut shape = mask.shape().to_vec();
+            shape.resize(self.ndim(), 1);
+            self.masked_fill_(&mask.view(shape)?, *s)?;
             return Ok(self.clone());
         }
         // The basic items give a view; tensor items then put into it.
