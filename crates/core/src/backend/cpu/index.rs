@@ -273,17 +273,28 @@ pub(crate) fn index_tensors_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&
     let x = inputs[0];
     let idx_t = &inputs[1..];
     let out = outputs[0];
-    // As PyTorch, whose kernel checks each index as it reads: an empty
-    // result reads nothing and checks nothing.
-    if out.numel() == 0 {
-        return Ok(());
-    }
     let k = idx_t.len();
     let mut bshape = Dims::new();
     for t in idx_t {
         bshape = crate::layout::broadcast_shapes("index", &bshape, t.shape())?;
     }
     let nb: usize = bshape.iter().product();
+    // As PyTorch, whose kernel checks each index as it reads: an empty
+    // result reads nothing and checks nothing, except that a non-empty
+    // (broadcast) index into a dim of size 0 is always out of range.
+    if out.numel() == 0 {
+        if nb > 0
+            && let Some(j) = (0..k).find(|&j| x.shape()[start + j] == 0)
+        {
+            return Err(Error::IndexOutOfRange {
+                op: "index",
+                index: index_values(idx_t[j])?.first().copied().unwrap_or(0),
+                dim: start + j,
+                size: 0,
+            });
+        }
+        return Ok(());
+    }
     // x offset contributed by each broadcast index position.
     let mut boff = vec![0usize; nb];
     for (j, t) in idx_t.iter().enumerate() {
