@@ -497,6 +497,23 @@ class Gen:
     def t(self, name):
         return self.run.env[name]
 
+    def index_list(self, xs, none_p, oob):
+        """An aten::index list for a tensor of shape xs: None (with
+        probability none_p, drawn only when positive), bool masks and
+        integer indices of one random shape."""
+        r = self.rng
+        k = r.randint(1, len(xs))
+        ish = [r.randint(0, 3) for _ in range(r.randint(0, 2))]
+        idx = []
+        for d in range(k):
+            if none_p > 0 and r.random() < none_p:
+                idx.append(None)
+            elif r.random() < 0.15:
+                idx.append(self.new_input("bool", xs[d:d + 1], views=False, rg=False))
+            else:
+                idx.append(self.index_input(xs[d], ish, oob))
+        return idx
+
     def pick(self, pred=lambda t: True, fresh=0.35):
         """An existing value satisfying pred (recent op outputs preferred), or a new input."""
         r = self.rng
@@ -752,34 +769,17 @@ class Gen:
         if name == "index":
             x = self.pick(lambda t: t.dim() > 0)
             xs = list(self.t(x).shape)
-            k = r.randint(1, len(xs))
-            ish = [r.randint(0, 3) for _ in range(r.randint(0, 2))]
-            idx = []
-            for d in range(k):
-                if r.random() < 0.4:
-                    idx.append(None)
-                elif r.random() < 0.15:
-                    idx.append(self.new_input("bool", xs[d:d + 1], views=False, rg=False))
-                else:
-                    idx.append(self.index_input(xs[d], ish))
-            return [x, idx]
+            return [x, self.index_list(xs, 0.4, 0.04)]
         if name in ("index_put", "index_put_"):
             if name == "index_put_":
                 x = self.pick(lambda t: t.dim() > 0 and not (t.is_leaf and t.requires_grad), fresh=0.3)
             else:
                 x = self.pick(lambda t: t.dim() > 0)
             xs = list(self.t(x).shape)
-            k = r.randint(1, len(xs))
-            ish = [r.randint(0, 3) for _ in range(r.randint(0, 2))]
-            idx = []
             # No None entries: aten::index_put_ called directly with them
             # fails inside PyTorch 2.15 (internal asserts, undefined tensors);
             # Python's x[:, i] = v applies the slice as a view first.
-            for d in range(k):
-                if r.random() < 0.15:
-                    idx.append(self.new_input("bool", xs[d:d + 1], views=False, rg=False))
-                else:
-                    idx.append(self.index_input(xs[d], ish, 0.02))
+            idx = self.index_list(xs, 0.0, 0.02)
             try:
                 res = list(torch.ops.aten.index.Tensor(self.t(x), [None if v is None else self.t(v) for v in idx]).shape)
             except Exception:

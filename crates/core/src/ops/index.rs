@@ -259,7 +259,7 @@ impl Op for IndexSelect {
         let d = self.dim;
         let mut view: Vec<i64> = vec![1; g.ndim()];
         view[d] = idx.numel() as i64;
-        let idx = idx.reshape(&view)?.expand(g.shape_i64())?;
+        let idx = idx.reshape(&view)?.expand(g.shape())?;
         let zeros = crate::TensorOptions::like(&g).zeros(&shape)?;
         Ok(vec![Some(zeros.scatter_add(d as i64, &idx, &g)?), None])
     }
@@ -313,11 +313,7 @@ impl Op for IndexTensors {
         let n: usize = shape.iter().product();
         // Where each output element came from: the same indexing applied to
         // the positions 0..n of the input; the gradient is added back there.
-        let positions = crate::TensorOptions::new()
-            .dtype(DType::I64)
-            .device(g.device())
-            .arange(0, n as i64, 1)?
-            .reshape(&shape)?;
+        let positions = flat_positions(&shape, g.device())?;
         let idx: Vec<Tensor> = (1..ctx.num_inputs()).map(|i| ctx.input(i)).collect::<Result<_>>()?;
         let mut inputs = vec![&positions];
         inputs.extend(idx.iter());
@@ -425,6 +421,17 @@ impl Op for IndexPut {
         };
         Ok(vec![Some(gx), gv, None])
     }
+}
+
+/// `0..numel` as int64 in `shape` on `device`: the row-major position of
+/// every element, which indexing maps to where each indexed element lives.
+fn flat_positions(shape: &[usize], device: crate::Device) -> Result<Tensor> {
+    let n: usize = shape.iter().product();
+    crate::TensorOptions::new()
+        .dtype(DType::I64)
+        .device(device)
+        .arange(0, n as i64, 1)?
+        .reshape(shape)
 }
 
 /// Indices of the nonzero elements as a `[n, ndim]` int64 tensor
@@ -569,11 +576,7 @@ impl Tensor {
 
     /// The row-major position of every element, shaped like `self` (int64).
     pub(crate) fn flat_positions(&self) -> Result<Tensor> {
-        crate::TensorOptions::new()
-            .dtype(DType::I64)
-            .device(self.device())
-            .arange(0, self.numel() as i64, 1)?
-            .reshape(self.shape())
+        flat_positions(self.shape(), self.device())
     }
 
     /// Runs [`IndexPut`] in place with precomputed positions.

@@ -268,15 +268,10 @@ impl Tensor {
                 part.fill_(s)?;
             }
             (Some(advanced), value) => {
-                let values = match value {
-                    Operand::Tensor(v) if v.dtype() == part.dtype() => v.clone(),
-                    Operand::Tensor(v) => v.to_dtype(part.dtype())?,
-                    Operand::Scalar(s) => {
-                        s.check_fits("index_put_", part.dtype())?;
-                        Tensor::scalar_tensor(s, part.dtype()).to_device(part.device())?
-                    }
-                };
-                part.index_put_(&advanced, &values, false)?;
+                if let Operand::Scalar(s) = value {
+                    s.check_fits("index_put_", part.dtype())?;
+                }
+                part.index_put_(&advanced, &value.to_tensor(part.dtype())?, false)?;
             }
         }
         Ok(self.clone())
