@@ -127,6 +127,8 @@ UNARY = {
     "relu": torch.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
     "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "sign": torch.sign,
     "square": torch.square, "logical_not": torch.logical_not,
+    "bitwise_not": torch.bitwise_not, "isnan": torch.isnan, "isinf": torch.isinf, "isfinite": torch.isfinite,
+    "isposinf": torch.isposinf, "isneginf": torch.isneginf,
 }
 UNARY_INPLACE = [
     "neg_", "abs_", "exp_", "log_", "log1p_", "expm1_", "sqrt_", "rsqrt_", "reciprocal_", "sin_", "cos_", "tanh_",
@@ -142,6 +144,13 @@ BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "
           "logical_and", "logical_or", "logical_xor"]
 BINARY_INPLACE = ["add_", "sub_", "mul_", "div_", "pow_", "eq_", "ne_", "lt_", "le_", "gt_", "ge_",
                   "logical_and_", "logical_or_", "logical_xor_"]
+# More binary ops (ferrotorch's BinaryMath): tensor first, then a tensor or
+# (where PyTorch has a Scalar overload) a scalar.
+MATH = ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign", "remainder", "fmod", "bitwise_and", "bitwise_or",
+        "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"]
+MATH_INPLACE = [n + "_" for n in MATH]
+MATH_TENSOR_ONLY = ("atan2", "hypot", "logaddexp", "logaddexp2")
+MATH_INT = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift")
 RLHS = {
     "radd": lambda s, x: s + x, "rsub": lambda s, x: s - x, "rmul": lambda s, x: s * x,
     "rdiv": lambda s, x: s / x, "rpow": lambda s, x: s ** x, "rlt": lambda s, x: s < x,
@@ -188,6 +197,17 @@ def exec_op(env, op):
         if n.endswith("_"):
             return [getattr(x, n)(y, **kw)]
         return [getattr(torch, base)(x, y, **kw)]
+    if base in MATH:
+        return [getattr(T(0) if n.endswith("_") else torch, n)(*([] if n.endswith("_") else [T(0)]),
+                                                               opnd(env, a[1]))]
+    if n == "nan_to_num":
+        return [torch.nan_to_num(T(0), nan=a[1], posinf=a[2], neginf=a[3])]
+    if n == "lerp":
+        return [torch.lerp(T(0), T(1), opnd(env, a[2]))]
+    if n == "clamp_t":
+        lo = None if a[1] is None else T(1)
+        hi = None if a[2] is None else T(2)
+        return [torch.clamp(T(0), min=lo, max=hi)]
     if n in RLHS:
         return [RLHS[n](S(0), T(1))]
     if n == "softplus":
@@ -612,6 +632,30 @@ class Gen:
             if base == "div" and r.random() < 0.5:
                 return [x, y, r.choice(["trunc", "floor"])]
             return [x, y]
+        if base in MATH:
+            want_int = base in MATH_INT
+            pred = (lambda t: not t.is_floating_point()) if want_int else (lambda t: True)
+            if name.endswith("_"):
+                x = self.pick(lambda t: pred(t) and not (t.is_leaf and t.requires_grad), fresh=0.2)
+            else:
+                x = self.pick(pred)
+            y = self.operand(x, 0.0 if base in MATH_TENSOR_ONLY else 0.35)
+            if want_int and isinstance(y, str) and r.random() < 0.7:
+                y = self.like(x, self.t(x).dtype)
+            return [x, y]
+        if name == "nan_to_num":
+            pos = r.choice([None, 1.0, -2.5, 1e10])
+            return [self.pick(), r.choice([0.0, 1.5, -7.0]), pos, r.choice([None, -1.0, 3.0])]
+        if name == "lerp":
+            x = self.pick(lambda t: t.is_floating_point())
+            end = self.like(x, self.t(x).dtype)
+            w = self.like(x, self.t(x).dtype) if r.random() < 0.5 else self.scalar(("float",))
+            return [x, end, w]
+        if name == "clamp_t":
+            x = self.pick()
+            lo = self.like(x) if r.random() < 0.7 else None
+            hi = self.like(x) if r.random() < 0.7 or lo is None else None
+            return [x, lo, hi]
         if name in RLHS:
             return [self.scalar(), self.pick()]
         if name == "softplus":
@@ -844,7 +888,8 @@ class Gen:
         return out
 
 
-ALL_OPS = (list(UNARY) + UNARY_INPLACE + list(NOARG) + BINARY + BINARY_INPLACE + list(RLHS) + [
+ALL_OPS = (list(UNARY) + UNARY_INPLACE + list(NOARG) + BINARY + BINARY_INPLACE + MATH + MATH_INPLACE + list(RLHS) + [
+    "nan_to_num", "lerp", "clamp_t",
     "softplus", "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "clamp_min", "clamp_max", "scalar_pow",
     "sum_dim", "sum_dtype", "prod_dim", "amax", "amin", "all_dim", "any_dim", "mean_dim", "max_dim", "min_dim",
     "argmax", "argmin", "cumsum", "cumprod", "var", "std", "var_dim", "std_dim", "logsumexp", "norm", "norm_dim",

@@ -102,6 +102,41 @@ fn cases() -> Vec<Case> {
         case("pow.Tensor_Tensor", vec![pos(), x()], true, |t| t[0].pow(&t[1])),
         case("maximum", vec![x(), x()], true, |t| t[0].maximum(&t[1])),
         case("minimum", vec![x(), x()], true, |t| t[0].minimum(&t[1])),
+        case("atan2", vec![x(), v(4)], true, |t| t[0].atan2(&t[1])),
+        case("hypot", vec![x(), v(4)], true, |t| t[0].hypot(&t[1])),
+        case("logaddexp", vec![x(), v(4)], true, |t| t[0].logaddexp(&t[1])),
+        case("logaddexp2", vec![x(), v(4)], true, |t| t[0].logaddexp2(&t[1])),
+        case("copysign.Tensor", vec![pos(), v(4)], true, |t| t[0].copysign(&t[1])),
+        case(
+            "remainder.Tensor",
+            vec![rand(&g, &[3, 4], -3.5, -3.3), rand(&g, &[4], 1.5, 1.6)],
+            true,
+            |t| t[0].remainder(&t[1]),
+        ),
+        case(
+            "fmod.Tensor",
+            vec![rand(&g, &[3, 4], -3.5, -3.3), rand(&g, &[3, 1], 1.5, 1.6)],
+            true,
+            |t| t[0].fmod(&t[1]),
+        ),
+        case(
+            "clamp.Tensor",
+            vec![x(), rand(&g, &[4], -1.0, 0.0), rand(&g, &[3, 1], 0.0, 1.0)],
+            true,
+            |t| t[0].clamp(Some(&t[1]), Some(&t[2])),
+        ),
+        case("clamp.Tensor", vec![x(), v(4)], true, |t| t[0].clamp_min(&t[1])),
+        case("clamp.Tensor", vec![x(), v(4)], true, |t| {
+            t[0].clamp(None::<f64>, Some(&t[1]))
+        }),
+        case("lerp.Scalar", vec![x(), v(4)], true, |t| t[0].lerp(&t[1], 0.7)),
+        case(
+            "lerp.Tensor",
+            vec![x(), v(4), rand(&g, &[3, 1], -0.2, 1.2)],
+            true,
+            |t| t[0].lerp(&t[1], &t[2]),
+        ),
+        case("nan_to_num", vec![x()], true, |t| t[0].nan_to_num(0.0, None, None)),
         case("where.self", vec![x(), v(4)], true, |t| {
             t[1].where_cond(&Tensor::new([true, false, false, true]).unwrap(), &t[0])
         }),

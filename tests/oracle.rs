@@ -21,6 +21,9 @@ use ferrotorch::half::{bf16, f16};
 use ferrotorch::{DType, Generator, Operand, Rounding, Scalar, Tensor, TensorIndex, TensorOptions};
 use serde_json::Value;
 
+#[path = "support/oracle_ops.rs"]
+mod oracle_ops;
+
 /// Extra cases that fail because of a ferrotorch bug in code this test's
 /// authors may not change right now; each entry names the case and the cause.
 const KNOWN_FAILING: &[(&str, &str)] = &[];
@@ -40,7 +43,7 @@ fn oracle_dir(var: &str, default: &str) -> PathBuf {
     }
 }
 
-fn num(v: &Value) -> f64 {
+pub(crate) fn num(v: &Value) -> f64 {
     match v {
         Value::Number(n) => n.as_f64().unwrap(),
         Value::String(s) => match s.as_str() {
@@ -187,7 +190,7 @@ fn compare(name: &str, got: &Tensor, want: &Tensor, rtol: f64, atol: f64, strict
     Ok(())
 }
 
-fn kw<'a>(case: &'a Value, key: &str) -> Option<&'a Value> {
+pub(crate) fn kw<'a>(case: &'a Value, key: &str) -> Option<&'a Value> {
     case["kwargs"].get(key).filter(|v| !v.is_null())
 }
 
@@ -198,7 +201,7 @@ fn dims_of(v: &Value) -> Vec<i64> {
     }
 }
 
-fn scalar_of(v: &Value) -> ferrotorch::Scalar {
+pub(crate) fn scalar_of(v: &Value) -> ferrotorch::Scalar {
     match v {
         Value::Number(n) if n.is_i64() => ferrotorch::Scalar::Int(n.as_i64().unwrap()),
         Value::Bool(b) => ferrotorch::Scalar::Bool(*b),
@@ -207,7 +210,7 @@ fn scalar_of(v: &Value) -> ferrotorch::Scalar {
 }
 
 /// The named input, from the `inputs` list.
-fn input<'a>(case: &Value, inputs: &'a [Tensor], name: &str) -> Option<&'a Tensor> {
+pub(crate) fn input<'a>(case: &Value, inputs: &'a [Tensor], name: &str) -> Option<&'a Tensor> {
     let names = case["input_names"].as_array()?;
     let i = names.iter().position(|n| n.as_str() == Some(name))?;
     inputs.get(i)
@@ -235,7 +238,7 @@ fn index_items(v: &Value, inputs: &[Tensor]) -> Vec<TensorIndex> {
         .collect()
 }
 
-type Run = ferrotorch::Result<Vec<Tensor>>;
+pub(crate) type Run = ferrotorch::Result<Vec<Tensor>>;
 
 /// Runs the case's operator, or `None` when ferrotorch does not have it yet.
 fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
@@ -422,7 +425,6 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
             kw(case, "beta").map(num).unwrap_or(1.0),
             kw(case, "threshold").map(num).unwrap_or(20.0),
         )),
-        "clamp" => one(x().clamp(kw(case, "min").map(scalar_of), kw(case, "max").map(scalar_of))),
         "eq" => one(x().eq(other())),
         "ne" => one(x().ne(other())),
         "lt" => one(x().lt(other())),
@@ -535,7 +537,14 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
                 _ => opts.normal(&size, num(kw(case, "mean")?), num(kw(case, "std")?)),
             })
         }
-        _ => None,
+        _ => oracle_ops::run_op(
+            short,
+            case,
+            inputs,
+            input(case, inputs, "input")
+                .or(input(case, inputs, "self"))
+                .or(inputs.first())?,
+        ),
     }
 }
 

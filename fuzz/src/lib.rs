@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use ferrotorch_core::half::{bf16, f16};
-use ferrotorch_core::ops::BinaryKind;
 use ferrotorch_core::ops::binary::binary_scalar_lhs;
+use ferrotorch_core::ops::{BinaryKind, MathKind};
 use ferrotorch_core::{DType, Operand, Rounding, Scalar, Tensor};
 use serde_json::{Map, Value, json};
 
@@ -204,6 +204,25 @@ fn binary_kind(name: &str) -> Option<BinaryKind> {
     })
 }
 
+fn math_kind(name: &str) -> Option<MathKind> {
+    use MathKind::*;
+    Some(match name {
+        "atan2" => Atan2,
+        "hypot" => Hypot,
+        "logaddexp" => LogAddExp,
+        "logaddexp2" => LogAddExp2,
+        "copysign" => Copysign,
+        "remainder" => Remainder,
+        "fmod" => Fmod,
+        "bitwise_and" => BitwiseAnd,
+        "bitwise_or" => BitwiseOr,
+        "bitwise_xor" => BitwiseXor,
+        "bitwise_left_shift" => LeftShift,
+        "bitwise_right_shift" => RightShift,
+        _ => return None,
+    })
+}
+
 fn rounding(v: &Value) -> Res<Rounding> {
     Ok(match v.as_str() {
         None => Rounding::None,
@@ -246,6 +265,16 @@ fn run_op(env: &Env, op: &Value) -> Res<Vec<Tensor>> {
             (BinaryKind::Pow, _) => e(x.pow(y)),
             _ if inplace => e(ferrotorch_core::ops::binary::binary_(kind, &x, y)),
             _ => e(ferrotorch_core::ops::binary::binary(kind, &x, y)),
+        };
+    }
+    if let Some(kind) = math_kind(base) {
+        let x = env.get(&a[0])?;
+        let mut hold = None;
+        let y = operand(env, &a[1], &mut hold)?;
+        return if inplace {
+            e(ferrotorch_core::ops::binary_math::binary_math_(kind, &x, y))
+        } else {
+            e(ferrotorch_core::ops::binary_math::binary_math(kind, &x, y))
         };
     }
     // Scalar first: ["r" + name, scalar, x].

@@ -111,7 +111,13 @@ pub(crate) fn unary(name: &str, env: &Env, a: &[Value]) -> Res<Option<Tensor>> {
             nonzero,
             zeros_like,
             ones_like,
-            zero_
+            zero_,
+            bitwise_not,
+            isnan,
+            isinf,
+            isfinite,
+            isposinf,
+            isneginf
         )
     };
     match r {
@@ -156,6 +162,20 @@ pub(crate) fn other(name: &str, env: &Env, a: &[Value]) -> Res<Vec<Tensor>> {
         "clamp" => e1(x()?.clamp(opt_s(1)?, opt_s(2)?)),
         "clamp_" => e1(x()?.clamp_(opt_s(1)?, opt_s(2)?)),
         "clamp_min" => e1(x()?.clamp_min(s(1)?)),
+        "clamp_t" => {
+            let bound = |k: usize| if a[k].is_null() { Ok(None) } else { t(k).map(Some) };
+            let (lo, hi) = (bound(1)?, bound(2)?);
+            e1(x()?.clamp(lo.as_ref(), hi.as_ref()))
+        }
+        "lerp" => {
+            let mut hold = None;
+            let w = crate::operand(env, &a[2], &mut hold)?;
+            e1(x()?.lerp(&t(1)?, w))
+        }
+        "nan_to_num" => {
+            let opt = |k: usize| if a[k].is_null() { Ok(None) } else { num(&a[k]).map(Some) };
+            e1(x()?.nan_to_num(num(&a[1])?, opt(2)?, opt(3)?))
+        }
         "clamp_max" => e1(x()?.clamp_max(s(1)?)),
         "scalar_pow" => e1(Tensor::scalar_pow(s(0)?, &t(1)?)),
         "sum_dim" => e1(x()?.sum_dim(ints(&a[1])?, b(2)?)),

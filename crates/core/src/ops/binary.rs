@@ -10,7 +10,7 @@ use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call_out, call1};
 use crate::layout::{broadcast_shapes, dims_of};
 use crate::ops::activation_backward::{ActivationBackward, ActivationKind};
-use crate::ops::grad_util::{grad0, mask, sum_to};
+use crate::ops::grad_util::{full_or_half, grad0, sum_to};
 use crate::ops::promote::{IntoOperand, Operand, result_type, wrapped_scalar};
 use crate::{DType, Error, Result, Scalar, Tensor};
 
@@ -367,16 +367,20 @@ impl Op for Binary {
             }
             BinaryKind::Maximum | BinaryKind::Minimum => {
                 let (a, b) = (ctx.input(0)?, ctx.input(1)?);
-                let a_wins = if self.kind == BinaryKind::Maximum {
-                    a.gt(&b)?
+                let (a_loses, b_loses) = if self.kind == BinaryKind::Maximum {
+                    (a.lt(&b)?, a.gt(&b)?)
                 } else {
-                    a.lt(&b)?
+                    (a.gt(&b)?, a.lt(&b)?)
                 };
-                // Ties share the gradient equally, as in PyTorch.
-                let tie = mask(&a.eq(&b)?, &g)?.mul(0.5)?;
-                let wa = mask(&a_wins, &g)?.add(&tie)?;
-                let wb = wa.neg()?.add(1.0)?;
-                (Some(g.mul(&wa)?), Some(g.mul(&wb)?))
+                // As PyTorch (`where(a == b, g / 2, g).masked_fill_(a < b,
+                // 0)`): ties share the gradient equally, and where a NaN is
+                // involved (no comparison holds) both get all of it.
+                let tie = a.eq(&b)?;
+                let (ga, gb) = (
+                    full_or_half(&g, &a_loses.logical_or(&tie)?.logical_not()?, &tie)?,
+                    full_or_half(&g, &b_loses.logical_or(&tie)?.logical_not()?, &tie)?,
+                );
+                (Some(ga), Some(gb))
             }
             k if k.is_predicate() && !k.is_logical() => (Some(g.zeros_like()?), Some(g.zeros_like()?)),
             _ => return Err(Error::invalid(self.kind.entry().base_name(), "is not differentiable")),

@@ -69,3 +69,14 @@ pub(crate) fn expand_reduced(
 pub(crate) fn mask(m: &Tensor, like: &Tensor) -> Result<Tensor> {
     m.to_dtype(like.dtype())
 }
+
+/// `g` where `full` holds, `g / 2` where `half` holds, else 0, selected
+/// (not multiplied: a NaN or inf in `g` outside both masks gives 0), as
+/// PyTorch's `where` / `masked_fill` formulas for maximum, minimum and clamp.
+pub(crate) fn full_or_half(g: &Tensor, full: &Tensor, half: &Tensor) -> Result<Tensor> {
+    use crate::ops::binary::where_;
+    use crate::ops::promote::Operand;
+    let zero = Tensor::scalar_tensor(crate::Scalar::Int(0), g.dtype());
+    let halved = where_(half, Operand::Tensor(&g.mul(0.5)?), Operand::Tensor(&zero))?;
+    where_(full, Operand::Tensor(g), Operand::Tensor(&halved))
+}

@@ -8,9 +8,12 @@
 
 pub mod activation_backward;
 pub mod binary;
+pub mod binary_math;
+pub mod clamp_lerp;
 pub mod composite;
 pub mod copy;
 pub mod factory;
+pub mod float_class;
 pub(crate) mod grad_util;
 pub mod index;
 pub mod join;
@@ -27,10 +30,13 @@ pub mod unary;
 pub mod view;
 
 pub use binary::{ALL_BINARY, Binary, BinaryKind, Rounding, Where};
+pub use binary_math::{ALL_MATH, BinaryMath, BitwiseNot, MathKind};
+pub use clamp_lerp::{ClampTensor, Lerp};
 pub use composite::CompositeOp;
 pub(crate) use copy::copy_into;
 pub use copy::{Cast, CopyInplace, Fill, FillInplace, ToDevice};
 pub use factory::{Arange, Distribution, Linspace, Random};
+pub use float_class::NanToNum;
 pub use index::{Gather, IndexPut, IndexSelect, IndexTensors, Nonzero, Scatter};
 pub use join::Cat;
 pub use linalg::{MatMul, Mm};

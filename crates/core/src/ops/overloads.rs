@@ -27,10 +27,14 @@
 //! # Ok::<(), ferrotorch_core::Error>(())
 //! ```
 
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+use std::ops::{
+    Add, AddAssign, BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, BitXorAssign, Div, DivAssign, Mul, MulAssign,
+    Neg, Not, Rem, RemAssign, Shl, ShlAssign, Shr, ShrAssign, Sub, SubAssign,
+};
 
 use crate::ops::BinaryKind;
 use crate::ops::binary::{binary, binary_, binary_scalar_lhs};
+use crate::ops::binary_math::{MathKind, binary_math, binary_math_};
 use crate::{Operand, Result, Scalar, Tensor};
 
 /// The tensor, or a panic with the error's message at the user's line.
@@ -200,5 +204,106 @@ impl Neg for Tensor {
     #[track_caller]
     fn neg(self) -> Tensor {
         ok(Tensor::neg(&self))
+    }
+}
+
+/// `%`, `&`, `|`, `^`, `<<` and `>>` (and their assignments) between
+/// tensors, or with a scalar on the right: `remainder` (Python's `%`) and
+/// the bitwise ops and shifts.
+macro_rules! math_overloads {
+    ($trait:ident, $method:ident, $assign:ident, $assign_method:ident, $kind:ident) => {
+        impl $trait<&Tensor> for &Tensor {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                ok(binary_math(MathKind::$kind, self, Operand::Tensor(rhs)))
+            }
+        }
+
+        impl $trait<Tensor> for Tensor {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: Tensor) -> Tensor {
+                ok(binary_math(MathKind::$kind, &self, Operand::Tensor(&rhs)))
+            }
+        }
+
+        impl $trait<&Tensor> for Tensor {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                ok(binary_math(MathKind::$kind, &self, Operand::Tensor(rhs)))
+            }
+        }
+
+        impl $trait<Tensor> for &Tensor {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: Tensor) -> Tensor {
+                ok(binary_math(MathKind::$kind, self, Operand::Tensor(&rhs)))
+            }
+        }
+
+        impl<S: OverloadScalar> $trait<S> for &Tensor {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: S) -> Tensor {
+                ok(binary_math(MathKind::$kind, self, Operand::Scalar(rhs.into())))
+            }
+        }
+
+        impl<S: OverloadScalar> $trait<S> for Tensor {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: S) -> Tensor {
+                ok(binary_math(MathKind::$kind, &self, Operand::Scalar(rhs.into())))
+            }
+        }
+
+        impl $assign<&Tensor> for Tensor {
+            #[track_caller]
+            fn $assign_method(&mut self, rhs: &Tensor) {
+                ok(binary_math_(MathKind::$kind, self, Operand::Tensor(rhs)));
+            }
+        }
+
+        impl $assign<Tensor> for Tensor {
+            #[track_caller]
+            fn $assign_method(&mut self, rhs: Tensor) {
+                ok(binary_math_(MathKind::$kind, self, Operand::Tensor(&rhs)));
+            }
+        }
+
+        impl<S: OverloadScalar> $assign<S> for Tensor {
+            #[track_caller]
+            fn $assign_method(&mut self, rhs: S) {
+                ok(binary_math_(MathKind::$kind, self, Operand::Scalar(rhs.into())));
+            }
+        }
+    };
+}
+
+math_overloads!(Rem, rem, RemAssign, rem_assign, Remainder);
+math_overloads!(BitAnd, bitand, BitAndAssign, bitand_assign, BitwiseAnd);
+math_overloads!(BitOr, bitor, BitOrAssign, bitor_assign, BitwiseOr);
+math_overloads!(BitXor, bitxor, BitXorAssign, bitxor_assign, BitwiseXor);
+math_overloads!(Shl, shl, ShlAssign, shl_assign, LeftShift);
+math_overloads!(Shr, shr, ShrAssign, shr_assign, RightShift);
+
+/// `!x`: bitwise not of an integer tensor, logical not of a bool one
+/// (Python's `~x`); panics for float tensors.
+impl Not for &Tensor {
+    type Output = Tensor;
+    #[track_caller]
+    fn not(self) -> Tensor {
+        ok(self.bitwise_not())
+    }
+}
+
+impl Not for Tensor {
+    type Output = Tensor;
+    #[track_caller]
+    fn not(self) -> Tensor {
+        ok(self.bitwise_not())
     }
 }

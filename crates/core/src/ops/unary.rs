@@ -602,45 +602,6 @@ impl Tensor {
         crate::ops::binary::binary_scalar_lhs(crate::ops::BinaryKind::Pow, base.into(), exponent)
     }
 
-    /// Clamps into `[min, max]`; either bound may be `None`.
-    pub fn clamp(&self, min: Option<impl Into<Scalar>>, max: Option<impl Into<Scalar>>) -> Result<Tensor> {
-        let (op, x) = clamp_args(self, min.map(Into::into), max.map(Into::into), false)?;
-        call1(&op, &[&x])
-    }
-
-    /// In-place [`Tensor::clamp`].
-    pub fn clamp_(&self, min: Option<impl Into<Scalar>>, max: Option<impl Into<Scalar>>) -> Result<Tensor> {
-        let (op, x) = clamp_args(self, min.map(Into::into), max.map(Into::into), false)?;
-        call_out(&op, &[&x], &[self])?;
-        Ok(self.clone())
-    }
-
-    /// `torch.clamp_min(self, min)`: `clamp(min=min)`.
-    pub fn clamp_min(&self, min: impl Into<Scalar>) -> Result<Tensor> {
-        let (op, x) = clamp_args(self, Some(min.into()), None, true)?;
-        call1(&op, &[&x])
-    }
-
-    /// `torch.clamp_max(self, max)`: `clamp(max=max)`.
-    pub fn clamp_max(&self, max: impl Into<Scalar>) -> Result<Tensor> {
-        let (op, x) = clamp_args(self, None, Some(max.into()), true)?;
-        call1(&op, &[&x])
-    }
-
-    /// In-place [`Tensor::clamp_min`].
-    pub fn clamp_min_(&self, min: impl Into<Scalar>) -> Result<Tensor> {
-        let (op, x) = clamp_args(self, Some(min.into()), None, true)?;
-        call_out(&op, &[&x], &[self])?;
-        Ok(self.clone())
-    }
-
-    /// In-place [`Tensor::clamp_max`].
-    pub fn clamp_max_(&self, max: impl Into<Scalar>) -> Result<Tensor> {
-        let (op, x) = clamp_args(self, None, Some(max.into()), true)?;
-        call_out(&op, &[&x], &[self])?;
-        Ok(self.clone())
-    }
-
     /// `F.softplus(x, beta, threshold)`.
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
         if !self.is_floating_point() {
@@ -674,7 +635,12 @@ impl Tensor {
 
 /// The clamp operator for these bounds (`one_sided` for `clamp_min` /
 /// `clamp_max`) and `x` converted to the bounds' result type.
-fn clamp_args(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, one_sided: bool) -> Result<(Clamp, Tensor)> {
+pub(crate) fn clamp_args(
+    x: &Tensor,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+    one_sided: bool,
+) -> Result<(Clamp, Tensor)> {
     let mut ops = vec![crate::ops::Operand::Tensor(x)];
     ops.extend(min.map(crate::ops::Operand::Scalar));
     ops.extend(max.map(crate::ops::Operand::Scalar));

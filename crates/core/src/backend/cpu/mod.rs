@@ -8,6 +8,7 @@
 
 mod access;
 mod binary;
+mod binary_math;
 mod copy;
 mod factory;
 mod gemm;
@@ -18,6 +19,7 @@ mod reduce;
 pub mod simd;
 mod softmax;
 mod sort;
+mod ternary;
 mod unary;
 mod warm;
 
@@ -46,7 +48,15 @@ pub(crate) fn register_kernels() -> Result<()> {
     for k in crate::ops::ALL_BINARY {
         structured(k.entry(), binary::binary_kernel)?;
     }
+    for k in crate::ops::ALL_MATH {
+        structured(k.entry(), binary_math::binary_math_kernel)?;
+    }
+    structured(&crate::ops::binary_math::BITWISE_NOT, binary_math::bitwise_not_kernel)?;
     structured(&bin::WHERE, binary::where_kernel)?;
+    structured(&crate::ops::clamp_lerp::CLAMP_TENSOR, ternary::clamp_tensor_kernel)?;
+    structured(&crate::ops::clamp_lerp::LERP_SCALAR, ternary::lerp_kernel)?;
+    structured(&crate::ops::clamp_lerp::LERP_TENSOR, ternary::lerp_kernel)?;
+    structured(&crate::ops::float_class::NAN_TO_NUM, ternary::nan_to_num_kernel)?;
     structured(&un::THRESHOLD_BACKWARD, binary::threshold_backward_kernel)?;
     for e in [
         &crate::ops::activation_backward::TANH_BACKWARD,
