@@ -308,6 +308,32 @@ def exec_op(env, op):
     if n == "topk":
         r = torch.topk(T(0), a[1], dim=a[2], largest=a[3], sorted=True)
         return [r[0], r[1]]
+    if n == "kthvalue":
+        r = torch.kthvalue(T(0), a[1], dim=a[2], keepdim=a[3])
+        return [r[0], r[1]]
+    if n in ("median_dim", "nanmedian_dim", "mode"):
+        f = {"median_dim": torch.median, "nanmedian_dim": torch.nanmedian, "mode": torch.mode}[n]
+        r = f(T(0), a[1], keepdim=a[2])
+        return [r[0], r[1]]
+    if n in ("median", "nanmedian", "nansum", "count_nonzero"):
+        return [getattr(torch, n)(T(0))]
+    if n in ("cummax", "cummin"):
+        r = getattr(torch, n)(T(0), a[1])
+        return [r[0], r[1]]
+    if n == "logcumsumexp":
+        return [torch.logcumsumexp(T(0), a[1])]
+    if n == "nansum_dim":
+        return [torch.nansum(T(0), dim=a[1], keepdim=a[2])]
+    if n == "aminmax":
+        r = torch.aminmax(T(0), dim=a[1], keepdim=a[2])
+        return [r[0], r[1]]
+    if n == "diff":
+        return [torch.diff(T(0), n=a[1], dim=a[2])]
+    if n in ("unique", "unique_consecutive"):
+        kw = {"return_inverse": True, "return_counts": True}
+        if a[1] is not None:
+            kw["dim"] = a[1]
+        return list(getattr(torch, n)(T(0), **kw))
     if n in ("cat", "stack"):
         return [getattr(torch, n)([env[v] for v in a[0]], a[1])]
     if n == "to":
@@ -847,6 +873,30 @@ class Gen:
             nd = self.t(x).dim()
             size = (self.t(x).shape[d] if -nd <= d < nd else 1) if nd else 1
             return [x, r.randint(0, size + (1 if r.random() < 0.05 else 0)), d, r.random() < 0.7]
+        if name == "kthvalue":
+            x = self.pick()
+            d = self.dim(x)
+            nd = self.t(x).dim()
+            size = (self.t(x).shape[d] if -nd <= d < nd else 1) if nd else 1
+            return [x, r.randint(0, size + 1), d, r.random() < 0.4]
+        if name in ("median_dim", "nanmedian_dim", "mode", "nansum_dim", "aminmax"):
+            x = self.pick()
+            if name == "nansum_dim":
+                return [x, self.dims(x), r.random() < 0.4]
+            if name == "aminmax" and r.random() < 0.3:
+                return [x, None, r.random() < 0.4]
+            return [x, self.dim(x), r.random() < 0.4]
+        if name in ("median", "nanmedian", "nansum", "count_nonzero"):
+            return [self.pick()]
+        if name in ("cummax", "cummin", "logcumsumexp"):
+            x = self.pick()
+            return [x, self.dim(x)]
+        if name == "diff":
+            x = self.pick()
+            return [x, r.choice([0, 1, 1, 2, 3]), self.dim(x)]
+        if name in ("unique", "unique_consecutive"):
+            x = self.pick()
+            return [x, self.dim(x) if r.random() < 0.4 else None]
         if name in ("cat", "stack"):
             x = self.pick()
             xs = list(self.t(x).shape)
@@ -889,7 +939,9 @@ class Gen:
 
 
 ALL_OPS = (list(UNARY) + UNARY_INPLACE + list(NOARG) + BINARY + BINARY_INPLACE + MATH + MATH_INPLACE + list(RLHS) + [
-    "nan_to_num", "lerp", "clamp_t",
+    "nan_to_num", "lerp", "clamp_t", "kthvalue", "median_dim", "nanmedian_dim", "mode", "median", "nanmedian",
+    "nansum", "count_nonzero", "cummax", "cummin", "logcumsumexp", "nansum_dim", "aminmax", "diff", "unique",
+    "unique_consecutive",
     "softplus", "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "clamp_min", "clamp_max", "scalar_pow",
     "sum_dim", "sum_dtype", "prod_dim", "amax", "amin", "all_dim", "any_dim", "mean_dim", "max_dim", "min_dim",
     "argmax", "argmin", "cumsum", "cumprod", "var", "std", "var_dim", "std_dim", "logsumexp", "norm", "norm_dim",

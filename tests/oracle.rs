@@ -194,7 +194,7 @@ pub(crate) fn kw<'a>(case: &'a Value, key: &str) -> Option<&'a Value> {
     case["kwargs"].get(key).filter(|v| !v.is_null())
 }
 
-fn dims_of(v: &Value) -> Vec<i64> {
+pub(crate) fn dims_of(v: &Value) -> Vec<i64> {
     match v {
         Value::Array(a) => a.iter().map(|x| x.as_i64().unwrap()).collect(),
         x => vec![x.as_i64().unwrap()],
@@ -308,9 +308,11 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
             (Some(d), None) => x().sum_dim(d, keepdim),
             (None, None) => x().sum(),
         }),
-        "mean" => one(match dims("dim") {
-            Some(d) => x().mean_dim(d, keepdim),
-            None => x().mean(),
+        "mean" => one(match (dims("dim"), kw(case, "dtype")) {
+            (Some(d), Some(dt)) => x().mean_dim_dtype(d, keepdim, dtype_of(dt)?),
+            (None, Some(dt)) => x().mean_dtype(dtype_of(dt)?),
+            (Some(d), None) => x().mean_dim(d, keepdim),
+            (None, None) => x().mean(),
         }),
         "max" | "min" => {
             let is_max = short == "max";
@@ -434,9 +436,11 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "logical_and" => one(x().logical_and(other())),
         "logical_or" => one(x().logical_or(other())),
         "logical_xor" => one(x().logical_xor(other())),
-        "prod" => one(match kw(case, "dim") {
-            Some(d) => x().prod_dim(d.as_i64()?, keepdim),
-            None => x().prod(),
+        "prod" => one(match (kw(case, "dim"), kw(case, "dtype")) {
+            (Some(d), Some(dt)) => x().prod_dim_dtype(d.as_i64()?, keepdim, dtype_of(dt)?),
+            (None, Some(dt)) => x().prod_dtype(dtype_of(dt)?),
+            (Some(d), None) => x().prod_dim(d.as_i64()?, keepdim),
+            (None, None) => x().prod(),
         }),
         "all" | "any" => {
             let all = short == "all";
@@ -447,21 +451,33 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
                 (None, false) => x().any(),
             })
         }
-        "cumsum" => one(x().cumsum(kw(case, "dim")?.as_i64()?)),
-        "cumprod" => one(x().cumprod(kw(case, "dim")?.as_i64()?)),
+        "cumsum" | "cumprod" => {
+            let d = kw(case, "dim")?.as_i64()?;
+            one(match (kw(case, "dtype"), short == "cumsum") {
+                (Some(dt), true) => x().cumsum_dtype(d, dtype_of(dt)?),
+                (Some(dt), false) => x().cumprod_dtype(d, dtype_of(dt)?),
+                (None, true) => x().cumsum(d),
+                (None, false) => x().cumprod(d),
+            })
+        }
         "norm" => one(x().norm_dim(
             kw(case, "p").map(num).unwrap_or(2.0),
             dims("dim").unwrap_or_default(),
             keepdim,
         )),
         "sort" | "argsort" => {
-            // ferrotorch sorts stably; cases with ties ask PyTorch for `stable=True`.
             let d = kw(case, "dim").and_then(Value::as_i64).unwrap_or(-1);
             let desc = kw(case, "descending").and_then(Value::as_bool).unwrap_or(false);
-            if short == "sort" {
-                Some(x().sort(d, desc).map(|(v, i)| vec![v, i]))
+            let stable = kw(case, "stable").and_then(Value::as_bool).unwrap_or(false);
+            let r = if stable {
+                x().sort_stable(d, desc)
             } else {
-                one(x().argsort(d, desc))
+                x().sort(d, desc)
+            };
+            if short == "sort" {
+                Some(r.map(|(v, i)| vec![v, i]))
+            } else {
+                one(r.map(|(_, i)| i))
             }
         }
         "topk" => Some(
@@ -548,7 +564,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
     }
 }
 
-fn dtype_of(v: &Value) -> Option<DType> {
+pub(crate) fn dtype_of(v: &Value) -> Option<DType> {
     DType::from_name(v.as_str()?)
 }
 

@@ -252,6 +252,38 @@ pub(crate) fn other(name: &str, env: &Env, a: &[Value]) -> Res<Vec<Tensor>> {
         "sort" => e2(x()?.sort_stable(i(1)?, b(2)?)),
         "argsort" => e1(x()?.argsort(i(1)?, b(2)?)),
         "topk" => e2(x()?.topk(usize_of(&a[1])?, i(2)?, b(3)?)),
+        "kthvalue" => e2(x()?.kthvalue(i(1)?, i(2)?, b(3)?)),
+        "median_dim" => e2(x()?.median_dim(i(1)?, b(2)?)),
+        "nanmedian_dim" => e2(x()?.nanmedian_dim(i(1)?, b(2)?)),
+        "mode" => e2(x()?.mode(i(1)?, b(2)?)),
+        "median" => e1(x()?.median()),
+        "nanmedian" => e1(x()?.nanmedian()),
+        "nansum" => e1(x()?.nansum()),
+        "count_nonzero" => e1(x()?.count_nonzero()),
+        "cummax" => e2(x()?.cummax(i(1)?)),
+        "cummin" => e2(x()?.cummin(i(1)?)),
+        "logcumsumexp" => e1(x()?.logcumsumexp(i(1)?)),
+        "nansum_dim" => e1(x()?.nansum_dim(ints(&a[1])?, b(2)?)),
+        "aminmax" => e2(x()?.aminmax(opt_int(&a[1])?, b(2)?)),
+        "diff" => e1(x()?.diff(i(1)?, i(2)?, None, None)),
+        "unique" | "unique_consecutive" => {
+            let opts = ferrotorch_core::UniqueOptions {
+                return_inverse: true,
+                return_counts: true,
+                dim: opt_int(&a[1])?,
+            };
+            let u = if name == "unique" {
+                x()?.unique_with(opts)
+            } else {
+                x()?.unique_consecutive_with(opts)
+            };
+            let u = u.map_err(|e| e.to_string())?;
+            Ok(vec![
+                u.values,
+                u.inverse.ok_or("unique: no inverse")?,
+                u.counts.ok_or("unique: no counts")?,
+            ])
+        }
         "cat" | "stack" => {
             let ts = list(0)?;
             let refs: Vec<&Tensor> = ts.iter().collect();

@@ -18,15 +18,19 @@ pub(crate) mod grad_util;
 pub mod index;
 pub mod join;
 pub mod linalg;
+pub mod nan_reduce;
 mod overloads;
 pub mod promote;
 pub mod rearrange;
 pub mod reduce;
 pub mod reduce_composite;
+pub mod scans;
+pub mod select;
 pub mod softmax;
 pub mod sort;
 pub mod split;
 pub mod unary;
+pub mod unique;
 pub mod view;
 
 pub use binary::{ALL_BINARY, Binary, BinaryKind, Rounding, Where};
@@ -60,5 +64,6 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     copy::register()?;
     reduce_composite::register()?;
     composite::register()?;
+    nan_reduce::register()?;
     Ok(())
 }

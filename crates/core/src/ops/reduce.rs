@@ -345,6 +345,9 @@ pub struct Scan {
     pub prod: bool,
     /// The normalised dim.
     pub dim: usize,
+    /// The accumulation and output dtype when given (`dtype=`); else int64
+    /// for integer and bool inputs and the input's for floats.
+    pub dtype: Option<DType>,
 }
 
 impl Op for Scan {
@@ -354,11 +357,11 @@ impl Op for Scan {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        let dt = if x.dtype().is_integral(true) {
+        let dt = self.dtype.unwrap_or(if x.dtype().is_integral(true) {
             DType::I64
         } else {
             x.dtype()
-        };
+        });
         if x.dtype() != dt {
             return Err(Error::DTypeMismatch {
                 op: self.entry().base_name(),
@@ -633,14 +636,31 @@ impl Tensor {
     }
 
     fn scan(&self, prod: bool, dim: i64) -> Result<Tensor> {
+        self.scan_dtype(prod, dim, None)
+    }
+
+    /// cumsum / cumprod along `dim`, in `dtype` when given.
+    pub(crate) fn scan_dtype(&self, prod: bool, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         let name = if prod { "cumprod" } else { "cumsum" };
         let d = normalize_dim(name, dim, self.ndim())?;
-        let x = if self.dtype().is_integral(true) {
-            self.to_dtype(DType::I64)?
+        let target = dtype.unwrap_or(if self.dtype().is_integral(true) {
+            DType::I64
         } else {
-            self.clone()
-        };
-        call1(&Scan { prod, dim: d }, &[&x])
+            self.dtype()
+        });
+        let x = self.to_dtype(target)?;
+        call1(&Scan { prod, dim: d, dtype }, &[&x])
+    }
+
+    /// Product over `dim` computed in `dtype` (`x.prod(dim, dtype=...)`;
+    /// an integer `dtype` keeps that integer type).
+    pub fn prod_dim_dtype(&self, dim: i64, keepdim: bool, dtype: DType) -> Result<Tensor> {
+        reduce(self, ReduceKind::Prod, Some(vec![dim]), keepdim, Some(dtype))
+    }
+
+    /// Product of every element computed in `dtype` (`x.prod(dtype=...)`).
+    pub fn prod_dtype(&self, dtype: DType) -> Result<Tensor> {
+        reduce(self, ReduceKind::Prod, None, false, Some(dtype))
     }
 
     /// Mean of all elements (floating point only).

@@ -5,22 +5,23 @@ use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call};
 use crate::layout::normalize_dim;
 use crate::{DType, Error, Result, Tensor};
 
-/// Dispatch table of `sort.stable`: the sort is always stable, which
-/// PyTorch's default overload `sort` (stable or not) also permits.
+/// Dispatch table of `sort.stable`, which also runs PyTorch's default
+/// overload `sort` (`stable=False`).
 pub static SORT: OpEntry = OpEntry::differentiable("sort.stable");
 /// Dispatch table of `topk`.
 pub static TOPK: OpEntry = OpEntry::differentiable("topk");
 
-/// Sorts along `dim`; outputs values and int64 indices. Sorting is stable
-/// (equal elements keep their order) and NaN sorts above every number.
+/// Sorts along `dim`; outputs values and int64 indices. NaN sorts above
+/// every number. With `stable`, equal elements keep their order; without,
+/// they come in the order PyTorch's default CPU sort leaves them in.
 #[derive(Debug, Clone, Copy)]
 pub struct Sort {
     /// The normalised dim.
     pub dim: usize,
     /// Largest first.
     pub descending: bool,
-    /// Called as `sort(stable=True)` (`sort.stable`, node `SortBackward1`);
-    /// the result is the same, every sort here being stable.
+    /// Called as `sort(stable=True)` (`sort.stable`, node `SortBackward1`):
+    /// equal elements keep their order.
     pub stable: bool,
 }
 
@@ -129,14 +130,16 @@ impl Op for TopK {
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 impl Tensor {
-    /// Sorted values and their original indices along `dim` (stable).
+    /// Sorted values and their original indices along `dim`
+    /// (`torch.sort(x, dim, descending)`: equal elements in the order
+    /// PyTorch's CPU sort leaves them, which is not their input order past
+    /// 16 elements; see [`Tensor::sort_stable`]).
     pub fn sort(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         self.sort_impl(dim, descending, false)
     }
 
-    /// `torch.sort(self, dim, descending, stable=True)`: the same values and
-    /// indices as [`Tensor::sort`] (which is stable too), recorded as the
-    /// `sort.stable` overload (node `SortBackward1`).
+    /// `torch.sort(self, dim, descending, stable=True)`: equal elements keep
+    /// their order (node `SortBackward1`).
     pub fn sort_stable(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
         self.sort_impl(dim, descending, true)
     }
@@ -155,9 +158,15 @@ impl Tensor {
         Ok((v.pop().unwrap(), i))
     }
 
-    /// Indices that sort `dim` (stable).
+    /// Indices that sort `dim` (`torch.argsort`, as [`Tensor::sort`]).
     pub fn argsort(&self, dim: i64, descending: bool) -> Result<Tensor> {
         Ok(self.sort(dim, descending)?.1)
+    }
+
+    /// Indices that sort `dim`, equal elements in their input order
+    /// (`torch.argsort(x, stable=True)`).
+    pub fn argsort_stable(&self, dim: i64, descending: bool) -> Result<Tensor> {
+        Ok(self.sort_stable(dim, descending)?.1)
     }
 
     /// The `k` largest (`largest`) or smallest entries along `dim` and their indices, sorted.

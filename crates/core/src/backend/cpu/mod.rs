@@ -16,11 +16,15 @@ mod index;
 mod math;
 mod pointwise;
 mod reduce;
+mod scans;
+mod select;
 pub mod simd;
 mod softmax;
 mod sort;
+mod stl_algo;
 mod ternary;
 mod unary;
+mod unique;
 mod warm;
 
 use crate::Result;
@@ -75,6 +79,9 @@ pub(crate) fn register_kernels() -> Result<()> {
     }
     structured(&red::CUMSUM, reduce::scan_kernel)?;
     structured(&red::CUMPROD, reduce::scan_kernel)?;
+    structured(&crate::ops::scans::CUMMAX, scans::cum_extreme_kernel)?;
+    structured(&crate::ops::scans::CUMMIN, scans::cum_extreme_kernel)?;
+    structured(&crate::ops::scans::LOGCUMSUMEXP, scans::logcumsumexp_kernel)?;
     structured(&crate::ops::softmax::SOFTMAX, softmax::softmax_kernel)?;
     structured(&crate::ops::softmax::LOG_SOFTMAX, softmax::softmax_kernel)?;
     structured(&linalg::MM, gemm::matmul_kernel)?;
@@ -86,8 +93,25 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&idx::INDEX, index::index_tensors_kernel)?;
     structured(&idx::INDEX_PUT, index::index_put_kernel)?;
     idx::NONZERO.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Functional(index::nonzero_kernel))?;
+    for e in [
+        &crate::ops::unique::UNIQUE,
+        &crate::ops::unique::UNIQUE_DIM,
+        &crate::ops::unique::UNIQUE_CONSECUTIVE,
+    ] {
+        e.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Functional(unique::unique_kernel))?;
+    }
     structured(&srt::SORT, sort::sort_kernel)?;
-    structured(&srt::TOPK, sort::topk_kernel)?;
+    structured(&srt::TOPK, select::topk_kernel)?;
+    for e in [
+        &crate::ops::select::KTHVALUE,
+        &crate::ops::select::MEDIAN_DIM,
+        &crate::ops::select::NANMEDIAN_DIM,
+        &crate::ops::select::MODE,
+    ] {
+        structured(e, select::select_dim_kernel)?;
+    }
+    structured(&crate::ops::select::MEDIAN, select::median_all_kernel)?;
+    structured(&crate::ops::select::NANMEDIAN, select::median_all_kernel)?;
     structured(&fac::ARANGE, factory::arange_kernel)?;
     structured(&fac::LINSPACE, factory::linspace_kernel)?;
     for e in [&fac::UNIFORM, &fac::NORMAL, &fac::RANDINT, &fac::BERNOULLI] {

@@ -656,6 +656,30 @@ pub(crate) fn index_reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&T
 }
 
 /// cumsum / cumprod along a dim; floats accumulate in f64, integers in i64.
+/// Calls `line(in_base, out_base)` for every line along `d` of `x` and
+/// `out` (same shape), in parallel for big inputs; element `i` of a line is
+/// at `in_base + i * x.strides()[d]` and `out_base + i * out.strides()[d]`.
+pub(super) fn scan_lines(x: &Tensor, out: &Tensor, d: usize, line: impl Fn(usize, usize) + Sync) {
+    let (l, ol) = (x.layout(), out.layout());
+    let n = l.shape[d];
+    let others: SmallVec<[usize; 6]> = (0..l.ndim()).filter(|&k| k != d).collect();
+    let outer_shape: Dims = others.iter().map(|&k| l.shape[k]).collect();
+    let in_strides: Dims = others.iter().map(|&k| l.strides[k]).collect();
+    let out_strides: Dims = others.iter().map(|&k| ol.strides[k]).collect();
+    let n_out: usize = outer_shape.iter().product();
+    let each = |o: usize| {
+        line(
+            offset_of(o, &outer_shape, &in_strides),
+            offset_of(o, &outer_shape, &out_strides),
+        )
+    };
+    if n_out * n < PAR_MIN {
+        (0..n_out).for_each(each);
+    } else {
+        super::warm::par_for_each(n_out, each);
+    }
+}
+
 pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Scan>(op)?;
     let (x, out) = (inputs[0], outputs[0]);
@@ -665,21 +689,13 @@ pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) 
     }
     let name = op.entry().base_name();
     let acc = access(name, &[x], &[out])?;
-    let (l, ol) = (x.layout(), out.layout());
     let d = op.dim;
-    let n = l.shape[d];
-    let (st, ost) = (l.strides[d], ol.strides[d]);
-    let others: SmallVec<[usize; 6]> = (0..l.ndim()).filter(|&k| k != d).collect();
-    let outer_shape: Dims = others.iter().map(|&k| l.shape[k]).collect();
-    let in_strides: Dims = others.iter().map(|&k| l.strides[k]).collect();
-    let out_strides: Dims = others.iter().map(|&k| ol.strides[k]).collect();
-    let n_out: usize = outer_shape.iter().product();
+    let n = x.shape()[d];
+    let (st, ost) = (x.strides()[d], out.strides()[d]);
     let (xp, op_) = (acc.ins[0] as usize, acc.outs[0] as usize);
     let prod = op.prod;
     with_dtype!(x.dtype(), T => {
-        let line = |o: usize| {
-            let ib = offset_of(o, &outer_shape, &in_strides);
-            let ob = offset_of(o, &outer_shape, &out_strides);
+        scan_lines(x, out, d, |ib, ob| {
             let (xp, yp) = (xp as *const T, op_ as *mut T);
             if T::DTYPE.is_floating_point() {
                 let mut a = if prod { 1.0f64 } else { 0.0 };
@@ -700,12 +716,7 @@ pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) 
                     unsafe { *yp.add(ob + i * ost) = T::from_i64(a) };
                 }
             }
-        };
-        if n_out * n < PAR_MIN {
-            (0..n_out).for_each(line);
-        } else {
-            super::warm::par_for_each(n_out, line);
-        }
+        });
     });
     Ok(())
 }

@@ -1,0 +1,142 @@
+//! Reductions, scans and order statistics of the op-coverage work as a
+//! PyTorch user calls them: node names, errors, the meta device and
+//! determinism. Values are checked against PyTorch in
+//! `oracle_extra/ops.json`.
+
+use ferrotorch::{DType, Device, Result, Tensor, TensorOptions, UniqueOptions};
+
+fn node(t: &Tensor) -> String {
+    t.grad_fn().map(|n| n.name().to_string()).unwrap_or_default()
+}
+
+fn err<T: std::fmt::Debug>(r: Result<T>) -> String {
+    match r {
+        Ok(t) => panic!("expected an error, got {t:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn gradients_are_recorded_under_pytorch_node_names() -> Result<()> {
+    let x = Tensor::new([[1.0f32, 4.0, 2.0], [3.0, 0.5, 2.5]])?.requires_grad_(true)?;
+    let cases = [
+        (x.kthvalue(2, 1, false)?.0, "KthvalueBackward0"),
+        (x.median()?, "MedianBackward0"),
+        (x.median_dim(1, false)?.0, "MedianBackward1"),
+        (x.nanmedian()?, "NanmedianBackward0"),
+        (x.nanmedian_dim(0, true)?.0, "NanmedianBackward1"),
+        (x.mode(1, false)?.0, "ModeBackward0"),
+        (x.cummax(1)?.0, "CummaxBackward0"),
+        (x.cummin(0)?.0, "CumminBackward0"),
+        (x.logcumsumexp(1)?, "LogcumsumexpBackward0"),
+        (x.nansum()?, "NansumBackward0"),
+        (x.nanmean()?, "DivBackward0"),
+        (x.diff(1, -1, None, None)?, "SubBackward0"),
+        (x.diff(0, -1, None, None)?, "CopyBackwards"),
+        (x.aminmax(Some(1), false)?.0, "AminmaxBackward0"),
+    ];
+    for (t, want) in cases {
+        assert_eq!(node(&t), want);
+    }
+    // Indices and counts carry no history.
+    assert!(!x.kthvalue(1, 1, false)?.1.requires_grad());
+    assert!(!x.count_nonzero()?.requires_grad());
+    // The median of everything shares its gradient among equal elements.
+    let y = Tensor::new([2.0f64, 1.0, 2.0, 3.0])?.requires_grad_(true)?;
+    y.median()?.backward()?;
+    assert_eq!(y.grad()?.to_vec::<f64>()?, [0.5, 0.0, 0.5, 0.0]);
+    Ok(())
+}
+
+#[test]
+fn bad_arguments_are_errors_naming_the_op() -> Result<()> {
+    let x = Tensor::new([1.0f32, 2.0, 3.0])?;
+    assert!(err(x.kthvalue(0, 0, false)).contains("selected number k out of range"));
+    assert!(err(x.kthvalue(4, 0, false)).contains("kthvalue"));
+    assert!(err(x.kthvalue(1, 1, false)).contains("kthvalue"));
+    assert!(err(Tensor::new([true])?.median()).contains("not implemented for 'Bool'"));
+    assert!(err(Tensor::ones([2, 0])?.median_dim(1, false)).contains("Expected reduction dim 1 to have non-zero size"));
+    assert!(err(Tensor::ones([0])?.mode(0, false)).contains("mode"));
+    assert!(err(Tensor::new([1i64, 2])?.logcumsumexp(0)).contains("logcumsumexp"));
+    assert!(err(Tensor::new([1i64, 2])?.nanmean()).contains("nanmean"));
+    assert!(err(Tensor::new([1i64, 2])?.std_mean(1.0)).contains("std_mean"));
+    assert!(err(Tensor::ones([0])?.aminmax(None, false)).contains("aminmax"));
+    assert!(err(Tensor::scalar(1.0f32).diff(1, 0, None, None)).contains("at least one-dimensional"));
+    assert!(err(x.diff(-1, 0, None, None)).contains("order must be non-negative"));
+    let opts = UniqueOptions {
+        dim: Some(0),
+        ..Default::default()
+    };
+    assert!(err(Tensor::ones([2, 0])?.unique_with(opts)).contains("0 sized dimensions"));
+    let opts = UniqueOptions {
+        dim: Some(2),
+        ..Default::default()
+    };
+    assert!(err(x.unique_with(opts)).contains("unique"));
+    Ok(())
+}
+
+#[test]
+fn unique_translates_python_line_by_line() -> Result<()> {
+    // output, inverse, counts = torch.unique(x, return_inverse=True, return_counts=True)
+    let x = Tensor::new([[2i64, 1], [1, 2]])?;
+    let u = x.unique_with(UniqueOptions {
+        return_inverse: true,
+        return_counts: true,
+        dim: None,
+    })?;
+    assert_eq!(u.values.to_vec::<i64>()?, [1, 2]);
+    let inverse = u.inverse.unwrap();
+    assert_eq!(
+        (inverse.shape(), inverse.to_vec::<i64>()?),
+        (&[2, 2][..], vec![1, 0, 0, 1])
+    );
+    assert_eq!(u.counts.unwrap().to_vec::<i64>()?, [2, 2]);
+    // Rows: torch.unique(x, dim=0).
+    let rows = Tensor::new([[1i64, 2], [0, 5], [1, 2]])?;
+    let r = rows.unique_with(UniqueOptions {
+        dim: Some(0),
+        ..Default::default()
+    })?;
+    assert_eq!(r.values.to_vec::<i64>()?, [0, 5, 1, 2]);
+    assert!(r.inverse.is_none() && r.counts.is_none());
+    Ok(())
+}
+
+#[test]
+fn shape_rules_run_on_the_meta_device() -> Result<()> {
+    let x = TensorOptions::new().device(Device::Meta).zeros([4, 5, 6])?;
+    let (v, i) = x.kthvalue(2, 1, false)?;
+    assert_eq!(
+        (v.shape(), i.shape(), i.dtype()),
+        (&[4, 6][..], &[4, 6][..], DType::I64)
+    );
+    assert_eq!(x.mode(-1, true)?.0.shape(), &[4, 5, 1]);
+    assert_eq!(x.median()?.shape(), &[] as &[usize]);
+    assert_eq!(x.cummax(2)?.1.shape(), &[4, 5, 6]);
+    assert_eq!(x.logcumsumexp(0)?.shape(), &[4, 5, 6]);
+    assert_eq!(x.nansum_dim([0, 2], false)?.shape(), &[5]);
+    Ok(())
+}
+
+#[test]
+fn large_inputs_give_the_same_bits_as_small_ones() -> Result<()> {
+    // Order statistics and scans run line by line in parallel for big
+    // inputs: each line's result must not depend on the split.
+    let g = ferrotorch::Generator::new(3);
+    let x = TensorOptions::new().generator(&g).randn([300, 257])?;
+    let row = x.narrow(0, 123, 1)?;
+    assert_eq!(
+        x.logcumsumexp(1)?.narrow(0, 123, 1)?.to_vec::<f32>()?,
+        row.logcumsumexp(1)?.to_vec::<f32>()?
+    );
+    assert_eq!(
+        x.cummax(1)?.1.narrow(0, 123, 1)?.to_vec::<i64>()?,
+        row.cummax(1)?.1.to_vec::<i64>()?
+    );
+    assert_eq!(
+        x.kthvalue(50, 1, true)?.1.narrow(0, 123, 1)?.to_vec::<i64>()?,
+        row.kthvalue(50, 1, true)?.1.to_vec::<i64>()?
+    );
+    Ok(())
+}
