@@ -145,6 +145,32 @@ fn cases() -> Vec<Case> {
         case("mode", vec![x()], true, |t| Ok(t[0].mode(1, false)?.0)),
         case("median", vec![x()], true, |t| t[0].median()),
         case("nansum", vec![x()], true, |t| t[0].nansum_dim(1, true)),
+        case("roll", vec![x()], true, |t| t[0].roll((1, -3), (0, 1))),
+        case("diag_embed", vec![x()], true, |t| t[0].diag_embed(1, 0, 2)),
+        case("trace", vec![x()], true, |t| t[0].trace()),
+        case("block_diag", vec![x(), v(4)], true, |t| {
+            Tensor::block_diag(&[&t[0], &t[1]])
+        }),
+        case("masked_select", vec![x()], true, |t| {
+            t[0].masked_select(&Tensor::new([true, false, true, true]).unwrap())
+        }),
+        case("masked_scatter", vec![x(), rand(&g, &[8], -1.0, 1.0)], true, |t| {
+            t[0].masked_scatter(&Tensor::new([false, true, true, false]).unwrap(), &t[1])
+        }),
+        case("take", vec![x()], true, |t| {
+            t[0].take(&Tensor::new([[0i64, -1], [5, 5]])?)
+        }),
+        case("index_add", vec![x(), rand(&g, &[4, 4], -1.0, 1.0)], true, |t| {
+            t[0].index_add(0, &Tensor::new([2i64, 0, 2, 1])?, &t[1], 0.5)
+        }),
+        case("index_copy", vec![x(), rand(&g, &[3, 2], -1.0, 1.0)], true, |t| {
+            t[0].index_copy(1, &Tensor::new([3i64, 0])?, &t[1])
+        }),
+        case("index_fill.int_Scalar", vec![x()], true, |t| {
+            t[0].index_fill(1, &Tensor::new([1i64, -1])?, 2.0)
+        }),
+        case("diagonal", vec![x()], true, |t| t[0].diagonal(1, 0, 1)),
+        case("unfold", vec![x()], true, |t| t[0].unfold(1, 3, 1)),
         case("nansum", vec![x()], true, |t| t[0].nansum()),
         case("aminmax", vec![x()], true, |t| {
             let (lo, hi) = t[0].aminmax(Some(1), false)?;

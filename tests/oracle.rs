@@ -559,7 +559,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
             inputs,
             input(case, inputs, "input")
                 .or(input(case, inputs, "self"))
-                .or(inputs.first())?,
+                .or(inputs.first()),
         ),
     }
 }

@@ -2,7 +2,7 @@
 //! (written by `tests/gen_ops_oracle.py`): elementwise math, bitwise ops,
 //! clamp with tensor bounds, lerp, nan_to_num, float classification, ...
 
-use ferrotorch::{Operand, Tensor, UniqueOptions};
+use ferrotorch::{Indexing, Operand, Tensor, UniqueOptions};
 use serde_json::Value;
 
 use super::{Run, dims_of, input, kw, num, scalar_of};
@@ -17,8 +17,29 @@ fn operand<'a>(case: &Value, inputs: &'a [Tensor], name: &str) -> Option<Operand
 }
 
 /// Runs the case's op if it is one of this module's; `None` otherwise.
-pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor], x: &Tensor) -> Option<Run> {
+pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor], x: Option<&Tensor>) -> Option<Run> {
     let one = |r: ferrotorch::Result<Tensor>| Some(r.map(|t| vec![t]));
+    let int = |k: &str| kw(case, k).and_then(Value::as_i64);
+    match short {
+        "tril_indices" => {
+            return one(Tensor::tril_indices(
+                int("row")?,
+                int("col")?,
+                int("offset").unwrap_or(0),
+            ));
+        }
+        "triu_indices" => {
+            return one(Tensor::triu_indices(
+                int("row")?,
+                int("col")?,
+                int("offset").unwrap_or(0),
+            ));
+        }
+        _ => {}
+    }
+    let x = x?;
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let many = |r: ferrotorch::Result<Vec<Tensor>>| Some(r);
     let other = || operand(case, inputs, "other");
     let keepdim = || kw(case, "keepdim").and_then(Value::as_bool).unwrap_or(false);
     let flag = |k: &str| kw(case, k).and_then(Value::as_bool).unwrap_or(false);
@@ -114,6 +135,66 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor], x: &Tensor) -
             kw(case, "dim").and_then(Value::as_i64).unwrap_or(-1),
             input(case, inputs, "prepend"),
             input(case, inputs, "append"),
+        ),
+        "tile" => x.tile(dims_of(kw(case, "dims")?)),
+        "repeat_interleave" => {
+            let dim = int("dim");
+            match input(case, inputs, "repeats") {
+                Some(r) => x.repeat_interleave_tensor(r, dim),
+                None => x.repeat_interleave(int("repeats")?, dim),
+            }
+        }
+        "movedim" | "moveaxis" => x.movedim(dims_of(kw(case, "source")?), dims_of(kw(case, "destination")?)),
+        "swapaxes" => x.swapaxes(int("axis0")?, int("axis1")?),
+        "take_along_dim" => x.take_along_dim(input(case, inputs, "indices")?, int("dim")),
+        "argwhere" => x.argwhere(),
+        "nonzero" if flag("as_tuple") => return many(x.nonzero_tuple()),
+        "meshgrid" => {
+            let ij = kw(case, "indexing").and_then(Value::as_str) != Some("xy");
+            let indexing = if ij { Indexing::Ij } else { Indexing::Xy };
+            return many(Tensor::meshgrid(&refs, indexing));
+        }
+        "cartesian_prod" => Tensor::cartesian_prod(&refs),
+        "broadcast_tensors" => return many(Tensor::broadcast_tensors(&refs)),
+        "atleast_1d" => x.atleast_1d(),
+        "atleast_2d" => x.atleast_2d(),
+        "atleast_3d" => x.atleast_3d(),
+        "roll" => x.roll(
+            dims_of(kw(case, "shifts")?),
+            kw(case, "dims").map(dims_of).unwrap_or_default(),
+        ),
+        "diagonal" => x.diagonal(
+            int("offset").unwrap_or(0),
+            int("dim1").unwrap_or(0),
+            int("dim2").unwrap_or(1),
+        ),
+        "diag_embed" => x.diag_embed(
+            int("offset").unwrap_or(0),
+            int("dim1").unwrap_or(-2),
+            int("dim2").unwrap_or(-1),
+        ),
+        "diag" => x.diag(int("diagonal").unwrap_or(0)),
+        "trace" => x.trace(),
+        "block_diag" => Tensor::block_diag(&refs),
+        "unfold" => x.unfold(int("dimension")?, int("size")? as usize, int("step")? as usize),
+        "masked_select" => x.masked_select(input(case, inputs, "mask")?),
+        "masked_scatter" => x.masked_scatter(input(case, inputs, "mask")?, input(case, inputs, "source")?),
+        "take" => x.take(input(case, inputs, "index")?),
+        "index_add" => x.index_add(
+            int("dim")?,
+            input(case, inputs, "index")?,
+            input(case, inputs, "source")?,
+            kw(case, "alpha").map(scalar_of).unwrap_or(ferrotorch::Scalar::Int(1)),
+        ),
+        "index_copy" => x.index_copy(
+            int("dim")?,
+            input(case, inputs, "index")?,
+            input(case, inputs, "source")?,
+        ),
+        "index_fill" => x.index_fill(
+            int("dim")?,
+            input(case, inputs, "index")?,
+            scalar_of(kw(case, "value")?),
         ),
         _ => return None,
     };

@@ -502,6 +502,69 @@ impl Layout {
         Ok(l)
     }
 
+    /// The `offset`-th diagonal of dims `dim1` and `dim2` as a new last dim
+    /// (`torch.diagonal`): the two dims are removed. Errors when the dims
+    /// coincide or are out of range.
+    pub fn diagonal(&self, op: &'static str, offset: i64, dim1: i64, dim2: i64) -> Result<Layout> {
+        let nd = self.ndim();
+        let (d1, d2) = (normalize_dim(op, dim1, nd)?, normalize_dim(op, dim2, nd)?);
+        if d1 == d2 {
+            return Err(Error::invalid(
+                op,
+                format!("diagonal dimensions cannot be identical {dim1}, {dim2}"),
+            ));
+        }
+        let (n1, n2) = (self.shape[d1] as i64, self.shape[d2] as i64);
+        let (len, start) = if offset >= 0 {
+            ((n1).min(n2 - offset).max(0), offset as usize * self.strides[d2])
+        } else {
+            ((n1 + offset).min(n2).max(0), (-offset) as usize * self.strides[d1])
+        };
+        let mut l = self.clone();
+        // An empty diagonal keeps the storage offset (it reads nothing).
+        if len > 0 {
+            l.offset += start;
+        }
+        let step = self.strides[d1] + self.strides[d2];
+        let (hi, lo) = (d1.max(d2), d1.min(d2));
+        l.shape.remove(hi);
+        l.strides.remove(hi);
+        l.shape.remove(lo);
+        l.strides.remove(lo);
+        l.shape.push(len as usize);
+        l.strides.push(step);
+        Ok(l)
+    }
+
+    /// Windows of `size` elements every `step` along `dim` (`Tensor.unfold`):
+    /// `dim` becomes the window count and a last dim of `size` is added.
+    pub fn unfold(&self, op: &'static str, dim: i64, size: usize, step: usize) -> Result<Layout> {
+        let nd = self.ndim();
+        let d = if nd == 0 { 0 } else { normalize_dim(op, dim, nd)? };
+        let n = if nd == 0 { 1 } else { self.shape[d] };
+        if size > n {
+            return Err(Error::invalid(
+                op,
+                format!("maximum size for tensor at dimension {d} is {n} but size is {size}"),
+            ));
+        }
+        if step == 0 {
+            return Err(Error::invalid(op, format!("step is {step} but must be > 0")));
+        }
+        let mut l = self.clone();
+        if nd == 0 {
+            l.shape.push(size);
+            l.strides.push(1);
+            return Ok(l);
+        }
+        let st = self.strides[d];
+        l.shape[d] = (n - size) / step + 1;
+        l.strides[d] = st * step;
+        l.shape.push(size);
+        l.strides.push(st);
+        Ok(l)
+    }
+
     /// Removes dim `d` by fixing its index (`x[..., i, ...]`).
     pub fn select(&self, op: &'static str, dim: i64, index: i64) -> Result<Layout> {
         if self.ndim() == 0 {

@@ -16,6 +16,7 @@ pub mod factory;
 pub mod float_class;
 pub(crate) mod grad_util;
 pub mod index;
+pub mod index_more;
 pub mod join;
 pub mod linalg;
 pub mod nan_reduce;
@@ -26,6 +27,7 @@ pub mod reduce;
 pub mod reduce_composite;
 pub mod scans;
 pub mod select;
+pub mod shape_more;
 pub mod softmax;
 pub mod sort;
 pub mod split;
@@ -65,5 +67,6 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     reduce_composite::register()?;
     composite::register()?;
     nan_reduce::register()?;
+    index_more::register()?;
     Ok(())
 }

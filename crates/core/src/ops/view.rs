@@ -84,6 +84,24 @@ pub enum ViewKind {
     /// `squeeze_(dim)` of a temporary (the end of `matmul` of a vector and
     /// a matrix), a new tensor rather than a view (node `SqueezeBackward4`).
     SqueezeInplace(i64),
+    /// `diagonal(offset, dim1, dim2)`: the diagonal as a new last dim.
+    Diagonal {
+        /// Above (positive) or below (negative) the main diagonal.
+        offset: i64,
+        /// First dim of the matrices.
+        dim1: i64,
+        /// Second dim of the matrices.
+        dim2: i64,
+    },
+    /// `unfold(dim, size, step)`: overlapping windows along `dim`.
+    Unfold {
+        /// The dim.
+        dim: i64,
+        /// Window length.
+        size: usize,
+        /// Distance between window starts.
+        step: usize,
+    },
 }
 
 /// Dispatch table of `view`.
@@ -119,9 +137,13 @@ pub static UNSAFE_VIEW: OpEntry = OpEntry::differentiable("_unsafe_view");
 pub static RESHAPE_ALIAS: OpEntry = OpEntry::differentiable("_reshape_alias");
 /// Dispatch table of `squeeze_.dim`.
 pub static SQUEEZE_INPLACE: OpEntry = OpEntry::differentiable("squeeze_.dim");
+/// Dispatch table of `diagonal`.
+pub static DIAGONAL: OpEntry = OpEntry::differentiable("diagonal");
+/// Dispatch table of `unfold`.
+pub static UNFOLD: OpEntry = OpEntry::differentiable("unfold");
 
 /// Every view operator's table.
-pub const VIEW_ENTRIES: [&OpEntry; 15] = [
+pub const VIEW_ENTRIES: [&OpEntry; 17] = [
     &VIEW,
     &PERMUTE,
     &TRANSPOSE,
@@ -137,6 +159,8 @@ pub const VIEW_ENTRIES: [&OpEntry; 15] = [
     &UNSAFE_VIEW,
     &RESHAPE_ALIAS,
     &SQUEEZE_INPLACE,
+    &DIAGONAL,
+    &UNFOLD,
 ];
 
 /// A view operator instance.
@@ -191,6 +215,8 @@ impl ViewOp {
                 Ok(nl)
             }
             ViewKind::Alias => Ok(l.clone()),
+            ViewKind::Diagonal { offset, dim1, dim2 } => l.diagonal(name, *offset, *dim1, *dim2),
+            ViewKind::Unfold { dim, size, step } => l.unfold(name, *dim, *size, *step),
         }
     }
 }
@@ -213,6 +239,8 @@ impl Op for ViewOp {
             ViewKind::UnsafeView(_) => &UNSAFE_VIEW,
             ViewKind::ReshapeAlias(_) => &RESHAPE_ALIAS,
             ViewKind::SqueezeInplace(_) => &SQUEEZE_INPLACE,
+            ViewKind::Diagonal { .. } => &DIAGONAL,
+            ViewKind::Unfold { .. } => &UNFOLD,
         }
     }
 
@@ -236,6 +264,8 @@ impl Op for ViewOp {
             ViewKind::UnsafeView(_) => "UnsafeViewBackward0",
             ViewKind::ReshapeAlias(_) => "ReshapeAliasBackward0",
             ViewKind::SqueezeInplace(_) => "SqueezeBackward4",
+            ViewKind::Diagonal { .. } => "DiagonalBackward0",
+            ViewKind::Unfold { .. } => "UnfoldBackward0",
         }
         .into()
     }
@@ -279,18 +309,45 @@ impl Op for ViewOp {
                     ),
                 ));
             }
-            ViewKind::Slice { .. } | ViewKind::Narrow { .. } | ViewKind::Select { .. } | ViewKind::AsStrided { .. } => {
-                call1(
-                    &ViewScatter {
-                        view: self.0.clone(),
-                        input_shape: shape.as_slice().into(),
-                    },
-                    &[&g],
-                )?
-            }
+            ViewKind::Unfold { dim, size, step } => unfold_backward(&g, &shape, *dim, *size, *step)?,
+            ViewKind::Slice { .. }
+            | ViewKind::Narrow { .. }
+            | ViewKind::Select { .. }
+            | ViewKind::AsStrided { .. }
+            | ViewKind::Diagonal { .. } => call1(
+                &ViewScatter {
+                    view: self.0.clone(),
+                    input_shape: shape.as_slice().into(),
+                },
+                &[&g],
+            )?,
         };
         Ok(vec![Some(r)])
     }
+}
+
+/// The gradient of `unfold(dim, size, step)` of a tensor of `shape`: each
+/// window's gradient added back where the window looked (windows overlap
+/// when `step < size`), as one `index_add` along `dim`.
+fn unfold_backward(g: &Tensor, shape: &[usize], dim: i64, size: usize, step: usize) -> Result<Tensor> {
+    let nd = shape.len();
+    if nd == 0 {
+        return g.reshape(());
+    }
+    let d = normalize_dim("unfold", dim, nd)?;
+    let windows = g.shape()[d];
+    // (..., windows, ..., size) -> (..., windows, size, ...) -> (..., windows * size, ...)
+    let moved = g.movedim(-1, d as i64 + 1)?;
+    let mut merged: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+    merged[d] = (windows * size) as i64;
+    let src = moved.reshape(&merged)?;
+    let index: Vec<i64> = (0..windows)
+        .flat_map(|w| (0..size).map(move |j| (w * step + j) as i64))
+        .collect();
+    let index = Tensor::from_vec(index, [windows * size])?.to_device(g.device())?;
+    crate::TensorOptions::like(g)
+        .zeros(shape)?
+        .index_add(d as i64, &index, &src, 1)
 }
 
 /// Dispatch table of `ferrotorch::view_scatter`, the backward of slicing
@@ -578,6 +635,20 @@ impl Tensor {
     /// Inserts a size-1 dim at `dim`.
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         view_op(self, ViewKind::Unsqueeze(dim))
+    }
+
+    /// The `offset`-th diagonal of the matrices over `dim1` and `dim2`, as a
+    /// view whose last dim is the diagonal (`torch.diagonal`; positive
+    /// `offset` above the main diagonal). Errors for equal or bad dims.
+    pub fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        view_op(self, ViewKind::Diagonal { offset, dim1, dim2 })
+    }
+
+    /// Windows of `size` elements every `step` along `dim`, as a view with
+    /// one more (last) dim of `size` (`Tensor.unfold`; windows overlap
+    /// when `step < size`). Errors when `size` exceeds the dim or `step` is 0.
+    pub fn unfold(&self, dim: i64, size: usize, step: usize) -> Result<Tensor> {
+        view_op(self, ViewKind::Unfold { dim, size, step })
     }
 
     /// A view with explicit sizes, strides and storage offset (checked

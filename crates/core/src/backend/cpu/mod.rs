@@ -13,6 +13,7 @@ mod copy;
 mod factory;
 mod gemm;
 mod index;
+mod index_rows;
 mod math;
 mod pointwise;
 mod reduce;
@@ -92,6 +93,13 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&idx::INDEX_SELECT, index::index_select_kernel)?;
     structured(&idx::INDEX, index::index_tensors_kernel)?;
     structured(&idx::INDEX_PUT, index::index_put_kernel)?;
+    for e in [
+        &crate::ops::index_more::INDEX_ADD,
+        &crate::ops::index_more::INDEX_COPY,
+        &crate::ops::index_more::INDEX_FILL,
+    ] {
+        structured(e, index_rows::index_rows_kernel)?;
+    }
     idx::NONZERO.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Functional(index::nonzero_kernel))?;
     for e in [
         &crate::ops::unique::UNIQUE,

@@ -1,0 +1,139 @@
+//! CPU kernel of `index_add`, `index_copy` and `index_fill`.
+//!
+//! The output's slices along `dim` are split into ranges, one task each;
+//! a task walks the whole index and handles the entries that land in its
+//! range, in index order. Every output slice is written by one task in a
+//! fixed order, so the result is the same for any thread count.
+
+use super::copy::{cast_into, scalar_as};
+use crate::dispatch::{Op, downcast_op};
+use crate::ops::index_more::{IndexRows, IndexWrite};
+use crate::{DType, Element, Error, Result, Tensor, with_dtype};
+
+/// One slice's update: `dst op= src` (`src` empty for fill).
+fn write_slice<T: Element>(write: IndexWrite, dst: &mut [T], src: &[T]) {
+    match write {
+        IndexWrite::Copy => dst.copy_from_slice(src),
+        IndexWrite::Fill(v) => dst.fill(scalar_as::<T>(v)),
+        IndexWrite::Add(alpha) => match T::DTYPE {
+            DType::F32 | DType::F16 | DType::BF16 => {
+                let a = alpha.to_f64() as f32;
+                for (d, s) in dst.iter_mut().zip(src) {
+                    let (dv, sv) = (d.to_f64() as f32, s.to_f64() as f32);
+                    *d = T::from_f64(if a == 1.0 { dv + sv } else { dv + sv * a } as f64);
+                }
+            }
+            DType::F64 => {
+                let a = alpha.to_f64();
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = T::from_f64(if a == 1.0 {
+                        d.to_f64() + s.to_f64()
+                    } else {
+                        d.to_f64() + s.to_f64() * a
+                    });
+                }
+            }
+            DType::Bool => {
+                let a = alpha.to_f64() != 0.0;
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = T::from_i64(i64::from(d.is_nonzero() || (a && s.is_nonzero())));
+                }
+            }
+            _ => {
+                let a = alpha.to_i64();
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = T::from_i64(d.to_i64().wrapping_add(s.to_i64().wrapping_mul(a)));
+                }
+            }
+        },
+    }
+}
+
+/// The index as positions along a dim of size `n`: fill wraps negative
+/// indices, add and copy reject them (PyTorch's checks and messages).
+fn positions(op: &IndexRows, index: &Tensor, n: usize) -> Result<Vec<usize>> {
+    let name = op.entry().base_name();
+    let raw = index.to_dtype(DType::I64)?.contiguous()?.to_vec::<i64>()?;
+    let n_i = n as i64;
+    raw.into_iter()
+        .map(|i| {
+            let wrapped = if matches!(op.write, IndexWrite::Fill(_)) && i < 0 {
+                i + n_i
+            } else {
+                i
+            };
+            if (0..n_i).contains(&wrapped) {
+                Ok(wrapped as usize)
+            } else {
+                Err(Error::invalid(
+                    name,
+                    match op.write {
+                        IndexWrite::Add(_) => "index out of range in self".to_string(),
+                        _ => format!(
+                            "{name}(): index {i} is out of bounds for dimension {} with size {n}",
+                            op.dim
+                        ),
+                    },
+                ))
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn index_rows_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = *downcast_op::<IndexRows>(op)?;
+    let (x, index, out) = (inputs[0], inputs[1], outputs[0]);
+    let shape = x.shape().to_vec();
+    let d = op.dim;
+    let n = shape.get(d).copied().unwrap_or(1);
+    let pos = positions(&op, index, n)?;
+    let outer: usize = shape[..d.min(shape.len())].iter().product();
+    let inner: usize = shape.get(d + 1..).map_or(1, |s| s.iter().product());
+    let k = pos.len();
+    // Work on a contiguous buffer holding self's values.
+    let work = if out.is_contiguous() {
+        out.clone()
+    } else {
+        x.contiguous()?.clone_tensor()?
+    };
+    if !work.is_same(x) {
+        cast_into(&work, x)?;
+    }
+    let src = inputs.get(2).map(|s| s.contiguous()).transpose()?;
+    with_dtype!(x.dtype(), T => {
+        let src_data: Vec<T> = match &src {
+            Some(s) => s.to_vec::<T>()?,
+            None => Vec::new(),
+        };
+        let acc = super::access::access(op.entry().base_name(), &[], &[&work])?;
+        let base = acc.outs[0] as usize;
+        let tasks = if outer * k * inner < 1 << 15 { 1 } else { (rayon::current_num_threads() * 4).min(n.max(1)) };
+        let per = n.div_ceil(tasks.max(1)).max(1);
+        let task = |t: usize| {
+            let (lo, hi) = (t * per, ((t + 1) * per).min(n));
+            for o in 0..outer {
+                for (i, &p) in pos.iter().enumerate() {
+                    if p < lo || p >= hi {
+                        continue;
+                    }
+                    let at = (o * n + p) * inner;
+                    // SAFETY: `at..at + inner` lies in the contiguous output
+                    // (p < n), and only this task writes slices in [lo, hi).
+                    let dst = unsafe { std::slice::from_raw_parts_mut((base as *mut T).add(at), inner) };
+                    let from = (o * k + i) * inner;
+                    let s = src_data.get(from..from + inner).unwrap_or(&[]);
+                    write_slice(op.write, dst, s);
+                }
+            }
+        };
+        if tasks <= 1 {
+            task(0);
+        } else {
+            super::warm::par_for_each(tasks, task);
+        }
+    });
+    if !work.is_same(out) {
+        cast_into(out, &work)?;
+    }
+    Ok(())
+}

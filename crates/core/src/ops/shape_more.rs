@@ -1,0 +1,371 @@
+//! Shape conveniences written in other operators, as PyTorch's composite
+//! ops are (their graphs are those of the pieces, as in PyTorch): `tile`,
+//! `repeat_interleave`, `movedim` / `moveaxis`, `swapaxes`,
+//! `take_along_dim`, `nonzero_tuple` / `argwhere`, `meshgrid`,
+//! `cartesian_prod`, `broadcast_tensors`, `atleast_{1,2,3}d`, `diag`,
+//! `tril_indices` / `triu_indices`.
+
+use crate::layout::{broadcast_shapes, normalize_dim, normalize_dims};
+use crate::{DType, Error, IntoShape, Result, Tensor};
+
+/// How [`Tensor::meshgrid`] orders its outputs' dims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Indexing {
+    /// Matrix indexing: output dim `i` runs along input `i` (`indexing="ij"`).
+    #[default]
+    Ij,
+    /// Cartesian indexing: the first two dims swapped (`indexing="xy"`).
+    Xy,
+}
+
+/// The `(row, col)` pairs of the lower (`lower`) or upper triangle of a
+/// `rows x cols` matrix with `offset`, row by row.
+fn triangle_indices(rows: i64, cols: i64, offset: i64, lower: bool) -> Result<Tensor> {
+    let name = if lower { "tril_indices" } else { "triu_indices" };
+    if rows < 0 || cols < 0 {
+        return Err(Error::invalid(
+            name,
+            format!("row must be non-negative, got{rows}; col must be non-negative, got{cols}"),
+        ));
+    }
+    let (mut r, mut c) = (Vec::new(), Vec::new());
+    for i in 0..rows {
+        for j in 0..cols {
+            let keep = if lower { j - i <= offset } else { j - i >= offset };
+            if keep {
+                r.push(i);
+                c.push(j);
+            }
+        }
+    }
+    let n = r.len();
+    r.extend(c);
+    Tensor::from_vec(r, [2, n])
+}
+
+/// # Shape conveniences
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// let x = Tensor::new([[1i64, 2], [3, 4]])?;
+/// assert_eq!(x.tile((1, 2))?.to_vec::<i64>()?, [1, 2, 1, 2, 3, 4, 3, 4]);
+/// assert_eq!(x.repeat_interleave(2, Some(0))?.shape(), [4, 2]);
+/// assert_eq!(x.movedim(0, 1)?.to_vec::<i64>()?, [1, 3, 2, 4]);
+/// assert_eq!(Tensor::tril_indices(2, 2, 0)?.to_vec::<i64>()?, [0, 1, 1, 0, 0, 1]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
+impl Tensor {
+    /// `torch.tile`: repeats the tensor `reps[i]` times along dim `i`
+    /// (`reps` shorter than the tensor's dims is padded with 1s in front).
+    pub fn tile(&self, reps: impl IntoShape) -> Result<Tensor> {
+        let reps = reps.into_shape().to_vec();
+        let mut full = vec![1i64; self.ndim().saturating_sub(reps.len())];
+        full.extend(reps);
+        self.repeat(full)
+    }
+
+    /// `torch.repeat_interleave(self, repeats, dim)` with one repeat count
+    /// for every element (flattened when `dim` is `None`). Errors for a
+    /// negative count.
+    pub fn repeat_interleave(&self, repeats: i64, dim: Option<i64>) -> Result<Tensor> {
+        if repeats < 0 {
+            return Err(Error::invalid("repeat_interleave", "repeats can not be negative"));
+        }
+        let (x, d) = match dim {
+            Some(d) => (self.clone(), normalize_dim("repeat_interleave", d, self.ndim())?),
+            None => (self.reshape([-1])?, 0),
+        };
+        let x = if x.ndim() == 0 { x.reshape([1])? } else { x };
+        let mut expanded: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
+        expanded.insert(d + 1, repeats);
+        let mut out: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
+        out[d] *= repeats;
+        x.unsqueeze(d as i64 + 1)?.expand(&expanded)?.reshape(&out)
+    }
+
+    /// `torch.repeat_interleave(self, repeats, dim)` with a count per slice
+    /// (`repeats`: 0-d, or 1-d with the dim's length). Errors for negative
+    /// counts or a length mismatch.
+    pub fn repeat_interleave_tensor(&self, repeats: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+        let name = "repeat_interleave";
+        let (x, d) = match dim {
+            Some(d) => (self.clone(), normalize_dim(name, d, self.ndim())?),
+            None => (self.reshape([-1])?, 0),
+        };
+        if repeats.ndim() > 1 {
+            return Err(Error::invalid(name, "repeats must be 0-dim or 1-dim tensor"));
+        }
+        if !matches!(repeats.dtype(), DType::I64 | DType::I32) {
+            return Err(Error::dtype(
+                name,
+                repeats.dtype(),
+                "repeats has to be Long or Int tensor",
+            ));
+        }
+        let n = if x.ndim() == 0 { 1 } else { x.shape()[d] };
+        let counts: Vec<i64> = repeats.to_dtype(DType::I64)?.to_vec::<i64>()?;
+        let counts = if repeats.ndim() == 0 {
+            vec![counts[0]; n]
+        } else {
+            counts
+        };
+        if counts.len() != n {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "repeats must have the same size as input along dim, but got repeats.size(0) = {} and input.size({d}) = {n}",
+                    counts.len()
+                ),
+            ));
+        }
+        if counts.iter().any(|&c| c < 0) {
+            return Err(Error::invalid(name, "repeats can not be negative"));
+        }
+        let index: Vec<i64> = counts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &c)| std::iter::repeat_n(i as i64, c as usize))
+            .collect();
+        let len = index.len();
+        let index = Tensor::from_vec(index, [len])?.to_device(self.device())?;
+        let x = if x.ndim() == 0 { x.reshape([1])? } else { x };
+        x.index_select(d as i64, &index)
+    }
+
+    /// `torch.movedim(self, source, destination)`: the dims in `source`
+    /// moved to the positions in `destination`, the others keeping their
+    /// order (a permute view).
+    pub fn movedim(&self, source: impl IntoShape, destination: impl IntoShape) -> Result<Tensor> {
+        let nd = self.ndim();
+        let (src, dst) = (source.into_shape(), destination.into_shape());
+        if src.len() != dst.len() {
+            return Err(Error::invalid(
+                "movedim",
+                format!(
+                    "Invalid source or destination dims: source ({src:?} dims) should contain the same number of \
+                     dims as destination ({dst:?} dims)"
+                ),
+            ));
+        }
+        let src = normalize_dims("movedim", &src, nd)?;
+        let dst = normalize_dims("movedim", &dst, nd)?;
+        let mut order = vec![usize::MAX; nd];
+        for (&s, &d) in src.iter().zip(&dst) {
+            order[d] = s;
+        }
+        let mut rest = (0..nd).filter(|d| !src.contains(d));
+        for slot in order.iter_mut().filter(|o| **o == usize::MAX) {
+            *slot = rest.next().unwrap_or(0);
+        }
+        let perm: Vec<i64> = order.into_iter().map(|d| d as i64).collect();
+        self.permute(&perm)
+    }
+
+    /// Alias of [`Tensor::movedim`] (`torch.moveaxis`).
+    pub fn moveaxis(&self, source: impl IntoShape, destination: impl IntoShape) -> Result<Tensor> {
+        self.movedim(source, destination)
+    }
+
+    /// `torch.swapaxes`: [`Tensor::transpose`] under NumPy's name.
+    pub fn swapaxes(&self, axis0: i64, axis1: i64) -> Result<Tensor> {
+        self.transpose(axis0, axis1)
+    }
+
+    /// `torch.swapdims`: [`Tensor::transpose`].
+    pub fn swapdims(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
+        self.transpose(dim0, dim1)
+    }
+
+    /// `torch.take_along_dim(self, indices, dim)`: `gather` with `self` and
+    /// `indices` broadcast against each other outside `dim` (both
+    /// flattened when `dim` is `None`).
+    pub fn take_along_dim(&self, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+        let Some(dim) = dim else {
+            return self.reshape([-1])?.gather(0, &indices.reshape([-1])?);
+        };
+        if self.ndim() != indices.ndim() {
+            return Err(Error::invalid(
+                "take_along_dim",
+                format!(
+                    "torch.take_along_dim(): input and indices should have the same number of dimensions, but got \
+                     {} dimensions for input, and {} dimensions for indices",
+                    self.ndim(),
+                    indices.ndim()
+                ),
+            ));
+        }
+        let d = normalize_dim("take_along_dim", dim, self.ndim())?;
+        let (mut sx, mut si) = (self.shape().to_vec(), indices.shape().to_vec());
+        if self.ndim() > 0 {
+            sx[d] = 1;
+            si[d] = 1;
+        }
+        let common = broadcast_shapes("take_along_dim", &sx, &si)?;
+        let target = |n: usize| -> Vec<i64> {
+            let mut s: Vec<i64> = common.iter().map(|&c| c as i64).collect();
+            if !s.is_empty() {
+                s[d] = n as i64;
+            }
+            s
+        };
+        let n_x = self.shape().get(d).copied().unwrap_or(1);
+        let n_i = indices.shape().get(d).copied().unwrap_or(1);
+        let x = self.expand(target(n_x))?;
+        let idx = indices.expand(target(n_i))?;
+        x.gather(d as i64, &idx)
+    }
+
+    /// `torch.nonzero(self, as_tuple=True)`: one int64 index tensor per dim
+    /// (one for a 0-d tensor).
+    pub fn nonzero_tuple(&self) -> Result<Vec<Tensor>> {
+        let x = if self.ndim() == 0 {
+            self.reshape([1])?
+        } else {
+            self.clone()
+        };
+        let nz = x.nonzero()?;
+        (0..x.ndim() as i64).map(|d| nz.select(1, d)?.contiguous()).collect()
+    }
+
+    /// `torch.argwhere`: the indices of the nonzero elements, one row each
+    /// (as [`Tensor::nonzero`]).
+    pub fn argwhere(&self) -> Result<Tensor> {
+        self.nonzero()
+    }
+
+    /// `torch.meshgrid(*tensors, indexing=...)`: for 0-d or 1-d inputs of
+    /// sizes `n_0, n_1, ...`, views of shape `(n_0, n_1, ...)` (the first two
+    /// swapped with [`Indexing::Xy`]) each varying along its own dim.
+    pub fn meshgrid(tensors: &[&Tensor], indexing: Indexing) -> Result<Vec<Tensor>> {
+        if tensors.is_empty() {
+            return Err(Error::invalid(
+                "meshgrid",
+                "torch.meshgrid expects a non-empty TensorList",
+            ));
+        }
+        for t in tensors {
+            if t.ndim() > 1 {
+                return Err(Error::invalid(
+                    "meshgrid",
+                    format!(
+                        "torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {}D",
+                        t.ndim()
+                    ),
+                ));
+            }
+        }
+        let dt = tensors[0].dtype();
+        if tensors.iter().any(|t| t.dtype() != dt) {
+            return Err(Error::invalid(
+                "meshgrid",
+                "torch.meshgrid: Expected all tensors in the tensor list to have the same dtype",
+            ));
+        }
+        let swap = indexing == Indexing::Xy && tensors.len() >= 2;
+        let mut order: Vec<usize> = (0..tensors.len()).collect();
+        if swap {
+            order.swap(0, 1);
+        }
+        let sizes: Vec<i64> = order.iter().map(|&i| tensors[i].numel() as i64).collect();
+        let mut out = Vec::with_capacity(tensors.len());
+        for (i, t) in tensors.iter().enumerate() {
+            let pos = order.iter().position(|&o| o == i).unwrap_or(i);
+            let mut view = vec![1i64; tensors.len()];
+            view[pos] = -1;
+            out.push(t.reshape(&view)?.expand(&sizes)?);
+        }
+        Ok(out)
+    }
+
+    /// `torch.cartesian_prod`: every combination of the 1-d inputs' elements,
+    /// one row each (a single input is returned as it is).
+    pub fn cartesian_prod(tensors: &[&Tensor]) -> Result<Tensor> {
+        for t in tensors {
+            if t.ndim() != 1 {
+                return Err(Error::invalid(
+                    "cartesian_prod",
+                    format!("Expect a 1D vector, but got shape {:?}", t.shape()),
+                ));
+            }
+        }
+        if tensors.len() == 1 {
+            return Ok(tensors[0].clone());
+        }
+        let grids = Tensor::meshgrid(tensors, Indexing::Ij)?;
+        let flat: Vec<Tensor> = grids.iter().map(|g| g.reshape([-1])).collect::<Result<_>>()?;
+        let refs: Vec<&Tensor> = flat.iter().collect();
+        Tensor::stack(&refs, 1)
+    }
+
+    /// `torch.broadcast_tensors`: every input expanded to their common
+    /// shape (an input already of that shape is returned as it is).
+    pub fn broadcast_tensors(tensors: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let mut shape: Vec<usize> = Vec::new();
+        for t in tensors {
+            shape = broadcast_shapes("broadcast_tensors", &shape, t.shape())?.to_vec();
+        }
+        let target: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        tensors
+            .iter()
+            .map(|t| {
+                if t.shape() == shape.as_slice() {
+                    Ok((*t).clone())
+                } else {
+                    t.expand(&target)
+                }
+            })
+            .collect()
+    }
+
+    /// `torch.atleast_1d`: a 0-d tensor as shape `[1]`, others as they are.
+    pub fn atleast_1d(&self) -> Result<Tensor> {
+        match self.ndim() {
+            0 => self.reshape([1]),
+            _ => Ok(self.clone()),
+        }
+    }
+
+    /// `torch.atleast_2d`: 0-d as `[1, 1]`, 1-d as `[1, n]`.
+    pub fn atleast_2d(&self) -> Result<Tensor> {
+        match self.ndim() {
+            0 => self.reshape([1, 1]),
+            1 => self.unsqueeze(0),
+            _ => Ok(self.clone()),
+        }
+    }
+
+    /// `torch.atleast_3d`: 0-d as `[1, 1, 1]`, 1-d as `[1, n, 1]`, 2-d as `[m, n, 1]`.
+    pub fn atleast_3d(&self) -> Result<Tensor> {
+        match self.ndim() {
+            0 => self.reshape([1, 1, 1]),
+            1 => self.unsqueeze(0)?.unsqueeze(-1),
+            2 => self.unsqueeze(-1),
+            _ => Ok(self.clone()),
+        }
+    }
+
+    /// `torch.diag`: a 1-d input becomes the `diagonal`-th diagonal of a
+    /// square matrix; a 2-d input gives its `diagonal`-th diagonal (a copy).
+    /// Errors for other ranks.
+    pub fn diag(&self, diagonal: i64) -> Result<Tensor> {
+        match self.ndim() {
+            1 => self.diag_embed(diagonal, 0, 1),
+            2 => self.diagonal(diagonal, 0, 1)?.clone_tensor(),
+            n => Err(Error::invalid(
+                "diag",
+                format!("diag(): Supports 1D or 2D tensors. Got {n}D"),
+            )),
+        }
+    }
+
+    /// `torch.tril_indices(row, col, offset)`: the `[2, N]` int64 row and
+    /// column indices of the lower triangle, row by row.
+    pub fn tril_indices(row: i64, col: i64, offset: i64) -> Result<Tensor> {
+        triangle_indices(row, col, offset, true)
+    }
+
+    /// `torch.triu_indices(row, col, offset)`: the upper triangle's indices.
+    pub fn triu_indices(row: i64, col: i64, offset: i64) -> Result<Tensor> {
+        triangle_indices(row, col, offset, false)
+    }
+}
