@@ -23,6 +23,7 @@ pub mod promote;
 pub mod rearrange;
 pub mod reduce;
 pub mod reduce_composite;
+pub mod sampling;
 pub mod softmax;
 pub mod sort;
 pub mod split;

@@ -16,6 +16,7 @@ mod index;
 mod math;
 mod pointwise;
 mod reduce;
+mod sampling;
 pub mod simd;
 mod softmax;
 mod sort;
@@ -90,8 +91,6 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&srt::TOPK, sort::topk_kernel)?;
     structured(&fac::ARANGE, factory::arange_kernel)?;
     structured(&fac::LINSPACE, factory::linspace_kernel)?;
-    for e in [&fac::UNIFORM, &fac::NORMAL, &fac::RANDINT, &fac::BERNOULLI] {
-        structured(e, factory::random_kernel)?;
-    }
+    sampling::register()?;
     Ok(())
 }
