@@ -102,6 +102,23 @@ pub fn decode(v: &Value) -> Tensor {
     .unwrap()
 }
 
+/// The ops of this module (`torch.normal` only in its tensor forms).
+#[allow(dead_code)]
+pub const OPS: &[&str] = &[
+    "uniform_",
+    "normal_",
+    "bernoulli_",
+    "random_",
+    "exponential_",
+    "geometric_",
+    "cauchy_",
+    "log_normal_",
+    "randperm",
+    "multinomial",
+    "poisson",
+    "normal",
+];
+
 /// Runs the case's op if it is one of this module's (`short`: the name
 /// without `torch.` / `torch.Tensor.`); `None` otherwise.
 pub fn run_op(short: &str, case: &Value, inputs: &[Tensor]) -> Option<ferrotorch::Result<Vec<Tensor>>> {
