@@ -46,6 +46,28 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
     push("cumsum_cols", m.cumsum(0)?);
     push("exp_add", big.exp()?.add(&big)?);
     push("amax", m.amax(1, false)?);
+    // Random samplers draw sequentially: the same numbers for any pool.
+    push(
+        "uniform_transposed",
+        Tensor::zeros([300, 200])?.t()?.uniform_with_(-1.0, 1.0, &g)?,
+    );
+    push("normal_", Tensor::zeros([100_003])?.normal_with_(0.0, 1.0, &g)?);
+    push("exponential_", Tensor::zeros([5000])?.exponential_with_(2.0, &g)?);
+    push(
+        "bernoulli_tensor",
+        Tensor::zeros([40, 500])?.bernoulli_with_(&o.rand([500])?, &g)?,
+    );
+    push("randperm", o.randperm(100_000)?);
+    push("multinomial", o.rand([8, 1000])?.multinomial_with(100, false, &g)?);
+    push(
+        "multinomial_replacement",
+        o.rand([8, 1000])?.multinomial_with(100, true, &g)?,
+    );
+    push("poisson", o.rand([5000])?.mul(30.0)?.poisson_with(&g)?);
+    push(
+        "normal_tensor",
+        Tensor::normal_tensor_with(&o.randn([3000])?, &o.rand([3000])?, &g)?,
+    );
     Ok(out)
 }
 

@@ -208,6 +208,16 @@ mod tests {
         "normal_",
         "random_.from",
         "bernoulli_.float",
+        // Random sampling.
+        "random_",
+        "exponential_",
+        "geometric_",
+        "cauchy_",
+        "log_normal_",
+        "bernoulli_.Tensor",
+        "randperm",
+        "multinomial",
+        "poisson",
     ];
 
     #[test]

@@ -98,7 +98,10 @@ impl GeneratorState {
     }
 
     /// One standard normal sample by Box-Muller in f64, caching the second
-    /// value as PyTorch's `normal_distribution<double>` does.
+    /// value as PyTorch's `normal_distribution<double>` does (`u1` then `u2`,
+    /// radius `sqrt(-2 log1p(-u2))`, angle `2 pi u1`; the cached value is
+    /// used first, and reseeding clears it). PyTorch scales it with one
+    /// fused multiply-add: `v.mul_add(std, mean)`.
     pub fn normal_f64(&mut self) -> f64 {
         if let Some(v) = self.next_double_normal.take() {
             return v;
@@ -111,9 +114,11 @@ impl GeneratorState {
         r * theta.cos()
     }
 
-    /// A uniform integer in `[low, low + range)` (PyTorch's `random_from_to`).
+    /// A uniform integer in `[low, low + range)` (PyTorch's
+    /// `random_from_to`: one 32-bit draw, or one 64-bit draw when `range`
+    /// is 2^28 or more; the sum wraps as PyTorch's `uint64_t` arithmetic).
     pub fn int_in_range(&mut self, low: i64, range: u64) -> i64 {
-        let v = if range >= 1 << 32 {
+        let v = if range >= 1 << 28 {
             self.next_u64() % range
         } else {
             self.next_u32() as u64 % range

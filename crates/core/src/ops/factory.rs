@@ -1,5 +1,7 @@
 //! Factory operators without tensor inputs: `arange`, `linspace` and random
-//! sampling (`zeros`/`ones`/`full` use [`crate::ops::Fill`]).
+//! sampling (`zeros`/`ones`/`full` use [`crate::ops::Fill`]). [`Random`]
+//! also runs the in-place fills (`uniform_`, `normal_`, `random_`, ...,
+//! front ends in [`crate::ops::sampling`]), whose checks live there.
 
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs};
 use crate::layout::Dims;
@@ -15,10 +17,22 @@ pub static LINSPACE: OpEntry = OpEntry::new("linspace");
 pub static UNIFORM: OpEntry = OpEntry::new("uniform_");
 /// Dispatch table of `normal_` ([`Distribution::Normal`]: `randn`, `normal`).
 pub static NORMAL: OpEntry = OpEntry::new("normal_");
-/// Dispatch table of `random_.from` ([`Distribution::RandInt`]: `randint`).
+/// Dispatch table of `random_.from` ([`Distribution::RandInt`]: `randint`,
+/// `random_(from, to)`, `random_(to)` (PyTorch's `random_.to`), and
+/// [`Distribution::RandIntFrom`]: `random_(from, None)`).
 pub static RANDINT: OpEntry = OpEntry::new("random_.from");
+/// Dispatch table of `random_` ([`Distribution::RandomBits`]).
+pub static RANDOM: OpEntry = OpEntry::new("random_");
 /// Dispatch table of `bernoulli_.float` ([`Distribution::Bernoulli`]).
 pub static BERNOULLI: OpEntry = OpEntry::new("bernoulli_.float");
+/// Dispatch table of `exponential_` ([`Distribution::Exponential`]).
+pub static EXPONENTIAL: OpEntry = OpEntry::new("exponential_");
+/// Dispatch table of `geometric_` ([`Distribution::Geometric`]).
+pub static GEOMETRIC: OpEntry = OpEntry::new("geometric_");
+/// Dispatch table of `cauchy_` ([`Distribution::Cauchy`]).
+pub static CAUCHY: OpEntry = OpEntry::new("cauchy_");
+/// Dispatch table of `log_normal_` ([`Distribution::LogNormal`]).
+pub static LOG_NORMAL: OpEntry = OpEntry::new("log_normal_");
 
 /// `start, start + step, ...` (`len` values), computed in f64 for float
 /// dtypes and exactly in i64 for integer ones (from `int_start` and
@@ -114,10 +128,43 @@ pub enum Distribution {
         /// Upper bound (exclusive).
         high: i64,
     },
+    /// Uniform integers from `low` to the largest value of the dtype (2^digits
+    /// for float dtypes); with `low == i64::MIN`, any 64-bit value.
+    RandIntFrom {
+        /// Lower bound.
+        low: i64,
+    },
+    /// `random_()`: uniform integers over the dtype's range (`[0, 2^digits]`
+    /// for float dtypes, `[0, max]` for integer ones, both values for bool).
+    RandomBits,
     /// 1 with probability `p`, else 0.
     Bernoulli {
         /// Probability of 1.
         p: f64,
+    },
+    /// Exponential with rate `lambd`.
+    Exponential {
+        /// Rate (> 0).
+        lambd: f64,
+    },
+    /// The number of Bernoulli(`p`) trials up to the first success (1, 2, ...).
+    Geometric {
+        /// Success probability, in (0, 1).
+        p: f64,
+    },
+    /// Cauchy (Lorentz) with location `median` and scale `sigma`.
+    Cauchy {
+        /// Location.
+        median: f64,
+        /// Scale (> 0).
+        sigma: f64,
+    },
+    /// `exp` of a normal sample with `mean` and `std`.
+    LogNormal {
+        /// Mean of the logarithm.
+        mean: f64,
+        /// Standard deviation of the logarithm (> 0).
+        std: f64,
     },
 }
 
@@ -127,14 +174,23 @@ impl Distribution {
         match self {
             Distribution::Uniform { .. } => &UNIFORM,
             Distribution::Normal { .. } => &NORMAL,
-            Distribution::RandInt { .. } => &RANDINT,
+            Distribution::RandInt { .. } | Distribution::RandIntFrom { .. } => &RANDINT,
+            Distribution::RandomBits => &RANDOM,
             Distribution::Bernoulli { .. } => &BERNOULLI,
+            Distribution::Exponential { .. } => &EXPONENTIAL,
+            Distribution::Geometric { .. } => &GEOMETRIC,
+            Distribution::Cauchy { .. } => &CAUCHY,
+            Distribution::LogNormal { .. } => &LOG_NORMAL,
         }
     }
 }
 
-/// Fresh samples of a distribution; draws are sequential from the generator
-/// (the global one when `None`), matching PyTorch's CPU sampling.
+/// Samples of a distribution: a fresh tensor (`torch.rand`, ...), or written
+/// into `self` in place (`uniform_`, ...; then `shape` and `dtype` are
+/// `self`'s). Draws are sequential from the generator (the global one when
+/// `None`), in the output's memory order, matching PyTorch's CPU sampling;
+/// the shape rule checks the parameters against the dtype with PyTorch's
+/// messages ([`crate::ops::sampling`]).
 #[derive(Debug, Clone)]
 pub struct Random {
     /// What to sample.
@@ -155,6 +211,7 @@ impl Op for Random {
     }
 
     fn infer(&self, _inputs: &[&crate::Tensor]) -> Result<OutSpecs> {
+        crate::ops::sampling::check_distribution(&self.dist, self.dtype, crate::layout::numel(&self.shape))?;
         Ok(smallvec::smallvec![OutSpec::new(self.shape.clone(), self.dtype)])
     }
 

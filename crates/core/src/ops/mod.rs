@@ -25,6 +25,7 @@ pub mod promote;
 pub mod rearrange;
 pub mod reduce;
 pub mod reduce_composite;
+pub mod sampling;
 pub mod scans;
 pub mod select;
 pub mod shape_more;

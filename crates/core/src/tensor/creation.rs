@@ -185,33 +185,19 @@ impl TensorOptions {
         )
     }
 
-    fn float_dt(&self, op: &'static str) -> Result<DType> {
-        let dt = self.dt();
-        if !dt.is_floating_point() {
-            return Err(Error::dtype(op, dt, "expects a floating-point dtype"));
-        }
-        Ok(dt)
-    }
-
-    /// Uniform samples in `[0, 1)`.
+    /// Uniform samples in `[0, 1)` (float dtypes).
     pub fn rand(&self, shape: impl IntoShape) -> Result<Tensor> {
         let shape = crate::shape_arg::new_sizes("rand", &shape.into_shape())?;
         let shape = &shape[..];
         self.uniform(shape, 0.0, 1.0)
     }
 
-    /// Uniform samples in `[low, high)`.
+    /// Uniform samples in `[low, high)` (float dtypes; errors with PyTorch's
+    /// messages as [`Tensor::uniform_`]).
     pub fn uniform(&self, shape: impl IntoShape, low: f64, high: f64) -> Result<Tensor> {
         let shape = crate::shape_arg::new_sizes("uniform", &shape.into_shape())?;
         let shape = &shape[..];
-        let dt = self.float_dt("uniform")?;
-        if low > high {
-            return Err(Error::invalid(
-                "uniform",
-                format!("expects from <= to, got from={low} > to={high}"),
-            ));
-        }
-        self.random(shape, Distribution::Uniform { low, high }, dt)
+        self.random(shape, Distribution::Uniform { low, high }, self.dt())
     }
 
     /// Standard normal samples.
@@ -221,30 +207,19 @@ impl TensorOptions {
         self.normal(shape, 0.0, 1.0)
     }
 
-    /// Normal samples with `mean` and `std`.
+    /// Normal samples with `mean` and `std` (float dtypes; an error when
+    /// `std` is negative or NaN).
     pub fn normal(&self, shape: impl IntoShape, mean: f64, std: f64) -> Result<Tensor> {
         let shape = crate::shape_arg::new_sizes("normal", &shape.into_shape())?;
         let shape = &shape[..];
-        let dt = self.float_dt("normal")?;
-        if std < 0.0 {
-            return Err(Error::invalid(
-                "normal",
-                format!("expects std >= 0.0, but found std {std}"),
-            ));
-        }
-        self.random(shape, Distribution::Normal { mean, std }, dt)
+        self.random(shape, Distribution::Normal { mean, std }, self.dt())
     }
 
-    /// Uniform integers in `[low, high)` (int64 unless a dtype is set).
+    /// Uniform integers in `[low, high)` (int64 unless a dtype is set; an
+    /// error when `low >= high` or a bound does not fit the dtype).
     pub fn randint(&self, low: i64, high: i64, shape: impl IntoShape) -> Result<Tensor> {
         let shape = crate::shape_arg::new_sizes("randint", &shape.into_shape())?;
         let shape = &shape[..];
-        if low >= high {
-            return Err(Error::invalid(
-                "randint",
-                format!("random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"),
-            ));
-        }
         self.random(
             shape,
             Distribution::RandInt { low, high },
@@ -252,17 +227,32 @@ impl TensorOptions {
         )
     }
 
-    /// 0/1 samples, 1 with probability `p`.
+    /// 0/1 samples, 1 with probability `p` (an error unless `0 <= p <= 1`).
     pub fn bernoulli(&self, shape: impl IntoShape, p: f64) -> Result<Tensor> {
         let shape = crate::shape_arg::new_sizes("bernoulli", &shape.into_shape())?;
         let shape = &shape[..];
-        if !(0.0..=1.0).contains(&p) {
-            return Err(Error::invalid(
-                "bernoulli",
-                format!("expects 0 <= p <= 1, but got p={p}"),
-            ));
-        }
         self.random(shape, Distribution::Bernoulli { p }, self.dt())
+    }
+
+    /// A random permutation of `0..n` (`torch.randperm`): int64 unless a
+    /// dtype is set (any but bool; values must fit: `n <= 2049` for f16,
+    /// `2^24 + 1` for f32, `n - 1 <= 255` for uint8). Errors when `n < 0`.
+    pub fn randperm(&self, n: i64) -> Result<Tensor> {
+        let n = usize::try_from(n).map_err(|_| {
+            Error::invalid(
+                "randperm",
+                format!("Trying to create tensor with negative dimension {n}: [{n}]"),
+            )
+        })?;
+        call1(
+            &crate::ops::sampling::Randperm {
+                n,
+                dtype: self.dtype.unwrap_or(DType::I64),
+                device: self.device,
+                generator: self.generator.clone(),
+            },
+            &[],
+        )
     }
 }
 
@@ -431,19 +421,6 @@ impl Tensor {
     /// Normal samples with `mean` and `std`.
     pub fn normal(mean: f64, std: f64, shape: impl IntoShape) -> Result<Tensor> {
         TensorOptions::new().normal(shape, mean, std)
-    }
-
-    /// 0/1 samples where each element of `self` is the probability of a 1.
-    pub fn bernoulli(&self) -> Result<Tensor> {
-        if !self.is_floating_point() {
-            return Err(Error::dtype(
-                "bernoulli",
-                self.dtype(),
-                "expects floating-point probabilities",
-            ));
-        }
-        let u = TensorOptions::like(self).dtype(DType::F32).rand(self.shape())?;
-        u.lt(&self.to_dtype(DType::F32)?)?.to_dtype(self.dtype())
     }
 
     /// Zeros with `self`'s shape, dtype and device.

@@ -17,12 +17,13 @@ mod index_rows;
 mod math;
 mod pointwise;
 mod reduce;
+mod sampling;
 mod scans;
 mod select;
 pub mod simd;
 mod softmax;
 mod sort;
-mod stl_algo;
+pub(crate) mod stl_algo;
 mod ternary;
 mod unary;
 mod unique;
@@ -122,8 +123,6 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&crate::ops::select::NANMEDIAN, select::median_all_kernel)?;
     structured(&fac::ARANGE, factory::arange_kernel)?;
     structured(&fac::LINSPACE, factory::linspace_kernel)?;
-    for e in [&fac::UNIFORM, &fac::NORMAL, &fac::RANDINT, &fac::BERNOULLI] {
-        structured(e, factory::random_kernel)?;
-    }
+    sampling::register()?;
     Ok(())
 }
