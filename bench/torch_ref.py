@@ -98,6 +98,26 @@ def _exp_t():
     return lambda: torch.exp(x.t())
 
 
+@figure("unique_1e6_int64")
+def _unique():
+    x = torch.randint(0, 100_000, (1_000_000,))
+    return lambda: torch.unique(x)
+
+
+@figure("unique_inverse_counts_1e6_int64")
+def _unique_inv():
+    x = torch.randint(0, 100_000, (1_000_000,))
+    return lambda: torch.unique(x, return_inverse=True, return_counts=True)
+
+
+@figure("index_add_1e6_rows")
+def _index_add():
+    x = torch.zeros(10_000, 32)
+    idx = torch.randint(0, 10_000, (1_000_000,))
+    src = torch.randn(1_000_000, 32)
+    return lambda: x.index_add(0, idx, src)
+
+
 @figure("sum_rows_4096")
 def _sum_rows():
     m = torch.randn(4096, 4096)

@@ -425,4 +425,51 @@ error_case("err_index_add_count", "torch.Tensor.index_add", {"self": sx2, "index
 error_case("err_index_add_dtype", "torch.Tensor.index_add", {"self": sx2, "index": T([0]),
            "source": g(1, 1, 4, dtype=f64)}, dim=0)
 
+# ------------------------------------------------------------ searchsorted, bucketize, bincount, histc
+seq = T([1.0, 3.0, 3.0, 5.0, 7.0])
+qv = T([[0.0, 3.0, 6.0], [7.0, 8.0, NAN]])
+case("searchsorted_left", "torch.searchsorted", {"sorted_sequence": seq, "input": qv})
+case("searchsorted_right", "torch.searchsorted", {"sorted_sequence": seq, "input": qv}, right=True)
+case("searchsorted_side", "torch.searchsorted", {"sorted_sequence": seq, "input": qv}, side="right")
+case("searchsorted_nan_seq", "torch.searchsorted", {"sorted_sequence": T([1.0, NAN, 5.0]),
+     "input": T([NAN, 2.0, 6.0])})
+case("searchsorted_nd", "torch.searchsorted", {"sorted_sequence": T([[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]),
+     "input": T([[3.0, 0.0], [3.0, 9.0]])}, right=True)
+case("searchsorted_int_float", "torch.searchsorted", {"sorted_sequence": T([1, 3, 5]), "input": T([2.5, 3.0])})
+case("searchsorted_sorter", "torch.searchsorted", {"sorted_sequence": T([5.0, 1.0, 3.0]), "input": T([3.0, 4.0]),
+     "sorter": T([1, 2, 0])})
+case("searchsorted_int32", "torch.searchsorted", {"sorted_sequence": seq, "input": T([3.0])}, out_int32=True)
+error_case("err_searchsorted_nd", "torch.searchsorted", {"sorted_sequence": T([[1.0, 3.0], [2.0, 4.0]]),
+           "input": T([[3.0]])})
+case("bucketize", "torch.bucketize", {"input": T([[1, 5], [3, 9]]), "boundaries": T([1, 3, 5, 7])})
+case("bucketize_right", "torch.bucketize", {"input": T([[1, 5], [3, 9]]), "boundaries": T([1, 3, 5, 7])}, right=True)
+error_case("err_bucketize_2d", "torch.bucketize", {"input": T([1]), "boundaries": T([[1, 3]])})
+bc = gi(220, 0, 6, 40)
+case("bincount", "torch.bincount", {"input": bc})
+case("bincount_minlength", "torch.bincount", {"input": bc}, minlength=10)
+case("bincount_w_f32", "torch.bincount", {"input": bc, "weights": g(221, 40)})
+case("bincount_w_f64", "torch.bincount", {"input": bc, "weights": g(222, 40, dtype=f64)})
+case("bincount_w_int", "torch.bincount", {"input": bc, "weights": gi(223, -3, 3, 40)})
+case("bincount_uint8", "torch.bincount", {"input": T([0, 2, 2], dtype=u8)})
+case("bincount_empty", "torch.bincount", {"input": torch.zeros(0, dtype=torch.int64)}, minlength=3)
+error_case("err_bincount_neg", "torch.bincount", {"input": T([0, -1])})
+error_case("err_bincount_float", "torch.bincount", {"input": T([0.0, 1.0])})
+error_case("err_bincount_2d", "torch.bincount", {"input": T([[0, 1]])})
+hx = g(224, 500) * 2
+case("histc", "torch.histc", {"input": hx}, bins=7, min=-3, max=3)
+case("histc_auto", "torch.histc", {"input": hx}, bins=13)
+case("histc_f64", "torch.histc", {"input": T([0.1, 0.2, 0.3, 0.7, 1.0, 0.0], dtype=f64)}, bins=10, min=0, max=1)
+case("histc_same", "torch.histc", {"input": T([2.0, 2.0])}, bins=3)
+case("histc_nan", "torch.histc", {"input": T([1.0, NAN, 2.0])}, bins=3, min=0, max=3)
+case("histc_edges", "torch.histc", {"input": torch.linspace(0, 1, 101)}, bins=10, min=0, max=1)
+error_case("err_histc_int", "torch.histc", {"input": T([1, 2])}, bins=3)
+error_case("err_histc_range", "torch.histc", {"input": T([1.0, 2.0])}, bins=3, min=3, max=1)
+error_case("err_histc_inf", "torch.histc", {"input": T([1.0, INF])}, bins=3)
+# ------------------------------------------------------------ constructors
+error_case("err_full_uint8_overflow", "torch.full", {}, size=[2], fill_value=300, dtype=u8)
+error_case("err_full_int32_overflow", "torch.full", {}, size=[2], fill_value=2**40, dtype=i32)
+error_case("err_full_f16_overflow", "torch.full", {}, size=[2], fill_value=1e6, dtype=f16)
+case("full_float_to_int", "torch.full", {}, size=[2], fill_value=1.5, dtype=torch.int64)
+case("full_bool_2", "torch.full", {}, size=[2], fill_value=2, dtype=torch.bool)
+
 write(OUT, "ops")

@@ -107,6 +107,27 @@ fn figures() -> Vec<Figure> {
         let mlp = Mlp::new()?;
         Ok(Box::new(move || mlp.step()))
     }));
+    v.push(figure("unique_1e6_int64", || {
+        let x = Tensor::randint(0, 100_000, [1_000_000])?;
+        Ok(Box::new(move || x.unique().map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("unique_inverse_counts_1e6_int64", || {
+        let x = Tensor::randint(0, 100_000, [1_000_000])?;
+        let opts = ferrotorch::UniqueOptions {
+            return_inverse: true,
+            return_counts: true,
+            dim: None,
+        };
+        Ok(Box::new(move || x.unique_with(opts).map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("index_add_1e6_rows", || {
+        let x = Tensor::zeros([10_000, 32])?;
+        let idx = Tensor::randint(0, 10_000, [1_000_000])?;
+        let src = Tensor::randn([1_000_000, 32])?;
+        Ok(Box::new(move || {
+            x.index_add(0, &idx, &src, 1).map(|c| drop(black_box(c)))
+        }))
+    }));
     v.push(figure("add_1elem_overhead", || {
         let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
         Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))

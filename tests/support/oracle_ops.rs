@@ -2,7 +2,7 @@
 //! (written by `tests/gen_ops_oracle.py`): elementwise math, bitwise ops,
 //! clamp with tensor bounds, lerp, nan_to_num, float classification, ...
 
-use ferrotorch::{Indexing, Operand, Tensor, UniqueOptions};
+use ferrotorch::{Indexing, Operand, SearchSortedOptions, Tensor, UniqueOptions};
 use serde_json::Value;
 
 use super::{Run, dims_of, input, kw, num, scalar_of};
@@ -137,6 +137,22 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor], x: Option<&Te
             input(case, inputs, "append"),
         ),
         "tile" => x.tile(dims_of(kw(case, "dims")?)),
+        "searchsorted" => {
+            let right = flag("right") || kw(case, "side").and_then(Value::as_str) == Some("right");
+            let opts = SearchSortedOptions {
+                right,
+                out_int32: flag("out_int32"),
+                sorter: input(case, inputs, "sorter"),
+            };
+            input(case, inputs, "sorted_sequence")?.searchsorted_with(input(case, inputs, "input")?, opts)
+        }
+        "bucketize" => input(case, inputs, "input")?.bucketize(input(case, inputs, "boundaries")?, flag("right")),
+        "bincount" => x.bincount(input(case, inputs, "weights"), int("minlength").unwrap_or(0) as usize),
+        "histc" => x.histc(
+            int("bins").unwrap_or(100) as usize,
+            kw(case, "min").map(num).unwrap_or(0.0),
+            kw(case, "max").map(num).unwrap_or(0.0),
+        ),
         "repeat_interleave" => {
             let dim = int("dim");
             match input(case, inputs, "repeats") {

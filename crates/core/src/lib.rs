@@ -41,6 +41,7 @@ pub use backend::storage::{MemoryStats, empty_cache, memory_stats, reset_peak_me
 pub use device::Device;
 pub use dtype::{ALL_DTYPES, DType, Element};
 pub use error::{Error, Result};
+pub use ops::bucket::SearchSortedOptions;
 pub use ops::shape_more::Indexing;
 pub use ops::unique::{UniqueOptions, UniqueOutput};
 pub use ops::{IntoOperand, Operand, Rounding, result_type};

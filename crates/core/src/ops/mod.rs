@@ -9,6 +9,7 @@
 pub mod activation_backward;
 pub mod binary;
 pub mod binary_math;
+pub mod bucket;
 pub mod clamp_lerp;
 pub mod composite;
 pub mod copy;

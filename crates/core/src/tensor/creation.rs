@@ -423,39 +423,85 @@ impl Tensor {
         TensorOptions::new().normal(shape, mean, std)
     }
 
-    /// Zeros with `self`'s shape, dtype and device.
+    /// A zeroed tensor with `self`'s shape and device in `dtype`, laid out
+    /// as PyTorch's `memory_format=torch.preserve_format` lays it out:
+    /// with `self`'s strides when `self` is dense but not contiguous (a
+    /// transposed or permuted tensor), contiguous otherwise.
+    pub fn empty_like_dtype(&self, dtype: DType) -> Result<Tensor> {
+        let dense = !self.is_contiguous() && self.layout().is_non_overlapping_and_dense();
+        let spec = crate::dispatch::OutSpec {
+            shape: self.dims(),
+            dtype,
+            strides: dense.then(|| crate::layout::dims_of(self.strides())),
+        };
+        Tensor::empty_for_spec(&spec, self.device())
+    }
+
+    /// Zeros with `self`'s shape, dtype, device and layout (`torch.zeros_like`).
     pub fn zeros_like(&self) -> Result<Tensor> {
-        TensorOptions::like(self).zeros(self.shape())
+        self.empty_like_dtype(self.dtype())
     }
 
-    /// Ones with `self`'s shape, dtype and device.
+    /// Ones with `self`'s shape, dtype, device and layout.
     pub fn ones_like(&self) -> Result<Tensor> {
-        TensorOptions::like(self).ones(self.shape())
+        self.empty_like_dtype(self.dtype())?.fill_(1)
     }
 
-    /// `value` with `self`'s shape, dtype and device.
+    /// `value` with `self`'s shape, dtype, device and layout; errors when
+    /// `value` does not fit the dtype.
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
-        TensorOptions::like(self).full(self.shape(), value)
+        let value = value.into();
+        value.check_fits("full_like", self.dtype())?;
+        self.empty_like_dtype(self.dtype())?.fill_(value)
     }
 
-    /// A tensor like `self` (zeroed).
+    /// A tensor like `self` (zeroed; PyTorch's is uninitialised).
     pub fn empty_like(&self) -> Result<Tensor> {
-        TensorOptions::like(self).empty(self.shape())
+        self.empty_like_dtype(self.dtype())
     }
 
-    /// Uniform samples like `self`.
+    /// Uniform samples like `self`, drawn in its memory order (`torch.rand_like`).
     pub fn rand_like(&self) -> Result<Tensor> {
-        TensorOptions::like(self).rand(self.shape())
+        self.empty_like_dtype(self.dtype())?.uniform_(0.0, 1.0)
     }
 
-    /// Standard normal samples like `self`.
+    /// Standard normal samples like `self`, drawn in its memory order.
     pub fn randn_like(&self) -> Result<Tensor> {
-        TensorOptions::like(self).randn(self.shape())
+        self.empty_like_dtype(self.dtype())?.normal_(0.0, 1.0)
     }
 
     /// Random integers in `[low, high)` like `self`.
     pub fn randint_like(&self, low: i64, high: i64) -> Result<Tensor> {
-        TensorOptions::like(self).randint(low, high, self.shape())
+        self.empty_like_dtype(self.dtype())?.random_from_(low, Some(high))
+    }
+
+    /// A tensor of `data` with `self`'s dtype and device (`self.new_tensor(data)`).
+    pub fn new_tensor<T: crate::Element>(&self, data: Vec<T>, shape: impl IntoShape) -> Result<Tensor> {
+        Tensor::from_vec(data, shape)?
+            .to_dtype(self.dtype())?
+            .to_device(self.device())
+    }
+
+    /// `torch.empty_strided(size, stride)`: a zeroed tensor with the given
+    /// strides. Errors for negative sizes or strides, mismatched lengths,
+    /// or strides that make elements overlap beyond what the sizes allow.
+    pub fn empty_strided(shape: impl IntoShape, strides: impl IntoShape) -> Result<Tensor> {
+        let shape = crate::shape_arg::new_sizes("empty_strided", &shape.into_shape())?;
+        let strides = strides.into_shape();
+        if strides.len() != shape.len() || strides.iter().any(|&s| s < 0) {
+            return Err(Error::invalid(
+                "empty_strided",
+                format!("empty_strided: invalid strides {strides:?} for size {:?}", &shape[..]),
+            ));
+        }
+        let storage: usize = shape
+            .iter()
+            .zip(strides.iter())
+            .map(|(&n, &st)| n.saturating_sub(1).saturating_mul(st as usize))
+            .fold(1usize, |a, b| a.saturating_add(b));
+        let numel = crate::layout::checked_numel("empty_strided", &shape)?;
+        let base = Tensor::zeros([if numel == 0 { 0 } else { storage }])?;
+        Ok(base.as_strided(&shape[..], strides, 0)?.detach())
     }
 
     /// A tensor with the given data, shape and dtype `T`.

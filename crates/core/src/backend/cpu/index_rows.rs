@@ -16,6 +16,11 @@ fn write_slice<T: Element>(write: IndexWrite, dst: &mut [T], src: &[T]) {
         IndexWrite::Copy => dst.copy_from_slice(src),
         IndexWrite::Fill(v) => dst.fill(scalar_as::<T>(v)),
         IndexWrite::Add(alpha) => match T::DTYPE {
+            DType::F32 if alpha.to_f64() == 1.0 => {
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = T::from_f64((d.to_f64() as f32 + s.to_f64() as f32) as f64);
+                }
+            }
             DType::F32 | DType::F16 | DType::BF16 => {
                 let a = alpha.to_f64() as f32;
                 for (d, s) in dst.iter_mut().zip(src) {
@@ -100,13 +105,12 @@ pub(crate) fn index_rows_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Ten
         cast_into(&work, x)?;
     }
     let src = inputs.get(2).map(|s| s.contiguous()).transpose()?;
+    let src_len = src.as_ref().map_or(0, |s| s.numel());
     with_dtype!(x.dtype(), T => {
-        let src_data: Vec<T> = match &src {
-            Some(s) => s.to_vec::<T>()?,
-            None => Vec::new(),
-        };
-        let acc = super::access::access(op.entry().base_name(), &[], &[&work])?;
+        let ins: Vec<&Tensor> = src.iter().collect();
+        let acc = super::access::access(op.entry().base_name(), &ins, &[&work])?;
         let base = acc.outs[0] as usize;
+        let src_base = acc.ins.first().map_or(0, |p| *p as usize);
         let tasks = if outer * k * inner < 1 << 15 { 1 } else { (rayon::current_num_threads() * 4).min(n.max(1)) };
         let per = n.div_ceil(tasks.max(1)).max(1);
         let task = |t: usize| {
@@ -121,7 +125,12 @@ pub(crate) fn index_rows_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Ten
                     // (p < n), and only this task writes slices in [lo, hi).
                     let dst = unsafe { std::slice::from_raw_parts_mut((base as *mut T).add(at), inner) };
                     let from = (o * k + i) * inner;
-                    let s = src_data.get(from..from + inner).unwrap_or(&[]);
+                    let s: &[T] = if from + inner <= src_len {
+                        // SAFETY: a slice of the contiguous source, read only.
+                        unsafe { std::slice::from_raw_parts((src_base as *const T).add(from), inner) }
+                    } else {
+                        &[]
+                    };
                     write_slice(op.write, dst, s);
                 }
             }

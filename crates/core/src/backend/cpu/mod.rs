@@ -9,6 +9,7 @@
 mod access;
 mod binary;
 mod binary_math;
+mod bucket;
 mod copy;
 mod factory;
 mod gemm;
@@ -102,6 +103,13 @@ pub(crate) fn register_kernels() -> Result<()> {
         structured(e, index_rows::index_rows_kernel)?;
     }
     idx::NONZERO.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Functional(index::nonzero_kernel))?;
+    for e in [
+        &crate::ops::bucket::SEARCHSORTED,
+        &crate::ops::bucket::BINCOUNT,
+        &crate::ops::bucket::HISTC,
+    ] {
+        e.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Functional(bucket::bucket_kernel))?;
+    }
     for e in [
         &crate::ops::unique::UNIQUE,
         &crate::ops::unique::UNIQUE_DIM,
