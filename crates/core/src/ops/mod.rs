@@ -12,12 +12,15 @@ pub mod binary_math;
 pub mod clamp_lerp;
 pub mod composite;
 pub mod copy;
+pub mod decomp;
+pub mod einsum;
 pub mod factory;
 pub mod float_class;
 pub(crate) mod grad_util;
 pub mod index;
 pub mod join;
 pub mod linalg;
+pub mod linalg_ext;
 pub mod nan_reduce;
 mod overloads;
 pub mod promote;
@@ -65,5 +68,6 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     reduce_composite::register()?;
     composite::register()?;
     nan_reduce::register()?;
+    decomp::register()?;
     Ok(())
 }

@@ -13,6 +13,7 @@ mod copy;
 mod factory;
 mod gemm;
 mod index;
+pub(crate) mod lapack;
 mod math;
 mod pointwise;
 mod reduce;
