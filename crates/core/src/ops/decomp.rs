@@ -87,7 +87,7 @@ fn check_matrix(op: &'static str, a: &Tensor, rect: bool) -> Result<()> {
     if a.ndim() < 2 {
         return Err(Error::invalid(
             op,
-            format!("The input tensor A must have at least 2 dimensions."),
+            "The input tensor A must have at least 2 dimensions.".to_string(),
         ));
     }
     if !matches!(a.dtype(), DType::F32 | DType::F64) {
@@ -768,7 +768,7 @@ impl Tensor {
         if self.ndim() < 2 {
             return Err(Error::invalid(
                 op,
-                format!("The input tensor A must have at least 2 dimensions."),
+                "The input tensor A must have at least 2 dimensions.".to_string(),
             ));
         }
         check_matrix(op, self, true)?;
@@ -777,10 +777,10 @@ impl Tensor {
             MatrixOrd::Nuc => self.linalg_svdvals()?.sum_dim([-1i64], false)?,
             MatrixOrd::P(p) if p == f64::INFINITY => self.abs()?.sum_dim([-1i64], false)?.amax([-1i64], false)?,
             MatrixOrd::P(p) if p == f64::NEG_INFINITY => self.abs()?.sum_dim([-1i64], false)?.amin([-1i64], false)?,
-            MatrixOrd::P(p) if p == 1.0 => self.abs()?.sum_dim([-2i64], false)?.amax([-1i64], false)?,
-            MatrixOrd::P(p) if p == -1.0 => self.abs()?.sum_dim([-2i64], false)?.amin([-1i64], false)?,
-            MatrixOrd::P(p) if p == 2.0 => self.linalg_svdvals()?.amax([-1i64], false)?,
-            MatrixOrd::P(p) if p == -2.0 => self.linalg_svdvals()?.amin([-1i64], false)?,
+            MatrixOrd::P(1.0) => self.abs()?.sum_dim([-2i64], false)?.amax([-1i64], false)?,
+            MatrixOrd::P(-1.0) => self.abs()?.sum_dim([-2i64], false)?.amin([-1i64], false)?,
+            MatrixOrd::P(2.0) => self.linalg_svdvals()?.amax([-1i64], false)?,
+            MatrixOrd::P(-2.0) => self.linalg_svdvals()?.amin([-1i64], false)?,
             MatrixOrd::P(p) => {
                 return Err(Error::invalid(op, format!("Order {p} not supported.")));
             }

@@ -184,12 +184,9 @@ pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
             }
             let mut out = term.labels.clone();
             let ell: Vec<Label> = (0..ell_ndim).map(|j| ELL + j).collect();
-            match term.ellipsis {
-                Some(p) => {
-                    out.splice(p..p, ell);
-                }
-                // Without an ellipsis in the output, its dims are summed.
-                None => {}
+            // Without an ellipsis in the output, its dims are summed.
+            if let Some(p) = term.ellipsis {
+                out.splice(p..p, ell);
             }
             out
         }
