@@ -184,6 +184,19 @@ def _mlp():
     return mlp
 
 
+@figure("einsum_attention_16x4x64x32")
+def _einsum_attention():
+    q, k = torch.randn(16, 4, 64, 32), torch.randn(16, 4, 64, 32)
+    return lambda: torch.einsum("bhqd,bhkd->bhqk", q, k)
+
+
+@figure("solve_512_f64")
+def _solve_512():
+    a = torch.randn(512, 512, dtype=torch.float64)
+    b = torch.randn(512, 512, dtype=torch.float64)
+    return lambda: torch.linalg.solve(a, b)
+
+
 @figure("add_1elem_overhead")
 def _add_1elem():
     s1, s2 = torch.randn(1), torch.randn(1)

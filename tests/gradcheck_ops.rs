@@ -45,6 +45,14 @@ fn case(
 fn cases() -> Vec<Case> {
     let g = Generator::new(42);
     let x = || rand(&g, &[3, 4], -2.0, 2.0);
+    let sq = || rand(&g, &[3, 3], -1.0, 1.0);
+    // Well-conditioned and symmetric positive-definite matrices made from `a`.
+    fn well(a: &Tensor) -> Result<Tensor> {
+        a.add(&Tensor::eye(3)?.to_dtype(DType::F64)?.mul(3.0)?)
+    }
+    fn spd(a: &Tensor) -> Result<Tensor> {
+        a.matmul(&a.mt()?)?.add(&Tensor::eye(3)?.to_dtype(DType::F64)?)
+    }
     let pos = || rand(&g, &[3, 4], 0.5, 2.0);
     let v = |n: usize| rand(&g, &[n], -1.0, 1.0);
     let idx = |v: Vec<i64>, shape: &[usize]| Tensor::from_vec(v, shape).unwrap();
@@ -177,6 +185,29 @@ fn cases() -> Vec<Case> {
             lo.mul(2.0)?.add(&hi)
         }),
         case("aminmax", vec![x()], true, |t| Ok(t[0].aminmax(None, true)?.1)),
+        case("linalg_inv_ex", vec![sq()], true, |t| well(&t[0])?.linalg_inv()),
+        case("_linalg_solve_ex", vec![sq(), x()], true, |t| {
+            well(&t[0])?.linalg_solve(&t[1])
+        }),
+        case("_linalg_det", vec![sq()], true, |t| well(&t[0])?.linalg_det()),
+        case("_linalg_slogdet", vec![sq()], true, |t| {
+            Ok(well(&t[0])?.linalg_slogdet()?.1)
+        }),
+        case("linalg_cholesky_ex", vec![sq()], true, |t| {
+            spd(&t[0])?.linalg_cholesky(false)
+        }),
+        case("linalg_qr", vec![x().mt().unwrap()], true, |t| {
+            let (q, r) = t[0].linalg_qr("reduced")?;
+            q.matmul(&r.mul(&r)?)
+        }),
+        case("_linalg_eigh", vec![sq()], true, |t| {
+            let (l, v) = t[0].add(&t[0].mt()?)?.linalg_eigh("L")?;
+            v.mul(&l.mul(&l)?.unsqueeze(0)?)?.matmul(&v.mt()?)?.add(&l)
+        }),
+        case("_linalg_svd", vec![x()], true, |t| {
+            let (u, s, vh) = t[0].linalg_svd(false)?;
+            u.mul(&s.mul(&s)?.unsqueeze(0)?)?.matmul(&vh)?.add(&s.sum()?)
+        }),
         case("cummax", vec![x()], true, |t| Ok(t[0].cummax(1)?.0)),
         case("cummin", vec![x()], true, |t| Ok(t[0].cummin(0)?.0)),
         case("logcumsumexp", vec![x()], true, |t| t[0].logcumsumexp(1)),

@@ -128,6 +128,18 @@ fn figures() -> Vec<Figure> {
             x.index_add(0, &idx, &src, 1).map(|c| drop(black_box(c)))
         }))
     }));
+    v.push(figure("einsum_attention_16x4x64x32", || {
+        let (q, k) = (Tensor::randn([16, 4, 64, 32])?, Tensor::randn([16, 4, 64, 32])?);
+        Ok(Box::new(move || {
+            Tensor::einsum("bhqd,bhkd->bhqk", &[&q, &k]).map(|c| drop(black_box(c)))
+        }))
+    }));
+    v.push(figure("solve_512_f64", || {
+        let opts = ferrotorch::TensorOptions::new().dtype(ferrotorch::DType::F64);
+        let a = opts.clone().randn([512, 512])?;
+        let b = opts.randn([512, 512])?;
+        Ok(Box::new(move || a.linalg_solve(&b).map(|c| drop(black_box(c)))))
+    }));
     v.push(figure("add_1elem_overhead", || {
         let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
         Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))

@@ -13,6 +13,8 @@ pub mod bucket;
 pub mod clamp_lerp;
 pub mod composite;
 pub mod copy;
+pub mod decomp;
+pub mod einsum;
 pub mod factory;
 pub mod float_class;
 pub(crate) mod grad_util;
@@ -20,6 +22,7 @@ pub mod index;
 pub mod index_more;
 pub mod join;
 pub mod linalg;
+pub mod linalg_ext;
 pub mod nan_reduce;
 mod overloads;
 pub mod promote;
@@ -70,5 +73,6 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     composite::register()?;
     nan_reduce::register()?;
     index_more::register()?;
+    decomp::register()?;
     Ok(())
 }

@@ -15,6 +15,7 @@ mod factory;
 mod gemm;
 mod index;
 mod index_rows;
+pub(crate) mod lapack;
 mod math;
 mod pointwise;
 mod reduce;
