@@ -80,3 +80,36 @@ pub(crate) fn full_or_half(g: &Tensor, full: &Tensor, half: &Tensor) -> Result<T
     let halved = where_(half, Operand::Tensor(&g.mul(0.5)?), Operand::Tensor(&zero))?;
     where_(full, Operand::Tensor(g), Operand::Tensor(&halved))
 }
+
+/// The backward of an operator whose output 0 holds values picked along
+/// `dim` at the indices of output 1 (sort, topk, kthvalue, median, mode,
+/// cummax): the gradient sent back to the picked places (`accumulate`:
+/// summed where an index repeats; `keepdim` false: `dim` was removed).
+pub(crate) fn picked_values_backward(
+    ctx: &crate::autograd::BackwardCtx,
+    grads: &[Option<Tensor>],
+    dim: usize,
+    keepdim: bool,
+    accumulate: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    let Some(g) = grads.first().cloned().flatten() else {
+        return Ok(vec![None]);
+    };
+    let shape = ctx.input_shape(0);
+    if shape.is_empty() {
+        return Ok(vec![Some(g.reshape(())?)]);
+    }
+    let d = dim as i64;
+    let idx = ctx.output(1)?;
+    let (g, idx) = if keepdim {
+        (g, idx)
+    } else {
+        (g.unsqueeze(d)?, idx.unsqueeze(d)?)
+    };
+    let zeros = crate::TensorOptions::like(&g).zeros(shape)?;
+    Ok(vec![Some(if accumulate {
+        zeros.scatter_add(d, &idx, &g)?
+    } else {
+        zeros.scatter(d, &idx, &g)?
+    })])
+}

@@ -5,7 +5,7 @@ use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
 use crate::layout::normalize_dim;
 use crate::ops::binary::where_;
-use crate::ops::grad_util::grad0;
+use crate::ops::grad_util::{grad0, picked_values_backward};
 use crate::ops::promote::Operand;
 use crate::{DType, Error, Result, Scalar, Tensor};
 
@@ -48,16 +48,8 @@ impl Op for CumExtreme {
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         // PyTorch's cummaxmin_backward: each gradient goes to the element
-        // that was the running extreme.
-        let Some(g) = grads.first().cloned().flatten() else {
-            return Ok(vec![None]);
-        };
-        let shape = ctx.input_shape(0);
-        if shape.is_empty() {
-            return Ok(vec![Some(g)]);
-        }
-        let zeros = crate::TensorOptions::like(&g).zeros(shape)?;
-        Ok(vec![Some(zeros.scatter_add(self.dim as i64, &ctx.output(1)?, &g)?)])
+        // that was the running extreme (summed: several outputs pick one).
+        picked_values_backward(ctx, grads, self.dim, true, true)
     }
 }
 

@@ -6,7 +6,7 @@
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
 use crate::layout::normalize_dim;
-use crate::ops::grad_util::grad0;
+use crate::ops::grad_util::{grad0, picked_values_backward};
 use crate::ops::promote::Operand;
 use crate::ops::reduce::reduced_shape;
 use crate::{DType, Error, Result, Tensor};
@@ -145,22 +145,7 @@ impl Op for SelectDim {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         // PyTorch's value_selecting_reduction_backward: the gradient goes to
         // the selected element of each line.
-        let Some(g) = grads.first().cloned().flatten() else {
-            return Ok(vec![None]);
-        };
-        let shape = ctx.input_shape(0);
-        if shape.is_empty() {
-            return Ok(vec![Some(g)]);
-        }
-        let d = self.dim as i64;
-        let idx = ctx.output(1)?;
-        let (g, idx) = if self.keepdim {
-            (g, idx)
-        } else {
-            (g.unsqueeze(d)?, idx.unsqueeze(d)?)
-        };
-        let zeros = crate::TensorOptions::like(&g).zeros(shape)?;
-        Ok(vec![Some(zeros.scatter(d, &idx, &g)?)])
+        picked_values_backward(ctx, grads, self.dim, self.keepdim, false)
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call};
 use crate::layout::normalize_dim;
+use crate::ops::grad_util::picked_values_backward;
 use crate::{DType, Error, Result, Tensor};
 
 /// Dispatch table of `sort.stable`, which also runs PyTorch's default
@@ -50,20 +51,8 @@ impl Op for Sort {
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-        values_backward(ctx, grads, self.dim)
+        picked_values_backward(ctx, grads, self.dim, true, false)
     }
-}
-
-/// The gradient of values picked along `dim` by the saved indices (output 1).
-fn values_backward(ctx: &BackwardCtx, grads: &[Option<Tensor>], dim: usize) -> Result<Vec<Option<Tensor>>> {
-    let Some(g) = grads.first().cloned().flatten() else {
-        return Ok(vec![None]);
-    };
-    let zeros = crate::TensorOptions::like(&g).zeros(ctx.input_shape(0))?;
-    if zeros.ndim() == 0 {
-        return Ok(vec![Some(g.reshape(())?)]);
-    }
-    Ok(vec![Some(zeros.scatter(dim as i64, &ctx.output(1)?, &g)?)])
 }
 
 /// The `k` largest (or smallest) entries along `dim`, with their indices,
@@ -113,7 +102,7 @@ impl Op for TopK {
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-        values_backward(ctx, grads, self.dim)
+        picked_values_backward(ctx, grads, self.dim, true, false)
     }
 }
 

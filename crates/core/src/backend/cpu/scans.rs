@@ -42,36 +42,34 @@ pub(crate) fn cum_extreme_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Te
     })
 }
 
-/// PyTorch's `_log_add_exp_helper`: `log(e^x + e^y)`, NaN propagating,
-/// with equal infinities returned as they are.
-#[inline]
-fn log_add_exp(x: f64, y: f64) -> f64 {
-    let (lo, hi) = if y.is_nan() {
-        (y, y)
-    } else {
-        (if y < x { y } else { x }, if x < y { y } else { x })
+macro_rules! log_add_exp {
+    ($(#[$doc:meta])* $name:ident, $T:ty) => {
+        $(#[$doc])*
+        #[inline]
+        fn $name(x: $T, y: $T) -> $T {
+            let (lo, hi) = if y.is_nan() {
+                (y, y)
+            } else {
+                (if y < x { y } else { x }, if x < y { y } else { x })
+            };
+            if lo != hi || lo.is_finite() {
+                (lo - hi).exp().ln_1p() + hi
+            } else {
+                x
+            }
+        }
     };
-    if lo != hi || lo.is_finite() {
-        (lo - hi).exp().ln_1p() + hi
-    } else {
-        x
-    }
 }
 
-/// The same in f32, the accumulation type of f16 and bf16.
-#[inline]
-fn log_add_exp_f32(x: f32, y: f32) -> f32 {
-    let (lo, hi) = if y.is_nan() {
-        (y, y)
-    } else {
-        (if y < x { y } else { x }, if x < y { y } else { x })
-    };
-    if lo != hi || lo.is_finite() {
-        (lo - hi).exp().ln_1p() + hi
-    } else {
-        x
-    }
-}
+log_add_exp!(
+    /// PyTorch's `_log_add_exp_helper`: `log(e^x + e^y)`, NaN propagating,
+    /// with equal infinities returned as they are.
+    log_add_exp, f64
+);
+log_add_exp!(
+    /// The same in f32, the accumulation type of f16 and bf16.
+    log_add_exp_f32, f32
+);
 
 pub(crate) fn logcumsumexp_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = *downcast_op::<LogCumSumExp>(op)?;
