@@ -113,3 +113,20 @@ pub(crate) fn picked_values_backward(
         zeros.scatter(d, &idx, &g)?
     })])
 }
+
+/// The outputs of a values-and-indices operator (sort, topk, kthvalue,
+/// median, mode, cummax): values in `dtype` and int64 indices, both of `shape`.
+pub(crate) fn values_and_indices(shape: crate::layout::Dims, dtype: crate::DType) -> crate::dispatch::OutSpecs {
+    use crate::dispatch::OutSpec;
+    smallvec::smallvec![
+        OutSpec::new(shape.clone(), dtype),
+        OutSpec::new(shape, crate::DType::I64)
+    ]
+}
+
+/// What a values-and-indices operator saves for [`picked_values_backward`]:
+/// its indices (output 1).
+pub(crate) const SAVES_INDICES: crate::autograd::Saves = crate::autograd::Saves {
+    inputs: 0,
+    outputs: 0b10,
+};

@@ -5,7 +5,7 @@ use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
 use crate::layout::normalize_dim;
 use crate::ops::binary::where_;
-use crate::ops::grad_util::{grad0, picked_values_backward};
+use crate::ops::grad_util::{SAVES_INDICES, grad0, picked_values_backward, values_and_indices};
 use crate::ops::promote::Operand;
 use crate::{DType, Error, Result, Scalar, Tensor};
 
@@ -33,17 +33,11 @@ impl Op for CumExtreme {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        Ok(smallvec::smallvec![
-            OutSpec::new(x.dims(), x.dtype()),
-            OutSpec::new(x.dims(), DType::I64)
-        ])
+        Ok(values_and_indices(x.dims(), x.dtype()))
     }
 
     fn saves(&self) -> Saves {
-        Saves {
-            inputs: 0,
-            outputs: 0b10,
-        }
+        SAVES_INDICES
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {

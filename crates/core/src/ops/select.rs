@@ -6,7 +6,7 @@
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
 use crate::layout::normalize_dim;
-use crate::ops::grad_util::{grad0, picked_values_backward};
+use crate::ops::grad_util::{SAVES_INDICES, grad0, picked_values_backward, values_and_indices};
 use crate::ops::promote::Operand;
 use crate::ops::reduce::reduced_shape;
 use crate::{DType, Error, Result, Tensor};
@@ -119,17 +119,11 @@ impl Op for SelectDim {
         } else {
             reduced_shape(x.shape(), Some(&dims), self.keepdim)
         };
-        Ok(smallvec::smallvec![
-            OutSpec::new(shape.clone(), x.dtype()),
-            OutSpec::new(shape, DType::I64)
-        ])
+        Ok(values_and_indices(shape, x.dtype()))
     }
 
     fn saves(&self) -> Saves {
-        Saves {
-            inputs: 0,
-            outputs: 0b10,
-        }
+        SAVES_INDICES
     }
 
     fn backward_name(&self) -> String {

@@ -1,9 +1,9 @@
 //! `sort`, `argsort` and `topk`.
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call};
+use crate::dispatch::{Op, OpEntry, OutSpecs, call};
 use crate::layout::normalize_dim;
-use crate::ops::grad_util::picked_values_backward;
+use crate::ops::grad_util::{SAVES_INDICES, picked_values_backward, values_and_indices};
 use crate::{DType, Error, Result, Tensor};
 
 /// Dispatch table of `sort.stable`, which also runs PyTorch's default
@@ -37,17 +37,11 @@ impl Op for Sort {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        Ok(smallvec::smallvec![
-            OutSpec::new(x.dims(), x.dtype()),
-            OutSpec::new(x.dims(), DType::I64)
-        ])
+        Ok(values_and_indices(x.dims(), x.dtype()))
     }
 
     fn saves(&self) -> Saves {
-        Saves {
-            inputs: 0,
-            outputs: 0b10,
-        }
+        SAVES_INDICES
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -88,17 +82,11 @@ impl Op for TopK {
         if x.ndim() > 0 {
             shape[self.dim] = self.k;
         }
-        Ok(smallvec::smallvec![
-            OutSpec::new(shape.clone(), x.dtype()),
-            OutSpec::new(shape, DType::I64)
-        ])
+        Ok(values_and_indices(shape, x.dtype()))
     }
 
     fn saves(&self) -> Saves {
-        Saves {
-            inputs: 0,
-            outputs: 0b10,
-        }
+        SAVES_INDICES
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
