@@ -46,6 +46,7 @@ fn cases() -> Vec<Case> {
     let g = Generator::new(42);
     let x = || rand(&g, &[3, 4], -2.0, 2.0);
     let sq = || rand(&g, &[3, 3], -1.0, 1.0);
+    let probs = || rand(&g, &[3, 4], 0.1, 0.9);
     // Well-conditioned and symmetric positive-definite matrices made from `a`.
     fn well(a: &Tensor) -> Result<Tensor> {
         a.add(&Tensor::eye(3)?.to_dtype(DType::F64)?.mul(3.0)?)
@@ -223,6 +224,19 @@ fn cases() -> Vec<Case> {
         case("var.correction", vec![x()], true, |t| t[0].var(0.0)),
         case("std.correction", vec![x()], true, |t| t[0].std_dim(vec![1], 1.0, true)),
         case("std.correction", vec![x()], true, |t| t[0].std(1.0)),
+        case("var_mean.correction", vec![x()], true, |t| {
+            let (v, m) = t[0].var_mean_dim([1], 1.0, false)?;
+            v.add(&m.mul(3.0)?)
+        }),
+        case("std_mean.correction", vec![x()], true, |t| {
+            let (s, m) = t[0].std_mean(0.0)?;
+            s.mul(2.0)?.sub(&m)
+        }),
+        // A draw's parameters get PyTorch's zero gradient; a fixed seed
+        // makes the draw a step function of p, flat near these points.
+        case("random_sample", vec![probs()], false, |t| {
+            t[0].bernoulli_with(&ferrotorch::Generator::new(3))?.mul(&t[0])
+        }),
         case("linalg_vector_norm", vec![x()], true, |t| t[0].norm(2.0)),
         case("linalg_vector_norm", vec![x()], true, |t| {
             t[0].norm_dim(3.0, vec![1], false)

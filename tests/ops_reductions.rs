@@ -34,10 +34,37 @@ fn gradients_are_recorded_under_pytorch_node_names() -> Result<()> {
         (x.diff(1, -1, None, None)?, "SubBackward0"),
         (x.diff(0, -1, None, None)?, "CopyBackwards"),
         (x.aminmax(Some(1), false)?.0, "AminmaxBackward0"),
+        (x.var_mean(1.0)?.0, "VarMeanBackward0"),
+        (x.var_mean_dim([1], 0.0, false)?.1, "VarMeanBackward0"),
+        (x.std_mean(1.0)?.1, "StdMeanBackward0"),
+        (x.std_mean_dim([0], 1.0, true)?.0, "StdMeanBackward0"),
     ];
     for (t, want) in cases {
         assert_eq!(node(&t), want);
     }
+    // var_mean / std_mean: one node, the gradients of both outputs summed
+    // (PyTorch: var_backward + mean_backward), either output alone too.
+    let v = Tensor::new([[1.0f64, 4.0, 2.0], [3.0, 0.5, 2.5]])?.requires_grad_(true)?;
+    let (var, mean) = v.var_mean_dim([1], 1.0, false)?;
+    var.sum()?.add(&mean.sum()?.mul(3.0)?)?.backward()?;
+    // PyTorch 2.15's gradient: 2 (x - mean) / (n - 1) + 3 / n.
+    let want = [
+        -0.3333333333333335,
+        2.6666666666666665,
+        0.6666666666666665,
+        2.0,
+        -0.5,
+        1.5,
+    ];
+    for (g, w) in v.grad()?.to_vec::<f64>()?.iter().zip(want) {
+        assert!((g - w).abs() < 1e-12, "{g} vs {w}");
+    }
+    let s = Tensor::new([2.0f64, 2.0, 2.0])?.requires_grad_(true)?;
+    s.std_mean(1.0)?.0.backward()?;
+    assert_eq!(s.grad()?.to_vec::<f64>()?, [0.0, 0.0, 0.0]); // std 0: masked
+    let m = Tensor::new([1.0f64, 5.0])?.requires_grad_(true)?;
+    m.std_mean(1.0)?.1.backward()?;
+    assert_eq!(m.grad()?.to_vec::<f64>()?, [0.5, 0.5]);
     // Indices and counts carry no history.
     assert!(!x.kthvalue(1, 1, false)?.1.requires_grad());
     assert!(!x.count_nonzero()?.requires_grad());

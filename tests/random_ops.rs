@@ -87,10 +87,38 @@ fn in_place_fill_of_a_leaf_that_requires_grad_is_refused() -> Result<()> {
     // Under no_grad it is allowed (nn.init does this), and draws nothing else.
     ferrotorch::autograd::no_grad(|| x.uniform_with_(-1.0, 1.0, &Generator::new(0)))?;
     assert!(x.requires_grad());
-    // Samplers' results do not require grad, whatever their inputs.
+    Ok(())
+}
+
+#[test]
+fn samplers_with_tensor_parameters_record_pytorchs_zero_gradient_nodes() -> Result<()> {
     let p = Tensor::from_slice(&[0.2f32, 0.8]).requires_grad_(true)?;
-    assert!(!p.bernoulli_with(&Generator::new(1))?.requires_grad());
-    assert!(!Tensor::normal_tensor_with(&p, 1.0, &Generator::new(1))?.requires_grad());
+    let s = Tensor::from_slice(&[1.0f32, 2.0]).requires_grad_(true)?;
+    let g = Generator::new(1);
+    let node = |t: &Tensor| t.grad_fn().map(|n| n.name().to_string());
+    let cases = [
+        (p.bernoulli_with(&g)?, "BernoulliBackward0"),
+        (p.poisson_with(&g)?, "PoissonBackward0"),
+        (Tensor::normal_tensor_with(&p, 1.0, &g)?, "NormalBackward1"),
+        (Tensor::normal_tensor_with(0.0, &s, &g)?, "NormalBackward2"),
+        (Tensor::normal_tensor_with(&p, &s, &g)?, "NormalBackward3"),
+    ];
+    for (t, want) in &cases {
+        assert!(t.requires_grad());
+        assert_eq!(node(t).as_deref(), Some(*want));
+    }
+    // The same numbers as without grad.
+    let plain = Tensor::normal_tensor_with(&p.detach(), &s.detach(), &Generator::new(7))?;
+    let tracked = Tensor::normal_tensor_with(&p, &s, &Generator::new(7))?;
+    assert_eq!(plain.to_vec::<f32>()?, tracked.to_vec::<f32>()?);
+    // The gradient is zero, as PyTorch's.
+    cases[4].0.sum()?.backward()?;
+    assert_eq!(p.grad()?.to_vec::<f32>()?, [0.0, 0.0]);
+    assert_eq!(s.grad()?.to_vec::<f32>()?, [0.0, 0.0]);
+    // No history without grad mode, or when no parameter requires grad.
+    let q = ferrotorch::autograd::no_grad(|| p.bernoulli_with(&g))?;
+    assert!(!q.requires_grad());
+    assert!(!p.detach().bernoulli_with(&g)?.requires_grad());
     Ok(())
 }
 

@@ -74,5 +74,6 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     nan_reduce::register()?;
     index_more::register()?;
     decomp::register()?;
+    sampling::register()?;
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! `var_mean` / `std_mean`, and the `dtype` forms of `mean`.
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call, call1, downcast_op};
+use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, call2, downcast_op};
 use crate::layout::{Dims, normalize_dims};
 use crate::ops::grad_util::{dims_i64, expand_reduced, grad0, mask};
 use crate::ops::reduce::reduced_shape;
@@ -263,14 +263,7 @@ impl Tensor {
         let dim = dim
             .map(|d| crate::layout::normalize_dim("aminmax", d, self.ndim()))
             .transpose()?;
-        let mut v = call(&AminMax { dim, keepdim }, &[self])?.into_vec();
-        let max = v
-            .pop()
-            .ok_or_else(|| Error::invalid("aminmax", "the kernel returned no outputs"))?;
-        let min = v
-            .pop()
-            .ok_or_else(|| Error::invalid("aminmax", "the kernel returned one output"))?;
-        Ok((min, max))
+        call2(&AminMax { dim, keepdim }, &[self])
     }
 
     /// `torch.var_mean`: the variance (with `correction`) and the mean of
@@ -286,11 +279,7 @@ impl Tensor {
             self,
             "var_mean only support floating point and complex dtypes",
         )?;
-        let dims = dims.into_shape().to_vec();
-        Ok((
-            self.var_dim(dims.clone(), correction, keepdim)?,
-            self.mean_dim(dims, keepdim)?,
-        ))
+        self.spread_mean(false, dims.into_shape().to_vec(), correction, keepdim)
     }
 
     /// `torch.std_mean`: the standard deviation (with `correction`) and the
@@ -306,11 +295,7 @@ impl Tensor {
             self,
             "std_mean only support floating point and complex dtypes",
         )?;
-        let dims = dims.into_shape().to_vec();
-        Ok((
-            self.std_dim(dims.clone(), correction, keepdim)?,
-            self.mean_dim(dims, keepdim)?,
-        ))
+        self.spread_mean(true, dims.into_shape().to_vec(), correction, keepdim)
     }
 
     /// The mean of every element computed in `dtype` (`x.mean(dtype=...)`:

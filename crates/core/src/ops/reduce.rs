@@ -3,7 +3,7 @@
 //! built on them (mean, var/std, logsumexp, norm: `reduce_composite`).
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1, call2};
 use crate::layout::{Dims, normalize_dim, normalize_dims};
 use crate::ops::grad_util::{dims_i64, expand_reduced, grad0, mask};
 use crate::ops::promote::Operand;
@@ -603,16 +603,20 @@ impl Tensor {
     /// Maximum along `dim` and its index (`torch.max(x, dim)`); the first
     /// index on ties.
     pub fn max_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-        let mut v = self.index_reduce(true, true, Some(dim), keepdim)?;
-        let i = v.pop().unwrap();
-        Ok((v.pop().unwrap(), i))
+        let mut v = self.index_reduce(true, true, Some(dim), keepdim)?.into_iter();
+        match (v.next(), v.next()) {
+            (Some(values), Some(indices)) => Ok((values, indices)),
+            _ => Err(Error::invalid("max", "operator returned fewer than two outputs")),
+        }
     }
 
     /// Minimum along `dim` and its index.
     pub fn min_dim(&self, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
-        let mut v = self.index_reduce(false, true, Some(dim), keepdim)?;
-        let i = v.pop().unwrap();
-        Ok((v.pop().unwrap(), i))
+        let mut v = self.index_reduce(false, true, Some(dim), keepdim)?.into_iter();
+        match (v.next(), v.next()) {
+            (Some(values), Some(indices)) => Ok((values, indices)),
+            _ => Err(Error::invalid("min", "operator returned fewer than two outputs")),
+        }
     }
 
     /// Index of the maximum along `dim`, or in the flattened tensor when `None`.
@@ -725,6 +729,24 @@ impl Tensor {
     pub fn norm_dim(&self, p: f64, dims: impl IntoShape, keepdim: bool) -> Result<Tensor> {
         let dims = Some(dims.into_shape().to_vec());
         self.composite("norm", CompositeKind::Norm { p }, dims, keepdim)
+    }
+
+    /// `(var, mean)` or, with `std`, `(std, mean)` over `dims` as one node
+    /// (the front ends `var_mean_dim` / `std_mean_dim` validate the dtype).
+    pub(crate) fn spread_mean(
+        &self,
+        std: bool,
+        dims: Vec<i64>,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let name = if std { "std_mean" } else { "var_mean" };
+        let kind = CompositeKind::SpreadMean { correction, std };
+        let dims = norm_dims(name, Some(dims), self.ndim())?.map(|mut d| {
+            d.sort_unstable();
+            d
+        });
+        call2(&CompositeReduce { kind, dims, keepdim }, &[self])
     }
 
     /// Runs a composite reduction over normalised `dims` of a float tensor.

@@ -2,7 +2,7 @@
 //! `logcumsumexp`, the `dtype` forms of `cumsum` / `cumprod`, and `diff`.
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call1, call2};
 use crate::layout::normalize_dim;
 use crate::ops::binary::where_;
 use crate::ops::grad_util::{SAVES_INDICES, grad0, picked_values_backward, values_and_indices};
@@ -118,9 +118,7 @@ impl Tensor {
     fn cum_extreme(&self, max: bool, dim: i64) -> Result<(Tensor, Tensor)> {
         let name = if max { "cummax" } else { "cummin" };
         let d = normalize_dim(name, dim, self.ndim())?;
-        let mut v = call(&CumExtreme { max, dim: d }, &[self])?;
-        let i = v.pop().unwrap();
-        Ok((v.pop().unwrap(), i))
+        call2(&CumExtreme { max, dim: d }, &[self])
     }
 
     /// The running maximum along `dim` and the index where it was reached

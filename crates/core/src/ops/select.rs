@@ -4,7 +4,7 @@
 //! index picked among equal values is PyTorch's.
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call1, call2};
 use crate::layout::normalize_dim;
 use crate::ops::grad_util::{SAVES_INDICES, grad0, picked_values_backward, values_and_indices};
 use crate::ops::promote::Operand;
@@ -209,9 +209,7 @@ impl Op for MedianAll {
 impl Tensor {
     fn select_dim(&self, kind: SelectKind, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         let d = normalize_dim(kind.name(), dim, self.ndim())?;
-        let mut v = call(&SelectDim { kind, dim: d, keepdim }, &[self])?;
-        let i = v.pop().unwrap();
-        Ok((v.pop().unwrap(), i))
+        call2(&SelectDim { kind, dim: d, keepdim }, &[self])
     }
 
     /// The `k`-th smallest element (1-based) along `dim` and its index

@@ -1,7 +1,7 @@
 //! `sort`, `argsort` and `topk`.
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpecs, call};
+use crate::dispatch::{Op, OpEntry, OutSpecs, call2};
 use crate::layout::normalize_dim;
 use crate::ops::grad_util::{SAVES_INDICES, picked_values_backward, values_and_indices};
 use crate::{DType, Error, Result, Tensor};
@@ -123,16 +123,14 @@ impl Tensor {
 
     fn sort_impl(&self, dim: i64, descending: bool, stable: bool) -> Result<(Tensor, Tensor)> {
         let d = normalize_dim("sort", dim, self.ndim())?;
-        let mut v = call(
+        call2(
             &Sort {
                 dim: d,
                 descending,
                 stable,
             },
             &[self],
-        )?;
-        let i = v.pop().unwrap();
-        Ok((v.pop().unwrap(), i))
+        )
     }
 
     /// Indices that sort `dim` (`torch.argsort`, as [`Tensor::sort`]).
@@ -149,8 +147,6 @@ impl Tensor {
     /// The `k` largest (`largest`) or smallest entries along `dim` and their indices, sorted.
     pub fn topk(&self, k: usize, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
         let d = normalize_dim("topk", dim, self.ndim())?;
-        let mut v = call(&TopK { k, dim: d, largest }, &[self])?;
-        let i = v.pop().unwrap();
-        Ok((v.pop().unwrap(), i))
+        call2(&TopK { k, dim: d, largest }, &[self])
     }
 }

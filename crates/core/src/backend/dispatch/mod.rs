@@ -430,6 +430,19 @@ pub fn call1(op: &dyn Op, inputs: &[&Tensor]) -> Result<Tensor> {
     Ok(outs.swap_remove(0))
 }
 
+/// Runs a two-output `op` (values and indices, `(var, mean)`, ...) on
+/// `inputs` and returns both outputs; an error if it gave fewer.
+pub fn call2(op: &dyn Op, inputs: &[&Tensor]) -> Result<(Tensor, Tensor)> {
+    let mut outs = dispatch(&Call { op, inputs, out: None })?.into_iter();
+    match (outs.next(), outs.next()) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(Error::invalid(
+            op.entry().base_name(),
+            "operator returned fewer than two outputs",
+        )),
+    }
+}
+
 /// Runs `op` on `inputs` and returns all its outputs.
 pub fn call(op: &dyn Op, inputs: &[&Tensor]) -> Result<Tensors> {
     dispatch(&Call { op, inputs, out: None })

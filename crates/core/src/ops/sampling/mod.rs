@@ -20,8 +20,10 @@
 //!
 //! # Autograd
 //!
-//! The samplers are not differentiable: their results do not require grad,
-//! and an in-place fill of a leaf that requires grad is refused, as in
+//! The samplers are not differentiable. As in PyTorch, `bernoulli`,
+//! `poisson` and `normal` with a tensor argument that requires grad give a
+//! result that requires grad, through a node whose gradient is zero
+//! ([`ZeroGradDraw`]); the other results do not require grad, and an in-place fill of a leaf that requires grad is refused, as in
 //! PyTorch ("a leaf Variable that requires grad is being used in an
 //! in-place operation"). Unlike PyTorch, an in-place fill of a non-leaf
 //! that requires grad is refused too (PyTorch records a node whose
@@ -30,6 +32,9 @@
 mod checks;
 mod fills;
 mod samplers;
+mod zero_grad;
 
 pub(crate) use checks::{IntDraw, check_distribution, int_draw};
 pub use samplers::{BERNOULLI_TENSOR, BernoulliTensor, MULTINOMIAL, Multinomial, POISSON, Poisson, RANDPERM, Randperm};
+pub(crate) use zero_grad::register;
+pub use zero_grad::{ZERO_GRAD_DRAW, ZeroGradDraw};

@@ -9,6 +9,7 @@ use crate::random::Generator;
 use crate::{DType, Device, Error, Result, Scalar, Tensor, TensorOptions};
 
 use super::checks::{fmt_g, not_implemented};
+use super::zero_grad::attach_zero_grad;
 
 /// Dispatch table of `randperm` ([`Randperm`]).
 pub static RANDPERM: OpEntry = OpEntry::new("randperm");
@@ -259,17 +260,20 @@ impl Tensor {
     /// dtype). Errors for integer dtypes and, when its element is reached, for
     /// a negative or NaN rate.
     pub fn poisson(&self) -> Result<Tensor> {
-        call1(&Poisson { generator: None }, &[self])
+        self.poisson_impl(None)
     }
 
     /// [`Tensor::poisson`] drawing from `generator`.
     pub fn poisson_with(&self, generator: &Generator) -> Result<Tensor> {
-        call1(
-            &Poisson {
-                generator: Some(generator.clone()),
-            },
-            &[self],
-        )
+        self.poisson_impl(Some(generator))
+    }
+
+    fn poisson_impl(&self, generator: Option<&Generator>) -> Result<Tensor> {
+        let op = Poisson {
+            generator: generator.cloned(),
+        };
+        let sample = crate::autograd::no_grad(|| call1(&op, &[self]))?;
+        attach_zero_grad(sample, &[self], "PoissonBackward0")
     }
 
     /// 0/1 samples where each element of `self` is the probability of a 1
@@ -277,12 +281,14 @@ impl Tensor {
     /// filled with [`Tensor::bernoulli_`]). Errors for integer
     /// probabilities and probabilities outside [0, 1].
     pub fn bernoulli(&self) -> Result<Tensor> {
-        self.empty_like()?.bernoulli_(self)
+        let sample = crate::autograd::no_grad(|| self.empty_like()?.bernoulli_(self))?;
+        attach_zero_grad(sample, &[self], "BernoulliBackward0")
     }
 
     /// [`Tensor::bernoulli`] drawing from `generator`.
     pub fn bernoulli_with(&self, generator: &Generator) -> Result<Tensor> {
-        self.empty_like()?.bernoulli_with_(self, generator)
+        let sample = crate::autograd::no_grad(|| self.empty_like()?.bernoulli_with_(self, generator))?;
+        attach_zero_grad(sample, &[self], "BernoulliBackward0")
     }
 
     /// Normal samples with elementwise `mean` and `std` (`torch.normal`
@@ -292,7 +298,8 @@ impl Tensor {
     /// std) and then multiplies by `std` and adds `mean` in the dtype.
     /// Errors when `std` has a negative or NaN element, for integer dtypes,
     /// and when both are numbers (use [`Tensor::normal`] with a shape).
-    /// The result does not require grad (PyTorch's has a zero gradient).
+    /// The result requires grad when a tensor argument does, with
+    /// PyTorch's zero gradient (node `NormalBackward1/2/3`).
     pub fn normal_tensor<'a, 'b>(mean: impl IntoOperand<'a>, std: impl IntoOperand<'b>) -> Result<Tensor> {
         normal_tensor(mean.into_operand(), std.into_operand(), None)
     }
@@ -331,7 +338,7 @@ fn normal_tensor(mean: Operand, std: Operand, generator: Option<&Generator>) -> 
             None => o,
         }
     };
-    crate::autograd::no_grad(|| match (mean, std) {
+    let sample = crate::autograd::no_grad(|| match (mean.clone(), std.clone()) {
         (Operand::Tensor(m), Operand::Tensor(s)) => {
             check_std_tensor(s)?;
             let shape = crate::layout::broadcast_shapes("normal", m.shape(), s.shape())?;
@@ -363,5 +370,11 @@ fn normal_tensor(mean: Operand, std: Operand, generator: Option<&Generator>) -> 
             "normal",
             "mean and std are both numbers: give the shape with Tensor::normal / TensorOptions::normal",
         )),
-    })
+    })?;
+    match (mean, std) {
+        (Operand::Tensor(m), Operand::Tensor(s)) => attach_zero_grad(sample, &[m, s], "NormalBackward3"),
+        (Operand::Tensor(m), Operand::Scalar(_)) => attach_zero_grad(sample, &[m], "NormalBackward1"),
+        (Operand::Scalar(_), Operand::Tensor(s)) => attach_zero_grad(sample, &[s], "NormalBackward2"),
+        (Operand::Scalar(_), Operand::Scalar(_)) => Ok(sample),
+    }
 }
