@@ -14,6 +14,10 @@
 
 pub use ferrotorch_core::*;
 
+/// Neural-network modules, layers, `functional` and `init`
+/// (`torch.nn`): the [`ferrotorch_nn`] crate.
+pub use ferrotorch_nn as nn;
+
 /// The README's Rust examples, compiled and run as doc tests so that the
 /// quick start a new user copies keeps working.
 #[cfg(doctest)]

@@ -193,6 +193,31 @@ pub enum Error {
         /// What was wrong.
         detail: String,
     },
+    /// A layer (an `nn` module) was built with bad arguments or given an
+    /// input it cannot take; `module` is its repr
+    /// (`Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1))`).
+    #[error("{module}: {detail}")]
+    Module {
+        /// The module, as its repr names it.
+        module: String,
+        /// What was wrong (both shapes for a shape error).
+        detail: String,
+    },
+    /// `load_state_dict` found keys that are missing, unexpected, or of
+    /// the wrong shape; the message lists each by name, as PyTorch's.
+    #[error("Error(s) in loading state_dict for {module}:{detail}")]
+    StateDict {
+        /// The module's type name.
+        module: String,
+        /// Keys the module has and the state dict lacks.
+        missing: Vec<String>,
+        /// Keys the state dict has and the module lacks.
+        unexpected: Vec<String>,
+        /// Keys present in both whose shapes differ.
+        mismatched: Vec<String>,
+        /// PyTorch's lines, one per kind of problem.
+        detail: String,
+    },
 }
 
 fn detail_suffix(detail: &str) -> String {
@@ -208,6 +233,14 @@ fn dim_range(ndim: usize) -> usize {
 }
 
 impl Error {
+    /// Shorthand for [`Error::Module`].
+    pub fn module(module: impl Into<String>, detail: impl Into<String>) -> Self {
+        Error::Module {
+            module: module.into(),
+            detail: detail.into(),
+        }
+    }
+
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(op: &'static str, detail: impl Into<String>) -> Self {
         Error::InvalidArgument {

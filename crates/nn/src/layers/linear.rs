@@ -1,0 +1,226 @@
+//! `Linear`, `Bilinear` and `Identity`.
+
+use ferrotorch_core::{DType, Device, Error, Result, Tensor, TensorOptions};
+
+use crate::init::{self, FanMode, Nonlinearity};
+use crate::{Forward, Module, ModuleState, Parameter, functional as F};
+
+/// Dtype, device and bias of a layer's parameters (PyTorch's `bias=`,
+/// `dtype=`, `device=` keywords).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinearOptions {
+    /// Whether the layer has a bias (default true).
+    pub bias: bool,
+    /// The parameters' dtype (default: the default dtype).
+    pub dtype: Option<DType>,
+    /// The parameters' device (default: the CPU).
+    pub device: Device,
+}
+
+impl Default for LinearOptions {
+    fn default() -> Self {
+        LinearOptions {
+            bias: true,
+            dtype: None,
+            device: Device::Cpu,
+        }
+    }
+}
+
+impl LinearOptions {
+    pub(crate) fn tensor_options(&self) -> TensorOptions {
+        let o = TensorOptions::new().device(self.device);
+        match self.dtype {
+            Some(dt) => o.dtype(dt),
+            None => o,
+        }
+    }
+}
+
+/// `y = x Wᵀ + b` over the last dim (PyTorch's `nn.Linear`): weight
+/// `[out_features, in_features]`, initialised as PyTorch's
+/// (`kaiming_uniform_(a=sqrt(5))`, bias U(-1/sqrt(in), 1/sqrt(in))).
+#[derive(Module)]
+#[module(extra_repr = extra_repr)]
+pub struct Linear {
+    /// `[out_features, in_features]`.
+    pub weight: Parameter,
+    /// `[out_features]`, if the layer has a bias.
+    pub bias: Option<Parameter>,
+    in_features: usize,
+    out_features: usize,
+    state: ModuleState,
+}
+
+impl Linear {
+    /// A layer with a bias, in the default dtype.
+    pub fn new(in_features: usize, out_features: usize) -> Result<Self> {
+        Self::with_options(in_features, out_features, LinearOptions::default())
+    }
+
+    /// A layer with the given bias, dtype and device.
+    pub fn with_options(in_features: usize, out_features: usize, opts: LinearOptions) -> Result<Self> {
+        let o = opts.tensor_options();
+        let weight = o.empty([out_features, in_features])?;
+        let bias = if opts.bias {
+            Some(o.empty([out_features])?)
+        } else {
+            None
+        };
+        init::kaiming_uniform_(&weight, FanMode::FanIn, Nonlinearity::LeakyRelu(Some(5f64.sqrt())))?;
+        if let Some(b) = &bias {
+            let (fan_in, _) = init::calculate_fan_in_and_fan_out(&weight)?;
+            let bound = if fan_in > 0 { 1.0 / (fan_in as f64).sqrt() } else { 0.0 };
+            init::uniform_(b, -bound, bound)?;
+        }
+        Ok(Linear {
+            weight: Parameter::new(weight)?,
+            bias: bias.map(Parameter::new).transpose()?,
+            in_features,
+            out_features,
+            state: ModuleState::default(),
+        })
+    }
+
+    /// The input size.
+    pub fn in_features(&self) -> usize {
+        self.in_features
+    }
+
+    /// The output size.
+    pub fn out_features(&self) -> usize {
+        self.out_features
+    }
+
+    fn extra_repr(&self) -> String {
+        format!(
+            "in_features={}, out_features={}, bias={}",
+            self.in_features,
+            self.out_features,
+            py_bool(self.bias.is_some())
+        )
+    }
+}
+
+impl Forward for Linear {
+    /// Errors when the last dim of `x` is not `in_features`, naming the
+    /// layer and both shapes.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if x.shape().last() != Some(&self.in_features) {
+            return Err(Error::module(
+                self.repr(),
+                format!("expected input [*, {}], got {:?}", self.in_features, x.shape()),
+            ));
+        }
+        F::linear(
+            x,
+            &self.weight.tensor(),
+            self.bias.as_ref().map(Parameter::tensor).as_ref(),
+        )
+    }
+}
+
+/// `y = x1ᵀ A x2 + b` (PyTorch's `nn.Bilinear`): weight `[out, in1, in2]`,
+/// all parameters U(-1/sqrt(in1), 1/sqrt(in1)).
+#[derive(Module)]
+#[module(extra_repr = extra_repr)]
+pub struct Bilinear {
+    /// `[out_features, in1_features, in2_features]`.
+    pub weight: Parameter,
+    /// `[out_features]`, if the layer has a bias.
+    pub bias: Option<Parameter>,
+    in1_features: usize,
+    in2_features: usize,
+    out_features: usize,
+    state: ModuleState,
+}
+
+impl Bilinear {
+    /// A layer with a bias, in the default dtype.
+    pub fn new(in1_features: usize, in2_features: usize, out_features: usize) -> Result<Self> {
+        Self::with_options(in1_features, in2_features, out_features, LinearOptions::default())
+    }
+
+    /// A layer with the given bias, dtype and device.
+    pub fn with_options(in1: usize, in2: usize, out: usize, opts: LinearOptions) -> Result<Self> {
+        let o = opts.tensor_options();
+        let bound = 1.0 / (in1 as f64).sqrt();
+        let weight = init::uniform_(&o.empty([out, in1, in2])?, -bound, bound)?;
+        let bias = if opts.bias {
+            Some(Parameter::new(init::uniform_(&o.empty([out])?, -bound, bound)?)?)
+        } else {
+            None
+        };
+        Ok(Bilinear {
+            weight: Parameter::new(weight)?,
+            bias,
+            in1_features: in1,
+            in2_features: in2,
+            out_features: out,
+            state: ModuleState::default(),
+        })
+    }
+
+    /// The layer on `x1` `[*, in1]` and `x2` `[*, in2]`; errors naming the
+    /// layer and the shapes when they do not fit.
+    pub fn forward(&self, x1: &Tensor, x2: &Tensor) -> Result<Tensor> {
+        if x1.shape().last() != Some(&self.in1_features)
+            || x2.shape().last() != Some(&self.in2_features)
+            || x1.shape()[..x1.ndim() - 1] != x2.shape()[..x2.ndim() - 1]
+        {
+            return Err(Error::module(
+                self.repr(),
+                format!(
+                    "expected inputs [*, {}] and [*, {}], got {:?} and {:?}",
+                    self.in1_features,
+                    self.in2_features,
+                    x1.shape(),
+                    x2.shape()
+                ),
+            ));
+        }
+        let args = [x1.clone(), x2.clone()];
+        crate::state::call_with_hooks(self, &args, |a| {
+            F::bilinear(
+                &a[0],
+                &a[1],
+                &self.weight.tensor(),
+                self.bias.as_ref().map(Parameter::tensor).as_ref(),
+            )
+        })
+    }
+
+    fn extra_repr(&self) -> String {
+        format!(
+            "in1_features={}, in2_features={}, out_features={}, bias={}",
+            self.in1_features,
+            self.in2_features,
+            self.out_features,
+            py_bool(self.bias.is_some())
+        )
+    }
+}
+
+/// Returns its input (PyTorch's `nn.Identity`).
+#[derive(Module, Default)]
+pub struct Identity {
+    state: ModuleState,
+}
+
+impl Identity {
+    /// The identity layer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Forward for Identity {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(x.clone())
+    }
+}
+
+/// Python's spelling of a bool in reprs.
+pub(crate) fn py_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}

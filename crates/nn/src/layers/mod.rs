@@ -1,0 +1,6 @@
+//! The layers: one file per family.
+
+pub mod activation;
+pub mod dropout;
+pub mod flatten;
+pub mod linear;

@@ -1,0 +1,34 @@
+//! # ferrotorch-nn
+//!
+//! PyTorch's `torch.nn` for ferrotorch: the [`Module`] trait with derived
+//! parameter discovery (`#[derive(Module)]`), [`Parameter`] and [`Buffer`]
+//! handles, containers ([`Sequential`], `Vec<M>` as `ModuleList`,
+//! [`ModuleDict`]), layers with PyTorch's initialisation, [`functional`]
+//! and [`init`]. Names, state-dict keys and their order are PyTorch's, so
+//! a PyTorch checkpoint's keys match a model written the same way.
+//!
+//! The facade re-exports this crate as `ferrotorch::nn`.
+
+pub mod containers;
+pub mod forward;
+pub mod functional;
+pub mod init;
+pub mod layers;
+pub mod module;
+pub mod parameter;
+pub mod repr;
+pub mod state;
+pub mod state_dict;
+
+pub use containers::{ModuleDict, Sequential};
+pub use ferrotorch_nn_derive::Module;
+pub use forward::Forward;
+pub use layers::activation::{GELU, Gelu, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Tanh};
+pub use layers::dropout::Dropout;
+pub use layers::flatten::{Flatten, Unflatten};
+pub use layers::linear::{Bilinear, Identity, Linear, LinearOptions};
+pub use module::{__private, Module, Visitable, Visitor};
+pub use parameter::{Buffer, Parameter};
+pub use repr::repr;
+pub use state::{BackwardHook, ForwardHook, ForwardPreHook, HookHandle, ModuleState, call_with_hooks};
+pub use state_dict::{IncompatibleKeys, StateDict};

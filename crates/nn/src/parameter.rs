@@ -1,0 +1,137 @@
+//! [`Parameter`] and [`Buffer`]: shared handles to a module's tensors.
+//!
+//! A handle has one identity: clones share it, so a module and an
+//! optimizer built from `module.parameters()` see the same tensor, and a
+//! weight tied between two layers (`head.weight = emb.weight.clone()`) is
+//! one parameter. [`Module::to_dtype`](crate::Module::to_dtype) swaps the
+//! tensor inside the handle, so handles taken earlier stay valid, as
+//! PyTorch's `param.data = ...` keeps the `Parameter` object.
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use ferrotorch_core::{Result, Tensor};
+
+/// The tensor cell behind a handle.
+#[derive(Debug)]
+struct Cell {
+    tensor: RwLock<Tensor>,
+}
+
+impl Cell {
+    fn new(t: Tensor) -> Arc<Self> {
+        Arc::new(Cell { tensor: RwLock::new(t) })
+    }
+
+    fn get(&self) -> Tensor {
+        self.tensor.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn set(&self, t: Tensor) {
+        *self.tensor.write().unwrap_or_else(PoisonError::into_inner) = t;
+    }
+}
+
+/// A learnable tensor of a module: a leaf that requires grad (PyTorch's
+/// `nn.Parameter`).
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// use ferrotorch_nn::Parameter;
+/// let w = Parameter::new(Tensor::ones([2, 3])?)?;
+/// assert!(w.tensor().requires_grad() && w.tensor().is_leaf());
+/// let tied = w.clone();
+/// assert!(tied.same_as(&w));
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Parameter(Arc<Cell>);
+
+impl Parameter {
+    /// A parameter holding `t` detached from any graph and requiring grad.
+    /// Errors for dtypes that cannot require grad (integers, bool).
+    pub fn new(t: Tensor) -> Result<Self> {
+        let t = t.detach().requires_grad_(true)?;
+        Ok(Parameter(Cell::new(t)))
+    }
+
+    /// A parameter that does not require grad (`Parameter(t,
+    /// requires_grad=False)`).
+    pub fn frozen(t: Tensor) -> Self {
+        Parameter(Cell::new(t.detach()))
+    }
+
+    /// The tensor (a cheap handle to the same storage and gradient).
+    pub fn tensor(&self) -> Tensor {
+        self.0.get()
+    }
+
+    /// The accumulated gradient, if backward has written one.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.tensor().grad().ok()
+    }
+
+    /// Replaces the tensor inside the handle (every clone of the handle
+    /// sees the new one): `to(dtype)`, `load_state_dict` with `assign`.
+    /// The new tensor keeps the old one's `requires_grad` flag.
+    pub fn set_tensor(&self, t: Tensor) -> Result<()> {
+        let requires = self.tensor().requires_grad();
+        self.0.set(t.detach().requires_grad_(requires)?);
+        Ok(())
+    }
+
+    /// Whether `self` and `other` are the same parameter (tied weights).
+    pub fn same_as(&self, other: &Parameter) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// An address identifying the parameter (equal for clones).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+}
+
+/// A tensor a module keeps that is not learned (BatchNorm's running
+/// statistics). Persistent buffers are part of the state dict.
+#[derive(Debug, Clone)]
+pub struct Buffer {
+    cell: Arc<Cell>,
+    persistent: bool,
+}
+
+impl Buffer {
+    /// A persistent buffer (saved in the state dict).
+    pub fn new(t: Tensor) -> Self {
+        Buffer {
+            cell: Cell::new(t.detach()),
+            persistent: true,
+        }
+    }
+
+    /// A buffer left out of the state dict (`persistent=False`).
+    pub fn non_persistent(t: Tensor) -> Self {
+        Buffer {
+            cell: Cell::new(t.detach()),
+            persistent: false,
+        }
+    }
+
+    /// The tensor.
+    pub fn tensor(&self) -> Tensor {
+        self.cell.get()
+    }
+
+    /// Replaces the tensor (every clone of the handle sees the new one).
+    pub fn set_tensor(&self, t: Tensor) {
+        self.cell.set(t.detach());
+    }
+
+    /// Whether the buffer is saved in the state dict.
+    pub fn persistent(&self) -> bool {
+        self.persistent
+    }
+
+    /// An address identifying the buffer (equal for clones).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.cell) as usize
+    }
+}

@@ -1,0 +1,115 @@
+"""Writes tests/nn_data/modules.json: what PyTorch gives for modules built
+right after `torch.manual_seed(seed)`: state-dict keys, shapes and values
+(in full, or for big tensors their f64 sum and every 997th element),
+named_modules, reprs, and a few forward outputs (dropout masks).
+
+Run with the benchmark venv (PyTorch 2.15.0, CPU):
+
+    bench/.venv/bin/python tests/gen_nn_modules.py
+"""
+
+import json
+import os
+
+import torch
+from torch import nn
+
+torch.set_num_threads(1)
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nn_data", "modules.json")
+FULL_LIMIT = 4096
+STRIDE = 997
+
+
+def tensor_summary(t):
+    d = {"shape": list(t.shape)}
+    t = t.detach().to(torch.float64).flatten()
+    if t.numel() <= FULL_LIMIT:
+        d["data"] = t.tolist()
+    else:
+        d["sum"] = float(t.sum())
+        d["every"] = STRIDE
+        d["samples"] = t[::STRIDE].tolist()
+    return d
+
+
+def module_case(name, seed, build, x=None, note=None):
+    torch.manual_seed(seed)
+    m = build()
+    sd = m.state_dict()
+    case = {
+        "name": name,
+        "seed": seed,
+        "repr": repr(m),
+        "state_dict": [[k, list(v.shape), str(v.dtype).replace("torch.", "")] for k, v in sd.items()],
+        "values": {k: tensor_summary(v) for k, v in sd.items()},
+        "named_parameters": [k for k, _ in m.named_parameters()],
+        "named_buffers": [k for k, _ in m.named_buffers()],
+        "named_modules": [k for k, _ in m.named_modules()],
+    }
+    if x is not None:
+        y = m(x)
+        case["input"] = tensor_summary(x)
+        case["output"] = tensor_summary(y)
+    if note:
+        case["note"] = note
+    return case
+
+
+class Net(nn.Module):
+    """Own parameter declared after a child: PyTorch lists own parameters first."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.scale = nn.Parameter(torch.ones(2))
+        self.blocks = nn.ModuleList([nn.Linear(2, 2) for _ in range(3)] + [nn.Linear(2, 4)])
+        self.act = nn.GELU(approximate="tanh")
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("cache", torch.zeros(2), persistent=False)
+
+    def forward(self, x):
+        return x
+
+
+cases = [
+    module_case(
+        "mnist_mlp",
+        0,
+        lambda: nn.Sequential(
+            nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Dropout(0.1), nn.Linear(256, 10)
+        ),
+    ),
+    module_case("linear_small", 3, lambda: nn.Linear(5, 3)),
+    module_case("linear_nobias_f64", 4, lambda: nn.Linear(4, 6, bias=False, dtype=torch.float64)),
+    module_case("bilinear", 5, lambda: nn.Bilinear(3, 4, 2)),
+    module_case("nested", 6, Net),
+    module_case(
+        "activations",
+        7,
+        lambda: nn.Sequential(
+            nn.LeakyReLU(),
+            nn.LeakyReLU(0.2),
+            nn.SiLU(),
+            nn.Tanh(),
+            nn.Sigmoid(),
+            nn.Softmax(dim=1),
+            nn.LogSoftmax(dim=-1),
+            nn.Identity(),
+            nn.Unflatten(1, (2, 5)),
+            nn.Flatten(0, 1),
+            nn.Dropout(1e-05),
+        ),
+    ),
+]
+
+# Dropout's mask for a seed (training mode): the draw is bernoulli_(1 - p).
+torch.manual_seed(11)
+x = torch.randn(4, 6)
+torch.manual_seed(12)
+d = nn.Dropout(0.3)
+cases.append({"name": "dropout_mask", "seed": 12, "p": 0.3, "input": tensor_summary(x), "output": tensor_summary(d(x))})
+
+os.makedirs(os.path.dirname(OUT), exist_ok=True)
+with open(OUT, "w") as f:
+    json.dump({"torch": torch.__version__, "cases": cases}, f, indent=1)
+print(f"wrote {len(cases)} cases to {OUT}")

@@ -1,0 +1,398 @@
+//! Modules against PyTorch (`tests/nn_data/modules.json`, written by
+//! `tests/gen_nn_modules.py`): after the same `manual_seed`, the same
+//! state-dict keys, shapes, dtypes and values, names, reprs and dropout
+//! masks; plus the Module API (train/eval, hooks, to_dtype, load_state_dict
+//! errors, tied weights) as a PyTorch user writes it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ferrotorch::nn::{
+    self, Buffer, Dropout, Flatten, Forward, Gelu, Identity, LeakyReLU, Linear, LinearOptions, LogSoftmax, Module,
+    ModuleState, Parameter, ReLU, Sequential, SiLU, Sigmoid, Softmax, StateDict, Tanh, Unflatten,
+};
+use ferrotorch::{DType, Result, Tensor, manual_seed};
+use serde_json::Value;
+
+/// Tests that seed and draw from the global generator run one at a time.
+static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    RNG.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn cases() -> Vec<Value> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nn_data/modules.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["cases"].as_array().unwrap().clone()
+}
+
+fn case(name: &str) -> Value {
+    cases().into_iter().find(|c| c["name"] == name).unwrap()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Checks `t` against a summary: every value (or the f64 sum and every
+/// k-th value) bit for bit in `t`'s dtype.
+fn check_values(what: &str, t: &Tensor, want: &Value) {
+    let shape: Vec<usize> = want["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(t.shape(), &shape[..], "{what}: shape");
+    let got: Vec<f64> = t.to_dtype(DType::F64).unwrap().reshape([-1]).unwrap().to_vec().unwrap();
+    let floats = |v: &Value| -> Vec<f64> { v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    if let Some(data) = want.get("data") {
+        assert_eq!(got, floats(data), "{what}: values");
+    } else {
+        let every = want["every"].as_u64().unwrap() as usize;
+        let samples: Vec<f64> = got.iter().step_by(every).copied().collect();
+        assert_eq!(samples, floats(&want["samples"]), "{what}: sampled values");
+        let sum: f64 = got.iter().sum();
+        let want_sum = want["sum"].as_f64().unwrap();
+        assert!(
+            (sum - want_sum).abs() <= 1e-9 * want_sum.abs().max(1.0),
+            "{what}: sum {sum} vs {want_sum}"
+        );
+    }
+}
+
+/// Compares a module built after `manual_seed(case.seed)` with PyTorch's.
+fn check_module(name: &str, build: impl FnOnce() -> Result<Box<dyn Module>>) -> Result<()> {
+    let c = case(name);
+    manual_seed(c["seed"].as_u64().unwrap());
+    let m = build()?;
+    assert_eq!(m.repr(), c["repr"].as_str().unwrap(), "{name}: repr");
+    let sd = m.state_dict();
+    let want: Vec<(String, Vec<usize>, String)> = c["state_dict"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let shape = e[1]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap() as usize)
+                .collect();
+            (
+                e[0].as_str().unwrap().to_string(),
+                shape,
+                e[2].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let got: Vec<(String, Vec<usize>, String)> = sd
+        .iter()
+        .map(|(k, t)| (k.to_string(), t.shape().to_vec(), t.dtype().to_string()))
+        .collect();
+    assert_eq!(got, want, "{name}: state_dict keys, shapes, dtypes");
+    for (k, t) in sd.iter() {
+        check_values(&format!("{name}: {k}"), t, &c["values"][k]);
+    }
+    let names = |v: Vec<String>| v;
+    assert_eq!(
+        names(m.named_parameters().into_iter().map(|(n, _)| n).collect()),
+        strings(&c["named_parameters"]),
+        "{name}: named_parameters"
+    );
+    assert_eq!(
+        names(m.named_buffers().into_iter().map(|(n, _)| n).collect()),
+        strings(&c["named_buffers"]),
+        "{name}: named_buffers"
+    );
+    assert_eq!(
+        names(m.named_modules().into_iter().map(|(n, _)| n).collect()),
+        strings(&c["named_modules"]),
+        "{name}: named_modules"
+    );
+    Ok(())
+}
+
+fn mnist_mlp() -> Result<Sequential> {
+    Ok(Sequential::new()
+        .push(Flatten::new())
+        .push(Linear::new(784, 256)?)
+        .push(ReLU::new())
+        .push(Dropout::new(0.1)?)
+        .push(Linear::new(256, 10)?))
+}
+
+#[derive(Module)]
+struct Net {
+    fc: Linear,
+    scale: Parameter,
+    blocks: Vec<Linear>,
+    act: Gelu,
+    steps: Buffer,
+    cache: Buffer,
+    hidden: usize,
+    state: ModuleState,
+}
+
+impl Net {
+    fn new() -> Result<Self> {
+        Ok(Net {
+            fc: Linear::new(3, 2)?,
+            scale: Parameter::new(Tensor::ones(2)?)?,
+            blocks: vec![
+                Linear::new(2, 2)?,
+                Linear::new(2, 2)?,
+                Linear::new(2, 2)?,
+                Linear::new(2, 4)?,
+            ],
+            act: Gelu::with_approximate(nn::functional::GeluApproximate::Tanh),
+            steps: Buffer::new(Tensor::zeros_dtype((), DType::I64)?),
+            cache: Buffer::non_persistent(Tensor::zeros(2)?),
+            hidden: 2,
+            state: ModuleState::default(),
+        })
+    }
+}
+
+#[test]
+fn modules_match_pytorch_after_manual_seed() -> Result<()> {
+    let _rng = rng_lock();
+    check_module("mnist_mlp", || Ok(Box::new(mnist_mlp()?)))?;
+    check_module("linear_small", || Ok(Box::new(Linear::new(5, 3)?)))?;
+    check_module("linear_nobias_f64", || {
+        let opts = LinearOptions {
+            bias: false,
+            dtype: Some(DType::F64),
+            ..Default::default()
+        };
+        Ok(Box::new(Linear::with_options(4, 6, opts)?))
+    })?;
+    check_module("bilinear", || Ok(Box::new(nn::Bilinear::new(3, 4, 2)?)))?;
+    check_module("nested", || Ok(Box::new(Net::new()?)))?;
+    check_module("activations", || {
+        Ok(Box::new(
+            Sequential::new()
+                .push(LeakyReLU::default())
+                .push(LeakyReLU::new(0.2))
+                .push(SiLU::new())
+                .push(Tanh::new())
+                .push(Sigmoid::new())
+                .push(Softmax::new(1))
+                .push(LogSoftmax::new(-1))
+                .push(Identity::new())
+                .push(Unflatten::new(1, [2, 5]))
+                .push(Flatten::with_dims(0, 1))
+                .push(Dropout::new(1e-5)?),
+        ))
+    })?;
+    let n = Net::new()?;
+    assert_eq!(n.hidden, 2);
+    Ok(())
+}
+
+#[test]
+fn dropout_draws_pytorchs_mask() -> Result<()> {
+    let _rng = rng_lock();
+    let c = case("dropout_mask");
+    manual_seed(11);
+    let x = Tensor::randn([4, 6])?;
+    check_values("dropout input", &x, &c["input"]);
+    manual_seed(12);
+    let d = Dropout::new(0.3)?;
+    check_values("dropout output", &d.call(&x)?, &c["output"]);
+    d.eval();
+    assert_eq!(d.call(&x)?.to_vec::<f32>()?, x.to_vec::<f32>()?);
+    Ok(())
+}
+
+#[test]
+fn train_eval_zero_grad_and_to_dtype() -> Result<()> {
+    let _rng = rng_lock();
+    let net = mnist_mlp()?;
+    assert!(net.is_training());
+    net.eval();
+    assert!(!net.is_training());
+    assert!(net.modules().iter().all(|m| !m.is_training()));
+    net.train(true);
+    assert!(net.is_training());
+
+    // An optimizer's handles stay valid across to_dtype.
+    let params = net.parameters();
+    let x = Tensor::randn([2, 1, 28, 28])?;
+    net.call(&x)?.sum()?.backward()?;
+    assert!(params.iter().all(|p| p.grad().is_some()));
+    net.to_dtype(DType::F64)?;
+    assert!(
+        params
+            .iter()
+            .all(|p| p.tensor().dtype() == DType::F64 && p.tensor().requires_grad())
+    );
+    assert!(params.iter().all(|p| p.grad().is_some_and(|g| g.dtype() == DType::F64)));
+    net.zero_grad(false)?;
+    assert!(
+        params
+            .iter()
+            .all(|p| p.grad().unwrap().abs().unwrap().sum().unwrap().item::<f64>().unwrap() == 0.0)
+    );
+    net.zero_grad(true)?;
+    assert!(params.iter().all(|p| p.grad().is_none()));
+    assert!(net.to_dtype(DType::I64).is_err());
+    net.requires_grad_(false)?;
+    assert!(params.iter().all(|p| !p.tensor().requires_grad()));
+    Ok(())
+}
+
+#[test]
+fn load_state_dict_reports_keys_and_shapes_by_name() -> Result<()> {
+    let _rng = rng_lock();
+    manual_seed(0);
+    let a = mnist_mlp()?;
+    manual_seed(1);
+    let b = mnist_mlp()?;
+    let r = b.load_state_dict(&a.state_dict(), true)?;
+    assert!(r.missing_keys.is_empty() && r.unexpected_keys.is_empty());
+    assert_eq!(
+        b.state_dict().get("1.weight").unwrap().to_vec::<f32>()?,
+        a.state_dict().get("1.weight").unwrap().to_vec::<f32>()?
+    );
+    // Loading copies in place: parameter handles keep their identity.
+    let mut sd = a.state_dict();
+    sd.remove("4.bias");
+    sd.insert("extra.weight", Tensor::zeros(1)?);
+    let e = b.load_state_dict(&sd, true).unwrap_err().to_string();
+    assert!(e.starts_with("Error(s) in loading state_dict for Sequential:"), "{e}");
+    assert!(e.contains("Missing key(s) in state_dict: \"4.bias\"."), "{e}");
+    assert!(e.contains("Unexpected key(s) in state_dict: \"extra.weight\"."), "{e}");
+    let r = b.load_state_dict(&sd, false)?;
+    assert_eq!(r.missing_keys, ["4.bias"]);
+    assert_eq!(r.unexpected_keys, ["extra.weight"]);
+    let mut bad = a.state_dict();
+    bad.insert("4.weight", Tensor::zeros([3, 256])?);
+    let e = b.load_state_dict(&bad, false).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "size mismatch for 4.weight: copying a param with shape torch.Size([3, 256]) from checkpoint, \
+             the shape in current model is torch.Size([10, 256])."
+        ),
+        "{e}"
+    );
+    // `module.` prefixes of DataParallel checkpoints.
+    let prefixed: StateDict = a
+        .state_dict()
+        .iter()
+        .map(|(k, t)| (format!("module.{k}"), t.clone()))
+        .collect();
+    b.load_state_dict(&prefixed.strip_prefix("module."), true)?;
+    Ok(())
+}
+
+#[derive(Module)]
+struct Tied {
+    emb: Linear,
+    head: Linear,
+}
+
+#[test]
+fn tied_weights_appear_once_in_parameters_and_twice_in_state_dict() -> Result<()> {
+    let _rng = rng_lock();
+    let emb = Linear::new(4, 4)?;
+    let mut head = Linear::new(4, 4)?;
+    head.weight = emb.weight.clone();
+    let m = Tied { emb, head };
+    let names: Vec<String> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["emb.weight", "emb.bias", "head.bias"]);
+    let sd = m.state_dict();
+    let keys: Vec<&str> = sd.keys().collect();
+    assert_eq!(keys, ["emb.weight", "emb.bias", "head.weight", "head.bias"]);
+    // No ModuleState of its own: the first descendant's flag.
+    m.eval();
+    assert!(m.state().is_none() && !m.is_training());
+    Ok(())
+}
+
+#[test]
+fn hooks_run_around_forward_and_backward_and_can_be_removed() -> Result<()> {
+    let _rng = rng_lock();
+    let fc = Linear::new(3, 2)?;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let pre = fc.register_forward_pre_hook(move |_m, inputs| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(vec![inputs[0].mul(2.0)?]))
+    })?;
+    let post = fc.register_forward_hook(|m, _inputs, out| {
+        assert_eq!(m.type_name(), "Linear");
+        Ok(Some(out.add(100.0)?))
+    })?;
+    let x = Tensor::ones([1, 3])?;
+    let plain = nn::functional::linear(
+        &x.mul(2.0)?,
+        &fc.weight.tensor(),
+        fc.bias.as_ref().map(Parameter::tensor).as_ref(),
+    )?;
+    let y = fc.call(&x)?;
+    assert_eq!(y.to_vec::<f32>()?, plain.add(100.0)?.to_vec::<f32>()?);
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    pre.remove();
+    post.remove();
+    let y = fc.call(&x)?;
+    assert_eq!(y.to_vec::<f32>()?, fc.forward(&x)?.to_vec::<f32>()?);
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+
+    // Full backward hook: gradients of the input and the output; it may
+    // replace the input's gradient.
+    let seen_shapes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen_shapes.clone();
+    let h = fc.register_full_backward_hook(move |gin, gout| {
+        log.lock().unwrap().push((
+            gin[0].as_ref().map(|g| g.shape().to_vec()),
+            gout[0].as_ref().map(|g| g.shape().to_vec()),
+        ));
+        Ok(Some(vec![gin[0].as_ref().map(|g| g.mul(0.0)).transpose()?]))
+    })?;
+    let xr = Tensor::ones([1, 3])?.requires_grad_(true)?;
+    fc.call(&xr)?.sum()?.backward()?;
+    assert_eq!(*seen_shapes.lock().unwrap(), [(Some(vec![1, 3]), Some(vec![1, 2]))]);
+    assert_eq!(xr.grad()?.to_vec::<f32>()?, [0.0, 0.0, 0.0]);
+    h.remove();
+    // Hooks need a ModuleState field.
+    let m = Tied {
+        emb: Linear::new(1, 1)?,
+        head: Linear::new(1, 1)?,
+    };
+    assert!(m.register_forward_hook(|_, _, _| Ok(None)).is_err());
+    Ok(())
+}
+
+#[test]
+fn layers_name_themselves_and_both_shapes_on_bad_input() -> Result<()> {
+    let _rng = rng_lock();
+    let fc = Linear::new(784, 256)?;
+    let e = fc.call(&Tensor::ones([64, 100])?).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "Linear(in_features=784, out_features=256, bias=True): expected input [*, 784], got [64, 100]"
+    );
+    assert!(Dropout::new(1.5).is_err());
+    let e = nn::functional::dropout(&Tensor::ones(2)?, -0.1, true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("dropout probability has to be between 0 and 1, but got -0.1"),
+        "{e}"
+    );
+    Ok(())
+}
+
+#[test]
+fn models_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Sequential>();
+    assert_send_sync::<Net>();
+    assert_send_sync::<Box<dyn Forward>>();
+}
