@@ -203,6 +203,17 @@ def _add_1elem():
     return lambda: s1 + s2
 
 
+@figure("module_mlp16_b1_forward")
+def _module_mlp16():
+    # Module-call overhead: three Linear(16, 16) with ReLU in a Sequential,
+    # one sample, forward only (no graph).
+    net = torch.nn.Sequential(
+        torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16)
+    )
+    x = torch.randn(1, 16)
+    return lambda: net(x)
+
+
 def serve():
     """One command per stdin line, one reply line: `list` (the figure names,
     tab-separated), `setup NAME` (build and warm up; `ok` or `unknown`),

@@ -144,6 +144,19 @@ fn figures() -> Vec<Figure> {
         let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
         Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))
     }));
+    v.push(figure("module_mlp16_b1_forward", || {
+        use ferrotorch::nn::{Forward, Linear, ReLU, Sequential};
+        let net = Sequential::new()
+            .push(Linear::new(16, 16)?)
+            .push(ReLU::new())
+            .push(Linear::new(16, 16)?)
+            .push(ReLU::new())
+            .push(Linear::new(16, 16)?);
+        let x = Tensor::randn([1, 16])?;
+        Ok(Box::new(move || {
+            ferrotorch::autograd::no_grad(|| net.call(&x)).map(|c| drop(black_box(c)))
+        }))
+    }));
     v
 }
 
