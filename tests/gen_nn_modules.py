@@ -102,6 +102,44 @@ cases = [
     ),
 ]
 
+cases.append(module_case("mha", 21, lambda: nn.MultiheadAttention(8, 2)))
+cases.append(module_case("mha_kdim_vdim_nobias", 22, lambda: nn.MultiheadAttention(6, 3, bias=False, kdim=4, vdim=5)))
+cases.append(module_case("lstm_2layer_bi", 23, lambda: nn.LSTM(10, 20, num_layers=2, bidirectional=True)))
+cases.append(module_case("gru_batch_first", 24, lambda: nn.GRU(4, 6, batch_first=True, bias=False)))
+
+
+def forward_case(name, seed, build, run, inputs):
+    """A module's outputs (full values) for given inputs, after manual_seed(seed)."""
+    torch.manual_seed(seed)
+    m = build()
+    outs = run(m, *inputs)
+    return {
+        "name": name,
+        "seed": seed,
+        "inputs": [tensor_summary(t) for t in inputs],
+        "outputs": [tensor_summary(t) for t in outs],
+    }
+
+
+torch.manual_seed(100)
+q, k, v = torch.randn(3, 2, 8), torch.randn(4, 2, 8), torch.randn(4, 2, 8)
+kpm = torch.tensor([[False, False, True, False], [False, False, False, False]])
+am = torch.tensor([[False, True, False, False], [False, False, False, True], [False, False, False, False]])
+cases.append(forward_case("mha_forward_weights", 21, lambda: nn.MultiheadAttention(8, 2),
+                          lambda m, q, k, v: m(q, k, v), [q, k, v]))
+cases.append(forward_case("mha_forward_masks", 21, lambda: nn.MultiheadAttention(8, 2),
+                          lambda m, q, k, v, kpm, am: m(q, k, v, key_padding_mask=kpm, attn_mask=am,
+                                                        average_attn_weights=False), [q, k, v, kpm, am]))
+cases.append(forward_case("mha_forward_batch_first_no_weights", 21,
+                          lambda: nn.MultiheadAttention(8, 2, batch_first=True),
+                          lambda m, q: (m(q, q, q, need_weights=False)[0],), [q.transpose(0, 1).contiguous()]))
+x = torch.randn(5, 3, 10)
+cases.append(forward_case("lstm_forward", 23, lambda: nn.LSTM(10, 20, num_layers=2, bidirectional=True),
+                          lambda m, x: (lambda o: (o[0], o[1][0], o[1][1]))(m(x)), [x]))
+xg, h0 = torch.randn(2, 5, 4), torch.randn(1, 2, 6)
+cases.append(forward_case("gru_forward", 24, lambda: nn.GRU(4, 6, batch_first=True, bias=False),
+                          lambda m, x, h: m(x, h), [xg, h0]))
+
 # Dropout's mask for a seed (training mode): the draw is bernoulli_(1 - p).
 torch.manual_seed(11)
 x = torch.randn(4, 6)

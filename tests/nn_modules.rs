@@ -396,3 +396,126 @@ fn models_are_send_and_sync() {
     assert_send_sync::<Net>();
     assert_send_sync::<Box<dyn Forward>>();
 }
+
+fn tensor_of(v: &Value) -> Tensor {
+    let shape: Vec<usize> = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect();
+    let data: Vec<f64> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    Tensor::from_slice(&data)
+        .to_dtype(DType::F32)
+        .unwrap()
+        .reshape(shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
+        .unwrap()
+}
+
+/// `got` within f32 rounding of PyTorch's values (different GEMM blocking).
+fn check_close(what: &str, got: &Tensor, want: &Value) {
+    let w = tensor_of(want);
+    assert_eq!(got.shape(), w.shape(), "{what}: shape");
+    let g: Vec<f32> = got.reshape([-1]).unwrap().to_vec().unwrap();
+    let w: Vec<f32> = w.reshape([-1]).unwrap().to_vec().unwrap();
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!((a - b).abs() <= 2e-6 + 2e-5 * b.abs(), "{what}[{i}]: {a} vs {b}");
+    }
+}
+
+#[test]
+fn attention_and_recurrent_layers_match_pytorch() -> Result<()> {
+    let _rng = rng_lock();
+    use nn::{Gru, Lstm, MhaForwardOptions, MultiheadAttention, MultiheadAttentionOptions, RnnOptions};
+    check_module("mha", || Ok(Box::new(MultiheadAttention::new(8, 2)?)))?;
+    check_module("mha_kdim_vdim_nobias", || {
+        let o = MultiheadAttentionOptions {
+            bias: false,
+            kdim: Some(4),
+            vdim: Some(5),
+            ..Default::default()
+        };
+        Ok(Box::new(MultiheadAttention::with_options(6, 3, o)?))
+    })?;
+    let bi = RnnOptions {
+        num_layers: 2,
+        bidirectional: true,
+        ..Default::default()
+    };
+    check_module("lstm_2layer_bi", || Ok(Box::new(Lstm::with_options(10, 20, bi)?)))?;
+    let gru_opts = RnnOptions {
+        batch_first: true,
+        bias: false,
+        ..Default::default()
+    };
+    check_module("gru_batch_first", || Ok(Box::new(Gru::with_options(4, 6, gru_opts)?)))?;
+
+    let c = case("mha_forward_weights");
+    manual_seed(21);
+    let mha = MultiheadAttention::new(8, 2)?;
+    let ins: Vec<Tensor> = c["inputs"].as_array().unwrap().iter().map(tensor_of).collect();
+    let (out, w) = mha.forward(&ins[0], &ins[1], &ins[2], &MhaForwardOptions::default())?;
+    check_close("mha out", &out, &c["outputs"][0]);
+    check_close("mha weights", &w.unwrap(), &c["outputs"][1]);
+
+    let c = case("mha_forward_masks");
+    let ins: Vec<Tensor> = c["inputs"].as_array().unwrap().iter().map(tensor_of).collect();
+    let (kpm, am) = (ins[3].to_dtype(DType::Bool)?, ins[4].to_dtype(DType::Bool)?);
+    let opts = MhaForwardOptions {
+        key_padding_mask: Some(&kpm),
+        attn_mask: Some(&am),
+        average_attn_weights: false,
+        ..Default::default()
+    };
+    let (out, w) = mha.forward(&ins[0], &ins[1], &ins[2], &opts)?;
+    check_close("mha masked out", &out, &c["outputs"][0]);
+    check_close("mha per-head weights", &w.unwrap(), &c["outputs"][1]);
+
+    let c = case("mha_forward_batch_first_no_weights");
+    manual_seed(21);
+    let mha = MultiheadAttention::with_options(
+        8,
+        2,
+        MultiheadAttentionOptions {
+            batch_first: true,
+            ..Default::default()
+        },
+    )?;
+    let q = tensor_of(&c["inputs"][0]);
+    let opts = MhaForwardOptions {
+        need_weights: false,
+        ..Default::default()
+    };
+    let (out, w) = mha.forward(&q, &q, &q, &opts)?;
+    assert!(w.is_none());
+    check_close("mha batch_first out", &out, &c["outputs"][0]);
+
+    let c = case("lstm_forward");
+    manual_seed(23);
+    let lstm = Lstm::with_options(10, 20, bi)?;
+    let (out, (h, cell)) = lstm.forward(&tensor_of(&c["inputs"][0]), None)?;
+    check_close("lstm out", &out, &c["outputs"][0]);
+    check_close("lstm h_n", &h, &c["outputs"][1]);
+    check_close("lstm c_n", &cell, &c["outputs"][2]);
+
+    let c = case("gru_forward");
+    manual_seed(24);
+    let gru = Gru::with_options(4, 6, gru_opts)?;
+    let (out, h) = gru.forward(&tensor_of(&c["inputs"][0]), Some(&tensor_of(&c["inputs"][1])))?;
+    check_close("gru out", &out, &c["outputs"][0]);
+    check_close("gru h_n", &h, &c["outputs"][1]);
+    // Bad input names the layer and both sizes.
+    let e = gru.forward(&Tensor::ones([2, 5, 3])?, None).unwrap_err().to_string();
+    assert!(
+        e.starts_with(
+            "GRU(4, 6, bias=False, batch_first=True): input.size(-1) must be equal to input_size. Expected 4, got 3"
+        ),
+        "{e}"
+    );
+    Ok(())
+}

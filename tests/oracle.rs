@@ -350,6 +350,21 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "argmin" => one(x().argmin(kw(case, "dim").and_then(Value::as_i64), keepdim)),
         "softmax" => one(x().softmax(kw(case, "dim").unwrap().as_i64().unwrap())),
         "log_softmax" => one(x().log_softmax(kw(case, "dim").unwrap().as_i64().unwrap())),
+        "scaled_dot_product_attention" => {
+            let t = |n: &str| input(case, inputs, n).unwrap();
+            let opts = ferrotorch::nn::functional::SdpaOptions {
+                attn_mask: input(case, inputs, "attn_mask"),
+                dropout_p: kw(case, "dropout_p").and_then(Value::as_f64).unwrap_or(0.0),
+                is_causal: kw(case, "is_causal").and_then(Value::as_bool).unwrap_or(false),
+                scale: kw(case, "scale").and_then(Value::as_f64),
+            };
+            one(ferrotorch::nn::functional::scaled_dot_product_attention(
+                t("query"),
+                t("key"),
+                t("value"),
+                &opts,
+            ))
+        }
         "matmul" => one(x().matmul(input(case, inputs, "other").unwrap())),
         "mm" => one(x().mm(input(case, inputs, "mat2").unwrap())),
         "bmm" => one(x().bmm(input(case, inputs, "mat2").unwrap())),

@@ -10,7 +10,8 @@
 //! - Field attributes: `#[module(skip)]` leaves a field out;
 //!   `#[module(name = "...")]` registers it under another name.
 //! - Struct attributes: `#[module(name = "...")]` sets the type name shown
-//!   by `Display` (default: the struct's name); `#[module(extra_repr =
+//!   by `Display` (default: the struct's name), `#[module(type_name =
+//!   method)]` computes it (`fn(&self) -> Cow<'static, str>`); `#[module(extra_repr =
 //!   method)]` names a `fn(&self) -> String` giving the text inside the
 //!   parentheses of the repr (PyTorch's `extra_repr`);
 //!   `#[module(crate = path)]` names the nn crate (default
@@ -37,6 +38,7 @@ pub fn derive_module(input: TokenStream) -> TokenStream {
 struct StructOptions {
     krate: Option<Path>,
     name: Option<LitStr>,
+    type_name: Option<Path>,
     extra_repr: Option<Path>,
 }
 
@@ -44,6 +46,7 @@ fn struct_options(input: &DeriveInput) -> syn::Result<StructOptions> {
     let mut o = StructOptions {
         krate: None,
         name: None,
+        type_name: None,
         extra_repr: None,
     };
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("module")) {
@@ -52,10 +55,14 @@ fn struct_options(input: &DeriveInput) -> syn::Result<StructOptions> {
                 o.krate = Some(meta.value()?.parse()?);
             } else if meta.path.is_ident("name") {
                 o.name = Some(meta.value()?.parse()?);
+            } else if meta.path.is_ident("type_name") {
+                o.type_name = Some(meta.value()?.parse()?);
             } else if meta.path.is_ident("extra_repr") {
                 o.extra_repr = Some(meta.value()?.parse()?);
             } else {
-                return Err(meta.error("expected `crate = path`, `name = \"...\"` or `extra_repr = method`"));
+                return Err(meta.error(
+                    "expected `crate = path`, `name = \"...\"`, `type_name = method` or `extra_repr = method`",
+                ));
             }
             Ok(())
         })?;
@@ -151,7 +158,14 @@ fn with_impls(
 ) -> TokenStream2 {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    let type_name = opts.name.as_ref().map_or_else(|| ident.to_string(), LitStr::value);
+    let type_name = match (&opts.type_name, &opts.name) {
+        (Some(m), _) => quote!(self.#m()),
+        (None, Some(n)) => quote!(::std::borrow::Cow::Borrowed(#n)),
+        (None, None) => {
+            let n = ident.to_string();
+            quote!(::std::borrow::Cow::Borrowed(#n))
+        }
+    };
     let extra_repr = opts.extra_repr.as_ref().map(|m| {
         quote! {
             fn extra_repr(&self) -> ::std::string::String {
@@ -173,7 +187,7 @@ fn with_impls(
             }
 
             fn type_name(&self) -> ::std::borrow::Cow<'static, str> {
-                ::std::borrow::Cow::Borrowed(#type_name)
+                #type_name
             }
 
             fn as_dyn(&self) -> &dyn #krate::Module {

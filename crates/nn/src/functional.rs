@@ -5,11 +5,19 @@
 use ferrotorch_core::{Error, Result, Tensor, autograd};
 
 /// `x Wᵀ + b` (`F.linear`): `x` `[*, in]`, `weight` `[out, in]`, `bias`
-/// `[out]`. A 2-D input with a bias is one `addmm`, as in PyTorch.
+/// `[out]`. As in PyTorch, a 2-D input with a bias is one `addmm`, and so
+/// is a contiguous 3-D one (flattened to 2-D and viewed back); other
+/// inputs are a `matmul` plus the bias.
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let wt = weight.t()?;
     match bias {
         Some(b) if x.ndim() == 2 => b.addmm(x, &wt, 1.0, 1.0),
+        Some(b) if x.ndim() == 3 && x.is_contiguous() => {
+            let s = x.shape();
+            let flat = x.reshape([(s[0] * s[1]) as i64, s[2] as i64])?;
+            let y = b.addmm(&flat, &wt, 1.0, 1.0)?;
+            y.view([s[0] as i64, s[1] as i64, y.shape()[1] as i64])
+        }
         Some(b) => x.matmul(&wt)?.add(b),
         None => x.matmul(&wt),
     }
@@ -24,6 +32,8 @@ pub fn bilinear(x1: &Tensor, x2: &Tensor, weight: &Tensor, bias: Option<&Tensor>
         None => Ok(y),
     }
 }
+
+pub use crate::attention::{SdpaOptions, scaled_dot_product_attention};
 
 /// `max(x, 0)`.
 pub fn relu(x: &Tensor) -> Result<Tensor> {

@@ -9,6 +9,7 @@
 //!
 //! The facade re-exports this crate as `ferrotorch::nn`.
 
+pub mod attention;
 pub mod containers;
 pub mod forward;
 pub mod functional;
@@ -20,6 +21,7 @@ pub mod repr;
 pub mod state;
 pub mod state_dict;
 
+pub use attention::{MhaForwardOptions, MultiheadAttention, MultiheadAttentionOptions};
 pub use containers::{ModuleDict, Sequential};
 pub use ferrotorch_nn_derive::Module;
 pub use forward::Forward;
@@ -27,6 +29,7 @@ pub use layers::activation::{GELU, Gelu, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigm
 pub use layers::dropout::Dropout;
 pub use layers::flatten::{Flatten, Unflatten};
 pub use layers::linear::{Bilinear, Identity, Linear, LinearOptions};
+pub use layers::rnn::{GRU, Gru, LSTM, Lstm, RnnOptions};
 pub use module::{__private, Module, Visitable, Visitor};
 pub use parameter::{Buffer, Parameter};
 pub use repr::repr;

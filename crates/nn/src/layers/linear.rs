@@ -41,7 +41,7 @@ impl LinearOptions {
 /// `[out_features, in_features]`, initialised as PyTorch's
 /// (`kaiming_uniform_(a=sqrt(5))`, bias U(-1/sqrt(in), 1/sqrt(in))).
 #[derive(Module)]
-#[module(extra_repr = extra_repr)]
+#[module(extra_repr = extra_repr, type_name = kind)]
 pub struct Linear {
     /// `[out_features, in_features]`.
     pub weight: Parameter,
@@ -49,6 +49,7 @@ pub struct Linear {
     pub bias: Option<Parameter>,
     in_features: usize,
     out_features: usize,
+    kind: &'static str,
     state: ModuleState,
 }
 
@@ -78,8 +79,20 @@ impl Linear {
             bias: bias.map(Parameter::new).transpose()?,
             in_features,
             out_features,
+            kind: "Linear",
             state: ModuleState::default(),
         })
+    }
+
+    /// The same layer shown under another type name in reprs
+    /// (`MultiheadAttention`'s `NonDynamicallyQuantizableLinear`).
+    pub fn renamed(mut self, type_name: &'static str) -> Self {
+        self.kind = type_name;
+        self
+    }
+
+    fn kind(&self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(self.kind)
     }
 
     /// The input size.

@@ -4,3 +4,4 @@ pub mod activation;
 pub mod dropout;
 pub mod flatten;
 pub mod linear;
+pub mod rnn;
