@@ -140,6 +140,24 @@ xg, h0 = torch.randn(2, 5, 4), torch.randn(1, 2, 6)
 cases.append(forward_case("gru_forward", 24, lambda: nn.GRU(4, 6, batch_first=True, bias=False),
                           lambda m, x, h: m(x, h), [xg, h0]))
 
+# nn.init after a seed.
+def init_case(name, seed, shape, fn):
+    torch.manual_seed(seed)
+    t = torch.empty(shape)
+    fn(t)
+    return {"name": name, "seed": seed, "output": tensor_summary(t)}
+
+
+cases.append(init_case("init_trunc_normal", 31, (40, 50), lambda t: nn.init.trunc_normal_(t, 0.5, 2.0, -1.0, 3.0)))
+cases.append(init_case("init_trunc_normal_tail", 38, (7, 9), lambda t: nn.init.trunc_normal_(t, 0.0, 1.0, 1.5, 3.0)))
+cases.append(init_case("init_xavier_normal", 32, (30, 20), lambda t: nn.init.xavier_normal_(t, 1.5)))
+cases.append(init_case("init_xavier_uniform", 33, (6, 5, 3), lambda t: nn.init.xavier_uniform_(t)))
+cases.append(init_case("init_kaiming_normal_fan_out", 34, (8, 4, 3, 3),
+                       lambda t: nn.init.kaiming_normal_(t, mode="fan_out", nonlinearity="relu")))
+cases.append(init_case("init_kaiming_uniform", 35, (16, 9), lambda t: nn.init.kaiming_uniform_(t, a=0.1)))
+cases.append(init_case("init_orthogonal", 36, (6, 10), lambda t: nn.init.orthogonal_(t, gain=2.0)))
+cases.append(init_case("init_orthogonal_tall", 37, (10, 3, 2), lambda t: nn.init.orthogonal_(t)))
+
 # Dropout's mask for a seed (training mode): the draw is bernoulli_(1 - p).
 torch.manual_seed(11)
 x = torch.randn(4, 6)

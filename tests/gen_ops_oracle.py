@@ -471,5 +471,11 @@ error_case("err_full_int32_overflow", "torch.full", {}, size=[2], fill_value=2**
 error_case("err_full_f16_overflow", "torch.full", {}, size=[2], fill_value=1e6, dtype=f16)
 case("full_float_to_int", "torch.full", {}, size=[2], fill_value=1.5, dtype=torch.int64)
 case("full_bool_2", "torch.full", {}, size=[2], fill_value=2, dtype=torch.bool)
+# ------------------------------------------------------------ erfinv (nn.init.trunc_normal_)
+grid = torch.linspace(-1.0, 1.0, 801)
+case("erfinv_f32_grid", "torch.erfinv", {"input": torch.cat([grid, T([0.7, -0.7, 0.70000005, 1.5, NAN, -0.0])])})
+case("erfinv_f64_grid", "torch.erfinv", {"input": torch.linspace(-1.0, 1.0, 401, dtype=f64)})
+case("erfinv_int", "torch.erfinv", {"input": T([-1, 0, 1])})
+grad_case("erfinv_grad", "torch.erfinv", {"input": g(300, 3, 4, dtype=f64).clamp(-0.95, 0.95)}, ["input"])
 
 write(OUT, "ops")

@@ -72,6 +72,7 @@ fn cases() -> Vec<Case> {
         case("tanh", vec![x()], true, |t| t[0].tanh()),
         case("sigmoid", vec![x()], true, |t| t[0].sigmoid()),
         case("erf", vec![x()], true, |t| t[0].erf()),
+        case("erfinv", vec![probs()], true, |t| t[0].mul(2.0)?.sub(1.0)?.erfinv()),
         case("relu", vec![x()], true, |t| t[0].relu()),
         case("gelu", vec![x()], true, |t| t[0].gelu()),
         case("ferrotorch::gelu_tanh", vec![x()], true, |t| t[0].gelu_tanh()),

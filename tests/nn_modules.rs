@@ -519,3 +519,84 @@ fn attention_and_recurrent_layers_match_pytorch() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn init_functions_draw_pytorchs_values() -> Result<()> {
+    let _rng = rng_lock();
+    use nn::init::{self, FanMode, Nonlinearity};
+    type Init = Box<dyn Fn(&Tensor) -> Result<Tensor>>;
+    let cases: Vec<(&str, Vec<usize>, Init, bool)> = vec![
+        (
+            "init_trunc_normal",
+            vec![40, 50],
+            Box::new(|t| init::trunc_normal_(t, 0.5, 2.0, -1.0, 3.0)),
+            true,
+        ),
+        (
+            "init_trunc_normal_tail",
+            vec![7, 9],
+            Box::new(|t| init::trunc_normal_(t, 0.0, 1.0, 1.5, 3.0)),
+            true,
+        ),
+        (
+            "init_xavier_normal",
+            vec![30, 20],
+            Box::new(|t| init::xavier_normal_(t, 1.5)),
+            true,
+        ),
+        (
+            "init_xavier_uniform",
+            vec![6, 5, 3],
+            Box::new(|t| init::xavier_uniform_(t, 1.0)),
+            true,
+        ),
+        (
+            "init_kaiming_normal_fan_out",
+            vec![8, 4, 3, 3],
+            Box::new(|t| init::kaiming_normal_(t, FanMode::FanOut, Nonlinearity::Relu)),
+            true,
+        ),
+        (
+            "init_kaiming_uniform",
+            vec![16, 9],
+            Box::new(|t| init::kaiming_uniform_(t, FanMode::FanIn, Nonlinearity::LeakyRelu(Some(0.1)))),
+            true,
+        ),
+        // QR by a different algorithm than LAPACK's: equal up to rounding.
+        (
+            "init_orthogonal",
+            vec![6, 10],
+            Box::new(|t| init::orthogonal_(t, 2.0)),
+            false,
+        ),
+        (
+            "init_orthogonal_tall",
+            vec![10, 3, 2],
+            Box::new(|t| init::orthogonal_(t, 1.0)),
+            false,
+        ),
+    ];
+    for (name, shape, f, exact) in cases {
+        let c = case(name);
+        manual_seed(c["seed"].as_u64().unwrap());
+        let t = Tensor::empty(&shape[..])?;
+        f(&t)?;
+        if exact {
+            check_values(name, &t, &c["output"]);
+        } else {
+            check_close(name, &t, &c["output"]);
+        }
+    }
+    // Orthogonality itself: W Wᵀ = gain² I for a wide matrix.
+    let w = Tensor::empty([4, 9])?;
+    init::orthogonal_(&w, 3.0)?;
+    let eye = w
+        .matmul(&w.t()?)?
+        .sub(&Tensor::eye(4)?.mul(9.0)?)?
+        .abs()?
+        .amax((), false)?;
+    assert!(eye.item::<f32>()? < 1e-4);
+    assert!(init::calculate_fan_in_and_fan_out(&Tensor::ones(3)?).is_err());
+    assert!(init::Nonlinearity::from_name("swish", None).is_err());
+    Ok(())
+}

@@ -73,6 +73,7 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor], x: Option<&Te
         "isposinf" => x.isposinf(),
         "isneginf" => x.isneginf(),
         "isfinite" => x.isfinite(),
+        "erfinv" => x.erfinv(),
         "kthvalue" => {
             let dim = kw(case, "dim").and_then(Value::as_i64).unwrap_or(-1);
             return pair(x.kthvalue(kw(case, "k")?.as_i64()?, dim, keepdim()));

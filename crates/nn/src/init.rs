@@ -169,6 +169,63 @@ pub fn kaiming_normal_(t: &Tensor, mode: FanMode, nonlinearity: Nonlinearity) ->
     normal_(t, 0.0, std)
 }
 
+/// Normal N(mean, std²) truncated to [a, b], by PyTorch 2.15's rejection
+/// sampling (same draws, same order): when the interval holds more than
+/// 30% of the mass, normal samples redrawn where they fall outside;
+/// otherwise uniform candidates on [a, b] accepted with probability
+/// `pdf / peak`, rejected ones redrawn.
+pub fn trunc_normal_(t: &Tensor, mean: f64, std: f64, a: f64, b: f64) -> Result<Tensor> {
+    let norm_cdf = |x: f64| (1.0 + libm::erf(x / 2f64.sqrt())) / 2.0;
+    let p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std);
+    let d = t.detach();
+    autograd::no_grad(|| -> Result<()> {
+        if p > 0.3 {
+            // The bounds as the tensor's dtype represents them.
+            let lo = Tensor::scalar_tensor(a.into(), d.dtype()).item::<f64>()?;
+            let hi = Tensor::scalar_tensor(b.into(), d.dtype()).item::<f64>()?;
+            let mut result = d.normal_(mean, std)?;
+            loop {
+                let mask = result.lt(lo)?.logical_or(&result.gt(hi)?)?;
+                if !mask.any()?.item::<bool>()? {
+                    break;
+                }
+                let fresh = result.empty_like()?.normal_(mean, std)?;
+                result = fresh.where_cond(&mask, &result)?;
+            }
+            d.copy_(&result)?;
+        } else {
+            let mode = a.max(mean.min(b));
+            let log_peak = -0.5 * ((mode - mean) / std).powi(2);
+            let candidates = d.empty_like()?;
+            let accept = d.empty_like()?;
+            let log_pdf = |c: &Tensor| -> Result<()> {
+                c.sub_(mean)?.div_(std)?.pow_(2)?.mul_(-0.5)?.sub_(log_peak)?;
+                Ok(())
+            };
+            d.uniform_(a, b)?;
+            candidates.copy_(&d)?;
+            log_pdf(&candidates)?;
+            let mut pending = accept.uniform_(0.0, 1.0)?.log_()?.gt(&candidates)?;
+            if pending.any()?.item::<bool>()? {
+                let mut result = d.clone();
+                loop {
+                    candidates.uniform_(a, b)?;
+                    result = candidates.where_cond(&pending, &result)?;
+                    log_pdf(&candidates)?;
+                    let redraw = accept.uniform_(0.0, 1.0)?.log_()?.gt(&candidates)?;
+                    pending = redraw.where_cond(&pending, &pending)?;
+                    if !pending.any()?.item::<bool>()? {
+                        break;
+                    }
+                }
+                d.copy_(&result)?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(t.clone())
+}
+
 /// A (semi-)orthogonal matrix, scaled by `gain`, as PyTorch's
 /// `orthogonal_`: the Q of the QR decomposition of a standard normal
 /// matrix, with R's diagonal signs folded in. `t` needs at least 2 dims

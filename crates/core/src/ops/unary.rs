@@ -99,6 +99,8 @@ unary_kinds! {
     Sigmoid, SIGMOID, "sigmoid", sigmoid, sigmoid_, Float;
     /// The error function.
     Erf, ERF, "erf", erf, erf_, Float;
+    /// The inverse error function (NaN outside [-1, 1]).
+    Erfinv, ERFINV, "erfinv", erfinv, erfinv_, Float;
     /// `max(x, 0)`.
     Relu, RELU, "relu", relu, relu_, Numeric;
     /// GELU with the exact erf form, `x * Φ(x)`.
@@ -144,7 +146,7 @@ impl Op for Unary {
         use UnaryKind::*;
         match self.0 {
             Neg | Floor | Ceil | Round | Trunc | Sign => Saves::NONE,
-            Exp | Expm1 | Sqrt | Rsqrt | Reciprocal | Tanh | Sigmoid | Relu => Saves::OUTPUT,
+            Exp | Expm1 | Sqrt | Rsqrt | Reciprocal | Tanh | Sigmoid | Relu | Erfinv => Saves::OUTPUT,
             Abs | Log | Log1p | Sin | Cos | Erf | Gelu | GeluTanh | Silu => Saves::INPUTS,
         }
     }
@@ -187,6 +189,11 @@ impl Op for Unary {
             Erf => {
                 let x = ctx.input(0)?;
                 g.mul(&x.mul(&x)?.neg()?.exp()?.mul(FRAC_2_SQRT_PI)?)?
+            }
+            // PyTorch: 0.5 * sqrt(pi) * exp(erfinv(x)^2) * grad.
+            Erfinv => {
+                let y = ctx.output(0)?;
+                y.pow(2)?.exp()?.mul(0.5 * std::f64::consts::PI.sqrt())?.mul(&g)?
             }
             Relu => call1(&ThresholdBackward, &[&g, &ctx.output(0)?])?,
             Gelu => {

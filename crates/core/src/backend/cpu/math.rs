@@ -158,6 +158,53 @@ pub(crate) fn erf_f64(x: f64) -> f64 {
     libm::erf(x)
 }
 
+macro_rules! erfinv_impl {
+    ($name:ident, $t:ty, $erf:path, $exp:path, $ln:path) => {
+        /// PyTorch's `calc_erfinv`: a rational first guess (central range
+        /// |y| <= 0.7, tail otherwise) refined by two Newton steps, in the
+        /// same operation order; NaN outside [-1, 1], ±inf at ±1.
+        pub(crate) fn $name(y: $t) -> $t {
+            // PyTorch's coefficients are double literals cast to T.
+            const A64: [f64; 4] = [0.886226899, -1.645349621, 0.914624893, -0.140543331];
+            const B64: [f64; 4] = [-2.118377725, 1.442710462, -0.329097515, 0.012229801];
+            const C64: [f64; 4] = [-1.970840454, -1.624906493, 3.429567803, 1.641345311];
+            const D64: [f64; 2] = [3.543889200, 1.637067800];
+            let (a, b, c, d) = (
+                A64.map(|v| v as $t),
+                B64.map(|v| v as $t),
+                C64.map(|v| v as $t),
+                D64.map(|v| v as $t),
+            );
+            let y_abs = y.abs();
+            if y_abs > 1.0 {
+                return <$t>::NAN;
+            }
+            if y_abs == 1.0 {
+                return <$t>::INFINITY.copysign(y);
+            }
+            let mut x = if y_abs <= 0.7 {
+                let z = y * y;
+                let num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];
+                let dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0;
+                y * num / dem
+            } else {
+                let z = (-$ln((1.0 - y_abs) / 2.0)).sqrt();
+                let num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];
+                let dem = (d[1] * z + d[0]) * z + 1.0;
+                num.copysign(y) / dem
+            };
+            let two_over_sqrt_pi: $t = 2.0 / (std::f64::consts::PI.sqrt() as $t);
+            for _ in 0..2 {
+                x -= ($erf(x) - y) / (two_over_sqrt_pi * $exp(-x * x));
+            }
+            x
+        }
+    };
+}
+
+erfinv_impl!(erfinv_f32, f32, libm::erff, libm::expf, libm::logf);
+erfinv_impl!(erfinv_f64, f64, libm::erf, libm::exp, libm::log);
+
 #[cfg(test)]
 mod tests {
     use super::*;

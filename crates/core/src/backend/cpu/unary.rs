@@ -42,6 +42,7 @@ fn f32_block(kind: UnaryKind, x: &[f32], y: &mut [f32]) {
         Tanh => each!(tanh_f32),
         Sigmoid => each!(sigmoid_f32),
         Erf => each!(erf_f32),
+        Erfinv => each!(erfinv_f32),
         Relu => each!(|v: f32| if v > 0.0 || v.is_nan() { v } else { 0.0 }),
         Gelu => each!(gelu_f32),
         GeluTanh => each!(|v: f32| {
@@ -87,6 +88,7 @@ fn f64_one(kind: UnaryKind, v: f64) -> f64 {
         Tanh => v.tanh(),
         Sigmoid => 1.0 / (1.0 + (-v).exp()),
         Erf => erf_f64(v),
+        Erfinv => erfinv_f64(v),
         Relu => {
             if v > 0.0 || v.is_nan() {
                 v
@@ -134,8 +136,8 @@ fn cost(kind: UnaryKind) -> Cost {
     use UnaryKind::*;
     match kind {
         Neg | Abs | Relu | Floor | Ceil | Round | Trunc | Sign => Cost::Cheap,
-        Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tanh | Sigmoid | Erf | Gelu | GeluTanh
-        | Silu => Cost::Heavy,
+        Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tanh | Sigmoid | Erf | Erfinv | Gelu
+        | GeluTanh | Silu => Cost::Heavy,
     }
 }
 
@@ -151,8 +153,8 @@ fn int_fn(kind: UnaryKind) -> Option<fn(i64) -> i64> {
         // Rounding is the identity on integers.
         Floor | Ceil | Round | Trunc => |v| v,
         // The front end promotes integer inputs of these to a float dtype.
-        Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tanh | Sigmoid | Erf | Gelu | GeluTanh
-        | Silu => return None,
+        Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Reciprocal | Sin | Cos | Tanh | Sigmoid | Erf | Erfinv | Gelu
+        | GeluTanh | Silu => return None,
     })
 }
 
