@@ -99,14 +99,17 @@ pub(crate) fn conv_output_shape(p: &ConvParams, x: &Tensor, w: &Tensor, bias: Op
             ),
         ));
     }
-    for (dt, what) in [(x.dtype(), "input"), (w.dtype(), "weight")] {
-        if dt == DType::Bool {
-            return Err(Error::dtype(
-                OP,
-                dt,
-                format!("\"convolution\" not implemented for 'Bool' ({what})"),
-            ));
-        }
+    if x.dtype() == DType::Bool {
+        let kernel = if p.transposed {
+            "slow_conv_transpose2d_out_cpu"
+        } else {
+            "slow_conv2d_cpu"
+        };
+        return Err(Error::dtype(
+            OP,
+            x.dtype(),
+            format!("\"{kernel}\" not implemented for 'Bool'"),
+        ));
     }
     if w.dtype() != x.dtype() {
         return Err(Error::DTypeMismatch {
@@ -282,21 +285,17 @@ pub(crate) fn conv_output_shape(p: &ConvParams, x: &Tensor, w: &Tensor, bias: Op
     } else {
         let bad_pad = (0..k).any(|i| p.output_padding[i] >= p.stride[i] && p.output_padding[i] >= p.dilation[i]);
         if bad_pad {
-            let detail = if k == 2 {
+            // A 1-d convolution runs as a 2-d one of height 1 (PyTorch's message says so).
+            let hw = |v: &Dims, one: usize| if k == 2 { (v[0], v[1]) } else { (one, v[0]) };
+            let ((oph, opw), (sh, sw), (dh, dw)) = (hw(&p.output_padding, 0), hw(&p.stride, 1), hw(&p.dilation, 1));
+            return Err(Error::invalid(
+                OP,
                 format!(
-                    "output padding must be smaller than either stride or dilation, but got output_padding_height: {} \
-                     output_padding_width: {} stride_height: {} stride_width: {} dilation_height: {} \
-                     dilation_width: {}",
-                    p.output_padding[0], p.output_padding[1], p.stride[0], p.stride[1], p.dilation[0], p.dilation[1]
-                )
-            } else {
-                format!(
-                    "output padding must be smaller than either stride or dilation, but got output_padding: {} \
-                     stride: {} dilation: {}",
-                    p.output_padding[0], p.stride[0], p.dilation[0]
-                )
-            };
-            return Err(Error::invalid(OP, detail));
+                    "output padding must be smaller than either stride or dilation, but got output_padding_height: \
+                     {oph} output_padding_width: {opw} stride_height: {sh} stride_width: {sw} dilation_height: {dh} \
+                     dilation_width: {dw}"
+                ),
+            ));
         }
         let mut sizes = Vec::with_capacity(k);
         for i in 0..k {
