@@ -1,7 +1,8 @@
 //! Same inputs, same bits: every result is identical for thread pools of 1,
 //! 2, 3 and 8 threads and from run to run (a promise PyTorch does not make).
 
-use ferrotorch::{Generator, Result, Tensor, TensorOptions};
+use ferrotorch::autograd::{GradOptions, grad};
+use ferrotorch::{ConvOptions, ConvTransposeOptions, Generator, MaxPoolOptions, Result, Tensor, TensorOptions};
 
 fn bits(t: &Tensor) -> Vec<u64> {
     t.to_vec::<f64>().unwrap().into_iter().map(f64::to_bits).collect()
@@ -68,6 +69,64 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
         "normal_tensor",
         Tensor::normal_tensor_with(&o.randn([3000])?, &o.rand([3000])?, &g)?,
     );
+    // Convolutions: forward and every gradient. The weight gradient sums
+    // over the batch (37 samples: 16 uneven chunks; 2 samples: fewer chunks
+    // than threads, so the GEMM splits).
+    for (n, name) in [(37usize, "conv2d_b37"), (2, "conv2d_b2")] {
+        let x = o.randn([n, 8, 15, 13])?.requires_grad_(true)?;
+        let w = o.randn([16, 4, 3, 3])?.requires_grad_(true)?;
+        let b = o.randn([16])?.requires_grad_(true)?;
+        let y = x.conv2d(&w, Some(&b), ConvOptions::new().padding(1).groups(2).stride((1, 2)))?;
+        let gy = o.randn(y.shape())?;
+        let gs = grad(
+            &[&y],
+            &[&x, &w, &b],
+            GradOptions {
+                grad_outputs: Some(&[gy]),
+                ..Default::default()
+            },
+        )?;
+        push(name, y.detach());
+        for (k, g) in gs.iter().enumerate() {
+            push(&format!("{name}_grad{k}"), g.unwrap().clone());
+        }
+    }
+    let x = o.randn([9, 6, 7, 8])?.requires_grad_(true)?;
+    let w = o.randn([6, 5, 3, 3])?.requires_grad_(true)?;
+    let y = x.conv_transpose2d(
+        &w,
+        None,
+        ConvTransposeOptions::new().stride(2).padding(1).output_padding(1),
+    )?;
+    let gy = o.randn(y.shape())?;
+    let gs = grad(
+        &[&y],
+        &[&x, &w],
+        GradOptions {
+            grad_outputs: Some(&[gy]),
+            ..Default::default()
+        },
+    )?;
+    push("conv_transpose2d", y.detach());
+    push("conv_transpose2d_grad_weight", gs[1].clone());
+    let x = o.randn([16, 32, 28, 28])?.requires_grad_(true)?;
+    for (name, y) in [
+        ("max_pool2d", x.max_pool2d(MaxPoolOptions::new(3).stride(2).padding(1))?),
+        ("avg_pool2d", x.avg_pool2d(2)?),
+        ("adaptive_avg_pool2d", x.adaptive_avg_pool2d([5, 3])?),
+    ] {
+        let gy = o.randn(y.shape())?;
+        let gs = grad(
+            &[&y],
+            &[&x],
+            GradOptions {
+                grad_outputs: Some(&[gy]),
+                ..Default::default()
+            },
+        )?;
+        push(name, y.detach());
+        push(&format!("{name}_grad"), gs[0].clone());
+    }
     Ok(out)
 }
 

@@ -420,11 +420,158 @@ fn cases() -> Vec<Case> {
     c.push(case("prod.dim_int", vec![with_zero], false, |t| {
         t[0].prod_dim(1, false)
     }));
+    c.extend(conv_pool_cases(&g));
     // Composites built on the ops above (repeat: reshape + expand; flip:
     // index_select).
     c.push(case("expand", vec![x()], true, |t| t[0].repeat((2, 1, 3))));
     c.push(case("index_select", vec![x()], true, |t| t[0].flip((0, -1))));
     c
+}
+
+/// Convolutions and pools (the operators and their backward operators,
+/// called directly), in f64 with small shapes.
+fn conv_pool_cases(g: &Generator) -> Vec<Case> {
+    use ferrotorch::backend::dispatch::call;
+    use ferrotorch::ops::conv::{ConvParams, ConvolutionBackward};
+    use ferrotorch::ops::pool::{
+        AdaptiveAvgPool2dBackward, AdaptiveMaxPool2dBackward, AvgPool2d, AvgPool2dBackward, MaxPool2dBackward,
+        Pool2dParams,
+    };
+    use ferrotorch::{ConvOptions, ConvTransposeOptions, MaxPoolOptions};
+    let r = |shape: &[usize]| rand(g, shape, -1.0, 1.0);
+    let params = |transposed: bool| ConvParams {
+        stride: [2, 1].into_iter().collect(),
+        padding: [1, 0].into_iter().collect(),
+        dilation: [1, 2].into_iter().collect(),
+        transposed,
+        output_padding: [1, 0].into_iter().collect(),
+        groups: 2,
+    };
+    // The three gradients of a convolution as one output (all of them asked for).
+    let conv_backward = |p: ConvParams| {
+        move |t: &[Tensor]| -> Result<Tensor> {
+            let op = ConvolutionBackward {
+                params: p.clone(),
+                output_mask: [true, true, true],
+            };
+            let outs = call(&op, &[&t[0], &t[1], &t[2]])?;
+            let flat: Vec<Tensor> = outs.iter().map(|o| o.reshape(-1)).collect::<Result<_>>()?;
+            Tensor::cat(&flat.iter().collect::<Vec<_>>(), 0)
+        }
+    };
+    let pool = Pool2dParams {
+        kernel: [3, 2],
+        stride: [2, 1],
+        padding: [1, 0],
+        dilation: [1, 2],
+        ceil_mode: true,
+    };
+    let avg = AvgPool2d {
+        params: Pool2dParams {
+            dilation: [1, 1],
+            ..pool
+        },
+        count_include_pad: false,
+        divisor_override: None,
+    };
+    let x = r(&[2, 2, 5, 6]);
+    let (_, max_idx) = x
+        .detach()
+        .max_pool2d_with_indices(
+            MaxPoolOptions::new((3, 2))
+                .stride((2, 1))
+                .padding((1, 0))
+                .dilation((1, 2))
+                .ceil_mode(true),
+        )
+        .unwrap();
+    let (_, amax_idx) = x.detach().adaptive_max_pool2d([3, 4]).unwrap();
+    vec![
+        case(
+            "convolution",
+            vec![r(&[2, 4, 5, 6]), r(&[4, 2, 3, 2]), r(&[4])],
+            true,
+            |t| {
+                t[0].conv2d(
+                    &t[1],
+                    Some(&t[2]),
+                    ConvOptions::new()
+                        .stride((2, 1))
+                        .padding((1, 0))
+                        .dilation((1, 2))
+                        .groups(2),
+                )
+            },
+        ),
+        case(
+            "convolution",
+            vec![r(&[2, 4, 3, 4]), r(&[4, 2, 3, 2]), r(&[4])],
+            true,
+            |t| {
+                let o = ConvTransposeOptions::new()
+                    .stride((2, 1))
+                    .padding((1, 0))
+                    .dilation((1, 2))
+                    .output_padding((1, 0));
+                t[0].conv_transpose2d(&t[1], Some(&t[2]), o.groups(2))
+            },
+        ),
+        case("convolution", vec![r(&[2, 2, 7]), r(&[3, 2, 3])], true, |t| {
+            t[0].conv1d(&t[1], None, ConvOptions::new().stride(2).padding(1))
+        }),
+        case(
+            "convolution_backward",
+            vec![r(&[2, 4, 3, 4]), r(&[2, 4, 6, 6]), r(&[4, 2, 3, 2])],
+            true,
+            conv_backward(params(false)),
+        ),
+        case(
+            "convolution_backward",
+            vec![r(&[2, 4, 6, 6]), r(&[2, 4, 3, 4]), r(&[4, 2, 3, 2])],
+            true,
+            conv_backward(params(true)),
+        ),
+        case("max_pool2d_with_indices", vec![x.clone()], true, |t| {
+            t[0].max_pool2d(
+                MaxPoolOptions::new((3, 2))
+                    .stride((2, 1))
+                    .padding((1, 0))
+                    .dilation((1, 2))
+                    .ceil_mode(true),
+            )
+        }),
+        case(
+            "max_pool2d_with_indices_backward",
+            vec![r(max_idx.shape()), x.clone()],
+            true,
+            move |t| call1(&MaxPool2dBackward { params: pool }, &[&t[0], &t[1], &max_idx]),
+        ),
+        case("avg_pool2d", vec![x.clone()], true, move |t| call1(&avg, &[&t[0]])),
+        case(
+            "avg_pool2d_backward",
+            vec![r(&[2, 2, 3, 5]), x.clone()],
+            true,
+            move |t| call1(&AvgPool2dBackward(avg), &[&t[0], &t[1]]),
+        ),
+        case("_adaptive_avg_pool2d", vec![x.clone()], true, |t| {
+            t[0].adaptive_avg_pool2d([3, 4])
+        }),
+        case(
+            "_adaptive_avg_pool2d_backward",
+            vec![r(&[2, 2, 3, 4]), x.clone()],
+            true,
+            |t| call1(&AdaptiveAvgPool2dBackward, &[&t[0], &t[1]]),
+        ),
+        case("adaptive_max_pool2d", vec![x.clone()], true, |t| {
+            Ok(t[0].adaptive_max_pool2d([3, 4])?.0)
+        }),
+        case(
+            "adaptive_max_pool2d_backward",
+            vec![r(amax_idx.shape()), x],
+            true,
+            move |t| call1(&AdaptiveMaxPool2dBackward, &[&t[0], &t[1], &amax_idx]),
+        ),
+    ]
 }
 
 /// Operators whose outputs require grad as PyTorch's do but whose

@@ -21,6 +21,8 @@ use ferrotorch::half::{bf16, f16};
 use ferrotorch::{DType, Generator, Operand, Rounding, Scalar, Tensor, TensorIndex, TensorOptions};
 use serde_json::Value;
 
+#[path = "support/oracle_nn.rs"]
+mod oracle_nn;
 #[path = "support/oracle_ops.rs"]
 mod oracle_ops;
 #[path = "support/oracle_random.rs"]
@@ -93,9 +95,14 @@ fn tensor(v: &Value) -> Tensor {
     }
 }
 
-/// Tolerance family of an operator.
+/// Tolerance family of an operator (convolutions sum many products, as
+/// matmul: the oracle's README counts them with the reductions).
 fn tolerance(op: &str) -> (f64, f64) {
     let reduce_like = [
+        "conv1d",
+        "conv2d",
+        "conv_transpose1d",
+        "conv_transpose2d",
         "sum",
         "mean",
         "var",
@@ -122,6 +129,10 @@ fn tolerance(op: &str) -> (f64, f64) {
 fn tolerance_extra(op: &str, dtype: DType) -> (f64, f64) {
     let short = op.rsplit('.').next().unwrap();
     let reduce_like = [
+        "conv1d",
+        "conv2d",
+        "conv_transpose1d",
+        "conv_transpose2d",
         "sum",
         "mean",
         "var",
@@ -574,6 +585,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
             })
         }
         _ if oracle_random::OPS.contains(&short) => oracle_random::run_op(short, case, inputs),
+        _ if oracle_nn::OPS.contains(&short) => oracle_nn::run_op(short, case, inputs),
         _ => oracle_ops::run_op(
             short,
             case,

@@ -10,6 +10,7 @@ mod access;
 mod binary;
 mod binary_math;
 mod bucket;
+mod conv;
 mod copy;
 mod factory;
 mod gemm;
@@ -18,6 +19,7 @@ mod index_rows;
 pub(crate) mod lapack;
 mod math;
 mod pointwise;
+mod pool;
 mod reduce;
 mod sampling;
 mod scans;
@@ -130,6 +132,25 @@ pub(crate) fn register_kernels() -> Result<()> {
     }
     structured(&crate::ops::select::MEDIAN, select::median_all_kernel)?;
     structured(&crate::ops::select::NANMEDIAN, select::median_all_kernel)?;
+    structured(&crate::ops::conv::CONVOLUTION, conv::convolution_kernel)?;
+    structured(
+        &crate::ops::conv::CONVOLUTION_BACKWARD,
+        conv::convolution_backward_kernel,
+    )?;
+    {
+        use crate::ops::pool as pl;
+        structured(&pl::MAX_POOL2D, pool::max_pool2d_kernel)?;
+        structured(&pl::ADAPTIVE_MAX_POOL2D, pool::adaptive_max_pool2d_kernel)?;
+        structured(&pl::MAX_POOL2D_BACKWARD, pool::max_pool_backward_kernel)?;
+        structured(&pl::ADAPTIVE_MAX_POOL2D_BACKWARD, pool::max_pool_backward_kernel)?;
+        structured(&pl::AVG_POOL2D, pool::avg_pool2d_kernel)?;
+        structured(&pl::AVG_POOL2D_BACKWARD, pool::avg_pool2d_backward_kernel)?;
+        structured(&pl::ADAPTIVE_AVG_POOL2D, pool::adaptive_avg_pool2d_kernel)?;
+        structured(
+            &pl::ADAPTIVE_AVG_POOL2D_BACKWARD,
+            pool::adaptive_avg_pool2d_backward_kernel,
+        )?;
+    }
     structured(&fac::ARANGE, factory::arange_kernel)?;
     structured(&fac::LINSPACE, factory::linspace_kernel)?;
     sampling::register()?;

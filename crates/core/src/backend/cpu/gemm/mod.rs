@@ -238,13 +238,24 @@ unsafe fn pack_b_panels<T: Copy + Default, const NR: usize>(
 /// once for all threads costs a round trip through memory that is dearer
 /// than packing it twice, and a second fork-join.
 ///
+/// With `acc`, `C += A * B` (C is read first).
+///
 /// # Safety
 /// `a` and `b` view `m x k` and `k x n` readable matrices, `c` is writable
-/// for `m` rows of `n` values `ldc` apart, and nothing else accesses them
-/// during the call.
+/// (and, with `acc`, readable) for `m` rows of `n` values `ldc` apart, and
+/// nothing else accesses them during the call.
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemm_with<T, K>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: *mut T, ldc: usize, parallel: bool)
-where
+unsafe fn gemm_with<T, K>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<T>,
+    b: Mat<T>,
+    c: *mut T,
+    ldc: usize,
+    parallel: bool,
+    acc: bool,
+) where
     T: Copy + Default + Send + Sync + std::ops::Add<Output = T>,
     K: MicroKernel<T>,
 {
@@ -254,6 +265,9 @@ where
     }
     let c = OutPtr(c);
     if k == 0 {
+        if acc {
+            return;
+        }
         for i in 0..m {
             for j in 0..n {
                 // SAFETY: inside C.
@@ -264,7 +278,7 @@ where
     }
     if K::B_RESIDENT {
         // SAFETY: this function's contract, forwarded (k > 0 here).
-        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel) };
+        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel, acc) };
     }
     let (kc_blk, nc_blk, _) = blocking((KC, NC, 0));
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
@@ -297,7 +311,7 @@ where
         let mut edge = [T::default(); EDGE];
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
-            let accumulate = kb > 0;
+            let accumulate = kb > 0 || acc;
             // Pack this task's part of the split operand for the block (and,
             // by columns, all of the small A).
             // SAFETY: the panels [lo, hi) (or all of A) at depth [p0, p0 + kc)
@@ -444,13 +458,13 @@ pub(crate) unsafe fn sgemm(
     #[cfg(target_arch = "x86_64")]
     match isa() {
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx512 => return unsafe { gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel) },
+        Isa::Avx512 => return unsafe { gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel, false) },
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx2 => return unsafe { gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel) },
+        Isa::Avx2 => return unsafe { gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel, false) },
         Isa::Baseline => {}
     }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel) }
+    unsafe { gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel, false) }
 }
 
 /// `C = A * B` in f64 with the best kernel for this CPU.
@@ -471,13 +485,70 @@ pub(crate) unsafe fn dgemm(
     #[cfg(target_arch = "x86_64")]
     match isa() {
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx512 => return unsafe { gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel) },
+        Isa::Avx512 => return unsafe { gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel, false) },
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx2 => return unsafe { gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel) },
+        Isa::Avx2 => return unsafe { gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel, false) },
         Isa::Baseline => {}
     }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel) }
+    unsafe { gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel, false) }
+}
+
+/// `C = A * B`, or `C += A * B` with `acc`, for `T` = f32, f64 or i64 (the
+/// convolution kernels' entry; it does nothing for other element types,
+/// which callers convert to one of these first).
+///
+/// # Safety
+/// As `gemm_with`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm_acc<T: Element>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<T>,
+    b: Mat<T>,
+    c: *mut T,
+    ldc: usize,
+    parallel: bool,
+    acc: bool,
+) {
+    macro_rules! float {
+        ($t:ty, $avx512:ty, $avx2:ty) => {{
+            let (a, b, c) = (cast_mat::<T, $t>(a), cast_mat::<T, $t>(b), c as *mut $t);
+            #[cfg(target_arch = "x86_64")]
+            match isa() {
+                // SAFETY: the caller's contract; the kernel's instruction set was detected.
+                Isa::Avx512 => return unsafe { gemm_with::<$t, $avx512>(m, n, k, a, b, c, ldc, parallel, acc) },
+                // SAFETY: the caller's contract; the kernel's instruction set was detected.
+                Isa::Avx2 => return unsafe { gemm_with::<$t, $avx2>(m, n, k, a, b, c, ldc, parallel, acc) },
+                Isa::Baseline => {}
+            }
+            // SAFETY: the caller's contract, forwarded.
+            unsafe { gemm_with::<$t, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
+        }};
+    }
+    match T::DTYPE {
+        DType::F32 => float!(f32, kernels::Avx512F32, kernels::Avx2F32),
+        DType::F64 => float!(f64, kernels::Avx512F64, kernels::Avx2F64),
+        DType::I64 => {
+            for i in 0..m {
+                for j in 0..n {
+                    let mut s: i64 = 0;
+                    for p in 0..k {
+                        // SAFETY: inside A and B (the caller's contract).
+                        let (x, y) = unsafe { (*a.ptr.add(i * a.rs + p * a.cs), *b.ptr.add(p * b.rs + j * b.cs)) };
+                        s = s.wrapping_add(x.to_i64().wrapping_mul(y.to_i64()));
+                    }
+                    // SAFETY: inside C (the caller's contract).
+                    unsafe {
+                        let at = c.add(i * ldc + j);
+                        *at = T::from_i64(if acc { (*at).to_i64().wrapping_add(s) } else { s });
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Integer matrix product with wrapping i64 arithmetic (summing in k order).

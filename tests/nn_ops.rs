@@ -1,0 +1,203 @@
+//! The convolution and pooling operators beyond their values (which
+//! `tests/oracle.rs` checks against `tests/oracle/conv_pool.json` and
+//! `tests/oracle_extra/nn.json`): PyTorch's error messages for every error
+//! case of `nn.json`, PyTorch's graph node names (first and second order),
+//! the meta device, unbatched inputs, and gradients of empty batches.
+
+#[path = "support/oracle_nn.rs"]
+mod oracle_nn;
+
+use ferrotorch::autograd::{GradOptions, grad};
+use ferrotorch::{
+    AvgPoolOptions, ConvOptions, ConvTransposeOptions, DType, Device, MaxPoolOptions, Padding, Result, Tensor,
+    TensorOptions,
+};
+use serde_json::Value;
+
+/// Lower case, whitespace collapsed: PyTorch's messages up to spacing and capitals.
+fn normalised(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// Every error case of `nn.json` fails with PyTorch's message.
+#[test]
+fn errors_carry_pytorchs_messages() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle_extra/nn.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (mut checked, mut wrong) = (0, Vec::new());
+    for case in doc["cases"].as_array().unwrap() {
+        if case.get("kind").and_then(Value::as_str) != Some("error") {
+            continue;
+        }
+        let name = case["name"].as_str().unwrap();
+        let inputs: Vec<Tensor> = case["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(oracle_nn::decode)
+            .collect();
+        let op = case["op"].as_str().unwrap();
+        let short = op.rsplit('.').next().unwrap();
+        let want = case["error"].as_str().unwrap();
+        match oracle_nn::run_op(short, case, &inputs) {
+            None => wrong.push(format!("{name}: op {op} not run")),
+            Some(Ok(_)) => wrong.push(format!("{name}: succeeded; PyTorch raises \"{want}\"")),
+            Some(Err(e)) => {
+                let got = e.to_string();
+                if !normalised(&got).contains(&normalised(want)) {
+                    wrong.push(format!("{name}: \"{got}\" lacks PyTorch's \"{want}\""));
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked > 60, "only {checked} error cases");
+    assert!(wrong.is_empty(), "{} of {checked}:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+fn node(t: &Tensor) -> String {
+    t.grad_fn().map(|n| n.name()).unwrap_or_default()
+}
+
+/// The first derivative of `y` with respect to `x` (with a graph) and its node.
+fn first(y: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let g = grad(&[&y.sum()?], &[x], GradOptions::create_graph())?;
+    Ok(g[0].clone())
+}
+
+#[test]
+fn nodes_have_pytorchs_names() -> Result<()> {
+    let x = Tensor::randn([2, 3, 6, 6])?.requires_grad_(true)?;
+    let w = Tensor::randn([4, 3, 3, 3])?.requires_grad_(true)?;
+    let y = x.conv2d(&w, None, ConvOptions::new().padding(1))?;
+    assert_eq!(node(&y), "ConvolutionBackward0");
+    assert_eq!(node(&first(&y, &w)?), "ConvolutionBackwardBackward0");
+    let wt = Tensor::randn([3, 2, 3, 3])?.requires_grad_(true)?;
+    assert_eq!(
+        node(&x.conv_transpose2d(&wt, None, ConvTransposeOptions::new())?),
+        "ConvolutionBackward0"
+    );
+    let cases: [(Tensor, &str, &str); 4] = [
+        (
+            x.max_pool2d(2)?,
+            "MaxPool2DWithIndicesBackward0",
+            "MaxPool2DWithIndicesBackwardBackward0",
+        ),
+        (x.avg_pool2d(2)?, "AvgPool2DBackward0", "AvgPool2DBackwardBackward0"),
+        (
+            x.adaptive_avg_pool2d([2, 3])?,
+            "AdaptiveAvgPool2DBackward0",
+            "AdaptiveAvgPool2DBackwardBackward0",
+        ),
+        (
+            x.adaptive_max_pool2d([2, 3])?.0,
+            "AdaptiveMaxPool2DBackward0",
+            "AdaptiveMaxPool2DBackwardBackward0",
+        ),
+    ];
+    // As PyTorch, a 1x1 adaptive average is a mean.
+    assert_eq!(node(&x.adaptive_avg_pool2d(1)?), "MeanBackward1");
+    for (y, n1, n2) in cases {
+        assert_eq!(node(&y), n1);
+        assert_eq!(node(&first(&y, &x)?), n2, "{n1}");
+    }
+    // The 1-d pools are 2-d pools of a height-1 view.
+    let x1 = Tensor::randn([2, 3, 8])?.requires_grad_(true)?;
+    let y = x1.max_pool1d(2)?;
+    assert_eq!(node(&y), "SqueezeBackward1");
+    assert_eq!(y.grad_fn().unwrap().next_edges().len(), 1);
+    Ok(())
+}
+
+#[test]
+fn the_meta_device_runs_the_shape_rules() -> Result<()> {
+    let meta = TensorOptions::new().device(Device::Meta);
+    let x = meta.clone().zeros([8, 6, 28, 27])?;
+    let w = meta.clone().zeros([12, 3, 3, 5])?;
+    let b = meta.clone().zeros([12])?;
+    let y = x.conv2d(&w, Some(&b), ConvOptions::new().stride(2).padding((1, 2)).groups(2))?;
+    assert_eq!((y.shape(), y.device()), (&[8usize, 12, 14, 14][..], Device::Meta));
+    let same = x.conv2d(
+        &meta.clone().zeros([4, 6, 2, 4])?,
+        None,
+        ConvOptions::new().padding(Padding::Same),
+    )?;
+    assert_eq!(same.shape(), &[8, 4, 28, 27]);
+    let wt = meta.clone().zeros([6, 2, 3, 3])?;
+    let t = x.conv_transpose2d(
+        &wt,
+        None,
+        ConvTransposeOptions::new().stride(2).output_padding(1).groups(3),
+    )?;
+    assert_eq!(t.shape(), &[8, 6, 58, 56]);
+    let c1 = meta
+        .clone()
+        .zeros([2, 4, 10])?
+        .conv1d(&meta.clone().zeros([5, 4, 3])?, None, ConvOptions::new())?;
+    assert_eq!(c1.shape(), &[2, 5, 8]);
+    let (v, i) = x.max_pool2d_with_indices(MaxPoolOptions::new(3).stride(2).padding(1).ceil_mode(true))?;
+    assert_eq!((v.shape(), i.dtype()), (&[8usize, 6, 15, 14][..], DType::I64));
+    assert_eq!(x.avg_pool2d(AvgPoolOptions::new(2))?.shape(), &[8, 6, 14, 13]);
+    assert_eq!(x.adaptive_avg_pool2d([5, 7])?.shape(), &[8, 6, 5, 7]);
+    assert_eq!(x.adaptive_max_pool2d(4)?.1.shape(), &[8, 6, 4, 4]);
+    // Errors come from the shape rules, on the meta device too.
+    let e = x
+        .conv2d(&meta.clone().zeros([4, 5, 3, 3])?, None, ConvOptions::new())
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("to have 5 channels, but got 6 channels instead"),
+        "{e}"
+    );
+    assert!(x.max_pool2d(MaxPoolOptions::new(2).padding(2)).is_err());
+    Ok(())
+}
+
+#[test]
+fn unbatched_inputs_give_the_batched_result_without_the_batch_dim() -> Result<()> {
+    let x = Tensor::randn([3, 7, 6])?;
+    let w = Tensor::randn([4, 3, 3, 2])?;
+    let b = Tensor::randn([4])?;
+    let o = ConvOptions::new().padding(1).stride((2, 1));
+    let un = x.conv2d(&w, Some(&b), o.clone())?;
+    let ba = x.unsqueeze(0)?.conv2d(&w, Some(&b), o)?.squeeze_dim(0)?;
+    assert_eq!(un.to_vec::<f32>()?, ba.to_vec::<f32>()?);
+    assert_eq!(x.max_pool2d(2)?.shape(), &[3, 3, 3]);
+    assert_eq!(x.avg_pool1d(2)?.shape(), &[3, 7, 3]);
+    Ok(())
+}
+
+#[test]
+fn empty_batches_have_empty_outputs_and_zero_weight_gradients() -> Result<()> {
+    let x = Tensor::zeros([0, 3, 5, 5])?.requires_grad_(true)?;
+    let w = Tensor::randn([2, 3, 3, 3])?.requires_grad_(true)?;
+    let b = Tensor::randn([2])?.requires_grad_(true)?;
+    let y = x.conv2d(&w, Some(&b), ConvOptions::new())?;
+    assert_eq!(y.shape(), &[0, 2, 3, 3]);
+    y.sum()?.backward()?;
+    assert_eq!(w.grad()?.to_vec::<f32>()?, vec![0.0; 54]);
+    assert_eq!(b.grad()?.to_vec::<f32>()?, vec![0.0; 2]);
+    assert_eq!(x.grad()?.shape(), &[0, 3, 5, 5]);
+    Ok(())
+}
+
+#[test]
+fn backward_operators_reject_inconsistent_arguments() -> Result<()> {
+    use ferrotorch::backend::dispatch::call1;
+    use ferrotorch::ops::pool::{MaxPool2dBackward, Pool2dParams};
+    let params = Pool2dParams {
+        kernel: [2, 2],
+        stride: [2, 2],
+        padding: [0, 0],
+        dilation: [1, 1],
+        ceil_mode: false,
+    };
+    let x = Tensor::randn([1, 1, 4, 4])?;
+    let g = Tensor::randn([1, 1, 2, 2])?;
+    // An index outside the 4 x 4 plane is an error, never a write out of bounds.
+    let bad = Tensor::from_vec(vec![0i64, 5, 16, 3], [1, 1, 2, 2])?;
+    let e = call1(&MaxPool2dBackward { params }, &[&g, &x, &bad]).unwrap_err();
+    assert!(e.to_string().contains("outside the input plane"), "{e}");
+    let wrong = Tensor::randn([1, 1, 3, 2])?;
+    assert!(call1(&MaxPool2dBackward { params }, &[&wrong, &x, &bad]).is_err());
+    Ok(())
+}
