@@ -102,6 +102,29 @@ cases = [
     ),
 ]
 
+cnn = lambda: nn.Sequential(
+    nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10),
+)
+cases.append(module_case("mnist_cnn", 0, cnn))
+cases.append(module_case(
+    "conv_variants", 41,
+    lambda: nn.Sequential(
+        nn.Conv2d(4, 6, (3, 5), stride=2, padding=(1, 2), dilation=(1, 2), groups=2, bias=False),
+        nn.Conv2d(6, 6, 3, padding="same"),
+        nn.Conv1d(3, 5, 4, padding="valid"),
+        nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1),
+        nn.ConvTranspose1d(2, 4, 3, groups=2),
+        nn.MaxPool2d((2, 3), stride=1, padding=1, ceil_mode=True),
+        nn.MaxPool1d(3),
+        nn.AvgPool2d(3, stride=2, padding=1),
+        nn.AvgPool1d(2),
+        nn.AdaptiveAvgPool2d((1, 1)),
+        nn.AdaptiveAvgPool2d(7),
+        nn.AdaptiveMaxPool2d(2),
+    ),
+))
 cases.append(module_case("mha", 21, lambda: nn.MultiheadAttention(8, 2)))
 cases.append(module_case("mha_kdim_vdim_nobias", 22, lambda: nn.MultiheadAttention(6, 3, bias=False, kdim=4, vdim=5)))
 cases.append(module_case("lstm_2layer_bi", 23, lambda: nn.LSTM(10, 20, num_layers=2, bidirectional=True)))
@@ -139,6 +162,10 @@ cases.append(forward_case("lstm_forward", 23, lambda: nn.LSTM(10, 20, num_layers
 xg, h0 = torch.randn(2, 5, 4), torch.randn(1, 2, 6)
 cases.append(forward_case("gru_forward", 24, lambda: nn.GRU(4, 6, batch_first=True, bias=False),
                           lambda m, x, h: m(x, h), [xg, h0]))
+
+torch.manual_seed(50)
+xc = torch.randn(2, 1, 28, 28)
+cases.append(forward_case("cnn_forward", 0, cnn, lambda m, x: (m(x),), [xc]))
 
 # nn.init after a seed.
 def init_case(name, seed, shape, fn):

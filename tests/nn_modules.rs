@@ -600,3 +600,78 @@ fn init_functions_draw_pytorchs_values() -> Result<()> {
     assert!(init::Nonlinearity::from_name("swish", None).is_err());
     Ok(())
 }
+
+fn mnist_cnn() -> Result<Sequential> {
+    use nn::{Conv2d, ConvLayerOptions, MaxPool2d};
+    Ok(Sequential::new()
+        .push(Conv2d::with_options(1, 32, 3, ConvLayerOptions::new().padding(1))?)
+        .push(ReLU::new())
+        .push(MaxPool2d::new(2))
+        .push(Conv2d::with_options(32, 64, 3, ConvLayerOptions::new().padding(1))?)
+        .push(ReLU::new())
+        .push(MaxPool2d::new(2))
+        .push(Flatten::new())
+        .push(Linear::new(3136, 128)?)
+        .push(ReLU::new())
+        .push(Linear::new(128, 10)?))
+}
+
+#[test]
+fn conv_and_pool_layers_match_pytorch() -> Result<()> {
+    let _rng = rng_lock();
+    use ferrotorch::{AvgPoolOptions, MaxPoolOptions, Padding};
+    use nn::{
+        AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d, ConvLayerOptions as O,
+        ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d,
+    };
+    check_module("mnist_cnn", || Ok(Box::new(mnist_cnn()?)))?;
+    check_module("conv_variants", || {
+        Ok(Box::new(
+            Sequential::new()
+                .push(Conv2d::with_options(
+                    4,
+                    6,
+                    [3, 5],
+                    O::new()
+                        .stride(2)
+                        .padding([1, 2])
+                        .dilation([1, 2])
+                        .groups(2)
+                        .bias(false),
+                )?)
+                .push(Conv2d::with_options(6, 6, 3, O::new().padding(Padding::Same))?)
+                .push(Conv1d::with_options(3, 5, 4, O::new().padding(Padding::Valid))?)
+                .push(ConvTranspose2d::with_options(
+                    6,
+                    4,
+                    3,
+                    O::new().stride(2).padding(1).output_padding(1),
+                )?)
+                .push(ConvTranspose1d::with_options(2, 4, 3, O::new().groups(2))?)
+                .push(MaxPool2d::new(
+                    MaxPoolOptions::new([2, 3]).stride(1).padding(1).ceil_mode(true),
+                ))
+                .push(MaxPool1d::new(3))
+                .push(AvgPool2d::new(AvgPoolOptions::new(3).stride(2).padding(1)))
+                .push(AvgPool1d::new(2))
+                .push(AdaptiveAvgPool2d::new([1, 1]))
+                .push(AdaptiveAvgPool2d::new(7))
+                .push(AdaptiveMaxPool2d::new(2)),
+        ))
+    })?;
+    let c = case("cnn_forward");
+    manual_seed(0);
+    let net = mnist_cnn()?;
+    check_close("cnn out", &net.call(&tensor_of(&c["inputs"][0]))?, &c["outputs"][0]);
+    // The layer and both shapes on bad input; bad construction arguments.
+    let conv = Conv2d::with_options(1, 32, 3, O::new().padding(1))?;
+    let e = conv.call(&Tensor::ones([64, 3, 28, 28])?).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1)): expected input [N, 1, H, W], got [64, 3, 28, 28]"
+    );
+    assert!(Conv2d::with_options(3, 4, 3, O::new().groups(2)).is_err());
+    assert!(Conv2d::with_options(4, 4, 3, O::new().stride(2).padding(Padding::Same)).is_err());
+    assert!(Conv2d::new(4, 4, [3, 3, 3]).is_err());
+    Ok(())
+}
