@@ -202,6 +202,21 @@ fn cases() -> Vec<Case> {
             let (q, r) = t[0].linalg_qr("reduced")?;
             q.matmul(&r.mul(&r)?)
         }),
+        case("linalg_qr", vec![x()], true, |t| {
+            // Wide: A = Q [R1 | R2].
+            let (q, r) = t[0].linalg_qr("reduced")?;
+            q.matmul(&r.mul(&r)?)
+        }),
+        case("linalg_qr", vec![rand(&g, &[3, 3], -1.0, 1.0)], true, |t| {
+            let (q, r) = t[0].linalg_qr("complete")?;
+            q.add(&r)
+        }),
+        case(
+            "_linalg_solve_ex",
+            vec![rand(&g, &[2, 1, 3, 3], -1.0, 1.0), v(3)],
+            true,
+            |t| well(&t[0])?.linalg_solve(&t[1]),
+        ),
         case("_linalg_eigh", vec![sq()], true, |t| {
             let (l, v) = t[0].add(&t[0].mt()?)?.linalg_eigh("L")?;
             v.mul(&l.mul(&l)?.unsqueeze(0)?)?.matmul(&v.mt()?)?.add(&l)
@@ -210,6 +225,37 @@ fn cases() -> Vec<Case> {
             let (u, s, vh) = t[0].linalg_svd(false)?;
             u.mul(&s.mul(&s)?.unsqueeze(0)?)?.matmul(&vh)?.add(&s.sum()?)
         }),
+        case(
+            "addmm",
+            vec![rand(&g, &[3, 1], -1.0, 1.0), x(), rand(&g, &[4, 2], -1.0, 1.0)],
+            true,
+            |t| t[0].addmm(&t[1], &t[2], 0.5, -2.0),
+        ),
+        case("addmv", vec![v(3), x(), v(4)], true, |t| {
+            t[0].addmv(&t[1], &t[2], 1.5, 0.5)
+        }),
+        case(
+            "addbmm",
+            vec![v(2), rand(&g, &[2, 3, 4], -1.0, 1.0), rand(&g, &[2, 4, 2], -1.0, 1.0)],
+            true,
+            |t| t[0].addbmm(&t[1], &t[2], -1.0, 2.0),
+        ),
+        case(
+            "baddbmm",
+            vec![
+                rand(&g, &[3, 1], -1.0, 1.0),
+                rand(&g, &[2, 3, 4], -1.0, 1.0),
+                rand(&g, &[2, 4, 2], -1.0, 1.0),
+            ],
+            true,
+            |t| t[0].baddbmm(&t[1], &t[2], 2.0, 1.0),
+        ),
+        case(
+            "linalg_cross",
+            vec![rand(&g, &[2, 3], -1.0, 1.0), rand(&g, &[1, 3], -1.0, 1.0)],
+            true,
+            |t| t[0].linalg_cross(&t[1], -1),
+        ),
         case("cummax", vec![x()], true, |t| Ok(t[0].cummax(1)?.0)),
         case("cummin", vec![x()], true, |t| Ok(t[0].cummin(0)?.0)),
         case("logcumsumexp", vec![x()], true, |t| t[0].logcumsumexp(1)),

@@ -4,7 +4,11 @@
 //! singular-vector signs are not unique), errors and the meta device.
 //! PyTorch's values: `oracle_extra/linalg.json`.
 
+#[path = "support/oracle_linalg.rs"]
+mod oracle_linalg;
+
 use ferrotorch::{DType, Device, Result, Tensor, TensorOptions};
+use serde_json::Value;
 
 fn randn(shape: &[usize], seed: u64) -> Tensor {
     let g = ferrotorch::Generator::new(seed);
@@ -43,7 +47,7 @@ fn addmm_family() -> Result<()> {
     let want = c.mul(0.5)?.add(&a.mm(&b)?.mul(2.0)?)?;
     assert!(max_abs(&r, &want) < 1e-12);
     // beta = 0 ignores NaN in input.
-    let nan = Tensor::full([3, 5], f64::NAN)?;
+    let nan = TensorOptions::new().dtype(DType::F64).full([3, 5], f64::NAN)?;
     assert!(max_abs(&nan.addmm(&a, &b, 0.0, 1.0)?, &a.mm(&b)?) < 1e-12);
     let v = randn(&[4], 4);
     assert!(max_abs(&randn(&[3], 5).addmv(&a, &v, 0.0, 1.0)?, &a.mv(&v)?) < 1e-12);
@@ -243,4 +247,61 @@ fn node_names() -> Result<()> {
     assert_eq!(name(&a.linalg_inv()?), "LinalgInvExBackward0");
     assert_eq!(name(&a.linalg_det()?), "LinalgDetBackward0");
     Ok(())
+}
+
+/// Lower case, whitespace collapsed: PyTorch's messages up to spacing and capitals.
+fn normalised(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// Whether ferrotorch's error `got` carries PyTorch's message `want`: the
+/// whole message, or, when PyTorch's starts with the op's name (`linalg.inv:
+/// ...`), that name and the rest of the message (ferrotorch's dtype errors
+/// put the text after "not implemented for dtype ...").
+fn carries(got: &str, want: &str) -> bool {
+    let (got, want) = (normalised(got), normalised(want));
+    if got.contains(&want) {
+        return true;
+    }
+    match want.split_once(": ") {
+        Some((op, rest)) if !op.contains(' ') => got.starts_with(&format!("{op}: ")) && got.contains(rest),
+        _ => false,
+    }
+}
+
+/// Every error case of `linalg.json` fails, with PyTorch's message.
+#[test]
+fn errors_carry_pytorchs_messages() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle_extra/linalg.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for case in doc["cases"].as_array().unwrap() {
+        if case.get("kind").and_then(Value::as_str) != Some("error") {
+            continue;
+        }
+        let name = case["name"].as_str().unwrap();
+        let inputs: Vec<Tensor> = case["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(oracle_linalg::decode)
+            .collect();
+        let op = case["op"].as_str().unwrap();
+        let short = op.strip_prefix("torch.").unwrap();
+        let want = case["error"].as_str().unwrap();
+        match oracle_linalg::run_op(short, case, &inputs) {
+            None => wrong.push(format!("{name}: op {op} not run")),
+            Some(Ok(_)) => wrong.push(format!("{name}: succeeded; PyTorch raises \"{want}\"")),
+            Some(Err(e)) => {
+                let got = e.to_string();
+                if !carries(&got, want) {
+                    wrong.push(format!("{name}: \"{got}\" lacks PyTorch's \"{want}\""));
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked > 80, "only {checked} error cases");
+    assert!(wrong.is_empty(), "{} of {checked}:\n{}", wrong.len(), wrong.join("\n"));
 }

@@ -21,6 +21,8 @@ use ferrotorch::half::{bf16, f16};
 use ferrotorch::{DType, Generator, Operand, Rounding, Scalar, Tensor, TensorIndex, TensorOptions};
 use serde_json::Value;
 
+#[path = "support/oracle_linalg.rs"]
+mod oracle_linalg;
 #[path = "support/oracle_nn.rs"]
 mod oracle_nn;
 #[path = "support/oracle_ops.rs"]
@@ -127,6 +129,9 @@ fn tolerance(op: &str) -> (f64, f64) {
 /// reductions), f16 and bf16 within their precision (eps 2^-10 and 2^-7),
 /// f64 close to its precision; casts, fills and random samples exactly.
 fn tolerance_extra(op: &str, dtype: DType) -> (f64, f64) {
+    if let Some(t) = oracle_linalg::tolerance(op_name(op), dtype) {
+        return t;
+    }
     let short = op.rsplit('.').next().unwrap();
     let reduce_like = [
         "conv1d",
@@ -167,6 +172,14 @@ fn tolerance_extra(op: &str, dtype: DType) -> (f64, f64) {
         _ if reduce_like => (1e-4, 1e-5),
         _ => tolerance(op),
     }
+}
+
+/// The op's name without `torch.`, `torch.Tensor.` or `torch.nn.functional.`.
+fn op_name(op: &str) -> &str {
+    op.strip_prefix("torch.nn.functional.")
+        .or(op.strip_prefix("torch.Tensor."))
+        .or(op.strip_prefix("torch."))
+        .unwrap_or(op)
 }
 
 /// Compares `got` with `want`: integer and bool outputs exactly, floats within
@@ -584,6 +597,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
                 _ => opts.normal(&size, num(kw(case, "mean")?), num(kw(case, "std")?)),
             })
         }
+        _ if oracle_linalg::OPS.contains(&short) => oracle_linalg::run_op(short, case, inputs),
         _ if oracle_random::OPS.contains(&short) => oracle_random::run_op(short, case, inputs),
         _ if oracle_nn::OPS.contains(&short) => oracle_nn::run_op(short, case, inputs),
         _ => oracle_ops::run_op(
@@ -697,6 +711,13 @@ fn check_grads(case: &Value, name: &str, inputs: &[Tensor], rtol: f64, atol: f64
     let outs = run_op(case, &xs)
         .expect("the op ran forward")
         .map_err(|e| format!("{name}: {e}"))?;
+    if let Some(want) = case.get("grad_fn").and_then(Value::as_str) {
+        let got = outs.first().and_then(Tensor::grad_fn).map(|f| f.name().to_string());
+        if got.as_deref() != Some(want) {
+            return Err(format!("{name}: grad_fn {got:?}, expected {want}"));
+        }
+    }
+    let outs = oracle_linalg::apply_post(case, outs).map_err(|e| format!("{name}: post: {e}"))?;
     let Some(loss) = weighted_loss(&outs, &case["grad_weight"]).map_err(|e| format!("{name}: {e}"))? else {
         return Ok(());
     };
@@ -893,7 +914,7 @@ fn run_case(case: &Value, suite: Suite) -> Outcome {
             Err(_) => Outcome::Pass,
         };
     }
-    let got = match result {
+    let got = match result.and_then(|g| oracle_linalg::apply_post(case, g)) {
         Ok(g) => g,
         Err(e) => return Outcome::Fail(format!("{name}: error: {e}")),
     };
@@ -919,7 +940,10 @@ fn run_case(case: &Value, suite: Suite) -> Outcome {
         }
     }
     if kind == "op" {
-        let (rtol, atol) = tolerance(op);
+        let linalg = inputs
+            .first()
+            .and_then(|x| oracle_linalg::tolerance(op_name(op), x.dtype()));
+        let (rtol, atol) = linalg.unwrap_or_else(|| tolerance(op));
         if let Err(e) = check_grads(case, &name, &inputs, rtol, atol) {
             return Outcome::Fail(e);
         }

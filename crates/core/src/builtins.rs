@@ -162,6 +162,11 @@ mod tests {
         // Linear algebra, joins, composites.
         "mm",
         "bmm",
+        "addmm",
+        "addmv",
+        "addbmm",
+        "baddbmm",
+        "linalg_cross",
         "linalg_inv_ex",
         "_linalg_solve_ex",
         "_linalg_det",

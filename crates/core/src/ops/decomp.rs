@@ -33,8 +33,12 @@ pub static LINALG_SVD: OpEntry = OpEntry::differentiable("_linalg_svd");
 pub enum DecompKind {
     /// `A^-1`.
     Inv,
-    /// `X` with `A X = B` (`B` batched as `A`, `[..., n, k]`).
-    Solve,
+    /// `X` with `A X = B`: inputs `[A, B]`, batch dims broadcast; `B`
+    /// holds vectors `[..., n]` when `vector`, else matrices `[..., n, k]`.
+    Solve {
+        /// `B` (and `X`) are batches of vectors.
+        vector: bool,
+    },
     /// `det(A)`.
     Det,
     /// `(sign, log|det|)`.
@@ -71,7 +75,7 @@ impl DecompKind {
     fn name(self) -> &'static str {
         match self {
             DecompKind::Inv => "linalg.inv",
-            DecompKind::Solve => "linalg.solve",
+            DecompKind::Solve { .. } => "linalg.solve",
             DecompKind::Det => "linalg.det",
             DecompKind::Slogdet => "linalg.slogdet",
             DecompKind::Cholesky { .. } => "linalg.cholesky",
@@ -82,7 +86,8 @@ impl DecompKind {
     }
 }
 
-/// Checks a float tensor of at least 2 dims (square unless `rect`).
+/// Checks an f32/f64 tensor of at least 2 dims (square unless `rect`),
+/// with PyTorch's messages.
 fn check_matrix(op: &'static str, a: &Tensor, rect: bool) -> Result<()> {
     if a.ndim() < 2 {
         return Err(Error::invalid(
@@ -90,16 +95,18 @@ fn check_matrix(op: &'static str, a: &Tensor, rect: bool) -> Result<()> {
             "The input tensor A must have at least 2 dimensions.".to_string(),
         ));
     }
-    if !matches!(a.dtype(), DType::F32 | DType::F64) {
+    if op == "linalg.eigh" && !matches!(a.dtype(), DType::F32 | DType::F64) {
+        // PyTorch's eigh has no dtype check of its own: its kernel's message.
         return Err(Error::dtype(
             op,
             a.dtype(),
             format!(
-                "Expected a floating point or complex tensor as input. Got {}",
+                "\"linalg_eigh_cpu\" not implemented for '{}'",
                 a.dtype().scalar_type_name()
             ),
         ));
     }
+    crate::ops::linalg_norm::check_float(op, a, false)?;
     let n = a.ndim();
     if !rect && a.shape()[n - 1] != a.shape()[n - 2] {
         return Err(Error::invalid(
@@ -118,7 +125,7 @@ impl Op for Decomp {
     fn entry(&self) -> &'static OpEntry {
         match self.0 {
             DecompKind::Inv => &LINALG_INV,
-            DecompKind::Solve => &LINALG_SOLVE,
+            DecompKind::Solve { .. } => &LINALG_SOLVE,
             DecompKind::Det => &LINALG_DET,
             DecompKind::Slogdet => &LINALG_SLOGDET,
             DecompKind::Cholesky { .. } => &LINALG_CHOLESKY,
@@ -147,7 +154,13 @@ impl Op for Decomp {
             DecompKind::Inv | DecompKind::Cholesky { .. } => {
                 smallvec::smallvec![OutSpec::new(Dims::from_slice(a.shape()), dt)]
             }
-            DecompKind::Solve => smallvec::smallvec![OutSpec::new(Dims::from_slice(inputs[1].shape()), dt)],
+            DecompKind::Solve { vector } => {
+                let b = inputs[1];
+                let tail = if vector { 1 } else { 2 };
+                let mut s = solve_batch(a, b, vector)?;
+                s.extend_from_slice(&b.shape()[b.ndim() - tail..]);
+                smallvec::smallvec![OutSpec::new(s, dt)]
+            }
             DecompKind::Det => smallvec::smallvec![OutSpec::new(shape(&[]), dt)],
             DecompKind::Slogdet => smallvec::smallvec![OutSpec::new(shape(&[]), dt), OutSpec::new(shape(&[]), dt)],
             DecompKind::Qr { complete, r_only } => {
@@ -177,8 +190,7 @@ impl Op for Decomp {
     fn saves(&self) -> Saves {
         match self.0 {
             DecompKind::Inv | DecompKind::Cholesky { .. } => Saves { inputs: 0, outputs: 1 },
-            DecompKind::Solve => Saves { inputs: 1, outputs: 1 },
-            DecompKind::Det => Saves { inputs: 1, outputs: 1 },
+            DecompKind::Solve { .. } | DecompKind::Det => Saves { inputs: 1, outputs: 1 },
             DecompKind::Slogdet => Saves { inputs: 1, outputs: 0 },
             DecompKind::Qr { .. } | DecompKind::Eigh { .. } => Saves {
                 inputs: 0,
@@ -198,31 +210,31 @@ impl Op for Decomp {
                 let ai = ctx.output(0)?.mt()?;
                 Ok(vec![Some(ai.matmul(&g)?.matmul(&ai)?.neg()?)])
             }
-            DecompKind::Solve => {
+            DecompKind::Solve { vector } => {
+                // PyTorch's linalg_solve_backward: gB = A^-H gX, gA = -gB X^H
+                // (batch dims as broadcast; the engine sums them back).
                 let g = grad0(grads)?;
                 let a = ctx.input(0)?;
                 let x = ctx.output(0)?;
-                let gb = call1(&Decomp(DecompKind::Solve), &[&a.mt()?, &g])?;
+                let gb = call1(&Decomp(DecompKind::Solve { vector }), &[&a.mt()?, &g])?;
                 let ga = if ctx.needs_grad(0) {
-                    Some(gb.matmul(&x.mt()?)?.neg()?)
+                    let col = |t: &Tensor| if vector { t.unsqueeze(-1) } else { Ok(t.clone()) };
+                    Some(col(&gb)?.matmul(&col(&x)?.mt()?)?.neg()?)
                 } else {
                     None
                 };
-                Ok(vec![ga, Some(gb)])
+                Ok(vec![ga, ctx.needs_grad(1).then_some(gb)])
             }
-            DecompKind::Det => {
-                let g = grad0(grads)?;
-                let (a, d) = (ctx.input(0)?, ctx.output(0)?);
-                let s = g.mul(&d)?.unsqueeze(-1)?.unsqueeze(-1)?;
-                Ok(vec![Some(s.mul(&a.linalg_inv()?.mt()?)?)])
-            }
+            DecompKind::Det => det_backward(ctx, grads),
             DecompKind::Slogdet => {
+                // PyTorch's slogdet_backward (real): A^-H diag(g).
                 let Some(g) = grads.get(1).cloned().flatten() else {
                     return Ok(vec![None]);
                 };
                 let a = ctx.input(0)?;
-                let s = g.unsqueeze(-1)?.unsqueeze(-1)?;
-                Ok(vec![Some(s.mul(&a.linalg_inv()?.mt()?)?)])
+                Ok(vec![Some(a.mt()?.linalg_solve(&diag_embed(
+                    &g.unsqueeze(-1)?.expand(a.shape_i64()[..a.ndim() - 1].to_vec())?,
+                )?)?)])
             }
             DecompKind::Cholesky { upper } => {
                 let g = grad0(grads)?;
@@ -263,44 +275,131 @@ fn right_solve_rh(x: &Tensor, r: &Tensor) -> Result<Tensor> {
     r.linalg_solve(&x.mt()?)?.mt()
 }
 
+/// PyTorch's `linalg_qr_backward`: with `M = gR R^H - Q^H gQ`, for
+/// `m >= n` `gA = (gQ + Q syminvadj(triu(M))) R^-H`; for `m < n` (`A = Q
+/// [R1 | R2]`) `gA = [Q tril(X - X^H) R1^-H | 0] + Q gR` with `X = -M`.
+/// Errors as PyTorch's for `mode='r'` and for `mode='complete'` with `m > n`.
 fn qr_backward(
     ctx: &BackwardCtx,
     grads: &[Option<Tensor>],
     complete: bool,
     r_only: bool,
 ) -> Result<Vec<Option<Tensor>>> {
-    let (q, r) = (ctx.output(0)?, ctx.output(1)?);
-    let (m, n) = (
-        r.shape()[r.ndim() - 2].max(q.shape().get(q.ndim().wrapping_sub(2)).copied().unwrap_or(0)),
-        r.shape()[r.ndim() - 1],
-    );
-    if r_only || (complete && m > n) || q.shape()[q.ndim() - 2] < n {
+    if r_only {
         return Err(Error::invalid(
             "linalg.qr",
-            "The derivative of linalg.qr depends on Q, which is not computed when mode='r', and is only implemented here for mode='reduced' with m >= n (or square complete).",
+            "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.",
+        ));
+    }
+    let (q, r) = (ctx.output(0)?, ctx.output(1)?);
+    let (m, n) = (q.shape()[q.ndim() - 2], r.shape()[r.ndim() - 1]);
+    if complete && m > n {
+        return Err(Error::invalid(
+            "linalg.qr",
+            "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.",
         ));
     }
     let (gq, gr) = (grads.first().cloned().flatten(), grads.get(1).cloned().flatten());
-    // M = R gR^H - gQ^H Q;  gA = (gQ + Q copyltu(M)) R^-H.
-    let mut mm: Option<Tensor> = None;
+    let mm = match (&gq, &gr) {
+        (Some(gq), Some(gr)) => gr.matmul(&r.mt()?)?.sub(&q.mt()?.matmul(gq)?)?,
+        (None, Some(gr)) => gr.matmul(&r.mt()?)?,
+        (Some(gq), None) => q.mt()?.matmul(gq)?.neg()?,
+        (None, None) => return Ok(vec![None]),
+    };
+    if m >= n {
+        // syminvadj(triu(M)) = triu(M) + triu(M)^H with the diagonal halved.
+        let up = mm.triu(0)?;
+        let sym = up.add(&up.mt()?)?.sub(&diag_part(&up)?)?;
+        let mut ga = q.matmul(&sym)?;
+        if let Some(gq) = &gq {
+            ga = ga.add(gq)?;
+        }
+        return Ok(vec![Some(right_solve_rh(&ga, &r)?)]);
+    }
+    let x = mm.neg()?;
+    let skew = x.sub(&x.mt()?)?.tril(0)?;
+    let r1 = r.narrow(-1, 0, m as i64)?;
+    let ga = right_solve_rh(&q.matmul(&skew)?, &r1)?;
+    let mut pad = ga.shape_i64();
+    let last = pad.len() - 1;
+    pad[last] = (n - m) as i64;
+    let zeros = crate::TensorOptions::like(&ga).zeros(pad.iter().map(|&d| d as usize).collect::<Vec<_>>())?;
+    let mut ga = Tensor::cat(&[&ga, &zeros], -1)?;
     if let Some(gr) = &gr {
-        mm = Some(r.matmul(&gr.mt()?)?);
+        ga = ga.add(&q.matmul(gr)?)?;
     }
-    if let Some(gq) = &gq {
-        let t = gq.mt()?.matmul(&q)?;
-        mm = Some(match mm {
-            Some(x) => x.sub(&t)?,
-            None => t.neg()?,
-        });
+    Ok(vec![Some(ga)])
+}
+
+/// PyTorch's `prod_safe_zeros_backward(g, s, -1)`: `g` times the product of
+/// the other entries of `s`'s last dim, without dividing (zeros allowed).
+fn prod_others(g: &Tensor, s: &Tensor) -> Result<Tensor> {
+    let n = s.shape()[s.ndim() - 1] as i64;
+    if n == 0 {
+        return g.expand(s.shape_i64());
     }
-    let Some(mm) = mm else { return Ok(vec![None]) };
-    let low = mm.tril(-1)?;
-    let copyltu = low.add(&low.mt()?)?.add(&diag_part(&mm)?)?;
-    let mut ga = q.matmul(&copyltu)?;
-    if let Some(gq) = &gq {
-        ga = ga.add(gq)?;
+    let mut ones_shape = s.shape().to_vec();
+    let last = ones_shape.len() - 1;
+    ones_shape[last] = 1;
+    let ones = crate::TensorOptions::like(s).ones(ones_shape)?;
+    let before = Tensor::cat(&[&ones, &s.narrow(-1, 0, n - 1)?], -1)?.cumprod(-1)?;
+    let after = Tensor::cat(&[&ones, &s.narrow(-1, 1, n - 1)?.flip([-1i64])?], -1)?
+        .cumprod(-1)?
+        .flip([-1i64])?;
+    g.mul(&before.mul(&after)?)
+}
+
+/// PyTorch's `linalg_det_backward`: `g det(A) A^-H`. Without `create_graph`
+/// PyTorch solves with the LU factors, their zero pivots replaced by eps,
+/// so a matrix whose determinant is exactly 0 gets a zero gradient; with
+/// it, matrices with `|det| < 100 eps` take the SVD form
+/// `U diag(alpha prod_{j != i} s_j) Vh` (`alpha = g det(U) det(Vh)`: the
+/// adjugate, differentiable), the others `solve(A^H, diag(g det))`.
+fn det_backward(ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+    let g = grad0(grads)?;
+    let (a, det) = (ctx.input(0)?, ctx.output(0)?);
+    if a.numel() == 0 {
+        return Ok(vec![None]);
     }
-    Ok(vec![Some(right_solve_rh(&ga, &r)?)])
+    let n = a.shape()[a.ndim() - 1];
+    let mut dshape = det.shape_i64();
+    dshape.push(n as i64);
+    let d = diag_embed(&g.mul(&det)?.unsqueeze(-1)?.expand(dshape)?)?;
+    let eye = eye_like(&a, n)?;
+    let nonsingular = |m: &Tensor| m.mt()?.linalg_solve(&d);
+    if !crate::autograd::is_grad_enabled() {
+        // Exactly singular (det 0): the gradient is 0 (d is 0); solve against I there.
+        let zero = det.eq(0.0)?.unsqueeze(-1)?.unsqueeze(-1)?;
+        return Ok(vec![Some(nonsingular(&eye.where_cond(&zero, &a)?)?)]);
+    }
+    let eps = if a.dtype() == DType::F32 {
+        f32::EPSILON as f64
+    } else {
+        f64::EPSILON
+    };
+    let singular = |m: &Tensor| -> Result<Tensor> {
+        let (u, s, vh) = m.linalg_svd(true)?;
+        let alpha = u.linalg_det()?.mul(&vh.linalg_det()?)?.mul(&g)?;
+        let dd = prod_others(&alpha.unsqueeze(-1)?, &s)?;
+        u.mul(&dd.unsqueeze(-2)?)?.matmul(&vh)
+    };
+    let mask = det.abs()?.lt(100.0 * eps)?;
+    let all: bool = mask.all()?.item()?;
+    let any: bool = mask.any()?.item()?;
+    let ga = if all {
+        singular(&a)?
+    } else if !any {
+        nonsingular(&a)?
+    } else {
+        // Each path sees a harmless stand-in where the other applies.
+        let m3 = mask.unsqueeze(-1)?.unsqueeze(-1)?;
+        let steps = crate::TensorOptions::like(&a).arange(1.0, n as f64 + 1.0, 1.0)?;
+        let distinct = diag_embed(&steps)?;
+        let s = singular(&a.where_cond(&m3, &distinct)?)?;
+        let ns = nonsingular(&eye.where_cond(&m3, &a)?)?;
+        s.where_cond(&m3, &ns)?
+    };
+    Ok(vec![Some(ga)])
 }
 
 fn eigh_backward(ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -392,9 +491,35 @@ fn batch_prefix(batched: bool, b: usize) -> String {
     }
 }
 
+/// The broadcast batch shape of `linalg.solve`'s `A` and `B` (PyTorch
+/// broadcasts `B`'s batch dims against `A`'s, and names them in that order).
+fn solve_batch(a: &Tensor, b: &Tensor, vector: bool) -> Result<Dims> {
+    let tail = if vector { 1 } else { 2 };
+    crate::layout::broadcast_shapes(
+        "linalg.solve",
+        &b.shape()[..b.ndim() - tail],
+        &a.shape()[..a.ndim() - 2],
+    )
+}
+
 fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
     let op = kind.name();
-    let a = inputs[0];
+    // linalg.solve: both operands expanded to the broadcast batch, B as matrices.
+    let solve_operands = match kind {
+        DecompKind::Solve { vector } => {
+            let (a, b) = (inputs[0], inputs[1]);
+            let b = if vector { b.unsqueeze(-1)? } else { b.clone() };
+            let batch: Vec<i64> = solve_batch(inputs[0], inputs[1], vector)?
+                .iter()
+                .map(|&d| d as i64)
+                .collect();
+            let with =
+                |t: &Tensor| -> Vec<i64> { batch.iter().chain(&t.shape_i64()[t.ndim() - 2..]).copied().collect() };
+            Some((a.expand(with(a))?, b.expand(with(&b))?))
+        }
+        _ => None,
+    };
+    let a = solve_operands.as_ref().map_or(inputs[0], |(a, _)| a);
     let nd = a.ndim();
     let (m, n) = (a.shape()[nd - 2], a.shape()[nd - 1]);
     let batch: Vec<usize> = a.shape()[..nd - 2].to_vec();
@@ -405,9 +530,8 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
     let with = |tail: &[usize]| -> Vec<usize> { batch.iter().chain(tail).copied().collect() };
     let mut piv = vec![0usize; n];
     match kind {
-        DecompKind::Inv | DecompKind::Solve => {
-            let (rhs, r): (Vec<T>, usize) = if kind == DecompKind::Solve {
-                let b = inputs[1];
+        DecompKind::Inv | DecompKind::Solve { .. } => {
+            let (rhs, r): (Vec<T>, usize) = if let Some((_, b)) = &solve_operands {
                 (b.contiguous()?.to_vec::<T>()?, b.shape()[b.ndim() - 1])
             } else {
                 let mut id = vec![T::ZERO; nb * n * n];
@@ -429,19 +553,25 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
                             batch_prefix(batched, bi)
                         )
                     } else {
-                        format!(
-                            "{}The solver failed because the input matrix is singular.",
-                            batch_prefix(batched, bi)
-                        )
+                        // PyTorch names the Python function here.
+                        return Err(Error::invalid(
+                            "torch.linalg.solve",
+                            format!(
+                                "{}The solver failed because the input matrix is singular.",
+                                batch_prefix(batched, bi)
+                            ),
+                        ));
                     };
                     return Err(Error::invalid(op, msg));
                 }
                 crate::cpu::lapack::lu_solve(&lu, &piv, n, &mut out[bi * n * r..(bi + 1) * n * r], r);
             }
-            let shape = if kind == DecompKind::Solve {
-                inputs[1].shape().to_vec()
-            } else {
-                a.shape().to_vec()
+            let shape = match kind {
+                DecompKind::Solve { vector } => {
+                    let b = solve_operands.as_ref().map_or(inputs[1], |(_, b)| b).shape();
+                    b[..b.len() - usize::from(vector)].to_vec()
+                }
+                _ => a.shape().to_vec(),
             };
             Ok(smallvec::smallvec![Tensor::from_vec(out, shape)?])
         }
@@ -484,7 +614,12 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
             }
         }
         DecompKind::Cholesky { upper } => {
-            let mut out = data;
+            // LAPACK's potrf with uplo 'U' reads the upper triangle: factor its transpose.
+            let mut out = if upper {
+                a.mt()?.contiguous()?.to_vec::<T>()?
+            } else {
+                data
+            };
             for bi in 0..nb {
                 let blk = &mut out[bi * mn..(bi + 1) * mn];
                 if let Err(k) = crate::cpu::lapack::cholesky(blk, n) {
@@ -597,16 +732,7 @@ pub(crate) fn register() -> Result<()> {
     Ok(())
 }
 
-/// The order of a matrix norm (`torch.linalg.matrix_norm`'s `ord`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum MatrixOrd {
-    /// `'fro'`.
-    Fro,
-    /// `'nuc'`: the sum of singular values.
-    Nuc,
-    /// A number: inf, -inf, 1, -1, 2, -2.
-    P(f64),
-}
+pub use super::linalg_norm::MatrixOrd;
 
 /// # Linear algebra (`torch.linalg`)
 ///
@@ -634,7 +760,12 @@ impl Tensor {
 
     /// `torch.linalg.solve(self, b)` (`left=True`): `X` with `A X = B`;
     /// `B` is a batch of vectors when it is 1-D or has `A`'s shape minus
-    /// the last dim; batch dims broadcast.
+    /// the last dim; batch dims broadcast. One node, `LinalgSolveExBackward0`.
+    ///
+    /// Errors (PyTorch's messages): `A` not a batch of square f32/f64
+    /// matrices, `B` of another dtype or fewer than 2 dims (as a matrix),
+    /// rows of `B` other than `A`'s size, batch dims that do not
+    /// broadcast, a singular `A`.
     pub fn linalg_solve(&self, b: &Tensor) -> Result<Tensor> {
         let op = "linalg.solve";
         check_matrix(op, self, false)?;
@@ -650,23 +781,26 @@ impl Tensor {
         }
         let na = self.ndim();
         let n = self.shape()[na - 1];
+        // PyTorch's linalg_solve_is_vector_rhs.
         let vector = b.ndim() == 1 || (b.ndim() == na - 1 && b.shape() == &self.shape()[..na - 1]);
         let b2 = if vector { b.unsqueeze(-1)? } else { b.clone() };
-        if b2.ndim() < 2 || b2.shape()[b2.ndim() - 2] != n {
+        if b2.ndim() < 2 {
+            return Err(Error::invalid(
+                op,
+                "The input tensor B must have at least 2 dimensions.",
+            ));
+        }
+        let (bn, bk) = (b2.shape()[b2.ndim() - 2], b2.shape()[b2.ndim() - 1]);
+        if bn != n {
             return Err(Error::shape(
                 op,
                 self.shape(),
                 b.shape(),
-                "Incompatible shapes of A and B for the equation AX = B",
+                format!("Incompatible shapes of A and B for the equation AX = B ({n}x{n} and {bn}x{bk})"),
             ));
         }
-        let batch = crate::layout::broadcast_shapes(op, &self.shape()[..na - 2], &b2.shape()[..b2.ndim() - 2])?;
-        let mut sa: Vec<i64> = batch.iter().map(|&s| s as i64).collect();
-        let mut sb = sa.clone();
-        sa.extend([n as i64, n as i64]);
-        sb.extend([n as i64, b2.shape()[b2.ndim() - 1] as i64]);
-        let x = call1(&Decomp(DecompKind::Solve), &[&self.expand(sa)?, &b2.expand(sb)?])?;
-        if vector { x.squeeze_dim(-1) } else { Ok(x) }
+        solve_batch(self, b, vector)?;
+        call1(&Decomp(DecompKind::Solve { vector }), &[self, b])
     }
 
     /// `torch.linalg.det`.
@@ -755,36 +889,5 @@ impl Tensor {
     /// `torch.linalg.svdvals`.
     pub fn linalg_svdvals(&self) -> Result<Tensor> {
         Ok(self.linalg_svd(false)?.1)
-    }
-
-    /// `torch.linalg.vector_norm(self, ord, dim, keepdim)` (`()`: all dims).
-    pub fn linalg_vector_norm(&self, ord: f64, dims: impl crate::IntoShape, keepdim: bool) -> Result<Tensor> {
-        self.norm_dim(ord, dims, keepdim)
-    }
-
-    /// `torch.linalg.matrix_norm(self, ord, dim=(-2, -1), keepdim)`.
-    pub fn linalg_matrix_norm(&self, ord: MatrixOrd, keepdim: bool) -> Result<Tensor> {
-        let op = "linalg.matrix_norm";
-        if self.ndim() < 2 {
-            return Err(Error::invalid(
-                op,
-                "The input tensor A must have at least 2 dimensions.".to_string(),
-            ));
-        }
-        check_matrix(op, self, true)?;
-        let r = match ord {
-            MatrixOrd::Fro => return self.norm_dim(2.0, [-2i64, -1], keepdim),
-            MatrixOrd::Nuc => self.linalg_svdvals()?.sum_dim([-1i64], false)?,
-            MatrixOrd::P(p) if p == f64::INFINITY => self.abs()?.sum_dim([-1i64], false)?.amax([-1i64], false)?,
-            MatrixOrd::P(p) if p == f64::NEG_INFINITY => self.abs()?.sum_dim([-1i64], false)?.amin([-1i64], false)?,
-            MatrixOrd::P(1.0) => self.abs()?.sum_dim([-2i64], false)?.amax([-1i64], false)?,
-            MatrixOrd::P(-1.0) => self.abs()?.sum_dim([-2i64], false)?.amin([-1i64], false)?,
-            MatrixOrd::P(2.0) => self.linalg_svdvals()?.amax([-1i64], false)?,
-            MatrixOrd::P(-2.0) => self.linalg_svdvals()?.amin([-1i64], false)?,
-            MatrixOrd::P(p) => {
-                return Err(Error::invalid(op, format!("Order {p} not supported.")));
-            }
-        };
-        if keepdim { r.unsqueeze(-1)?.unsqueeze(-1) } else { Ok(r) }
     }
 }

@@ -3,7 +3,7 @@
 //! contraction order, each pair lowered to one batched GEMM through
 //! permute/reshape. A composite: autograd records the pieces.
 
-use crate::{Error, Result, Tensor, TensorOptions};
+use crate::{Error, Result, Tensor};
 
 /// A label: 0..52 for `A-Z a-z` (PyTorch's order), 52.. for ellipsis dims
 /// (aligned from the right: `52 + k` is the k-th of the broadcast ellipsis).
@@ -22,6 +22,48 @@ fn label_of(c: u8) -> Option<Label> {
 struct Term {
     labels: Vec<Label>,
     ellipsis: Option<usize>,
+}
+
+/// The output subscripts (after `->`), with PyTorch's messages.
+fn parse_output(s: &[u8], offset: usize) -> Result<Term> {
+    let mut labels = Vec::new();
+    let mut ellipsis = None;
+    let mut i = 0;
+    while i < s.len() {
+        match s[i] {
+            b' ' => i += 1,
+            b'.' => {
+                if ellipsis.is_some() {
+                    return Err(Error::invalid(
+                        "einsum",
+                        "einsum(): found '.' for output but an ellipsis (...) was already found",
+                    ));
+                }
+                if !(i + 2 < s.len() && s[i + 1] == b'.' && s[i + 2] == b'.') {
+                    return Err(Error::invalid(
+                        "einsum",
+                        "einsum(): found '.' for output that is not part of any ellipsis (...)",
+                    ));
+                }
+                ellipsis = Some(labels.len());
+                i += 3;
+            }
+            c => {
+                let Some(l) = label_of(c) else {
+                    return Err(Error::invalid(
+                        "einsum",
+                        format!(
+                            "einsum(): invalid subscript given at index {} in the equation string, subscripts must be in [a-zA-Z]",
+                            offset + i
+                        ),
+                    ));
+                };
+                labels.push(l);
+                i += 1;
+            }
+        }
+    }
+    Ok(Term { labels, ellipsis })
 }
 
 fn parse_term(s: &[u8], operand: usize, offset: usize) -> Result<Term> {
@@ -158,13 +200,7 @@ pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
             out
         }
         Some((r, offset)) => {
-            let term = parse_term(r, 0, offset).map_err(|e| match e {
-                Error::InvalidArgument { detail, .. } if detail.contains("for operand") => Error::invalid(
-                    "einsum",
-                    "einsum(): found '.' for output that is not part of any ellipsis".to_string(),
-                ),
-                e => e,
-            })?;
+            let term = parse_output(r, offset)?;
             let mut seen = [false; 52];
             for &l in &term.labels {
                 let c = if l < 26 { b'A' + l as u8 } else { b'a' + (l - 26) as u8 } as char;
@@ -191,31 +227,46 @@ pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
             out
         }
     };
-    // Check sizes: a label's sizes must agree or be 1 (broadcast).
+    // Check sizes as PyTorch does, operand by operand and dim by dim: a
+    // label's (or an ellipsis dim's) sizes must agree or be 1 (broadcast),
+    // a label repeated in one operand must have one size there.
     let mut size = vec![1usize; ELL + ell_ndim];
+    let letter = |l: Label| if l < 26 { b'A' + l as u8 } else { b'a' + (l - 26) as u8 } as char;
     for (k, x) in inputs.iter().enumerate() {
         for (d, &l) in x.labels.iter().enumerate() {
             let s = x.t.shape()[d];
-            if let Some(p) = x.labels[..d].iter().position(|&m| m == l) {
+            if l >= ELL {
+                if s != 1 {
+                    if size[l] != 1 && size[l] != s {
+                        return Err(Error::invalid(
+                            "einsum",
+                            format!(
+                                "einsum(): dimension {d} covered by ellipsis in operand {k}has size {s} which does not broadcast with previously seen ellipsis with size {} for the respective dimension",
+                                size[l]
+                            ),
+                        ));
+                    }
+                    size[l] = s;
+                }
+            } else if let Some(p) = x.labels[..d].iter().position(|&m| m == l) {
                 let s0 = x.t.shape()[p];
                 if s0 != s {
-                    let c = if l < 26 { b'A' + l as u8 } else { b'a' + (l - 26) as u8 } as char;
                     return Err(Error::invalid(
                         "einsum",
                         format!(
-                            "einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, {s0} != {s}"
+                            "einsum(): subscript {} is repeated for operand {k} but the sizes don't match, {s} != {s0}",
+                            letter(l)
                         ),
                     ));
                 }
-            }
-            if s != 1 {
+            } else if s != 1 {
                 if size[l] != 1 && size[l] != s {
-                    let shapes: Vec<String> = inputs.iter().map(|x| format!("{:?}", x.t.shape())).collect();
                     return Err(Error::invalid(
                         "einsum",
                         format!(
-                            "einsum(): operands do not broadcast with remapped shapes: {}",
-                            shapes.join(" ")
+                            "einsum(): subscript {} has size {s} for operand {k} which does not broadcast with previously seen size {}",
+                            letter(l),
+                            size[l]
                         ),
                     ));
                 }
@@ -301,13 +352,9 @@ fn take_diagonals(mut x: Labelled) -> Result<Labelled> {
             }
         }
         let Some((p, q)) = pair else { return Ok(x) };
-        let n = x.t.shape()[p];
-        // x * eye (broadcast at p, q), summed over q: the diagonal, differentiably.
-        let mut shape = vec![1i64; x.t.ndim()];
-        shape[p] = n as i64;
-        shape[q] = n as i64;
-        let eye = TensorOptions::like(&x.t).eye(n, n)?.reshape(shape)?;
-        x.t = x.t.mul(&eye)?.sum_dim([q as i64], false)?;
+        // The diagonal view (PyTorch's `diagonal(0, p, q).movedim(-1, p)`):
+        // only diagonal elements are read.
+        x.t = x.t.diagonal(0, p as i64, q as i64)?.movedim([-1i64], [p as i64])?;
         x.labels.remove(q);
     }
 }
@@ -469,6 +516,24 @@ fn contract_pair(mut a: Labelled, mut b: Labelled, keep: &[Label]) -> Result<Lab
     }
     let batch: Vec<Label> = shared.iter().copied().filter(|l| keep.contains(l)).collect();
     let contracted: Vec<Label> = shared.iter().copied().filter(|l| !keep.contains(l)).collect();
+    let (da, db) = (a.t.dtype(), b.t.dtype());
+    if da != db {
+        // PyTorch contracts summed labels with bmm (one dtype) and
+        // multiplies the others elementwise (promoting).
+        if contracted.iter().any(|&l| size_of(&a, l).unwrap_or(1) > 1) {
+            return Err(Error::DTypeMismatch {
+                op: "einsum",
+                detail: format!(
+                    "expected scalar type {} but found {}",
+                    da.scalar_type_name(),
+                    db.scalar_type_name()
+                ),
+            });
+        }
+        let dt = da.promote(db);
+        a.t = a.t.to_dtype(dt)?;
+        b.t = b.t.to_dtype(dt)?;
+    }
     let left: Vec<Label> = a.labels.iter().copied().filter(|l| !shared.contains(l)).collect();
     let right: Vec<Label> = b.labels.iter().copied().filter(|l| !shared.contains(l)).collect();
     let pos = |x: &Labelled, ls: &[Label]| -> Vec<i64> {

@@ -1,124 +1,107 @@
-//! Products built from the GEMM: `addmm`, `addmv`, `addbmm`, `baddbmm`
-//! (with `beta` / `alpha`), `einsum`, `tensordot`, `linalg.cross`, `kron`
-//! and batched outer products. All composites of `mm`/`bmm`/`mul`/`sum`
-//! and views: autograd records the pieces.
+//! Products built from the GEMM: `einsum`, `tensordot`, `linalg.cross`,
+//! `kron` and batched outer products (the `addmm` family is in
+//! `ops/addmm.rs`). Composites of `mm`/`bmm`/`mul`/`sum` and views:
+//! autograd records the pieces.
 
-use crate::layout::broadcast_shapes;
-use crate::{Error, Result, Tensor};
+use crate::autograd::{BackwardCtx, Saves};
+use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
+use crate::ops::grad_util::grad0;
+use crate::{DType, Error, Result, Tensor};
 
-/// `beta * input + alpha * prod`, with `input` broadcast to `prod`'s shape
-/// (an error naming `op` when it does not broadcast to exactly that shape)
-/// and ignored when `beta` is 0 (NaN in it does not propagate, as PyTorch).
-fn scale_add(op: &'static str, input: &Tensor, prod: Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
-    let b = broadcast_shapes(op, input.shape(), prod.shape())?;
-    if b.as_slice() != prod.shape() {
-        return Err(Error::shape(
-            op,
-            input.shape(),
-            prod.shape(),
-            format!(
-                "The expanded size of the tensor ({:?}) must match the result's size {:?}",
-                input.shape(),
-                prod.shape()
-            ),
-        ));
-    }
-    let scaled = if alpha == 1.0 { prod } else { prod.mul(alpha)? };
-    if beta == 0.0 {
-        return Ok(scaled);
-    }
-    let inp = if beta == 1.0 { input.clone() } else { input.mul(beta)? };
-    inp.add(&scaled)
+/// Dispatch table of `linalg_cross`.
+pub static LINALG_CROSS: OpEntry = OpEntry::differentiable("linalg_cross");
+
+/// `linalg_cross(a, b, dim)`: inputs `[a, b]` of one rank and dtype, size 3
+/// along `dim` (normalised), the other dims broadcast. Computed in the
+/// `AnyBackend` slot from `index_select`, `mul` and `sub`; its derivative
+/// is PyTorch's (`ga = cross(b, g)`, `gb = cross(g, a)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cross {
+    /// The dim of size 3.
+    pub dim: usize,
 }
 
-fn need_dims(op: &'static str, what: &str, t: &Tensor, n: usize) -> Result<()> {
-    if t.ndim() != n {
-        let kind = match n {
-            1 => "vector",
-            2 => "matrix",
-            _ => "3D tensor",
+impl Op for Cross {
+    fn entry(&self) -> &'static OpEntry {
+        &LINALG_CROSS
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let (a, b) = (inputs[0], inputs[1]);
+        if a.dtype() != b.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: "linalg.cross",
+                detail: format!(
+                    "expected scalar type {} but found {}",
+                    a.dtype().scalar_type_name(),
+                    b.dtype().scalar_type_name()
+                ),
+            });
+        }
+        if a.dtype() == DType::Bool {
+            return Err(Error::dtype(
+                "linalg.cross",
+                DType::Bool,
+                "\"cross\" not implemented for 'Bool'",
+            ));
+        }
+        let shape = crate::layout::broadcast_shapes("linalg.cross", a.shape(), b.shape())?;
+        Ok(smallvec::smallvec![OutSpec::new(shape, a.dtype())])
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::INPUTS
+    }
+
+    fn saves_for(&self, needs: u64) -> Saves {
+        Saves::cross(needs)
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let d = self.dim as i64;
+        let ga = if ctx.needs_grad(0) {
+            Some(ctx.input(1)?.linalg_cross(&g, d)?)
+        } else {
+            None
         };
-        return Err(Error::invalid(
-            op,
-            format!("{what} must be a {kind}, got {}-D tensor", t.ndim()),
-        ));
+        let gb = if ctx.needs_grad(1) {
+            Some(g.linalg_cross(&ctx.input(0)?, d)?)
+        } else {
+            None
+        };
+        Ok(vec![ga, gb])
     }
-    Ok(())
 }
 
-/// # Fused products and contractions
+fn cross_kernel(c: &Call) -> Result<Tensors> {
+    let op: &Cross = downcast_op(c.op)?;
+    op.infer(c.inputs)?;
+    let (a, b) = (c.inputs[0], c.inputs[1]);
+    let d = op.dim as i64;
+    let i1 = Tensor::from_vec(vec![1i64, 2, 0], [3])?.to_device(a.device())?;
+    let i2 = Tensor::from_vec(vec![2i64, 0, 1], [3])?.to_device(a.device())?;
+    let l = a.index_select(d, &i1)?.mul(&b.index_select(d, &i2)?)?;
+    let r = a.index_select(d, &i2)?.mul(&b.index_select(d, &i1)?)?;
+    Ok(smallvec::smallvec![l.sub(&r)?])
+}
+
+/// Registers `linalg_cross`'s kernel (one composite for every backend).
+pub(crate) fn register() -> Result<()> {
+    LINALG_CROSS.register_builtin(Slot::AnyBackend, Kernel::Functional(cross_kernel))
+}
+
+/// # Contractions
 ///
-/// `addmm` & co. with PyTorch's `beta` / `alpha`, `einsum`, `tensordot`,
-/// `linalg_cross`, `kron`, `batch_outer`.
+/// `einsum`, `tensordot`, `linalg_cross`, `kron`, `batch_outer`.
 ///
 /// ```
 /// use ferrotorch_core::Tensor;
-/// let a = Tensor::ones((2, 3))?;
-/// let b = Tensor::ones((3, 4))?;
-/// let c = Tensor::zeros((2, 4))?;
-/// assert_eq!(c.addmm(&a, &b, 1.0, 2.0)?.to_vec2::<f32>()?[0], [6.0; 4]);
 /// let q = Tensor::ones((2, 1, 5, 4))?;
 /// assert_eq!(Tensor::einsum("bhqd,bhkd->bhqk", &[&q, &q])?.shape(), [2, 1, 5, 5]);
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 impl Tensor {
-    /// `beta * self + alpha * (mat1 @ mat2)` (`torch.addmm`).
-    pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
-        need_dims("addmm", "mat1", mat1, 2)?;
-        need_dims("addmm", "mat2", mat2, 2)?;
-        if mat1.shape()[1] != mat2.shape()[0] {
-            return Err(Error::shape(
-                "addmm",
-                mat1.shape(),
-                mat2.shape(),
-                format!(
-                    "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-                    mat1.shape()[0],
-                    mat1.shape()[1],
-                    mat2.shape()[0],
-                    mat2.shape()[1]
-                ),
-            ));
-        }
-        scale_add("addmm", self, mat1.mm(mat2)?, beta, alpha)
-    }
-
-    /// `beta * self + alpha * (mat @ vec)` (`torch.addmv`).
-    pub fn addmv(&self, mat: &Tensor, vec: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
-        need_dims("addmv", "mat", mat, 2)?;
-        need_dims("addmv", "vec", vec, 1)?;
-        let p = mat.mv(vec).map_err(|e| rename(e, "addmv"))?;
-        scale_add("addmv", self, p, beta, alpha)
-    }
-
-    /// `beta * self + alpha * sum_b(batch1[b] @ batch2[b])` (`torch.addbmm`):
-    /// one GEMM over the batch folded into the inner dim.
-    pub fn addbmm(&self, batch1: &Tensor, batch2: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
-        need_dims("addbmm", "batch1", batch1, 3)?;
-        need_dims("addbmm", "batch2", batch2, 3)?;
-        let (b, n, k) = (batch1.shape()[0], batch1.shape()[1], batch1.shape()[2]);
-        if batch2.shape()[0] != b || batch2.shape()[1] != k {
-            return Err(Error::shape(
-                "addbmm",
-                batch1.shape(),
-                batch2.shape(),
-                "batch1 and batch2 must have same number of batches and matching inner dims",
-            ));
-        }
-        let m = batch2.shape()[2];
-        let a = batch1.permute([1, 0, 2])?.reshape([n as i64, (b * k) as i64])?;
-        let c = batch2.reshape([(b * k) as i64, m as i64])?;
-        scale_add("addbmm", self, a.mm(&c)?, beta, alpha)
-    }
-
-    /// `beta * self + alpha * (batch1 @ batch2)` (`torch.baddbmm`).
-    pub fn baddbmm(&self, batch1: &Tensor, batch2: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
-        need_dims("baddbmm", "batch1", batch1, 3)?;
-        need_dims("baddbmm", "batch2", batch2, 3)?;
-        let p = batch1.bmm(batch2).map_err(|e| rename(e, "baddbmm"))?;
-        scale_add("baddbmm", self, p, beta, alpha)
-    }
-
     /// `torch.einsum(equation, operands)`: any subscripts, `...`
     /// broadcasting, repeated subscripts as diagonals; contracted pairwise
     /// in the order of fewest flops, each pair one batched GEMM.
@@ -133,6 +116,12 @@ impl Tensor {
                 "tensordot",
                 "both dimension lists should have same length",
             ));
+        }
+        if self.dtype() != other.dtype() {
+            return Err(Error::DTypeMismatch {
+                op: "tensordot",
+                detail: "both inputs should have same dtype".into(),
+            });
         }
         let da = crate::layout::normalize_dims("tensordot", dims_a, self.ndim())?;
         let db = crate::layout::normalize_dims("tensordot", dims_b, other.ndim())?;
@@ -179,18 +168,21 @@ impl Tensor {
     }
 
     /// `torch.linalg.cross(self, other, dim)`: the cross product along
-    /// `dim` (of size 3), broadcasting the other dims.
+    /// `dim` (of size 3), broadcasting the other dims. One node,
+    /// `LinalgCrossBackward0`.
+    ///
+    /// Errors (PyTorch's messages): inputs of different ranks or dtypes,
+    /// `dim` out of range or not of size 3 in both, bool inputs, other
+    /// dims that do not broadcast.
     pub fn linalg_cross(&self, other: &Tensor, dim: i64) -> Result<Tensor> {
+        let op = "linalg.cross";
         if self.ndim() != other.ndim() {
-            return Err(Error::invalid(
-                "linalg.cross",
-                "inputs must have the same number of dimensions.",
-            ));
+            return Err(Error::invalid(op, "inputs must have the same number of dimensions."));
         }
-        let d = crate::layout::normalize_dim("linalg.cross", dim, self.ndim())?;
+        let d = crate::layout::normalize_dim(op, dim, self.ndim())?;
         if self.shape()[d] != 3 || other.shape()[d] != 3 {
             return Err(Error::invalid(
-                "linalg.cross",
+                op,
                 format!(
                     "inputs dimension {dim} must have length 3. Got {} and {}",
                     self.shape()[d],
@@ -198,12 +190,23 @@ impl Tensor {
                 ),
             ));
         }
-        let i1 = Tensor::new([1i64, 2, 0])?;
-        let i2 = Tensor::new([2i64, 0, 1])?;
-        let d = d as i64;
-        let l = self.index_select(d, &i1)?.mul(&other.index_select(d, &i2)?)?;
-        let r = self.index_select(d, &i2)?.mul(&other.index_select(d, &i1)?)?;
-        l.sub(&r)
+        call1(&Cross { dim: d }, &[self, other])
+    }
+
+    /// `torch.cross(self, other, dim)`: [`Tensor::linalg_cross`] along
+    /// `dim`, or without one along the first dim of size 3 (PyTorch's
+    /// deprecated default).
+    ///
+    /// Errors: no dim of size 3 (`dim` `None`), and those of `linalg_cross`.
+    pub fn cross(&self, other: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+        let dim = match dim {
+            Some(d) => d,
+            None => match self.shape().iter().position(|&s| s == 3) {
+                Some(d) => d as i64,
+                None => return Err(Error::invalid("cross", "no dimension of size 3 in input")),
+            },
+        };
+        self.linalg_cross(other, dim)
     }
 
     /// `torch.kron(self, other)`: the Kronecker product (the shorter shape
@@ -238,15 +241,5 @@ impl Tensor {
             ));
         }
         self.unsqueeze(-1)?.mul(&other.unsqueeze(-2)?)
-    }
-}
-
-/// The same error, naming `op` (the op the user called).
-pub(crate) fn rename(e: Error, op: &'static str) -> Error {
-    match e {
-        Error::ShapeMismatch { lhs, rhs, detail, .. } => Error::ShapeMismatch { op, lhs, rhs, detail },
-        Error::InvalidArgument { detail, .. } => Error::InvalidArgument { op, detail },
-        Error::DTypeMismatch { detail, .. } => Error::DTypeMismatch { op, detail },
-        e => e,
     }
 }

@@ -7,6 +7,7 @@
 //! device copies) are registered here.
 
 pub mod activation_backward;
+pub mod addmm;
 pub mod binary;
 pub mod binary_math;
 pub mod bucket;
@@ -24,6 +25,7 @@ pub mod index_more;
 pub mod join;
 pub mod linalg;
 pub mod linalg_ext;
+pub mod linalg_norm;
 pub mod nan_reduce;
 mod overloads;
 pub mod pool;
@@ -77,5 +79,7 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     index_more::register()?;
     decomp::register()?;
     sampling::register()?;
+    addmm::register()?;
+    linalg_ext::register()?;
     Ok(())
 }
