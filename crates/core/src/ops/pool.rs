@@ -501,7 +501,7 @@ fn adaptive_shape(op: &'static str, x: &Tensor, out: [usize; 2], first: usize) -
 }
 
 /// `_adaptive_avg_pool2d(self, output_size)`: output `(i, j)` is the mean
-/// of PyTorch's adaptive window ([`adaptive_window`]). Floating-point input
+/// of PyTorch's adaptive window (`adaptive_window`). Floating-point input
 /// `[N, C, H, W]` or `[C, H, W]` with `H, W > 0`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AdaptiveAvgPool2d {
