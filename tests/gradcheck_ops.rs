@@ -281,7 +281,7 @@ fn cases() -> Vec<Case> {
         }),
         // A draw's parameters get PyTorch's zero gradient; a fixed seed
         // makes the draw a step function of p, flat near these points.
-        case("random_sample", vec![probs()], false, |t| {
+        case("ferrotorch::random_sample", vec![probs()], false, |t| {
             t[0].bernoulli_with(&ferrotorch::Generator::new(3))?.mul(&t[0])
         }),
         case("linalg_vector_norm", vec![x()], true, |t| t[0].norm(2.0)),

@@ -10,7 +10,7 @@ use crate::{Result, Tensor, TensorOptions};
 
 /// Dispatch table of [`ZeroGradDraw`] (`bernoulli`, `normal`, `poisson`
 /// with tensor parameters).
-pub static ZERO_GRAD_DRAW: OpEntry = OpEntry::differentiable("random_sample");
+pub static ZERO_GRAD_DRAW: OpEntry = OpEntry::differentiable("ferrotorch::random_sample");
 
 /// Passes a drawn sample (input 0) through and gives each further input
 /// (the distribution's parameters) a zero gradient, under the node name
