@@ -63,6 +63,10 @@ pub struct CompositeReduce {
     pub dims: Option<Dims>,
     /// Keep reduced dims as size 1.
     pub keepdim: bool,
+    /// `mean(dtype=...)`: the output dtype, the input read as that dtype (as
+    /// f32 for f16 and bf16, PyTorch's sum, divide, round once); `None`:
+    /// the input's.
+    pub dtype: Option<DType>,
 }
 
 impl CompositeReduce {
@@ -123,11 +127,11 @@ impl CompositeReduce {
     }
 
     /// PyTorch's `var_backward`: `2 / (n - correction) * g * (x - mean)`; a
-    /// full reduction with no degrees of freedom gives NaN where x equals the
-    /// mean and inf elsewhere.
-    fn var_backward(&self, g: &Tensor, x: &Tensor, correction: f64) -> Result<Tensor> {
+    /// full reduction (or any of a 0-d input) with no degrees of freedom
+    /// gives NaN where x equals the mean and inf elsewhere.
+    pub(crate) fn var_backward(&self, g: &Tensor, x: &Tensor, correction: f64) -> Result<Tensor> {
         let dof = self.count(x.shape()) as f64 - correction;
-        if self.dims.is_none() && dof <= 0.0 {
+        if (self.dims.is_none() || x.ndim() == 0) && dof <= 0.0 {
             let at_mean = x.eq(&x.mean()?)?;
             let nan_or_inf = crate::ops::binary::where_(
                 &at_mean,
@@ -196,7 +200,7 @@ impl Op for CompositeReduce {
         let x = inputs[0];
         Ok(smallvec::smallvec![OutSpec::new(
             reduced_shape(x.shape(), self.dims.as_deref(), self.keepdim),
-            x.dtype()
+            self.dtype.unwrap_or(x.dtype())
         )])
     }
 
@@ -257,6 +261,15 @@ impl Op for CompositeReduce {
 fn composite_kernel(call: &Call) -> Result<Tensors> {
     let op: &CompositeReduce = downcast_op(call.op)?;
     let x = call.inputs[0];
+    if let Some(dt) = op.dtype {
+        let acc = if matches!(dt, DType::F16 | DType::BF16) {
+            DType::F32
+        } else {
+            dt
+        };
+        let r = op.compute(&x.to_dtype(acc)?)?.to_dtype(dt)?;
+        return Ok(smallvec::smallvec![r]);
+    }
     let wide = match (x.dtype(), op.kind) {
         (DType::F16 | DType::BF16, _) => Some(DType::F32),
         (DType::F32, CompositeKind::Var { .. } | CompositeKind::Std { .. } | CompositeKind::Norm { .. }) => {
