@@ -210,6 +210,10 @@ fn more_reduction_edge_cases() -> Result<()> {
     let x = Tensor::ones([2, 3])?;
     assert!(err(x.diff(0, 1, Some(&Tensor::ones([3, 3])?), None)).contains("prepend or append"));
     assert_eq!(x.diff(0, 1, Some(&Tensor::ones([2, 5])?), None)?.shape(), [2, 3]);
+    // max() / min() share the gradient among the NaNs when the result is NaN.
+    let x = Tensor::new([1.0f32, f32::NAN, 3.0, f32::NAN])?.requires_grad_(true)?;
+    x.max()?.backward()?;
+    assert_eq!(x.grad()?.to_vec::<f32>()?, [0.0, 0.5, 0.0, 0.5]);
     // kthvalue of a 0-d bool answers before the dtype check.
     assert!(Tensor::scalar(true).kthvalue(1, 0, false)?.0.item::<bool>()?);
     Ok(())

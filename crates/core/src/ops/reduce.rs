@@ -153,6 +153,19 @@ impl Op for Reduce {
         let ge = expand_reduced(&g, &shape, dims, self.keepdim)?;
         let r = match self.kind {
             ReduceKind::Sum => ge.to_dtype(ctx.meta(0).dtype)?,
+            ReduceKind::Amax | ReduceKind::Amin if dims.is_none() => {
+                // PyTorch's evenly_distribute_backward (max() / min()): the
+                // gradient shared among the elements equal to the result, or
+                // among the NaNs when the result is NaN; zeros elsewhere.
+                let (x, y) = (ctx.input(0)?, ctx.output(0)?);
+                let picked = if y.isnan()?.item::<bool>()? {
+                    x.isnan()?
+                } else {
+                    x.eq(&y)?
+                };
+                let share = g.div(&picked.sum()?)?;
+                crate::ops::binary::where_(&picked, Operand::Tensor(&share), Operand::Scalar(Scalar::Int(0)))?
+            }
             ReduceKind::Amax | ReduceKind::Amin => {
                 // The gradient is shared evenly among tied extrema.
                 let (x, y) = (ctx.input(0)?, ctx.output(0)?);
