@@ -11,6 +11,7 @@ See fuzz/README.md.
 
 import argparse
 import collections
+import functools
 import json
 import math
 import os
@@ -109,8 +110,9 @@ def make_input(spec):
         if v[0] == "t":
             t = t.transpose(v[1], v[2])
         elif v[0] == "slice":
-            d = v[1] % t.dim()
-            t = t[(slice(None),) * d + (slice(v[2], v[3], v[4]),)]
+            # aten::slice, as the evaluator's view (Python's indexing returns
+            # an alias, node AliasBackward0, for a slice that keeps everything).
+            t = torch.ops.aten.slice.Tensor(t, v[1] % t.dim(), v[2], v[3], v[4])
         elif v[0] == "expand":
             t = t.expand(v[1])
         elif v[0] == "permute":
@@ -344,7 +346,142 @@ def exec_op(env, op):
         return [T(0).copy_(T(1))]
     if n == "full_like":
         return [torch.full_like(T(0), S(1))]
+    r = exec_cov(env, n, a)
+    if r is not None:
+        return r
     raise KeyError("unknown op " + n)
+
+
+# ---- the op-coverage ops (issue 14): shape and indexing, counting, reductions, linear algebra
+
+COV_SHAPE = ["flip", "roll", "repeat", "tile", "repeat_interleave", "repeat_interleave_t", "movedim", "moveaxis",
+             "swapaxes", "diagonal", "unfold", "diag", "diag_embed", "trace", "masked_select", "masked_scatter",
+             "take", "take_along_dim", "index_add", "index_add_", "index_copy", "index_copy_", "index_fill",
+             "index_fill_", "nonzero_tuple", "argwhere", "meshgrid", "cartesian_prod", "block_diag",
+             "broadcast_tensors", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "tril_indices",
+             "triu_indices"]
+COV_COUNT = ["searchsorted", "bucketize", "bincount", "histc"]
+COV_REDUCE = ["nanmean", "nanmean_dim", "count_nonzero_dim", "var_mean", "std_mean", "diff_pa", "cumsum_dtype",
+              "cumprod_dtype", "mean_dtype"]
+COV_LINALG = ["addmm", "addmv", "addbmm", "baddbmm", "einsum", "tensordot", "kron", "cross", "matrix_norm", "inv",
+              "det", "slogdet", "solve", "cholesky", "eigvalsh", "svdvals", "qr_abs"]
+COV_LIST_OPS = ("meshgrid", "cartesian_prod", "block_diag", "broadcast_tensors")
+
+
+def matrix_ord(v):
+    return v if v in ("fro", "nuc") else pf(v)
+
+
+def exec_cov(env, n, a):
+    """The op-coverage ops (PyTorch side); None for another op."""
+    T = lambda i: env[a[i]]  # noqa: E731
+    S = lambda i: dec_scalar(a[i])  # noqa: E731
+    if n == "flip":
+        return [torch.flip(T(0), a[1])]
+    if n == "roll":
+        return [torch.roll(T(0), a[1]) if a[2] is None else torch.roll(T(0), a[1], a[2])]
+    if n == "repeat":
+        return [T(0).repeat(a[1])]
+    if n == "tile":
+        return [torch.tile(T(0), a[1])]
+    if n == "repeat_interleave":
+        return [torch.repeat_interleave(T(0), a[1], dim=a[2])]
+    if n == "repeat_interleave_t":
+        return [torch.repeat_interleave(T(0), T(1), dim=a[2])]
+    if n in ("movedim", "moveaxis", "swapaxes"):
+        return [getattr(torch, n)(T(0), a[1], a[2])]
+    if n in ("diagonal", "diag_embed"):
+        return [getattr(torch, n)(T(0), a[1], a[2], a[3])]
+    if n == "unfold":
+        return [T(0).unfold(a[1], a[2], a[3])]
+    if n == "diag":
+        return [torch.diag(T(0), a[1])]
+    if n in ("trace", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d"):
+        return [getattr(torch, n)(T(0))]
+    if n == "masked_select":
+        return [torch.masked_select(T(0), T(1))]
+    if n == "masked_scatter":
+        return [T(0).masked_scatter(T(1), T(2))]
+    if n == "take":
+        return [torch.take(T(0), T(1))]
+    if n == "take_along_dim":
+        return [torch.take_along_dim(T(0), T(1), dim=a[2])]
+    if n in ("index_add", "index_add_"):
+        f = T(0).index_add_ if n.endswith("_") else functools.partial(torch.index_add, T(0))
+        return [f(a[1], T(2), T(3), alpha=S(4))]
+    if n in ("index_copy", "index_copy_"):
+        f = T(0).index_copy_ if n.endswith("_") else functools.partial(torch.index_copy, T(0))
+        return [f(a[1], T(2), T(3))]
+    if n in ("index_fill", "index_fill_"):
+        f = T(0).index_fill_ if n.endswith("_") else functools.partial(torch.index_fill, T(0))
+        return [f(a[1], T(2), S(3))]
+    if n == "nonzero_tuple":
+        return list(torch.nonzero(T(0), as_tuple=True))
+    if n in COV_LIST_OPS:
+        ts = [env[v] for v in a[0]]
+        if n == "meshgrid":
+            return list(torch.meshgrid(*ts, indexing=a[1]))
+        r = getattr(torch, n)(*ts)
+        return list(r) if isinstance(r, (tuple, list)) else [r]
+    if n == "broadcast_to":
+        return [torch.broadcast_to(T(0), a[1])]
+    if n in ("tril_indices", "triu_indices"):
+        return [getattr(torch, n)(a[0], a[1], a[2])]
+    # counting
+    if n == "searchsorted":
+        return [torch.searchsorted(T(0), opnd(env, a[1]), right=a[2], side=a[3],
+                                   sorter=None if a[4] is None else T(4), out_int32=a[5])]
+    if n == "bucketize":
+        return [torch.bucketize(T(0), T(1), right=a[2], out_int32=a[3])]
+    if n == "bincount":
+        return [torch.bincount(T(0), weights=None if a[1] is None else T(1), minlength=a[2])]
+    if n == "histc":
+        return [torch.histc(T(0), bins=a[1], min=pf(a[2]), max=pf(a[3]))]
+    # reductions
+    if n == "nanmean":
+        return [torch.nanmean(T(0))]
+    if n == "nanmean_dim":
+        return [torch.nanmean(T(0), dim=a[1], keepdim=a[2])]
+    if n == "count_nonzero_dim":
+        return [torch.count_nonzero(T(0), dim=a[1])]
+    if n in ("var_mean", "std_mean"):
+        return list(getattr(torch, n)(T(0), dim=a[1], correction=a[2], keepdim=a[3]))
+    if n == "diff_pa":
+        return [torch.diff(T(0), a[1], a[2], prepend=None if a[3] is None else T(3),
+                           append=None if a[4] is None else T(4))]
+    if n in ("cumsum_dtype", "cumprod_dtype"):
+        return [getattr(torch, n[:-6])(T(0), a[1], dtype=DTYPES[a[2]])]
+    if n == "mean_dtype":
+        if a[1] is None:
+            return [torch.mean(T(0), dtype=DTYPES[a[3]])]
+        return [torch.mean(T(0), a[1], keepdim=a[2], dtype=DTYPES[a[3]])]
+    # linear algebra
+    if n in ("addmm", "addmv", "addbmm", "baddbmm"):
+        return [getattr(torch, n)(T(0), T(1), T(2), beta=a[3], alpha=a[4])]
+    if n == "einsum":
+        return [torch.einsum(a[0], *[env[v] for v in a[1]])]
+    if n == "tensordot":
+        return [torch.tensordot(T(0), T(1), dims=a[2] if len(a) == 3 else (a[2], a[3]))]
+    if n == "kron":
+        return [torch.kron(T(0), T(1))]
+    if n == "cross":
+        return [torch.linalg.cross(T(0), T(1), dim=a[2])]
+    if n == "matrix_norm":
+        return [torch.linalg.matrix_norm(T(0), ord=matrix_ord(a[1]), keepdim=a[2])]
+    if n in ("inv", "det", "svdvals"):
+        return [getattr(torch.linalg, n)(T(0))]
+    if n == "slogdet":
+        return list(torch.linalg.slogdet(T(0)))
+    if n == "solve":
+        return [torch.linalg.solve(T(0), T(1))]
+    if n == "cholesky":
+        return [torch.linalg.cholesky(T(0), upper=a[1])]
+    if n == "eigvalsh":
+        return [torch.linalg.eigvalsh(T(0), UPLO=a[1])]
+    if n == "qr_abs":
+        q, rr = torch.linalg.qr(T(0), mode=a[1])
+        return [q.abs(), rr.abs()]
+    return None
 
 
 def out_prefix(op, k):
@@ -481,7 +618,9 @@ class Gen:
         dtype = dtype or self.rand_dtype()
         shape = list(self.rand_shape() if shape is None else shape)
         base_shape, vs = list(shape), []
-        if views and r.random() < 0.3:
+        if isinstance(views, list):
+            vs = views  # given by the caller, with a base of the same shape
+        elif views and r.random() < 0.3:
             kind = r.choice(["t", "slice", "expand", "permute"])
             nd = len(shape)
             if kind == "t" and nd >= 2:
@@ -919,6 +1058,453 @@ class Gen:
             return [x, self.like(x)]
         if name == "full_like":
             return [self.pick(), self.scalar()]
+        return self.gen_cov(name)
+
+    # ---- the op-coverage ops (issue 14)
+    def size_of(self, x, d):
+        """Size of dim d of x (1 for a 0-d tensor or a bad dim)."""
+        sh = list(self.t(x).shape)
+        return sh[d] if sh and -len(sh) <= d < len(sh) else 1
+
+    def inplace_target(self, pred=lambda t: True):
+        return self.pick(lambda t: pred(t) and not (t.is_leaf and t.requires_grad), fresh=0.2)
+
+    def index_of(self, size, shape, oob=0.04, dtype="int64"):
+        """index_input, sometimes in another dtype (int32, or a float/uint8 one PyTorch refuses)."""
+        name = self.index_input(size, shape, oob)
+        if dtype == "int64":
+            return name
+        spec = self.prog["inputs"][-1]
+        data = spec["data"] if dtype != "float32" else [float(v) for v in spec["data"]]
+        if dtype == "uint8":
+            data = [v % 256 for v in data]
+        self.prog["inputs"].pop()
+        self.run.env.pop(name)
+        return self.new_input(dtype, shape, views=False, rg=False, data=data)
+
+    def index_dtype(self, allowed=("int64",)):
+        r = self.rng
+        if r.random() < 0.06:
+            return r.choice(["float32", "uint8", "int32"])
+        return r.choice(allowed)
+
+    def list_of(self, k, pred_shape, dtype=None):
+        return [self.new_input(dtype, pred_shape()) for _ in range(k)]
+
+    def sorted_input(self, dtype, shape, unsorted=False):
+        """An input sorted along its last dim (its values drawn as any input's)."""
+        data = [self.rand_value(dtype) for _ in range(numel(shape))]
+        t = torch.tensor([pf(v) for v in data] if dtype in FLOATS else data, dtype=DTYPES[dtype]).reshape(shape)
+        if not unsorted and t.dim() > 0 and dtype != "bool":
+            t = torch.sort(t, dim=-1).values
+        vals = t.flatten().tolist()
+        return self.new_input(dtype, shape, views=False, rg=False, data=vals)
+
+    def square(self, dtype, batch, n, kind=None):
+        """A batch of n x n matrices: well conditioned (mostly), symmetric
+        positive definite, random, or singular."""
+        r = self.rng
+        kind = kind or wchoice(r, [("cond", 5), ("spd", 2), ("rand", 2), ("sing", 1)])
+        shape = list(batch) + [n, n]
+        g = torch.tensor([r.gauss(0, 1) for _ in range(numel(shape))], dtype=torch.float64).reshape(shape)
+        if kind == "cond":
+            g = g + 3 * torch.eye(n, dtype=torch.float64)
+        elif kind == "spd":
+            g = g @ g.transpose(-1, -2) + 0.5 * torch.eye(n, dtype=torch.float64)
+        elif kind == "sing" and n >= 2:
+            g[..., -1, :] = g[..., 0, :] * r.choice([1.0, -2.0, 0.0])
+        if dtype not in FLOATS:
+            g = g.round()
+        data = g.flatten().tolist() if dtype != "bool" else [v > 0 for v in g.flatten().tolist()]
+        if r.random() < 0.3 and shape:
+            # stored transposed: a non-contiguous view of the same matrices
+            tdata = g.transpose(-1, -2).flatten().tolist() if dtype != "bool" else data
+            if dtype == "bool":
+                tdata = [v > 0 for v in g.transpose(-1, -2).flatten().tolist()]
+            return self.new_input(dtype, shape, views=[["t", len(shape) - 2, len(shape) - 1]], data=tdata)
+        return self.new_input(dtype, shape, views=False, data=data)
+
+    def lin_dtype(self):
+        r = self.rng
+        return wchoice(r, [("float32", 10), ("float64", 10), ("float16", 1), ("bfloat16", 1), ("int64", 1),
+                           ("int32", 1)])
+
+    def einsum_args(self):
+        r = self.rng
+        letters = "ijklm"
+        size = {c: r.choice([0, 1, 1, 2, 2, 3, 3, 4]) if r.random() < 0.1 else r.randint(1, 4) for c in letters}
+        k = r.choice([1, 1, 2, 2, 2, 3])
+        ell = r.random() < 0.15
+        ell_shape = [r.randint(1, 3) for _ in range(r.randint(0, 2))]
+        terms, ops, used = [], [], []
+        dt = self.lin_dtype()
+        for _ in range(k):
+            nd = r.randint(0, 3)
+            sub = "".join(r.choice(letters[:4]) for _ in range(nd))
+            shape = [size[c] if r.random() < 0.93 else 1 for c in sub]
+            if ell and r.random() < 0.8:
+                pos = r.randint(0, len(sub))
+                e_sh = ell_shape[r.randint(0, len(ell_shape)):] if ell_shape else []
+                e_sh = [1 if r.random() < 0.2 else s for s in e_sh]
+                sub = sub[:pos] + "..." + sub[pos:]
+                shape = shape[:pos] + e_sh + shape[pos:]
+            if r.random() < 0.03:
+                shape = shape + [2]  # one dim too many
+            terms.append(sub)
+            used += [c for c in sub if c != "."]
+            ops.append(self.new_input(dt if r.random() < 0.95 else None, shape))
+        eq = ",".join(terms)
+        kind = r.random()
+        if kind < 0.3:
+            pass  # implicit output
+        else:
+            uniq = sorted(set(used))
+            r.shuffle(uniq)
+            out = uniq[:r.randint(0, len(uniq))]
+            if r.random() < 0.03:
+                out.append("m" if r.random() < 0.5 else (out[0] if out else "z"))
+            o = "".join(out)
+            if ell and r.random() < 0.8:
+                p = r.randint(0, len(o))
+                o = o[:p] + "..." + o[p:]
+            eq += "->" + o
+        if r.random() < 0.05:
+            eq = eq.replace(",", ", ") if r.random() < 0.5 else eq + ("," if r.random() < 0.5 else "-")
+        return [eq, ops]
+
+    def gen_cov(self, name):
+        """Arguments of an op-coverage op, or None."""
+        r = self.rng
+        inplace = name.endswith("_")
+        if name == "flip":
+            x = self.pick()
+            return [x, self.dims(x) if r.random() < 0.95 else []]
+        if name == "roll":
+            x = self.pick()
+            nd = self.t(x).dim()
+            if r.random() < 0.25 or nd == 0:
+                shifts = [r.randint(-7, 7) for _ in range(1 if r.random() < 0.95 else 2)]
+                return [x, shifts, None]
+            ds = self.dims(x)
+            shifts = [r.randint(-7, 7) for _ in ds]
+            if r.random() < 0.04:
+                shifts.append(1)
+            return [x, shifts, ds]
+        if name in ("repeat", "tile"):
+            x = self.pick()
+            nd = self.t(x).dim()
+            k = r.randint(0, nd + 2) if name == "tile" else r.randint(nd, nd + 2)
+            if name == "repeat" and r.random() < 0.04:
+                k = max(nd - 1, 0)
+            reps = [r.choice([0, 1, 1, 2, 2, 3]) for _ in range(k)]
+            if r.random() < 0.02 and reps:
+                reps[0] = -1
+            return [x, reps]
+        if name == "repeat_interleave":
+            x = self.pick()
+            return [x, r.choice([0, 1, 2, 3]) if r.random() < 0.97 else -1, self.dim(x) if r.random() < 0.7 else None]
+        if name == "repeat_interleave_t":
+            x = self.pick()
+            d = self.dim(x) if r.random() < 0.7 else None
+            n = self.t(x).numel() if d is None else self.size_of(x, d)
+            if r.random() < 0.2:
+                shape = []
+            else:
+                shape = [n if r.random() < 0.95 else n + 1]
+            dt = wchoice(r, [("int64", 10), ("int32", 3), ("float32", 1), ("uint8", 1)])
+            data = [r.choice([0, 1, 1, 2, 3]) if r.random() < 0.98 else -1 for _ in range(numel(shape))]
+            return [x, self.new_input(dt, shape, views=False, rg=False, data=data), d]
+        if name in ("movedim", "moveaxis"):
+            x = self.pick()
+            nd = self.t(x).dim()
+            k = r.randint(0, nd) if nd else r.randint(0, 1)
+            src = r.sample(range(nd), k) if nd else [0] * k
+            dst = r.sample(range(nd), k) if nd else [-1] * k
+            src = [s - nd if r.random() < 0.3 else s for s in src]
+            if r.random() < 0.04:
+                (src if r.random() < 0.5 else dst).append(0)
+            if k == 1 and r.random() < 0.5:
+                return [x, src[0], dst[0]]
+            return [x, src, dst]
+        if name == "swapaxes":
+            x = self.pick()
+            return [x, self.dim(x), self.dim(x)]
+        if name in ("diagonal", "diag_embed"):
+            x = self.pick(lambda t: t.dim() >= 2) if name == "diagonal" and r.random() < 0.8 else self.pick()
+            nd = self.t(x).dim() + (name == "diag_embed")
+            d1, d2 = self.dim(x), self.dim(x)
+            if nd >= 2 and r.random() < 0.9:
+                d1, d2 = r.sample(range(nd), 2)
+                d1, d2 = [d - nd if r.random() < 0.3 else d for d in (d1, d2)]
+            return [x, r.randint(-3, 3), d1, d2]
+        if name == "unfold":
+            x = self.pick()
+            d = self.dim(x)
+            size = self.size_of(x, d)
+            return [x, d, r.randint(0, size + (1 if r.random() < 0.05 else 0)), r.randint(1, 3) if r.random() < 0.97 else 0]
+        if name == "diag":
+            x = self.pick(lambda t: t.dim() in (1, 2)) if r.random() < 0.9 else self.pick()
+            return [x, r.randint(-3, 3)]
+        if name == "trace":
+            x = self.pick(lambda t: t.dim() == 2) if r.random() < 0.9 else self.pick()
+            return [x]
+        if name in ("nonzero_tuple", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d"):
+            return [self.pick()]
+        if name == "masked_select":
+            x = self.pick()
+            return [x, self.like(x, "bool" if r.random() < 0.95 else None)]
+        if name == "masked_scatter":
+            x = self.pick()
+            sh = list(self.t(x).shape)
+            mshape = [1 if r.random() < 0.3 else s for s in sh][r.randint(0, len(sh)) if r.random() < 0.3 else 0:]
+            if r.random() < 0.05:
+                mshape = self.rand_shape()
+            m = self.new_input("bool" if r.random() < 0.95 else "uint8", mshape)
+            n = self.t(x).numel()
+            src_n = n if r.random() < 0.8 else r.randint(0, n + 2)
+            src_shape = self.factor(src_n) if src_n else [0]
+            dt = DNAME[self.t(x).dtype] if r.random() < 0.93 else None
+            return [x, m, self.new_input(dt, src_shape)]
+        if name == "take":
+            x = self.pick()
+            dt = self.index_dtype(("int64", "int64", "int32"))
+            return [x, self.index_of(self.t(x).numel(), self.rand_shape(3), 0.04, dt)]
+        if name == "take_along_dim":
+            x = self.pick()
+            if r.random() < 0.25:
+                return [x, self.index_of(self.t(x).numel(), self.rand_shape(3), 0.03), None]
+            d = self.dim(x, 0.02)
+            sh = list(self.t(x).shape)
+            ish = [1 if r.random() < 0.3 else s for s in sh]
+            if sh and -len(sh) <= d < len(sh):
+                ish[d] = r.randint(0, 4)
+            if r.random() < 0.05:
+                ish = ish + [1]
+            return [x, self.index_of(self.size_of(x, d), ish, 0.03), d]
+        if name in ("index_add", "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_"):
+            x = self.inplace_target() if inplace else self.pick()
+            d = self.dim(x, 0.02)
+            size = self.size_of(x, d)
+            k = r.randint(0, 4)
+            ish = [k] if r.random() < 0.9 else ([] if r.random() < 0.7 else [1, k])
+            allowed = ("int64", "int32") if name.startswith("index_add") else ("int64",)
+            idx = self.index_of(size, ish, 0.03, self.index_dtype(allowed))
+            if name.startswith("index_fill"):
+                v = self.scalar() if r.random() < 0.97 else self.new_input(None, [])
+                return [x, d, idx, v] if not isinstance(v, str) else [x, d, idx, self.scalar()]
+            sh = list(self.t(x).shape)
+            src_shape = list(sh)
+            if sh and -len(sh) <= d < len(sh):
+                src_shape[d] = numel(ish)
+            elif not sh:
+                src_shape = [] if r.random() < 0.5 else [numel(ish)]
+            if r.random() < 0.05:
+                src_shape = self.rand_shape()
+            dt = DNAME[self.t(x).dtype] if r.random() < 0.92 else None
+            src = self.new_input(dt, src_shape)
+            if name.startswith("index_add"):
+                return [x, d, idx, src, self.scalar(("int", "float")) if r.random() < 0.5 else {"int": 1}]
+            return [x, d, idx, src]
+        if name in ("meshgrid", "cartesian_prod"):
+            k = r.randint(1, 3)
+            dt = self.rand_dtype()
+            shape = lambda: [r.randint(0, 4)] if r.random() < (0.75 if name == "meshgrid" else 0.97) else \
+                ([] if r.random() < 0.6 else [2, 2])  # noqa: E731
+            ts = [self.new_input(dt if r.random() < 0.95 else None, shape()) for _ in range(k)]
+            if r.random() < 0.02:
+                ts = []
+            return [ts, r.choice(["ij", "xy"])] if name == "meshgrid" else [ts]
+        if name == "block_diag":
+            k = r.randint(0, 3) if r.random() < 0.05 else r.randint(1, 3)
+            ts = [self.new_input(None, [r.randint(0, 3) for _ in range(r.choice([0, 1, 2, 2, 2]))] if
+                                 r.random() < 0.97 else [1, 1, 1]) for _ in range(k)]
+            return [ts]
+        if name == "broadcast_tensors":
+            x = self.pick()
+            return [[x] + [self.like(x) for _ in range(r.randint(0, 2))]]
+        if name == "broadcast_to":
+            x = self.pick()
+            sh = list(self.t(x).shape)
+            new = [r.randint(0, 3) if s == 1 else (-1 if r.random() < 0.3 else s) for s in sh]
+            if r.random() < 0.3:
+                new = [r.randint(0, 3)] + new
+            if r.random() < 0.04 and new:
+                new[-1] += 1
+            return [x, new]
+        if name in ("tril_indices", "triu_indices"):
+            return [r.randint(0, 4) if r.random() < 0.97 else -1, r.randint(0, 4), r.randint(-4, 4)]
+        # ---- counting
+        if name == "searchsorted":
+            dt = wchoice(r, [("float32", 8), ("float64", 4), ("int64", 5), ("int32", 2), ("float16", 1),
+                             ("bfloat16", 1), ("uint8", 1), ("bool", 1)])
+            lead = [r.randint(0, 3) for _ in range(r.choice([0, 0, 0, 1, 2]))]
+            m = r.randint(0, 6)
+            use_sorter = r.random() < 0.2
+            seq = self.sorted_input(dt, lead + [m], unsorted=use_sorter)
+            vdt = dt if r.random() < 0.85 else self.rand_dtype()
+            if not lead and r.random() < 0.15:
+                vals = self.scalar(("int", "float"))
+            elif not lead:
+                vals = self.new_input(vdt, self.rand_shape(3))
+            else:
+                vals = self.new_input(vdt, (lead if r.random() < 0.95 else lead[:-1] + [5]) + [r.randint(0, 4)])
+            sorter = None
+            if use_sorter:
+                order = torch.argsort(self.t(seq), dim=-1, stable=True) if self.t(seq).dim() else torch.tensor(0)
+                data = order.flatten().tolist()
+                if r.random() < 0.05 and data:
+                    data[0] = m + 1
+                sorter = self.new_input("int64" if r.random() < 0.95 else "int32", list(order.shape), views=False,
+                                        rg=False, data=data)
+            right = r.random() < 0.5
+            side = r.choice([None, None, "right" if right else "left"])
+            return [seq, vals, right, side, sorter, r.random() < 0.3]
+        if name == "bucketize":
+            x = self.pick()
+            dt = DNAME[self.t(x).dtype] if r.random() < 0.8 else self.rand_dtype()
+            b = self.sorted_input(dt, [r.randint(0, 6)] if r.random() < 0.96 else [2, 2])
+            return [x, b, r.random() < 0.5, r.random() < 0.3]
+        if name == "bincount":
+            dt = wchoice(r, [("int64", 10), ("int32", 3), ("uint8", 3), ("float32", 1), ("bool", 1)])
+            n = r.randint(0, 8)
+            shape = [n] if r.random() < 0.96 else r.choice([[], [2, 2]])
+            data = [r.randint(0, 7) if r.random() < 0.98 else -1 for _ in range(numel(shape))]
+            if dt == "uint8":
+                data = [v % 256 for v in data]
+            if dt == "bool":
+                data = [bool(v % 2) for v in data]
+            x = self.new_input(dt, shape, views=False, rg=False, data=data)
+            w = None
+            if r.random() < 0.5:
+                wdt = wchoice(r, [("float32", 6), ("float64", 4), ("float16", 1), ("int64", 1), ("bfloat16", 1)])
+                w = self.new_input(wdt, [numel(shape)] if r.random() < 0.96 else [numel(shape) + 1])
+            return [x, w, r.choice([0, 0, 1, 3, 10])]
+        if name == "histc":
+            x = self.pick(lambda t: t.dtype in (torch.float32, torch.float64)) if r.random() < 0.9 else self.pick()
+            lo, hi = r.choice([(0.0, 0.0), (0.0, 0.0), (-2.0, 2.0), (-1.5, 3.0), (1.0, 1.0), (3.0, -3.0),
+                               (0.0, 1e-3), (-1e30, 1e30)])
+            return [x, r.randint(1, 8) if r.random() < 0.98 else 0, lo, hi]
+        # ---- reductions
+        if name == "nanmean":
+            return [self.pick()]
+        if name == "nanmean_dim":
+            x = self.pick()
+            return [x, self.dims(x), r.random() < 0.4]
+        if name == "count_nonzero_dim":
+            x = self.pick()
+            return [x, self.dims(x)]
+        if name in ("var_mean", "std_mean"):
+            x = self.pick()
+            return [x, self.dims(x) if r.random() < 0.8 else None, r.choice([0, 1, 1, 2]), r.random() < 0.4]
+        if name == "diff_pa":
+            x = self.pick()
+            d = self.dim(x)
+            sh = list(self.t(x).shape)
+
+            def part():
+                if r.random() < 0.5:
+                    return None
+                s = list(sh)
+                if s and -len(s) <= d < len(s):
+                    s[d] = r.randint(0, 3)
+                if r.random() < 0.05:
+                    s = s + [1] if r.random() < 0.5 else []
+                return self.new_input(DNAME[self.t(x).dtype] if r.random() < 0.9 else None, s)
+            return [x, r.choice([0, 1, 1, 2, 3]), d, part(), part()]
+        if name in ("cumsum_dtype", "cumprod_dtype"):
+            x = self.pick()
+            return [x, self.dim(x), self.rand_dtype()]
+        if name == "mean_dtype":
+            x = self.pick()
+            return [x, self.dims(x) if r.random() < 0.7 else None, r.random() < 0.4, self.rand_dtype()]
+        # ---- linear algebra
+        if name in ("addmm", "addmv", "addbmm", "baddbmm"):
+            dt = self.lin_dtype()
+            bt, n, m, p = r.randint(0, 3), r.randint(0, 4), r.randint(0, 4), r.randint(0, 4)
+            odt = lambda: dt if r.random() < 0.95 else self.lin_dtype()  # noqa: E731
+            if name == "addmv":
+                full = [n]
+                a1, a2 = self.new_input(odt(), [n, m]), self.new_input(odt(), [m] if r.random() < 0.97 else [m, 1])
+            elif name == "addmm":
+                full = [n, p]
+                a1 = self.new_input(odt(), [n, m])
+                a2 = self.new_input(odt(), [m if r.random() < 0.97 else m + 1, p])
+            else:
+                full = [bt, n, p] if name == "baddbmm" else [n, p]
+                a1 = self.new_input(odt(), [bt, n, m])
+                a2 = self.new_input(odt(), [bt if r.random() < 0.97 else bt + 1, m, p])
+            ish = [1 if r.random() < 0.25 else s for s in full][r.randint(0, len(full)) if r.random() < 0.25 else 0:]
+            inp = self.new_input(odt(), ish)
+            if dt in FLOATS:
+                beta, alpha = r.choice([1.0, 0.0, 0.5, -1.5, 2.0]), r.choice([1.0, 0.0, 0.5, -2.0])
+            else:
+                beta, alpha = r.choice([1, 0, 2, -1]), r.choice([1, 0, 3, -1])
+            return [inp, a1, a2, beta, alpha]
+        if name == "einsum":
+            return self.einsum_args()
+        if name == "tensordot":
+            dt = self.lin_dtype()
+            sa = [r.randint(0, 3) for _ in range(r.randint(0, 3))]
+            k = r.randint(0, len(sa))
+            da = r.sample(range(len(sa)), k)
+            sb = [r.randint(1, 3) for _ in range(r.randint(0, 2))]
+            db = []
+            for dd in da:
+                pos = r.randint(0, len(sb))
+                sb.insert(pos, sa[dd] if r.random() < 0.97 else sa[dd] + 1)
+                db = [q + 1 if q >= pos else q for q in db] + [pos]
+            a = self.new_input(dt, sa)
+            b = self.new_input(dt if r.random() < 0.95 else self.lin_dtype(), sb)
+            if r.random() < 0.25:
+                n = r.randint(0, 2)
+                b2 = self.new_input(dt, sa[len(sa) - n:] + [r.randint(1, 3)] if n <= len(sa) else [2])
+                return [a, b2, n]
+            da = [q - len(sa) if r.random() < 0.2 else q for q in da]
+            return [a, b, da, db]
+        if name == "kron":
+            x = self.new_input(self.lin_dtype() if r.random() < 0.7 else None, self.rand_shape(3))
+            dt = None if r.random() < 0.3 else DNAME[self.t(x).dtype]
+            return [x, self.new_input(dt, self.rand_shape(3))]
+        if name == "cross":
+            dt = self.lin_dtype()
+            nd = r.randint(1, 3)
+            sh = [r.randint(0, 3) for _ in range(nd)]
+            d = r.randrange(nd)
+            sh[d] = 3 if r.random() < 0.95 else 2
+            sb = [1 if (r.random() < 0.2 and i != d) else s for i, s in enumerate(sh)]
+            return [self.new_input(dt, sh), self.new_input(dt if r.random() < 0.95 else None, sb),
+                    d - nd if r.random() < 0.5 else d]
+        if name in ("matrix_norm", "inv", "det", "slogdet", "solve", "cholesky", "eigvalsh", "svdvals", "qr_abs"):
+            dt = self.lin_dtype()
+            batch = [r.randint(0, 3) for _ in range(r.choice([0, 0, 1, 1, 2]))]
+            n = r.choice([0, 1, 2, 2, 3, 3, 4])
+            if name in ("matrix_norm", "svdvals", "qr_abs") and r.random() < 0.5:
+                shape = batch + [n, r.randint(0, 4)]
+                x = self.new_input(dt, shape)
+            elif r.random() < 0.03:
+                x = self.new_input(dt, batch + [n, n + 1] if r.random() < 0.5 else [n])
+            else:
+                kind = "spd" if name in ("cholesky", "eigvalsh") and r.random() < 0.8 else None
+                x = self.square(dt, batch, n, kind)
+            if name == "matrix_norm":
+                return [x, jf(r.choice(["fro", "nuc", math.inf, -math.inf, 1.0, -1.0, 2.0, -2.0, 3.0])) if
+                        r.random() < 0.98 else "fro", r.random() < 0.4]
+            if name == "solve":
+                sh = list(self.t(x).shape)
+                if r.random() < 0.3 and len(sh) >= 1:
+                    bsh = sh[:-1]
+                else:
+                    bsh = sh[:-1] + [r.randint(0, 3)]
+                    if r.random() < 0.2 and len(bsh) > 2:
+                        bsh = bsh[1:]
+                return [x, self.new_input(DNAME[self.t(x).dtype] if r.random() < 0.95 else None, bsh)]
+            if name == "cholesky":
+                return [x, r.random() < 0.3]
+            if name == "eigvalsh":
+                return [x, r.choice(["L", "U"])]
+            if name == "qr_abs":
+                return [x, r.choice(["reduced", "complete", "r"])]
+            return [x]
         return None
 
     def factor(self, n, parts=None):
@@ -949,7 +1535,16 @@ ALL_OPS = (list(UNARY) + UNARY_INPLACE + list(NOARG) + BINARY + BINARY_INPLACE +
     "transpose", "expand", "narrow", "slice", "select", "squeeze_dim", "squeeze_dims", "unsqueeze", "flatten",
     "unflatten", "split", "chunk", "unbind", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
     "scatter_value", "index_select", "index", "index_put", "index_put_", "tril", "triu", "one_hot", "sort", "argsort", "topk", "cat",
-    "stack", "to", "fill_", "copy_", "full_like"])
+    "stack", "to", "fill_", "copy_", "full_like"] + COV_SHAPE + COV_COUNT + COV_REDUCE + COV_LINALG)
+# Op groups for --ops (a group name stands for its ops).
+OP_GROUPS = {
+    "shape": COV_SHAPE + ["nonzero", "tril", "triu", "index_put", "index_put_"],
+    "count": COV_COUNT,
+    "reduce": COV_REDUCE + ["nansum", "nansum_dim", "count_nonzero", "aminmax", "kthvalue", "median", "median_dim",
+                            "nanmedian", "nanmedian_dim", "mode", "cummax", "cummin", "logcumsumexp", "diff", "unique",
+                            "unique_consecutive"],
+    "linalg": COV_LINALG + ["norm", "norm_dim"],
+}
 
 
 def generate(seed, i, ops):
@@ -1165,7 +1760,8 @@ def main():
     ap.add_argument("--start", type=int, default=0, help="index of the first program")
     ap.add_argument("--quick", action="store_true", help="300 programs")
     ap.add_argument("--out", default=None, help="folder for findings.jsonl and summary.md")
-    ap.add_argument("--ops", default=None, help="comma-separated op names (default: all)")
+    ap.add_argument("--ops", default=None,
+                    help="comma-separated op names or groups (%s; default: all)" % ", ".join(OP_GROUPS))
     ap.add_argument("--eval", default=None, help="path of ferrotorch-fuzz-eval")
     ap.add_argument("--replay", default=None, help="open, fixed or a JSONL file of cases")
     ap.add_argument("--promote", action="store_true", help="with --replay open: move agreeing cases to fixed")
@@ -1183,7 +1779,7 @@ def main():
     ev = Evaluator(path)
     if args.replay:
         sys.exit(replay(ev, args.replay, args.promote, args.rerecord))
-    ops = args.ops.split(",") if args.ops else ALL_OPS
+    ops = [o for g in args.ops.split(",") for o in OP_GROUPS.get(g, [g])] if args.ops else ALL_OPS
     bad = [o for o in ops if o not in ALL_OPS]
     if bad:
         sys.exit("unknown ops: " + ", ".join(bad))

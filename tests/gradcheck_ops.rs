@@ -469,8 +469,17 @@ fn cases() -> Vec<Case> {
     c.extend(conv_pool_cases(&g));
     // Composites built on the ops above (repeat: reshape + expand; flip:
     // index_select).
-    c.push(case("expand", vec![x()], true, |t| t[0].repeat((2, 1, 3))));
-    c.push(case("index_select", vec![x()], true, |t| t[0].flip((0, -1))));
+    c.push(case("repeat", vec![x()], true, |t| t[0].repeat((2, 1, 3))));
+    c.push(case("flip", vec![x()], true, |t| t[0].flip((0, -1))));
+    c.push(case("diagonal_copy", vec![x()], true, |t| t[0].diag(1)));
+    c.push(case("var_mean.correction", vec![x()], true, |t| {
+        let (v, m) = t[0].var_mean_dim(1, 1.0, false)?;
+        v.add(&m.mul(3.0)?)
+    }));
+    c.push(case("std_mean.correction", vec![x()], true, |t| {
+        let (s, m) = t[0].std_mean_dim((), 0.0, true)?;
+        s.mul(2.0)?.add(&m)
+    }));
     c
 }
 
@@ -623,7 +632,7 @@ fn conv_pool_cases(g: &Generator) -> Vec<Case> {
 /// Operators whose outputs require grad as PyTorch's do but whose
 /// derivative PyTorch does not implement either: backward is an error
 /// with PyTorch's message (checked below).
-const NO_DERIVATIVE: &[&str] = &["_unique2", "unique_dim", "unique_consecutive"];
+const NO_DERIVATIVE: &[&str] = &["_unique2", "unique_dim", "unique_consecutive", "bincount"];
 
 #[test]
 fn operators_without_a_derivative_fail_at_backward_as_pytorch() -> Result<()> {
@@ -646,6 +655,14 @@ fn operators_without_a_derivative_fail_at_backward_as_pytorch() -> Result<()> {
         );
         assert!(NO_DERIVATIVE.contains(&name));
     }
+    // bincount with weights: PyTorch's NotImplemented node.
+    let w = Tensor::new([1.0f64, 2.0, 3.0])?.requires_grad_(true)?;
+    let b = Tensor::new([0i64, 2, 2])?.bincount(Some(&w), 0)?;
+    assert!(b.requires_grad());
+    assert_eq!(b.grad_fn().map(|n| n.name()), Some("NotImplemented".into()));
+    let e = b.sum()?.backward().unwrap_err().to_string();
+    assert!(e.contains("derivative for aten::bincount is not implemented"), "{e}");
+    assert!(NO_DERIVATIVE.contains(&"bincount"));
     Ok(())
 }
 

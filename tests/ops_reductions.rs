@@ -167,3 +167,81 @@ fn large_inputs_give_the_same_bits_as_small_ones() -> Result<()> {
     );
     Ok(())
 }
+
+/// Differences the differential fuzzer found (group `reduce`), with PyTorch
+/// 2.15's values.
+#[test]
+fn var_mean_is_one_welford_node() -> Result<()> {
+    // PyTorch's var_mean runs Welford's algorithm: an infinite element
+    // makes the mean NaN (a separate mean gives inf).
+    let (v, m) = Tensor::new([f32::INFINITY, 1.0])?.var_mean(0.0)?;
+    assert!(v.item::<f32>()?.is_nan() && m.item::<f32>()?.is_nan());
+    let x = Tensor::new([[1.0f64, 2.0, 4.0], [0.5, -1.0, 3.0]])?.requires_grad_(true)?;
+    let (v, m) = x.var_mean_dim(1, 1.0, false)?;
+    assert_eq!(
+        (node(&v), node(&m)),
+        ("VarMeanBackward0".into(), "VarMeanBackward0".into())
+    );
+    v.mul(2.0)?.add(&m)?.sum()?.backward()?;
+    let want = [-7.0 / 3.0, -1.0 / 3.0, 11.0 / 3.0, -1.0 / 3.0, -10.0 / 3.0, 14.0 / 3.0];
+    for (g, w) in x.grad()?.to_vec::<f64>()?.iter().zip(want) {
+        assert!((g - w).abs() < 1e-12, "{g} vs {w}");
+    }
+    assert_eq!(node(&x.std_mean_dim(0, 0.0, false)?.0), "StdMeanBackward0");
+    Ok(())
+}
+
+#[test]
+fn scans_follow_pytorch_with_nan_inf_and_dtype() -> Result<()> {
+    // Every NaN takes its own index in cummax / cummin.
+    let nan = f32::NAN;
+    assert_eq!(
+        Tensor::new([nan, nan, 1.0, nan])?.cummax(0)?.1.to_vec::<i64>()?,
+        [0, 1, 1, 3]
+    );
+    assert_eq!(Tensor::new([2.0, nan, nan])?.cummin(0)?.1.to_vec::<i64>()?, [0, 1, 2]);
+    // The reversed cumsum of the backward keeps infinities (no subtraction).
+    let x = Tensor::new([2.0f32, f32::INFINITY, 0.5])?.requires_grad_(true)?;
+    x.cumprod(0)?.sum()?.backward()?;
+    let g = x.grad()?.to_vec::<f32>()?;
+    assert!(g[0] == f32::INFINITY && g[1].is_nan() && g[2] == f32::INFINITY, "{g:?}");
+    // dtype=: one node whose gradient is computed in the input's dtype.
+    let x = Tensor::new([0.3f32, -1.7, 2.2, 0.9])?.requires_grad_(true)?;
+    let y = x.cumprod_dtype(0, DType::BF16)?;
+    assert_eq!(node(&y), "CumprodBackward0");
+    y.sum()?.backward()?;
+    let want = [-7.838_541_5f32, 1.560_202_1, -0.973_011_3, -1.128_472_2];
+    for (g, w) in x.grad()?.to_vec::<f32>()?.iter().zip(want) {
+        assert!((g - w).abs() < 1e-5, "{g} vs {w}");
+    }
+    // With zeros, PyTorch's first-order formula (the output before the first zero).
+    let x = Tensor::new([0.3f32, 0.0, 2.2, 0.9, 0.0, 3.0])?.requires_grad_(true)?;
+    x.cumprod_dtype(0, DType::BF16)?.sum()?.backward()?;
+    let want = [1.002_604_1f32, 1.558_046_9, 0.0, 0.0, 0.0, 0.0];
+    for (g, w) in x.grad()?.to_vec::<f32>()?.iter().zip(want) {
+        assert!((g - w).abs() < 1e-5, "{g} vs {w}");
+    }
+    let rg = Tensor::new([1.0f32, 2.0])?.requires_grad_(true)?;
+    assert!(err(rg.cumsum_dtype(0, DType::I64)).contains("Autograd not support dtype: Long"));
+    assert!(err(Tensor::new([1.0f32])?.cumsum_dtype(0, DType::Bool)).contains("'Bool'"));
+    assert!(Tensor::scalar(1.0f32).cumsum_dtype(0, DType::Bool)?.item::<bool>()?);
+    Ok(())
+}
+
+#[test]
+fn more_reduction_edge_cases() -> Result<()> {
+    // mean(dtype=f16) sums in f32 first (casting the input first overflows).
+    let m = Tensor::new([70000.0f32, -4.0])?.mean_dtype(DType::F16)?;
+    assert_eq!(m.to_dtype(DType::F32)?.item::<f32>()?, 35008.0);
+    // diff with n = 0 checks prepend's shape, then ignores it.
+    let x = Tensor::ones([2, 3])?;
+    assert!(err(x.diff(0, 1, Some(&Tensor::ones([3, 3])?), None)).contains("prepend or append"));
+    assert_eq!(x.diff(0, 1, Some(&Tensor::ones([2, 5])?), None)?.shape(), [2, 3]);
+    // max() / min() share the gradient among the NaNs when the result is NaN.
+    let x = Tensor::new([1.0f32, f32::NAN, 3.0, f32::NAN])?.requires_grad_(true)?;
+    x.max()?.backward()?;
+    assert_eq!(x.grad()?.to_vec::<f32>()?, [0.0, 0.5, 0.0, 0.5]);
+    // kthvalue of a 0-d bool answers before the dtype check.
+    assert!(Tensor::scalar(true).kthvalue(1, 0, false)?.0.item::<bool>()?);
+    Ok(())
+}

@@ -17,6 +17,7 @@ use ferrotorch_core::{DType, Operand, Rounding, Scalar, Tensor};
 use serde_json::{Map, Value, json};
 
 mod ops;
+mod ops_cov;
 
 type Res<T> = std::result::Result<T, String>;
 
@@ -455,6 +456,29 @@ fn tolerance(dtype: &str, op: &str) -> (f64, f64) {
             | "dot"
             | "matmul"
             | "backward"
+            | "nanmean"
+            | "nanmean_dim"
+            | "var_mean"
+            | "std_mean"
+            | "mean_dtype"
+            | "cumsum_dtype"
+            | "cumprod_dtype"
+            | "trace"
+            | "addmm"
+            | "addmv"
+            | "addbmm"
+            | "baddbmm"
+            | "einsum"
+            | "tensordot"
+            | "matrix_norm"
+            | "inv"
+            | "det"
+            | "slogdet"
+            | "solve"
+            | "cholesky"
+            | "eigvalsh"
+            | "svdvals"
+            | "qr_abs"
     );
     let k = if reduce { 10.0 } else { 1.0 };
     match dtype {

@@ -540,7 +540,8 @@ impl Layout {
     /// `dim` becomes the window count and a last dim of `size` is added.
     pub fn unfold(&self, op: &'static str, dim: i64, size: usize, step: usize) -> Result<Layout> {
         let nd = self.ndim();
-        let d = if nd == 0 { 0 } else { normalize_dim(op, dim, nd)? };
+        // A 0-d tensor takes dim 0 or -1, as PyTorch's maybe_wrap_dim.
+        let d = normalize_dim(op, dim, nd)?;
         let n = if nd == 0 { 1 } else { self.shape[d] };
         if size > n {
             return Err(Error::invalid(

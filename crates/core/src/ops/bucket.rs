@@ -1,8 +1,11 @@
 //! Counting and bucketing: `searchsorted` / `bucketize`, `bincount` and
 //! `histc`, with PyTorch's comparisons (NaN included), dtypes and checks.
-//! Not differentiable; the CPU kernel (`backend/cpu/bucket.rs`) is
-//! functional (`bincount`'s output size depends on the data).
+//! Not differentiable (`bincount`'s weights give a result that requires
+//! grad, as PyTorch's, whose backward is PyTorch's "not implemented"
+//! error); the CPU kernel (`backend/cpu/bucket.rs`) is functional
+//! (`bincount`'s output size depends on the data).
 
+use crate::autograd::BackwardCtx;
 use crate::dispatch::{Op, OpEntry, call1};
 use crate::ops::promote::{IntoOperand, Operand, result_type};
 use crate::{DType, Error, Result, Tensor};
@@ -10,7 +13,7 @@ use crate::{DType, Error, Result, Tensor};
 /// Dispatch table of `searchsorted.Tensor`.
 pub static SEARCHSORTED: OpEntry = OpEntry::new("searchsorted.Tensor");
 /// Dispatch table of `bincount`.
-pub static BINCOUNT: OpEntry = OpEntry::new("bincount");
+pub static BINCOUNT: OpEntry = OpEntry::differentiable("bincount");
 /// Dispatch table of `histc`.
 pub static HISTC: OpEntry = OpEntry::new("histc");
 
@@ -48,6 +51,22 @@ impl Op for Bucket {
             Bucket::Bincount { .. } => &BINCOUNT,
             Bucket::Histc { .. } => &HISTC,
         }
+    }
+
+    fn differentiable_input(&self, i: usize) -> bool {
+        // Only bincount's weights (PyTorch records a NotImplemented node).
+        i == 1
+    }
+
+    fn backward_name(&self) -> String {
+        "NotImplemented".into()
+    }
+
+    fn backward(&self, _ctx: &BackwardCtx, _grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Err(Error::invalid(
+            "bincount",
+            "derivative for aten::bincount is not implemented",
+        ))
     }
 }
 
@@ -119,6 +138,26 @@ impl Tensor {
                 "boundary and sorter must have the same size",
             ));
         }
+        // PyTorch returns an empty result before its dtype dispatch.
+        if dt == DType::Bool && vals.numel() > 0 {
+            return Err(Error::dtype(
+                name,
+                dt,
+                "\"searchsorted_out_cpu\" not implemented for 'Bool'",
+            ));
+        }
+        if let Some(s) = opts.sorter
+            && s.dtype() != DType::I64
+        {
+            return Err(Error::dtype(
+                name,
+                s.dtype(),
+                format!(
+                    "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype {}",
+                    s.dtype().scalar_type_name()
+                ),
+            ));
+        }
         let seq = self.to_dtype(dt)?;
         let op = Bucket::SearchSorted {
             right: opts.right,
@@ -132,6 +171,12 @@ impl Tensor {
     /// `torch.bucketize(self, boundaries, right=right)`: the index of the
     /// bucket of each element among 1-d sorted `boundaries`.
     pub fn bucketize(&self, boundaries: &Tensor, right: bool) -> Result<Tensor> {
+        self.bucketize_with(boundaries, right, false)
+    }
+
+    /// `torch.bucketize(self, boundaries, right=right, out_int32=out_int32)`:
+    /// [`Tensor::bucketize`] with int32 indices when `out_int32`.
+    pub fn bucketize_with(&self, boundaries: &Tensor, right: bool, out_int32: bool) -> Result<Tensor> {
         if boundaries.ndim() != 1 {
             return Err(Error::invalid(
                 "bucketize",
@@ -141,27 +186,53 @@ impl Tensor {
                 ),
             ));
         }
-        boundaries.searchsorted(self, right)
+        boundaries.searchsorted_with(
+            self,
+            SearchSortedOptions {
+                right,
+                out_int32,
+                sorter: None,
+            },
+        )
     }
 
     /// `torch.bincount(self, weights, minlength)`: how often each value of
     /// a 1-d non-negative integer tensor occurs (or the sum of its
     /// `weights`: float32 weights sum in float32, others in float64).
     pub fn bincount(&self, weights: Option<&Tensor>, minlength: usize) -> Result<Tensor> {
-        if self.ndim() != 1 || !self.dtype().is_integral(false) {
-            if self.dtype().is_floating_point() {
-                return Err(Error::dtype(
-                    "bincount",
-                    self.dtype(),
-                    format!(
-                        "\"bincount_cpu\" not implemented for '{}'",
-                        self.dtype().scalar_type_name()
-                    ),
-                ));
-            }
+        // PyTorch's order: the input dtype, an empty input (int64 zeros
+        // whatever the weights), the rank and signs, the largest value,
+        // then the weights' shape.
+        if !self.dtype().is_integral(false) {
+            return Err(Error::dtype(
+                "bincount",
+                self.dtype(),
+                format!(
+                    "\"bincount_cpu\" not implemented for '{}'",
+                    self.dtype().scalar_type_name()
+                ),
+            ));
+        }
+        if self.ndim() == 1 && self.numel() == 0 {
+            return crate::TensorOptions::new()
+                .dtype(DType::I64)
+                .device(self.device())
+                .zeros([minlength]);
+        }
+        if self.ndim() != 1 || self.amin(0, false)?.item::<i64>()? < 0 {
             return Err(Error::invalid(
                 "bincount",
                 "bincount only supports 1-d non-negative integral inputs.",
+            ));
+        }
+        let max = self.amax(0, false)?.item::<i64>()?;
+        if max == i64::MAX {
+            return Err(Error::invalid(
+                "bincount",
+                format!(
+                    "maximum value of input overflowed, it should be < {} but got {max}",
+                    i64::MAX
+                ),
             ));
         }
         if let Some(w) = weights
@@ -181,7 +252,7 @@ impl Tensor {
     /// `[min, max]` (the data's range when both are equal; elements outside
     /// and NaN are ignored), as a float tensor of `self`'s dtype.
     pub fn histc(&self, bins: usize, min: f64, max: f64) -> Result<Tensor> {
-        if !matches!(self.dtype(), DType::F32 | DType::F64) {
+        if !self.is_floating_point() {
             return Err(Error::dtype(
                 "histc",
                 self.dtype(),

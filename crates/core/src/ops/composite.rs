@@ -170,7 +170,8 @@ fn composite_kernel(call: &Call) -> Result<Tensors> {
             call1(&Cat { dim }, &refs)?
         }
     };
-    Ok(smallvec::smallvec![r])
+    // dot and mv end in a view of the product (never a view for autograd).
+    Ok(smallvec::smallvec![r.into_result(call.inputs)?])
 }
 
 pub(crate) fn register() -> Result<()> {

@@ -352,6 +352,20 @@ impl Tensor {
         )
     }
 
+    /// A contiguous copy with its own storage, whatever `self`'s layout
+    /// (PyTorch's `clone(memory_format=torch.contiguous_format)`; node
+    /// `CloneBackward0`).
+    pub fn clone_contiguous(&self) -> Result<Tensor> {
+        call1(
+            &Cast {
+                dtype: self.dtype(),
+                preserve_strides: false,
+                clone: true,
+            },
+            &[self],
+        )
+    }
+
     /// `self` if contiguous, else a contiguous copy (as PyTorch, which
     /// clones with `memory_format=contiguous_format`: node `CloneBackward0`).
     pub fn contiguous(&self) -> Result<Tensor> {

@@ -568,6 +568,14 @@ impl Tensor {
         let mut defined = indices.iter().flatten();
         let single_mask = matches!((defined.next(), defined.next()), (Some(m), None) if m.dtype() == DType::Bool);
         if !accumulate && single_mask && values.numel() == 1 && values.dtype() != self.dtype() {
+            // `v.item()` converted as masked_fill_ converts a Scalar (checked).
+            let v = values.detach();
+            let item = match v.dtype() {
+                DType::Bool => crate::Scalar::Bool(v.item::<bool>()?),
+                d if d.is_floating_point() => crate::Scalar::Float(v.to_dtype(DType::F64)?.item::<f64>()?),
+                _ => crate::Scalar::Int(v.to_dtype(DType::I64)?.item::<i64>()?),
+            };
+            item.check_fits("index_put", self.dtype())?;
             values.to_dtype(self.dtype())
         } else {
             Ok(values.clone())

@@ -91,7 +91,10 @@ impl Op for Composed {
                     .fold((0, 0), |(r, c), t| (r + t.shape()[0], c + t.shape()[1]));
                 OutSpec::new(Dims::from_slice(&[r, c]), x.dtype())
             }
-            Composed::MaskedScatter => OutSpec::new(x.dims(), x.dtype()),
+            Composed::MaskedScatter => OutSpec::new(
+                broadcast_shapes("masked_scatter", x.shape(), inputs[1].shape())?,
+                x.dtype(),
+            ),
             Composed::Take => OutSpec::new(inputs[1].dims(), x.dtype()),
             Composed::MaskedSelect => {
                 return Err(Error::invalid(
@@ -156,7 +159,7 @@ impl Op for Composed {
             }
             Composed::MaskedScatter => {
                 let (mask, source) = (ctx.input(1)?, ctx.input(2)?);
-                let mask = mask.expand(dims_i64(&shape0))?;
+                let mask = mask.expand(dims_i64(g.shape()))?;
                 let gx = g.masked_fill(&mask, 0.0)?;
                 let picked = g.masked_select(&mask)?;
                 let pad = source.numel() - picked.numel();
@@ -224,7 +227,7 @@ fn composed_kernel(call: &Call) -> Result<Tensors> {
                 for (&s, &d) in shifts.iter().zip(dims) {
                     r = roll_dim(&r, s, d)?;
                 }
-                if r.is_same(x) { r.clone_tensor()? } else { r }
+                r
             }
         }
         Composed::DiagEmbed { offset, dim1, dim2 } => {
@@ -256,7 +259,8 @@ fn composed_kernel(call: &Call) -> Result<Tensors> {
         }
         Composed::MaskedScatter => {
             let (mask, source) = (call.inputs[1], call.inputs[2]);
-            let mask = mask.expand(dims_i64(x.shape()))?;
+            let full = dims_i64(&broadcast_shapes("masked_scatter", x.shape(), mask.shape())?);
+            let mask = mask.expand(&full)?;
             let count = mask.to_dtype(DType::I64)?.sum()?.item::<i64>()? as usize;
             if source.numel() < count {
                 return Err(Error::invalid(
@@ -264,7 +268,7 @@ fn composed_kernel(call: &Call) -> Result<Tensors> {
                     "masked_scatter: expected source to have at least as many elements as ones in mask",
                 ));
             }
-            let out = x.clone_tensor()?;
+            let out = x.expand(&full)?.clone_tensor()?;
             let values = source.reshape([-1])?.narrow(0, 0, count as i64)?;
             if count > 0 {
                 out.i_set(&mask, &values)?;
@@ -278,7 +282,7 @@ fn composed_kernel(call: &Call) -> Result<Tensors> {
                 .reshape(dims_i64(index.shape()))?
         }
     };
-    Ok(smallvec::smallvec![r])
+    Ok(smallvec::smallvec![r.into_result(call.inputs)?])
 }
 
 /// `x` rolled by `shift` along `d`: two slices joined the other way round.
@@ -327,65 +331,43 @@ impl Op for IndexRows {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let (x, index) = (inputs[0], inputs[1]);
-        let name = self.entry().base_name();
-        if !matches!(index.dtype(), DType::I64 | DType::I32) {
-            return Err(Error::dtype(
-                name,
-                index.dtype(),
-                format!("{name}(): Expected dtype int32/int64 for index"),
-            ));
-        }
-        if index.ndim() > 1 {
-            return Err(Error::invalid(
-                name,
-                format!("{name}(): Index is supposed to be a vector"),
-            ));
-        }
-        if let Some(src) = inputs.get(2) {
-            if src.dtype() != x.dtype() {
-                return Err(Error::dtype(
-                    name,
-                    src.dtype(),
-                    format!(
-                        "{name}(): self ({}) and source ({}) must have the same scalar type",
-                        x.dtype().scalar_type_name(),
-                        src.dtype().scalar_type_name()
-                    ),
-                ));
+        match self.write {
+            IndexWrite::Add(alpha) => self.check_add(x, index, inputs[2], alpha)?,
+            IndexWrite::Copy => self.check_copy(x, index, inputs[2])?,
+            IndexWrite::Fill(value) => {
+                // PyTorch's index_fill_: the index dtype, its rank, and the
+                // value's conversion (always made, even when nothing is written).
+                if index.dtype() != DType::I64 {
+                    return Err(Error::dtype(
+                        "index_fill",
+                        index.dtype(),
+                        "index_fill_(): Expected dtype int64 for index.",
+                    ));
+                }
+                if index.ndim() > 1 {
+                    return Err(Error::invalid("index_fill", "Index has to be a vector/scalar"));
+                }
+                value.check_fits("index_fill", x.dtype())?;
             }
-            let n_src = if src.ndim() == 0 { 1 } else { src.shape()[self.dim] };
-            if index.numel() != n_src {
-                return Err(Error::invalid(
-                    name,
-                    format!(
-                        "{name}(): Number of indices ({}) should be equal to source.size(dim) ({n_src})",
-                        index.numel()
-                    ),
-                ));
-            }
-            let mut xs = x.shape().to_vec();
-            let mut ss = src.shape().to_vec();
-            if !xs.is_empty() && !ss.is_empty() {
-                xs.remove(self.dim);
-                ss.remove(self.dim);
-            }
-            if x.ndim() == src.ndim() && xs != ss {
-                return Err(Error::shape(
-                    name,
-                    x.shape(),
-                    src.shape(),
-                    "source must have the same shape as self outside dim",
-                ));
-            }
-        }
-        if let IndexWrite::Add(a) | IndexWrite::Fill(a) = self.write {
-            a.check_fits(name, x.dtype())?;
         }
         Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())])
     }
 
     fn differentiable_input(&self, i: usize) -> bool {
         i != 1
+    }
+
+    /// As PyTorch (which only warns that it is deprecated): `index_fill_`
+    /// of an expanded tensor writes the value through every alias of the
+    /// selected slices.
+    fn allows_overlapping_out(&self) -> bool {
+        matches!(self.write, IndexWrite::Fill(_))
+    }
+
+    /// `self` is copied into the output before anything is written, so the
+    /// output may be `self` itself.
+    fn alias_safe_input(&self, i: usize) -> bool {
+        i == 0
     }
 
     fn saves(&self) -> Saves {
@@ -399,7 +381,8 @@ impl Op for IndexRows {
         let pick = |g: &Tensor| -> Result<Tensor> {
             let src_shape = ctx.input_shape(2);
             if g.ndim() == 0 {
-                return Ok(g.clone());
+                // PyTorch's index_select of a 0-d gradient, expanded as source.
+                return g.reshape(dims_i64(src_shape));
             }
             g.index_select(d, &index)?.reshape(dims_i64(src_shape))
         };
@@ -419,6 +402,189 @@ impl Op for IndexRows {
             }
             IndexWrite::Fill(_) => vec![Some(g.index_fill(d, &index, 0.0)?), None],
         })
+    }
+}
+
+impl IndexRows {
+    /// Whether the kernel visits any element (and so checks the indices):
+    /// PyTorch's index_copy / index_fill iterate `self` restrided to
+    /// `index.numel()` slices along `dim`; its index_add of a tensor of two
+    /// or more dims returns at once for an empty index or `self`.
+    pub(crate) fn visits(&self, x: &Tensor, index: &Tensor) -> bool {
+        let k = index.numel();
+        match self.write {
+            IndexWrite::Add(_) if x.ndim() > 1 => k > 0 && x.numel() > 0,
+            IndexWrite::Add(_) => true,
+            _ => {
+                let rest: usize = x
+                    .shape()
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| i != self.dim)
+                    .map(|(_, &s)| s)
+                    .product();
+                k > 0 && rest > 0
+            }
+        }
+    }
+
+    /// PyTorch's `index_func_meta_impl` checks of index_add, in its order,
+    /// then the conversion of `alpha` where the kernel makes it.
+    fn check_add(&self, x: &Tensor, index: &Tensor, src: &Tensor, alpha: Scalar) -> Result<()> {
+        let (name, d) = ("index_add", self.dim);
+        if index.ndim() > 1 {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "index_add_(): Index is supposed to be a vector, but got dim: {} with type: {} and size: {:?}",
+                    index.ndim(),
+                    index.dtype().scalar_type_name(),
+                    index.shape()
+                ),
+            ));
+        }
+        if !matches!(index.dtype(), DType::I64 | DType::I32) {
+            return Err(Error::dtype(
+                name,
+                index.dtype(),
+                format!(
+                    "index_add_(): Expected dtype int32/int64 for index but got: {}",
+                    index.dtype().scalar_type_name()
+                ),
+            ));
+        }
+        if src.dtype() != x.dtype() {
+            return Err(Error::dtype(
+                name,
+                src.dtype(),
+                format!(
+                    "index_add_(): self ({}) and source ({}) must have the same scalar type",
+                    x.dtype().scalar_type_name(),
+                    src.dtype().scalar_type_name()
+                ),
+            ));
+        }
+        if d != 0 && d >= src.ndim() {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim {}",
+                    src.ndim()
+                ),
+            ));
+        }
+        let n_src = if src.ndim() == 0 { 1 } else { src.shape()[d] };
+        if index.numel() != n_src {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "index_add_(): Number of indices ({}) should be equal to source.size(dim): ({n_src}), for dim: {d}",
+                    index.numel()
+                ),
+            ));
+        }
+        let (mut xs, mut ss) = (x.shape().to_vec(), src.shape().to_vec());
+        if x.ndim() != 0 && src.ndim() != 0 {
+            xs.remove(d);
+            ss.remove(d);
+        }
+        if xs != ss {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "source tensor shape must match self tensor shape, excluding the specified dimension. Got \
+                     self.shape = {:?} source.shape = {:?}",
+                    x.shape(),
+                    src.shape()
+                ),
+            ));
+        }
+        if self.visits(x, index) {
+            alpha.check_fits(name, x.dtype())?;
+        }
+        Ok(())
+    }
+
+    /// PyTorch's index_copy meta checks, in its order.
+    fn check_copy(&self, x: &Tensor, index: &Tensor, src: &Tensor) -> Result<()> {
+        let (name, d) = ("index_copy", self.dim);
+        if index.ndim() >= 2 {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "index_copy_(): Index should have dimension 1 or 0 (got {})",
+                    index.ndim()
+                ),
+            ));
+        }
+        let k = index.numel();
+        if src.ndim() == 0 && k != 1 {
+            return Err(Error::invalid(
+                name,
+                format!("index_copy_(): When source is scalar, index should have one element (got {k})"),
+            ));
+        }
+        if src.ndim() != 0 && x.ndim() != 0 && src.ndim() != x.ndim() {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "index_copy_(): When source and destination are not scalars, their dimensionality must match. \
+                     Source dimensionality ({}), destination dimensionality ({})",
+                    src.ndim(),
+                    x.ndim()
+                ),
+            ));
+        }
+        if index.dtype() != DType::I64 {
+            return Err(Error::dtype(
+                name,
+                index.dtype(),
+                format!(
+                    "index_copy_(): Expected a long tensor for index, but got {}",
+                    index.dtype().scalar_type_name()
+                ),
+            ));
+        }
+        if src.dtype() != x.dtype() {
+            return Err(Error::dtype(
+                name,
+                src.dtype(),
+                format!(
+                    "index_copy_(): self and source expected to have the same dtype, but got (self) {} and \
+                     (source) {}",
+                    x.dtype().scalar_type_name(),
+                    src.dtype().scalar_type_name()
+                ),
+            ));
+        }
+        let sliced = |t: &Tensor| -> Vec<usize> {
+            let mut s = t.shape().to_vec();
+            if !s.is_empty() {
+                s.remove(d);
+            }
+            s
+        };
+        if sliced(x) != sliced(src) {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice \
+                     shape: {:?} at dimension {d} and source slice shape: {:?} at dimension 0.",
+                    sliced(x),
+                    sliced(src)
+                ),
+            ));
+        }
+        if src.ndim() != 0 && k != src.shape()[d] {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "index_copy_(): Number of indices ({k}) should be equal to source.size(dim) ({})",
+                    src.shape()[d]
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -451,11 +617,7 @@ fn index_rows(
         IndexWrite::Copy => "index_copy",
         IndexWrite::Fill(_) => "index_fill",
     };
-    let d = if x.ndim() == 0 {
-        0
-    } else {
-        normalize_dim(name, dim, x.ndim())?
-    };
+    let d = normalize_dim(name, dim, x.ndim())?;
     let op = IndexRows { dim: d, write };
     let mut inputs = vec![x, index];
     inputs.extend(source);
@@ -534,6 +696,13 @@ impl Tensor {
                 format!("trace: expected a matrix, but got tensor with dim {}", self.ndim()),
             ));
         }
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype(
+                "trace",
+                DType::Bool,
+                "\"trace\" not implemented for 'Bool'",
+            ));
+        }
         let x = self.to_dtype(trace_dtype(self.dtype()))?;
         call1(&Composed::Trace, &[&x])
     }
@@ -606,26 +775,23 @@ impl Tensor {
                 ),
             ));
         }
-        let full = broadcast_shapes("masked_scatter", self.shape(), mask.shape())?;
-        if full.as_slice() != self.shape() {
-            return Err(Error::shape(
-                "masked_scatter",
-                self.shape(),
-                mask.shape(),
-                "the mask must broadcast to self",
-            ));
-        }
+        // As PyTorch's out-of-place masked_scatter: self and mask broadcast
+        // against each other (the gradient of self is summed back).
+        broadcast_shapes("masked_scatter", self.shape(), mask.shape())?;
         call1(&Composed::MaskedScatter, &[self, mask, source])
     }
 
     /// `torch.take(self, index)`: elements of the flattened tensor at
     /// `index` (negative counts from the end), shaped like `index`.
     pub fn take(&self, index: &Tensor) -> Result<Tensor> {
-        if !matches!(index.dtype(), DType::I64 | DType::I32) {
+        if index.dtype() != DType::I64 {
             return Err(Error::dtype(
                 "take",
                 index.dtype(),
-                "take(): Expected a long tensor for index",
+                format!(
+                    "take(): Expected a long tensor for index, but got {}",
+                    index.dtype().scalar_type_name()
+                ),
             ));
         }
         call1(&Composed::Take, &[self, index])

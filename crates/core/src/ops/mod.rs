@@ -77,6 +77,8 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     composite::register()?;
     nan_reduce::register()?;
     index_more::register()?;
+    rearrange::register()?;
+    shape_more::register()?;
     decomp::register()?;
     sampling::register()?;
     addmm::register()?;

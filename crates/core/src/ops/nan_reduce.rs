@@ -8,6 +8,7 @@ use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensor
 use crate::layout::{Dims, normalize_dims};
 use crate::ops::grad_util::{dims_i64, expand_reduced, grad0, mask};
 use crate::ops::reduce::reduced_shape;
+use crate::ops::reduce_composite::{CompositeKind, CompositeReduce};
 use crate::{DType, Error, IntoShape, Result, Tensor};
 
 /// Dispatch table of `nansum`.
@@ -166,9 +167,197 @@ fn aminmax_kernel(call: &Call) -> Result<Tensors> {
 }
 
 /// Registers the backend-independent kernels of `nansum` and `aminmax`.
+/// Dispatch table of `var_mean.correction`.
+pub static VAR_MEAN: OpEntry = OpEntry::differentiable("var_mean.correction");
+/// Dispatch table of `std_mean.correction`.
+pub static STD_MEAN: OpEntry = OpEntry::differentiable("std_mean.correction");
+
+/// `var_mean` / `std_mean`: the variance (or standard deviation) and the
+/// mean over `dims` from one pass of Welford's algorithm in f64, visiting
+/// the elements in TensorIterator's order, as PyTorch's CPU kernel (so an
+/// infinite element gives the NaN mean PyTorch's gives); one node
+/// (`VarMeanBackward0` / `StdMeanBackward0`).
+#[derive(Debug, Clone)]
+pub struct VarMean {
+    /// Normalised dims, sorted; `None` for all.
+    pub dims: Option<Dims>,
+    /// Subtracted from the element count in the divisor.
+    pub correction: f64,
+    /// Keep reduced dims as size 1.
+    pub keepdim: bool,
+    /// The standard deviation instead of the variance.
+    pub take_sqrt: bool,
+}
+
+impl VarMean {
+    fn reduced(&self, ndim: usize) -> Vec<usize> {
+        match &self.dims {
+            None => (0..ndim).collect(),
+            Some(d) => d.to_vec(),
+        }
+    }
+
+    /// The var (or std) composite sharing `dims`, for its backward formula.
+    fn as_composite(&self) -> CompositeReduce {
+        CompositeReduce {
+            kind: CompositeKind::Var {
+                correction: self.correction,
+            },
+            dims: self.dims.clone(),
+            keepdim: self.keepdim,
+            dtype: None,
+        }
+    }
+}
+
+impl Op for VarMean {
+    fn entry(&self) -> &'static OpEntry {
+        if self.take_sqrt { &STD_MEAN } else { &VAR_MEAN }
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        let shape = reduced_shape(x.shape(), self.dims.as_deref(), self.keepdim);
+        let spec = OutSpec::new(shape, x.dtype());
+        Ok(smallvec::smallvec![spec.clone(), spec])
+    }
+
+    fn saves(&self) -> Saves {
+        Saves {
+            inputs: 1,
+            outputs: if self.take_sqrt { 1 } else { 0 },
+        }
+    }
+
+    fn backward_name(&self) -> String {
+        if self.take_sqrt {
+            "StdMeanBackward0"
+        } else {
+            "VarMeanBackward0"
+        }
+        .into()
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        // PyTorch's var_mean_backward / std_mean_backward: the var (or std)
+        // gradient plus the mean's, each when its output has a gradient.
+        let x = ctx.input(0)?;
+        let mut gself: Option<Tensor> = None;
+        if let Some(g) = &grads[0] {
+            let gv = if self.take_sqrt {
+                let y = ctx.output(0)?;
+                g.div(&y.mul(2.0)?)?.masked_fill(&y.eq(0.0)?, 0.0)?
+            } else {
+                g.clone()
+            };
+            gself = Some(self.as_composite().var_backward(&gv, &x, self.correction)?);
+        }
+        if let Some(g) = grads.get(1).and_then(|g| g.as_ref()) {
+            let n: usize = self.reduced(x.ndim()).iter().map(|&d| x.shape()[d]).product();
+            let gm = expand_reduced(g, x.shape(), self.dims.as_deref(), self.keepdim)?.div(n as f64)?;
+            gself = Some(match gself {
+                Some(a) => a.add(&gm)?,
+                None => gm,
+            });
+        }
+        Ok(vec![gself])
+    }
+}
+
+/// The order TensorIterator visits the reduced dims of a tensor of
+/// `shape` and `strides` in (the first the fastest): its insertion sort by
+/// stride, where a broadcast (stride 0) dim compares as a tie.
+fn reduce_order(shape: &[usize], strides: &[usize], reduced: &[usize]) -> Vec<usize> {
+    let mut perm: Vec<usize> = reduced.iter().rev().copied().collect();
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        let (s0, s1) = (strides[d0], strides[d1]);
+        if s0 == 0 || s1 == 0 {
+            0
+        } else if s0 != s1 {
+            if s0 < s1 { -1 } else { 1 }
+        } else {
+            i32::from(shape[d0] > shape[d1])
+        }
+    };
+    for i in 1..perm.len() {
+        let mut dim1 = i;
+        for dim0 in (0..i).rev() {
+            match should_swap(perm[dim0], perm[dim1]) {
+                c if c > 0 => {
+                    perm.swap(dim0, dim1);
+                    dim1 = dim0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    perm
+}
+
+fn var_mean_kernel(call: &Call) -> Result<Tensors> {
+    let op: &VarMean = downcast_op(call.op)?;
+    let x = call.inputs[0];
+    let shape = x.shape().to_vec();
+    let reduced = op.reduced(x.ndim());
+    let out_shape = reduced_shape(&shape, op.dims.as_deref(), op.keepdim);
+    let n_out: usize = out_shape.iter().product();
+    let (mut var, mut mean) = (vec![f64::NAN; n_out], vec![f64::NAN; n_out]);
+    if x.numel() > 0 {
+        let data = x.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
+        let mut row_strides = vec![1usize; shape.len()];
+        for d in (0..shape.len().saturating_sub(1)).rev() {
+            row_strides[d] = row_strides[d + 1] * shape[d + 1];
+        }
+        let order = reduce_order(&shape, &x.layout().strides, &reduced);
+        let kept: Vec<usize> = (0..shape.len()).filter(|d| !reduced.contains(d)).collect();
+        let count: usize = reduced.iter().map(|&d| shape[d]).product();
+        for (o, (v_out, m_out)) in var.iter_mut().zip(mean.iter_mut()).enumerate() {
+            // The first element of output `o` (kept dims in row-major order).
+            let (mut rest, mut base) = (o, 0usize);
+            for &d in kept.iter().rev() {
+                base += (rest % shape[d]) * row_strides[d];
+                rest /= shape[d];
+            }
+            let (mut m, mut m2, mut idx) = (0.0f64, 0.0f64, vec![0usize; order.len()]);
+            for k in 0..count {
+                let at = base + order.iter().zip(&idx).map(|(&d, &i)| i * row_strides[d]).sum::<usize>();
+                let e = data[at];
+                let nf = (k + 1) as f64;
+                let delta = e - m;
+                m += delta / nf;
+                m2 += delta * (e - m);
+                for (j, &d) in order.iter().enumerate() {
+                    idx[j] += 1;
+                    if idx[j] < shape[d] {
+                        break;
+                    }
+                    idx[j] = 0;
+                }
+            }
+            let nf = count as f64;
+            let divisor = if nf > op.correction { nf - op.correction } else { 0.0 };
+            let v = m2 / divisor;
+            *v_out = if op.take_sqrt { v.sqrt() } else { v };
+            *m_out = m;
+        }
+    }
+    let dt = x.dtype();
+    let out = |v: Vec<f64>| -> Result<Tensor> {
+        Tensor::from_vec(v, out_shape.as_slice())?
+            .to_device(x.device())?
+            .to_dtype(dt)
+    };
+    Ok(smallvec::smallvec![out(var)?, out(mean)?])
+}
+
 pub(crate) fn register() -> Result<()> {
     NANSUM.register_builtin(Slot::AnyBackend, Kernel::Functional(nansum_kernel))?;
-    AMINMAX.register_builtin(Slot::AnyBackend, Kernel::Functional(aminmax_kernel))
+    AMINMAX.register_builtin(Slot::AnyBackend, Kernel::Functional(aminmax_kernel))?;
+    for e in [&VAR_MEAN, &STD_MEAN] {
+        e.register_builtin(Slot::AnyBackend, Kernel::Functional(var_mean_kernel))?;
+    }
+    Ok(())
 }
 
 /// Normalised dims (`()`: all of them).
@@ -279,7 +468,7 @@ impl Tensor {
             self,
             "var_mean only support floating point and complex dtypes",
         )?;
-        self.spread_mean(false, dims.into_shape().to_vec(), correction, keepdim)
+        self.var_mean_op("var_mean", &dims.into_shape(), correction, keepdim, false)
     }
 
     /// `torch.std_mean`: the standard deviation (with `correction`) and the
@@ -295,17 +484,44 @@ impl Tensor {
             self,
             "std_mean only support floating point and complex dtypes",
         )?;
-        self.spread_mean(true, dims.into_shape().to_vec(), correction, keepdim)
+        self.var_mean_op("std_mean", &dims.into_shape(), correction, keepdim, true)
+    }
+
+    fn var_mean_op(
+        &self,
+        name: &'static str,
+        dims: &[i64],
+        correction: f64,
+        keepdim: bool,
+        take_sqrt: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        // An empty list reduces every dim, differentiated as the full
+        // reduction (PyTorch's backward treats `dim=[]` as reducing one element).
+        let dims = if dims.is_empty() {
+            None
+        } else {
+            let mut d = reduce_dims(name, dims, self.ndim())?;
+            d.sort_unstable();
+            Some(d)
+        };
+        let op = VarMean {
+            dims,
+            correction,
+            keepdim,
+            take_sqrt,
+        };
+        call2(&op, &[self])
     }
 
     /// The mean of every element computed in `dtype` (`x.mean(dtype=...)`:
     /// integer tensors need a float `dtype`).
     pub fn mean_dtype(&self, dtype: DType) -> Result<Tensor> {
-        self.to_dtype(dtype)?.mean()
+        self.mean_with_dtype(None, false, dtype)
     }
 
-    /// The mean over `dims` computed in `dtype`.
+    /// The mean over `dims` computed in `dtype` (f16 and bf16: summed in
+    /// f32, divided, then rounded once, as PyTorch's CPU `mean`).
     pub fn mean_dim_dtype(&self, dims: impl IntoShape, keepdim: bool, dtype: DType) -> Result<Tensor> {
-        self.to_dtype(dtype)?.mean_dim(dims, keepdim)
+        self.mean_with_dtype(Some(dims.into_shape().to_vec()), keepdim, dtype)
     }
 }

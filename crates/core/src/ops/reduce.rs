@@ -3,12 +3,12 @@
 //! built on them (mean, var/std, logsumexp, norm: `reduce_composite`).
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1, call2};
+use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call, call1};
 use crate::layout::{Dims, normalize_dim, normalize_dims};
 use crate::ops::grad_util::{dims_i64, expand_reduced, grad0, mask};
 use crate::ops::promote::Operand;
 use crate::ops::reduce_composite::{CompositeKind, CompositeReduce};
-use crate::{DType, Error, IntoShape, Result, Scalar, Tensor};
+use crate::{DType, Error, IntoShape, Result, Scalar, Tensor, TensorOptions};
 
 /// The reductions with an identity (or none needed) over any set of dims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -153,6 +153,19 @@ impl Op for Reduce {
         let ge = expand_reduced(&g, &shape, dims, self.keepdim)?;
         let r = match self.kind {
             ReduceKind::Sum => ge.to_dtype(ctx.meta(0).dtype)?,
+            ReduceKind::Amax | ReduceKind::Amin if dims.is_none() => {
+                // PyTorch's evenly_distribute_backward (max() / min()): the
+                // gradient shared among the elements equal to the result, or
+                // among the NaNs when the result is NaN; zeros elsewhere.
+                let (x, y) = (ctx.input(0)?, ctx.output(0)?);
+                let picked = if y.isnan()?.item::<bool>()? {
+                    x.isnan()?
+                } else {
+                    x.eq(&y)?
+                };
+                let share = g.div(&picked.sum()?)?;
+                crate::ops::binary::where_(&picked, Operand::Tensor(&share), Operand::Scalar(Scalar::Int(0)))?
+            }
             ReduceKind::Amax | ReduceKind::Amin => {
                 // The gradient is shared evenly among tied extrema.
                 let (x, y) = (ctx.input(0)?, ctx.output(0)?);
@@ -362,7 +375,9 @@ impl Op for Scan {
         } else {
             x.dtype()
         });
-        if x.dtype() != dt {
+        // With `dtype=` the kernel casts the input (as PyTorch's, so the node
+        // sees the input's dtype); otherwise it must already be `dt`.
+        if x.dtype() != dt && self.dtype.is_none() {
             return Err(Error::DTypeMismatch {
                 op: self.entry().base_name(),
                 detail: format!("kernel input must already be {dt}"),
@@ -380,16 +395,53 @@ impl Op for Scan {
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-        let g = grad0(grads)?;
+        // PyTorch's formulas take the gradient in the input's dtype first
+        // (`grad.to(self.scalar_type())`), whatever `dtype=` computed in.
+        let g = grad0(grads)?.to_dtype(ctx.meta(0).dtype)?;
         let d = self.dim as i64;
-        // sum_{j >= i} v_j: the reversed cumulative sum.
-        let rev_cumsum = |v: &Tensor| -> Result<Tensor> { v.sum_dim(d, true)?.sub(&v.cumsum(d)?)?.add(v) };
+        // sum_{j >= i} v_j: the reversed cumulative sum, PyTorch's
+        // `flip(cumsum(flip))` (no subtraction: infinities stay).
+        let rev_cumsum = |v: &Tensor| -> Result<Tensor> { v.flip(d)?.cumsum(d)?.flip(d) };
+        // PyTorch's cumsum_backward / cumprod_backward return the gradient
+        // itself for one element or a dim of size 1.
+        if g.numel() <= 1 || g.shape().get(self.dim).copied().unwrap_or(1) == 1 {
+            return Ok(vec![Some(g)]);
+        }
         let r = if self.prod {
             // d y_j / d x_i = y_j / x_i for j >= i.
             let (x, y) = (ctx.input(0)?, ctx.output(0)?);
             let zero = x.eq(0.0)?;
             if !zero.any()?.item::<bool>()? {
-                rev_cumsum(&g.mul(&y)?)?.div(&x)?
+                rev_cumsum(&y.mul(&g)?)?.div(&x)?
+            } else if !crate::autograd::is_grad_enabled() {
+                // PyTorch's first-order formula with zeros, step for step:
+                // before the first zero z1 the masked reversed cumsum over x;
+                // at z1 the products after it (up to the second zero) times
+                // the output just before it (in the output's dtype).
+                let w = y.mul(&g)?;
+                let seen = zero.to_dtype(crate::DType::I64)?.cumsum(d)?;
+                let before = seen.eq(0)?;
+                let part = rev_cumsum(&w.masked_fill(&before.logical_not()?, 0.0)?)?.div(&x)?;
+                let zeros = TensorOptions::like(&g).zeros(g.shape())?;
+                let grad_in = crate::ops::binary::where_(&before, Operand::Tensor(&part), Operand::Tensor(&zeros))?;
+                let run = seen.eq(1)?;
+                let first = run.max_dim(d, true)?.1;
+                let first_mask = run.logical_and(
+                    &TensorOptions::like(&run)
+                        .zeros(run.shape())?
+                        .scatter_value(d, &first, true)?,
+                )?;
+                let inside = run.logical_and(&first_mask.logical_not()?)?;
+                let prefix = y
+                    .gather(d, &first.sub(1)?.clamp_min(0)?)?
+                    .masked_fill(&first.eq(0)?, 1.0)?;
+                let at_first = x
+                    .masked_fill(&inside.logical_not()?, 1.0)?
+                    .cumprod(d)?
+                    .mul(&g.masked_fill(&seen.ne(1)?, 0.0)?)?
+                    .sum_dim(d, true)?
+                    .mul(&prefix)?;
+                crate::ops::binary::where_(&first_mask, Operand::Tensor(&at_first), Operand::Tensor(&grad_in))?
             } else {
                 // With zeros. At a nonzero x_j the formula above holds (its
                 // value past the line's first zero z1 is 0, its derivative is
@@ -652,6 +704,23 @@ impl Tensor {
         } else {
             self.dtype()
         });
+        if let Some(dt) = dtype {
+            // PyTorch fills a 0-d result and zeroes an empty one before its
+            // dtype dispatch (which has no bool scan).
+            if dt == DType::Bool && self.ndim() > 0 && self.numel() > 0 {
+                return Err(Error::dtype(
+                    name,
+                    dt,
+                    format!("\"{name}_out_cpu\" not implemented for 'Bool'"),
+                ));
+            }
+            if !dt.is_floating_point() && self.requires_grad() && crate::autograd::is_grad_enabled() {
+                // As PyTorch: the result would be an integer tensor with a history.
+                return Err(crate::autograd::autograd_dtype_error(name, dt));
+            }
+            // The kernel casts: one node (CumsumBackward0) whose input is `self`.
+            return call1(&Scan { prod, dim: d, dtype }, &[self]);
+        }
         let x = self.to_dtype(target)?;
         call1(&Scan { prod, dim: d, dtype }, &[&x])
     }
@@ -731,24 +800,6 @@ impl Tensor {
         self.composite("norm", CompositeKind::Norm { p }, dims, keepdim)
     }
 
-    /// `(var, mean)` or, with `std`, `(std, mean)` over `dims` as one node
-    /// (the front ends `var_mean_dim` / `std_mean_dim` validate the dtype).
-    pub(crate) fn spread_mean(
-        &self,
-        std: bool,
-        dims: Vec<i64>,
-        correction: f64,
-        keepdim: bool,
-    ) -> Result<(Tensor, Tensor)> {
-        let name = if std { "std_mean" } else { "var_mean" };
-        let kind = CompositeKind::SpreadMean { correction, std };
-        let dims = norm_dims(name, Some(dims), self.ndim())?.map(|mut d| {
-            d.sort_unstable();
-            d
-        });
-        call2(&CompositeReduce { kind, dims, keepdim }, &[self])
-    }
-
     /// Runs a composite reduction over normalised `dims` of a float tensor.
     fn composite(
         &self,
@@ -762,6 +813,36 @@ impl Tensor {
             d.sort_unstable();
             d
         });
-        call1(&CompositeReduce { kind, dims, keepdim }, &[self])
+        call1(
+            &CompositeReduce {
+                kind,
+                dims,
+                keepdim,
+                dtype: None,
+            },
+            &[self],
+        )
+    }
+
+    /// `mean(dims, keepdim, dtype=dtype)`: one node (`MeanBackward0/1`)
+    /// reading the input as `dtype` (integer dtypes are PyTorch's error).
+    pub(crate) fn mean_with_dtype(&self, dims: Option<Vec<i64>>, keepdim: bool, dtype: DType) -> Result<Tensor> {
+        if !dtype.is_floating_point() {
+            // PyTorch's error for an integer dtype (that of an integer mean).
+            return self
+                .to_dtype(dtype)?
+                .composite("mean", CompositeKind::Mean, dims, keepdim);
+        }
+        let dims = norm_dims("mean", dims, self.ndim())?.map(|mut d| {
+            d.sort_unstable();
+            d
+        });
+        let op = CompositeReduce {
+            kind: CompositeKind::Mean,
+            dims,
+            keepdim,
+            dtype: Some(dtype),
+        };
+        call1(&op, &[self])
     }
 }

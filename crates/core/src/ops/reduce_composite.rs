@@ -23,10 +23,6 @@ pub static MEAN: OpEntry = OpEntry::differentiable("mean.dim");
 pub static VAR: OpEntry = OpEntry::differentiable("var.correction");
 /// Dispatch table of `std.correction`, which also runs PyTorch's `std` and `std.dim`.
 pub static STD: OpEntry = OpEntry::differentiable("std.correction");
-/// Dispatch table of `var_mean.correction`.
-pub static VAR_MEAN: OpEntry = OpEntry::differentiable("var_mean.correction");
-/// Dispatch table of `std_mean.correction`.
-pub static STD_MEAN: OpEntry = OpEntry::differentiable("std_mean.correction");
 /// Dispatch table of `linalg_vector_norm` (`Tensor::norm`).
 pub static VECTOR_NORM: OpEntry = OpEntry::differentiable("linalg_vector_norm");
 /// Dispatch table of `logsumexp`.
@@ -46,14 +42,6 @@ pub enum CompositeKind {
     Std {
         /// Subtracted from the element count in the divisor.
         correction: f64,
-    },
-    /// `(var, mean)` (`std` false) or `(std, mean)` (`std` true): two
-    /// outputs, one node (`VarMeanBackward0` / `StdMeanBackward0`).
-    SpreadMean {
-        /// Subtracted from the element count in the divisor.
-        correction: f64,
-        /// The first output is the standard deviation, not the variance.
-        std: bool,
     },
     /// `p`-norm (2 Euclidean; inf / -inf max / min of |x|; 0 counts nonzeros).
     Norm {
@@ -75,6 +63,10 @@ pub struct CompositeReduce {
     pub dims: Option<Dims>,
     /// Keep reduced dims as size 1.
     pub keepdim: bool,
+    /// `mean(dtype=...)`: the output dtype, the input read as that dtype (as
+    /// f32 for f16 and bf16, PyTorch's sum, divide, round once); `None`:
+    /// the input's.
+    pub dtype: Option<DType>,
 }
 
 impl CompositeReduce {
@@ -98,10 +90,7 @@ impl CompositeReduce {
         match self.kind {
             CompositeKind::Mean => x.sum_dim(dv, keep)?.div(n),
             CompositeKind::Var { correction } => variance(x, dv, n, correction, keep),
-            CompositeKind::Std { correction } | CompositeKind::SpreadMean { correction, std: true } => {
-                variance(x, dv, n, correction, keep)?.sqrt()
-            }
-            CompositeKind::SpreadMean { correction, std: false } => variance(x, dv, n, correction, keep),
+            CompositeKind::Std { correction } => variance(x, dv, n, correction, keep)?.sqrt(),
             CompositeKind::Norm { p } => {
                 let a = x.abs()?;
                 if p == 2.0 {
@@ -138,11 +127,11 @@ impl CompositeReduce {
     }
 
     /// PyTorch's `var_backward`: `2 / (n - correction) * g * (x - mean)`; a
-    /// full reduction with no degrees of freedom gives NaN where x equals the
-    /// mean and inf elsewhere.
-    fn var_backward(&self, g: &Tensor, x: &Tensor, correction: f64) -> Result<Tensor> {
+    /// full reduction (or any of a 0-d input) with no degrees of freedom
+    /// gives NaN where x equals the mean and inf elsewhere.
+    pub(crate) fn var_backward(&self, g: &Tensor, x: &Tensor, correction: f64) -> Result<Tensor> {
         let dof = self.count(x.shape()) as f64 - correction;
-        if self.dims.is_none() && dof <= 0.0 {
+        if (self.dims.is_none() || x.ndim() == 0) && dof <= 0.0 {
             let at_mean = x.eq(&x.mean()?)?;
             let nan_or_inf = crate::ops::binary::where_(
                 &at_mean,
@@ -154,42 +143,6 @@ impl CompositeReduce {
         let g = self.unsqueezed(g, x.ndim())?;
         let mean = x.mean_dim(self.dims_i64(x.ndim()), true)?;
         g.mul(2.0 / dof)?.mul(&x.sub(&mean)?)
-    }
-
-    /// PyTorch's `std_backward`: `var_backward` of `g / (2 std)`, 0 where std is 0.
-    fn std_backward(&self, g: &Tensor, x: &Tensor, std: &Tensor, correction: f64) -> Result<Tensor> {
-        let gv = g.div(&std.mul(2.0)?)?.masked_fill(&std.eq(0.0)?, 0.0)?;
-        self.var_backward(&gv, x, correction)
-    }
-
-    /// PyTorch's var_mean / std_mean backward: the spread's gradient plus
-    /// the mean's, each where its output has one.
-    fn spread_mean_backward(
-        &self,
-        ctx: &BackwardCtx,
-        grads: &[Option<Tensor>],
-        correction: f64,
-        std: bool,
-    ) -> Result<Vec<Option<Tensor>>> {
-        let mut total = match &grads[0] {
-            Some(g) if std => Some(self.std_backward(g, &ctx.input(0)?, &ctx.output(0)?, correction)?),
-            Some(g) => Some(self.var_backward(g, &ctx.input(0)?, correction)?),
-            None => None,
-        };
-        if let Some(g) = grads.get(1).and_then(Option::as_ref) {
-            let gm = self.mean_backward(g, ctx.input_shape(0))?;
-            total = Some(match total {
-                Some(t) => t.add(&gm)?,
-                None => gm,
-            });
-        }
-        Ok(vec![total])
-    }
-
-    /// The mean's gradient: `g` spread evenly over the reduced elements.
-    fn mean_backward(&self, g: &Tensor, shape: &[usize]) -> Result<Tensor> {
-        let n = self.count(shape) as f64;
-        expand_reduced(g, shape, self.dims.as_deref(), self.keepdim)?.div(n)
     }
 
     /// PyTorch's `norm_backward`.
@@ -238,8 +191,6 @@ impl Op for CompositeReduce {
             CompositeKind::Mean => &MEAN,
             CompositeKind::Var { .. } => &VAR,
             CompositeKind::Std { .. } => &STD,
-            CompositeKind::SpreadMean { std: false, .. } => &VAR_MEAN,
-            CompositeKind::SpreadMean { std: true, .. } => &STD_MEAN,
             CompositeKind::Norm { .. } => &VECTOR_NORM,
             CompositeKind::LogSumExp => &LOGSUMEXP,
         }
@@ -247,21 +198,19 @@ impl Op for CompositeReduce {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        let spec = OutSpec::new(reduced_shape(x.shape(), self.dims.as_deref(), self.keepdim), x.dtype());
-        Ok(match self.kind {
-            CompositeKind::SpreadMean { .. } => smallvec::smallvec![spec.clone(), spec],
-            _ => smallvec::smallvec![spec],
-        })
+        Ok(smallvec::smallvec![OutSpec::new(
+            reduced_shape(x.shape(), self.dims.as_deref(), self.keepdim),
+            self.dtype.unwrap_or(x.dtype())
+        )])
     }
 
     fn saves(&self) -> Saves {
         match self.kind {
             CompositeKind::Mean => Saves::NONE,
-            CompositeKind::Var { .. } | CompositeKind::SpreadMean { std: false, .. } => Saves::INPUTS,
-            CompositeKind::Std { .. }
-            | CompositeKind::SpreadMean { std: true, .. }
-            | CompositeKind::Norm { .. }
-            | CompositeKind::LogSumExp => Saves { inputs: 1, outputs: 1 },
+            CompositeKind::Var { .. } => Saves::INPUTS,
+            CompositeKind::Std { .. } | CompositeKind::Norm { .. } | CompositeKind::LogSumExp => {
+                Saves { inputs: 1, outputs: 1 }
+            }
         }
     }
 
@@ -271,26 +220,25 @@ impl Op for CompositeReduce {
             (CompositeKind::Mean, None) => "MeanBackward0".into(),
             (CompositeKind::Var { .. }, _) => "VarBackward0".into(),
             (CompositeKind::Std { .. }, _) => "StdBackward0".into(),
-            (CompositeKind::SpreadMean { std: false, .. }, _) => "VarMeanBackward0".into(),
-            (CompositeKind::SpreadMean { std: true, .. }, _) => "StdMeanBackward0".into(),
             (CompositeKind::Norm { .. }, _) => "LinalgVectorNormBackward0".into(),
             (CompositeKind::LogSumExp, _) => "LogsumexpBackward0".into(),
         }
     }
 
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-        let shape = ctx.input_shape(0).to_vec();
-        if let CompositeKind::SpreadMean { correction, std } = self.kind {
-            return self.spread_mean_backward(ctx, grads, correction, std);
-        }
         let g = grad0(grads)?;
+        let shape = ctx.input_shape(0).to_vec();
         let r = match self.kind {
-            CompositeKind::Mean => self.mean_backward(&g, &shape)?,
-            CompositeKind::Var { correction } | CompositeKind::SpreadMean { correction, std: false } => {
-                self.var_backward(&g, &ctx.input(0)?, correction)?
+            CompositeKind::Mean => {
+                let n = self.count(&shape) as f64;
+                expand_reduced(&g, &shape, self.dims.as_deref(), self.keepdim)?.div(n)?
             }
-            CompositeKind::Std { correction } | CompositeKind::SpreadMean { correction, std: true } => {
-                self.std_backward(&g, &ctx.input(0)?, &ctx.output(0)?, correction)?
+            CompositeKind::Var { correction } => self.var_backward(&g, &ctx.input(0)?, correction)?,
+            CompositeKind::Std { correction } => {
+                // PyTorch's std_backward: var_backward of g / (2 std), 0 where std is 0.
+                let y = ctx.output(0)?;
+                let gv = g.div(&y.mul(2.0)?)?.masked_fill(&y.eq(0.0)?, 0.0)?;
+                self.var_backward(&gv, &ctx.input(0)?, correction)?
             }
             // PyTorch's norm_backward returns no gradient for p = 0 (the
             // count of nonzeros): the input's .grad stays None.
@@ -313,38 +261,31 @@ impl Op for CompositeReduce {
 fn composite_kernel(call: &Call) -> Result<Tensors> {
     let op: &CompositeReduce = downcast_op(call.op)?;
     let x = call.inputs[0];
+    if let Some(dt) = op.dtype {
+        let acc = if matches!(dt, DType::F16 | DType::BF16) {
+            DType::F32
+        } else {
+            dt
+        };
+        let r = op.compute(&x.to_dtype(acc)?)?.to_dtype(dt)?;
+        return Ok(smallvec::smallvec![r]);
+    }
     let wide = match (x.dtype(), op.kind) {
         (DType::F16 | DType::BF16, _) => Some(DType::F32),
-        (
-            DType::F32,
-            CompositeKind::Var { .. }
-            | CompositeKind::Std { .. }
-            | CompositeKind::SpreadMean { .. }
-            | CompositeKind::Norm { .. },
-        ) => Some(DType::F64),
+        (DType::F32, CompositeKind::Var { .. } | CompositeKind::Std { .. } | CompositeKind::Norm { .. }) => {
+            Some(DType::F64)
+        }
         _ => None,
     };
     let r = match wide {
         Some(dt) => op.compute(&x.to_dtype(dt)?)?.to_dtype(x.dtype())?,
         None => op.compute(x)?,
     };
-    if let CompositeKind::SpreadMean { .. } = op.kind {
-        // The mean exactly as `mean` computes it.
-        let mean = CompositeReduce {
-            kind: CompositeKind::Mean,
-            ..op.clone()
-        };
-        let m = match x.dtype() {
-            DType::F16 | DType::BF16 => mean.compute(&x.to_dtype(DType::F32)?)?.to_dtype(x.dtype())?,
-            _ => mean.compute(x)?,
-        };
-        return Ok(smallvec::smallvec![r, m]);
-    }
     Ok(smallvec::smallvec![r])
 }
 
 pub(crate) fn register() -> Result<()> {
-    for e in [&MEAN, &VAR, &STD, &VAR_MEAN, &STD_MEAN, &VECTOR_NORM, &LOGSUMEXP] {
+    for e in [&MEAN, &VAR, &STD, &VECTOR_NORM, &LOGSUMEXP] {
         e.register_builtin(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
     }
     Ok(())

@@ -165,7 +165,29 @@ impl Tensor {
                 format!("order must be non-negative but got {n}"),
             ));
         }
-        if n == 0 && prepend.is_none() && append.is_none() {
+        // PyTorch checks prepend / append (same rank, same sizes outside
+        // `dim`) before anything else, then ignores them for n = 0.
+        for other in prepend.iter().chain(append.iter()) {
+            let d = normalize_dim("diff", dim, self.ndim())?;
+            if other.ndim() != self.ndim() {
+                return Err(Error::invalid(
+                    "diff",
+                    "diff expects prepend or append to be the same dimension as input",
+                ));
+            }
+            if let Some(i) = (0..self.ndim()).find(|&i| i != d && other.shape()[i] != self.shape()[i]) {
+                return Err(Error::invalid(
+                    "diff",
+                    format!(
+                        "diff expects the shape of tensor to prepend or append to match that of input except \
+                         along the differencing dimension; input.size({i}) = {}, but got tensor.size({i}) = {}",
+                        self.shape()[i],
+                        other.shape()[i]
+                    ),
+                ));
+            }
+        }
+        if n == 0 {
             // PyTorch returns a copy (node CopyBackwards) without looking at `dim`.
             let out = crate::TensorOptions::like(self).empty(self.shape())?;
             return out.copy_(self);

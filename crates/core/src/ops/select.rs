@@ -97,7 +97,10 @@ impl Op for SelectDim {
         let name = self.kind.name();
         match self.kind {
             SelectKind::Kth(k) => {
-                no_bool(name, "kthvalue_cpu", x.dtype())?;
+                // PyTorch answers a 0-d input before its dtype dispatch.
+                if x.ndim() > 0 {
+                    no_bool(name, "kthvalue_cpu", x.dtype())?;
+                }
                 check_nonempty(name, x, self.dim)?;
                 let size = if x.ndim() == 0 { 1 } else { x.shape()[self.dim] };
                 if k == 0 || k > size {

@@ -5,8 +5,81 @@
 //! `cartesian_prod`, `broadcast_tensors`, `atleast_{1,2,3}d`, `diag`,
 //! `tril_indices` / `triu_indices`.
 
+use crate::autograd::{BackwardCtx, Saves};
+use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
 use crate::layout::{broadcast_shapes, normalize_dim, normalize_dims};
+use crate::ops::grad_util::grad0;
+use crate::ops::view::{ViewKind, ViewScatter};
 use crate::{DType, Error, IntoShape, Result, Tensor};
+
+/// Dispatch table of `diagonal_copy` (what `diag` of a matrix runs).
+pub static DIAGONAL_COPY: OpEntry = OpEntry::differentiable("diagonal_copy");
+
+/// `diagonal_copy(offset, dim1, dim2)`: the diagonal as a new tensor, one
+/// node (`DiagonalBackward0_copy`) whose gradient is written back on the
+/// diagonal of zeros, as PyTorch's `diagonal_backward`.
+#[derive(Debug, Clone, Copy)]
+pub struct DiagonalCopy {
+    /// Above (positive) or below (negative) the main diagonal.
+    pub offset: i64,
+    /// First dim of the matrices.
+    pub dim1: i64,
+    /// Second dim of the matrices.
+    pub dim2: i64,
+}
+
+impl DiagonalCopy {
+    fn view(&self) -> ViewKind {
+        ViewKind::Diagonal {
+            offset: self.offset,
+            dim1: self.dim1,
+            dim2: self.dim2,
+        }
+    }
+}
+
+impl Op for DiagonalCopy {
+    fn entry(&self) -> &'static OpEntry {
+        &DIAGONAL_COPY
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let x = inputs[0];
+        let l = x
+            .layout()
+            .diagonal("diagonal_copy", self.offset, self.dim1, self.dim2)?;
+        Ok(smallvec::smallvec![OutSpec::new(l.shape.clone(), x.dtype())])
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::NONE
+    }
+
+    fn backward_name(&self) -> String {
+        "DiagonalBackward0_copy".into()
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let g = grad0(grads)?;
+        let scatter = ViewScatter {
+            view: self.view(),
+            input_shape: ctx.input_shape(0).into(),
+        };
+        Ok(vec![Some(call1(&scatter, &[&g])?)])
+    }
+}
+
+fn diagonal_copy_kernel(call: &Call) -> Result<Tensors> {
+    let op: &DiagonalCopy = downcast_op(call.op)?;
+    let x = call.inputs[0];
+    let r = x.diagonal(op.offset, op.dim1, op.dim2)?.clone_contiguous()?;
+    Ok(smallvec::smallvec![r.into_result(call.inputs)?])
+}
+
+/// Registers the backend-independent kernel of `diagonal_copy`.
+pub(crate) fn register() -> Result<()> {
+    DIAGONAL_COPY.register_builtin(Slot::AnyBackend, Kernel::Functional(diagonal_copy_kernel))
+}
 
 /// How [`Tensor::meshgrid`] orders its outputs' dims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,19 +141,24 @@ impl Tensor {
     /// for every element (flattened when `dim` is `None`). Errors for a
     /// negative count.
     pub fn repeat_interleave(&self, repeats: i64, dim: Option<i64>) -> Result<Tensor> {
-        if repeats < 0 {
-            return Err(Error::invalid("repeat_interleave", "repeats can not be negative"));
-        }
-        let (x, d) = match dim {
-            Some(d) => (self.clone(), normalize_dim("repeat_interleave", d, self.ndim())?),
-            None => (self.reshape([-1])?, 0),
+        // PyTorch's graph: unsqueeze, expand, a contiguous clone, then a
+        // flatten (a view: node ViewBackward0). A 0-d input with a dim fails
+        // in the unsqueeze, as PyTorch's does.
+        let input = match dim {
+            Some(_) => self.clone(),
+            None => self.flatten(0, -1)?,
         };
-        let x = if x.ndim() == 0 { x.reshape([1])? } else { x };
-        let mut expanded: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
-        expanded.insert(d + 1, repeats);
-        let mut out: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
-        out[d] *= repeats;
-        x.unsqueeze(d as i64 + 1)?.expand(&expanded)?.reshape(&out)
+        let d = normalize_dim("repeat_interleave", dim.unwrap_or(0), self.ndim())?;
+        if repeats < 0 {
+            return Err(Error::invalid("repeat_interleave", "Repeats must be non-negative"));
+        }
+        let input = input.unsqueeze(d as i64 + 1)?;
+        let mut expanded: Vec<i64> = input.shape().iter().map(|&s| s as i64).collect();
+        expanded[d + 1] = repeats;
+        input
+            .expand(&expanded)?
+            .clone_contiguous()?
+            .flatten(d as i64, d as i64 + 1)
     }
 
     /// `torch.repeat_interleave(self, repeats, dim)` with a count per slice
@@ -89,22 +167,36 @@ impl Tensor {
     pub fn repeat_interleave_tensor(&self, repeats: &Tensor, dim: Option<i64>) -> Result<Tensor> {
         let name = "repeat_interleave";
         let (x, d) = match dim {
+            Some(_) if self.ndim() == 0 => {
+                // PyTorch asks the 0-d input for the size of `dim`.
+                return Err(Error::invalid(
+                    name,
+                    format!(
+                        "Dimension specified as {} but tensor has no dimensions",
+                        dim.unwrap_or(0)
+                    ),
+                ));
+            }
             Some(d) => (self.clone(), normalize_dim(name, d, self.ndim())?),
             None => (self.reshape([-1])?, 0),
         };
         if repeats.ndim() > 1 {
             return Err(Error::invalid(name, "repeats must be 0-dim or 1-dim tensor"));
         }
-        if !matches!(repeats.dtype(), DType::I64 | DType::I32) {
+        if !matches!(repeats.dtype(), DType::I64 | DType::I32 | DType::U8) {
             return Err(Error::dtype(
                 name,
                 repeats.dtype(),
-                "repeats has to be Long or Int tensor",
+                format!(
+                    "\"repeat_interleave_cpu\" not implemented for '{}'",
+                    repeats.dtype().scalar_type_name()
+                ),
             ));
         }
         let n = if x.ndim() == 0 { 1 } else { x.shape()[d] };
         let counts: Vec<i64> = repeats.to_dtype(DType::I64)?.to_vec::<i64>()?;
-        let counts = if repeats.ndim() == 0 {
+        // One count (0-d, or 1-d of length 1) applies to every slice.
+        let counts = if repeats.numel() == 1 && repeats.ndim() <= 1 {
             vec![counts[0]; n]
         } else {
             counts
@@ -149,6 +241,10 @@ impl Tensor {
         }
         let src = normalize_dims("movedim", &src, nd)?;
         let dst = normalize_dims("movedim", &dst, nd)?;
+        if nd == 0 {
+            // As PyTorch: a 0-d tensor moves nothing (an alias).
+            return self.alias();
+        }
         let mut order = vec![usize::MAX; nd];
         for (&s, &d) in src.iter().zip(&dst) {
             order[d] = s;
@@ -181,7 +277,8 @@ impl Tensor {
     /// flattened when `dim` is `None`).
     pub fn take_along_dim(&self, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
         let Some(dim) = dim else {
-            return self.reshape([-1])?.gather(0, &indices.reshape([-1])?);
+            // PyTorch views both flat (an error for a tensor that cannot be viewed so).
+            return self.view([-1])?.gather(0, &indices.view([-1])?);
         };
         if self.ndim() != indices.ndim() {
             return Err(Error::invalid(
@@ -194,12 +291,26 @@ impl Tensor {
                 ),
             ));
         }
-        let d = normalize_dim("take_along_dim", dim, self.ndim())?;
-        let (mut sx, mut si) = (self.shape().to_vec(), indices.shape().to_vec());
-        if self.ndim() > 0 {
-            sx[d] = 1;
-            si[d] = 1;
+        if indices.dtype() != DType::I64 {
+            return Err(Error::dtype(
+                "take_along_dim",
+                indices.dtype(),
+                format!(
+                    "torch.take_along_dim(): dtype of indices should be Long but got {}",
+                    indices.dtype().scalar_type_name()
+                ),
+            ));
         }
+        let d = normalize_dim("take_along_dim", dim, self.ndim())?;
+        if self.ndim() == 0 {
+            return Err(Error::invalid(
+                "take_along_dim",
+                format!("Dimension specified as {dim} but tensor has no dimensions"),
+            ));
+        }
+        let (mut sx, mut si) = (self.shape().to_vec(), indices.shape().to_vec());
+        sx[d] = 1;
+        si[d] = 1;
         let common = broadcast_shapes("take_along_dim", &sx, &si)?;
         let target = |n: usize| -> Vec<i64> {
             let mut s: Vec<i64> = common.iter().map(|&c| c as i64).collect();
@@ -211,7 +322,15 @@ impl Tensor {
         let n_x = self.shape().get(d).copied().unwrap_or(1);
         let n_i = indices.shape().get(d).copied().unwrap_or(1);
         let x = self.expand(target(n_x))?;
-        let idx = indices.expand(target(n_i))?;
+        let mut idx = indices.expand(target(n_i))?;
+        if idx.numel() > 0 {
+            // PyTorch 2.15 wraps every index into range (a Python-style
+            // remainder by the dim's size; a zero size is a division by zero).
+            if n_x == 0 {
+                return Err(Error::invalid("take_along_dim", "ZeroDivisionError"));
+            }
+            idx = idx.remainder(n_x as i64)?;
+        }
         x.gather(d as i64, &idx)
     }
 
@@ -350,12 +469,18 @@ impl Tensor {
     pub fn diag(&self, diagonal: i64) -> Result<Tensor> {
         match self.ndim() {
             1 => self.diag_embed(diagonal, 0, 1),
-            2 => self.diagonal(diagonal, 0, 1)?.clone_tensor(),
+            2 => self.diagonal_copy(diagonal, 0, 1),
             n => Err(Error::invalid(
                 "diag",
                 format!("diag(): Supports 1D or 2D tensors. Got {n}D"),
             )),
         }
+    }
+
+    /// `torch.diagonal_copy`: [`Tensor::diagonal`] as a new tensor (node
+    /// `DiagonalBackward0_copy`).
+    pub fn diagonal_copy(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        call1(&DiagonalCopy { offset, dim1, dim2 }, &[self])
     }
 
     /// `torch.tril_indices(row, col, offset)`: the `[2, N]` int64 row and

@@ -122,6 +122,12 @@ impl Tensor {
             ));
         }
         let dim = opts.dim.map(|d| normalize_dim(name, d, self.ndim())).transpose()?;
+        if dim.is_some() && self.shape().iter().filter(|&&s| s == 0).count() > 1 {
+            return Err(Error::invalid(
+                name,
+                "Number of zero sized dimensions is more than one, so unique cannot be applied ",
+            ));
+        }
         if let Some(d) = dim
             && self.numel() == 0
             && self.shape()[d] != 0

@@ -332,7 +332,12 @@ impl Op for ViewOp {
 fn unfold_backward(g: &Tensor, shape: &[usize], dim: i64, size: usize, step: usize) -> Result<Tensor> {
     let nd = shape.len();
     if nd == 0 {
-        return g.reshape(());
+        // The one window holds the element (size 1) or nothing (size 0).
+        return if g.numel() == 0 {
+            crate::TensorOptions::like(g).zeros(())
+        } else {
+            g.reshape(())
+        };
     }
     let d = normalize_dim("unfold", dim, nd)?;
     let windows = g.shape()[d];

@@ -491,6 +491,20 @@ impl Tensor {
         self.0.storage.bump_version();
     }
 
+    /// A kernel's result as a tensor of its own, as PyTorch's non-view
+    /// operators return: a copy when it shares storage with one of
+    /// `inputs`, and never a view for autograd (a reshape of a temporary
+    /// the kernel made is rewrapped without its base).
+    pub(crate) fn into_result(self, inputs: &[&Tensor]) -> Result<Tensor> {
+        if inputs.iter().any(|i| i.storage().same(self.storage())) {
+            return self.clone_tensor();
+        }
+        if self.0.base.is_some() {
+            return self.unsafe_view_for("result", self.layout().clone());
+        }
+        Ok(self)
+    }
+
     /// True when both handles are the same tensor (not merely equal values).
     pub fn is_same(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

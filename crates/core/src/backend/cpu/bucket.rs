@@ -3,7 +3,7 @@
 
 use crate::dispatch::{Call, Tensors, downcast_op};
 use crate::ops::bucket::Bucket;
-use crate::{DType, Element, Error, Result, Tensor, with_dtype};
+use crate::{DType, Element, Error, Result, Scalar, Tensor, with_dtype};
 
 /// PyTorch's `cus_lower_bound` / `cus_upper_bound` over `seq[start..end]`
 /// (through `sorter` when given): `!(mid >= v)` / `!(mid > v)` move right,
@@ -102,41 +102,70 @@ fn bincount(call: &Call, minlength: usize) -> Result<Tensor> {
     }
 }
 
+/// 2^63: the first f64 past `i64::MAX` (C++'s conversion range of int64).
+const I64_RANGE: f64 = 9_223_372_036_854_775_808.0;
+
 /// histc's bin counts, computed in the input's float type `T` as PyTorch's
-/// linear-interpolation kernel does.
-fn histc_counts<T: Element + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
-    data: &[T],
-    bins: usize,
-    lo: T,
-    hi: T,
-) -> Vec<T> {
-    let mut counts = vec![0f64; bins];
-    let edges = T::from_f64(bins as f64);
+/// linear-interpolation kernel does: the outer edges are those
+/// `linspace(lo, hi, bins + 1)` gives in `T` (`start + step * 0` and
+/// `end - step * 0`: NaN when the step overflows, and then nothing is
+/// counted), each element's bin is `(e - left) * bins / (right - left)`
+/// rounded in `T` at every step, and the counts accumulate in `T` too.
+fn histc_counts<T>(data: &[T], bins: usize, lo: f64, hi: f64) -> Vec<T>
+where
+    T: Element
+        + std::ops::Add<Output = T>
+        + std::ops::Sub<Output = T>
+        + std::ops::Mul<Output = T>
+        + std::ops::Div<Output = T>,
+{
+    let (start, end, n) = (T::from_f64(lo), T::from_f64(hi), T::from_f64(bins as f64));
+    let zero = T::from_f64(0.0);
+    let step = (end - start) / n;
+    let (left, right) = (start + step * zero, end - step * zero);
+    let (one, mut counts) = (T::from_f64(1.0), vec![zero; bins]);
     for &e in data {
-        if !(e >= lo && e <= hi) {
+        if !(e >= left && e <= right) {
             continue;
         }
-        let mut pos = ((e - lo) * edges / (hi - lo)).to_f64() as usize;
-        if pos >= bins {
-            pos = bins - 1;
-        }
-        counts[pos] += 1.0;
+        let p = ((e - left) * n / (right - left)).to_f64();
+        // C++'s float-to-int64 conversion on x86-64: NaN and out-of-range
+        // values become i64::MIN, whose element offset wraps to bin 0.
+        let pos = if !(-I64_RANGE..I64_RANGE).contains(&p) {
+            0
+        } else {
+            (p as i64).clamp(0, bins as i64) as usize
+        };
+        let pos = if pos == bins { bins - 1 } else { pos };
+        counts[pos] = counts[pos] + one;
     }
-    counts.into_iter().map(T::from_f64).collect()
+    counts
 }
 
 fn histc(call: &Call, bins: usize, min: f64, max: f64) -> Result<Tensor> {
     let x = call.inputs[0];
     let (mut lo, mut hi) = (min, max);
     if lo == hi && x.numel() > 0 {
+        // PyTorch's aminmax of the data (NaN propagates, and is an error below).
         let v = x.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
-        let finite = v.iter().filter(|e| !e.is_nan());
-        lo = finite.clone().fold(f64::INFINITY, |a, &b| a.min(b));
-        hi = finite.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+        if v.iter().any(|e| e.is_nan()) {
+            (lo, hi) = (f64::NAN, f64::NAN);
+        } else {
+            lo = v.iter().fold(f64::INFINITY, |a, &b| a.min(b));
+            hi = v.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+        }
     }
     if lo == hi {
-        lo -= 1.0;
-        hi += 1.0;
+        // PyTorch's bins_edges_correction: the neighbouring values of the
+        // input's float type, or 1 away if that is further (16-bit floats: 1).
+        (lo, hi) = match x.dtype() {
+            DType::F32 => (
+                f64::from(next_f32(lo as f32, false)).min(lo - 1.0),
+                f64::from(next_f32(hi as f32, true)).max(hi + 1.0),
+            ),
+            DType::F64 => (next_f64(lo, false).min(lo - 1.0), next_f64(hi, true).max(hi + 1.0)),
+            _ => (lo - 1.0, hi + 1.0),
+        };
     }
     if !(lo.is_finite() && hi.is_finite()) {
         return Err(Error::invalid(
@@ -144,16 +173,45 @@ fn histc(call: &Call, bins: usize, min: f64, max: f64) -> Result<Tensor> {
             format!("torch.histc: range of [{lo}, {hi}] is not finite"),
         ));
     }
-    match x.dtype() {
-        DType::F32 => {
-            let d = x.contiguous()?.to_vec::<f32>()?;
-            Tensor::from_vec(histc_counts(&d, bins, lo as f32, hi as f32), [bins])
-        }
-        _ => {
-            let d = x.contiguous()?.to_vec::<f64>()?;
-            Tensor::from_vec(histc_counts(&d, bins, lo, hi), [bins])
-        }
+    if lo >= hi {
+        return Err(Error::invalid("histc", "torch.histc: max must be larger than min"));
     }
+    // linspace converts the edges to the input's dtype, refusing overflow.
+    Scalar::Float(lo).check_fits("histc", x.dtype())?;
+    Scalar::Float(hi).check_fits("histc", x.dtype())?;
+    let xs = x.contiguous()?;
+    match x.dtype() {
+        DType::F32 => Tensor::from_vec(histc_counts(&xs.to_vec::<f32>()?, bins, lo, hi), [bins]),
+        DType::F16 => Tensor::from_vec(histc_counts(&xs.to_vec::<half::f16>()?, bins, lo, hi), [bins]),
+        DType::BF16 => Tensor::from_vec(histc_counts(&xs.to_vec::<half::bf16>()?, bins, lo, hi), [bins]),
+        _ => Tensor::from_vec(histc_counts(&xs.to_vec::<f64>()?, bins, lo, hi), [bins]),
+    }
+}
+
+/// C's `nexttoward` of a finite f32 towards +max (`up`) or -max.
+fn next_f32(v: f32, up: bool) -> f32 {
+    if v == 0.0 {
+        let tiny = f32::from_bits(1);
+        return if up { tiny } else { -tiny };
+    }
+    if (v == f32::MAX && up) || (v == f32::MIN && !up) {
+        return v;
+    }
+    let bits = v.to_bits();
+    f32::from_bits(if (v > 0.0) == up { bits + 1 } else { bits - 1 })
+}
+
+/// C's `nexttoward` of a finite f64 towards +max (`up`) or -max.
+fn next_f64(v: f64, up: bool) -> f64 {
+    if v == 0.0 {
+        let tiny = f64::from_bits(1);
+        return if up { tiny } else { -tiny };
+    }
+    if (v == f64::MAX && up) || (v == f64::MIN && !up) {
+        return v;
+    }
+    let bits = v.to_bits();
+    f64::from_bits(if (v > 0.0) == up { bits + 1 } else { bits - 1 })
 }
 
 pub(crate) fn bucket_kernel(call: &Call) -> Result<Tensors> {

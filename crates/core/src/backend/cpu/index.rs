@@ -338,23 +338,21 @@ pub(crate) fn nonzero_kernel(call: &Call) -> Result<Tensors> {
     let flags: Vec<bool> = x.to_vec::<bool>()?;
     let nd = x.ndim();
     let shape = x.shape().to_vec();
-    let mut out: Vec<i64> = Vec::new();
-    let mut idx = vec![0usize; nd];
+    let n = flags.iter().filter(|f| **f).count();
+    // Column-major, as PyTorch's (strides (1, n)): dim d's indices are row d
+    // of an [nd, n] buffer, transposed.
+    let mut out: Vec<i64> = vec![0; n * nd];
+    let mut k = 0;
     for (i, &f) in flags.iter().enumerate() {
         if f {
             let mut rem = i;
             for d in (0..nd).rev() {
-                idx[d] = rem % shape[d];
+                out[d * n + k] = (rem % shape[d]) as i64;
                 rem /= shape[d];
             }
-            out.extend(idx.iter().map(|&v| v as i64));
+            k += 1;
         }
     }
-    let n = out.len() / nd.max(1);
-    let n = if nd == 0 {
-        flags.iter().filter(|f| **f).count()
-    } else {
-        n
-    };
-    Ok(smallvec::smallvec![Tensor::from_vec(out, [n, nd])?])
+    let r = Tensor::from_vec(out, [nd, n])?.t()?;
+    Ok(smallvec::smallvec![r.into_result(&[])?])
 }

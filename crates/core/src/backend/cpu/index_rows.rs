@@ -10,32 +10,78 @@ use crate::dispatch::{Op, downcast_op};
 use crate::ops::index_more::{IndexRows, IndexWrite};
 use crate::{DType, Element, Error, Result, Tensor, with_dtype};
 
-/// One slice's update: `dst op= src` (`src` empty for fill).
-fn write_slice<T: Element>(write: IndexWrite, dst: &mut [T], src: &[T]) {
+/// Elements of a contiguous run PyTorch's vectorised add handles at a time
+/// for 16-bit floats (two AVX-512 vectors; the rest of a run goes through
+/// its scalar loop).
+const HALF_VECTOR_STEP: usize = 64;
+
+/// One slice's update: `dst op= src` (`src` empty for fill). `fused`: the
+/// add of PyTorch's kernel for two or more dims (its `add` with alpha: a
+/// fused multiply-add, except in the scalar tail of a 16-bit run, where
+/// `alpha * src` is rounded first); otherwise its loop for 0-d and 1-d
+/// tensors, `dst += src * alpha` in the element type.
+///
+/// `run`: where the slice sits in the contiguous run PyTorch's iterator
+/// loops over (its offset and the run's length).
+fn write_slice<T: Element>(write: IndexWrite, fused: bool, run: (usize, usize), dst: &mut [T], src: &[T]) {
     match write {
         IndexWrite::Copy => dst.copy_from_slice(src),
         IndexWrite::Fill(v) => dst.fill(scalar_as::<T>(v)),
         IndexWrite::Add(alpha) => match T::DTYPE {
+            // alpha 1: every path is one rounded sum (fma(s, 1, d) = d + s).
             DType::F32 if alpha.to_f64() == 1.0 => {
                 for (d, s) in dst.iter_mut().zip(src) {
                     *d = T::from_f64((d.to_f64() as f32 + s.to_f64() as f32) as f64);
                 }
             }
-            DType::F32 | DType::F16 | DType::BF16 => {
+            DType::F64 if alpha.to_f64() == 1.0 => {
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = T::from_f64(d.to_f64() + s.to_f64());
+                }
+            }
+            DType::F32 if fused => {
                 let a = alpha.to_f64() as f32;
                 for (d, s) in dst.iter_mut().zip(src) {
                     let (dv, sv) = (d.to_f64() as f32, s.to_f64() as f32);
-                    *d = T::from_f64(if a == 1.0 { dv + sv } else { dv + sv * a } as f64);
+                    *d = T::from_f64(sv.mul_add(a, dv) as f64);
+                }
+            }
+            DType::F64 if fused => {
+                let a = alpha.to_f64();
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = T::from_f64(s.to_f64().mul_add(a, d.to_f64()));
+                }
+            }
+            DType::F32 => {
+                let a = alpha.to_f64() as f32;
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = T::from_f64((d.to_f64() as f32 + s.to_f64() as f32 * a) as f64);
                 }
             }
             DType::F64 => {
                 let a = alpha.to_f64();
                 for (d, s) in dst.iter_mut().zip(src) {
-                    *d = T::from_f64(if a == 1.0 {
-                        d.to_f64() + s.to_f64()
+                    *d = T::from_f64(d.to_f64() + s.to_f64() * a);
+                }
+            }
+            DType::F16 | DType::BF16 => {
+                // alpha in the 16-bit type; the vectorised part fused in f32,
+                // the rest in the 16-bit type (product rounded, then the sum).
+                let a = T::from_f64(alpha.to_f64()).to_f64() as f32;
+                let (offset, len) = run;
+                let vector_end = if fused {
+                    len / HALF_VECTOR_STEP * HALF_VECTOR_STEP
+                } else {
+                    0
+                };
+                for (i, (d, s)) in dst.iter_mut().zip(src).enumerate() {
+                    let (dv, sv) = (d.to_f64() as f32, s.to_f64() as f32);
+                    *d = if offset + i < vector_end {
+                        T::from_f64(sv.mul_add(a, dv) as f64)
                     } else {
-                        d.to_f64() + s.to_f64() * a
-                    });
+                        let p = T::from_f64((sv * a) as f64).to_f64() as f32;
+                        T::from_f64((dv + p) as f64)
+                    };
                 }
             }
             DType::Bool => {
@@ -91,10 +137,29 @@ pub(crate) fn index_rows_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Ten
     let shape = x.shape().to_vec();
     let d = op.dim;
     let n = shape.get(d).copied().unwrap_or(1);
-    let pos = positions(&op, index, n)?;
+    // PyTorch checks (and uses) the indices only where its kernel visits elements.
+    let pos = if op.visits(x, index) {
+        positions(&op, index, n)?
+    } else {
+        Vec::new()
+    };
+    if let IndexWrite::Fill(v) = op.write
+        && out.layout().has_internal_overlap()
+    {
+        // An expanded self filled in place: the value goes through the
+        // selected slices' strides (fill_ writes overlapping elements).
+        if !out.is_same(x) {
+            cast_into(out, x)?;
+        }
+        for &p in &pos {
+            out.select(d as i64, p as i64)?.fill_(v)?;
+        }
+        return Ok(());
+    }
     let outer: usize = shape[..d.min(shape.len())].iter().product();
     let inner: usize = shape.get(d + 1..).map_or(1, |s| s.iter().product());
     let k = pos.len();
+    let fused = x.ndim() > 1;
     // Work on a contiguous buffer holding self's values.
     let work = if out.is_contiguous() {
         out.clone()
@@ -131,7 +196,10 @@ pub(crate) fn index_rows_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Ten
                     } else {
                         &[]
                     };
-                    write_slice(op.write, dst, s);
+                    // One run per slice, or all of them when the dim has size 1
+                    // (PyTorch's iterator then coalesces the slices).
+                    let run = if n == 1 && k == 1 { (o * inner, outer * inner) } else { (0, inner) };
+                    write_slice(op.write, fused, run, dst, s);
                 }
             }
         };

@@ -683,6 +683,11 @@ pub(super) fn scan_lines(x: &Tensor, out: &Tensor, d: usize, line: impl Fn(usize
 pub(crate) fn scan_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Scan>(op)?;
     let (x, out) = (inputs[0], outputs[0]);
+    if x.dtype() != out.dtype() {
+        // `dtype=`: the input is cast first, as PyTorch's `self.to(dtype)`.
+        let xc = x.to_dtype(out.dtype())?;
+        return scan_kernel(op, &[&xc], outputs);
+    }
     if x.ndim() == 0 {
         // One element: its running sum or product is itself.
         return super::copy::cast_into(out, x);

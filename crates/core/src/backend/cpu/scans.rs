@@ -23,8 +23,9 @@ pub(crate) fn cum_extreme_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Te
     let name = op.entry().base_name();
     with_dtype!(inputs[0].dtype(), T => {
         line_kernel::<T>(name, inputs[0], outputs[0], outputs[1], op.dim, |items| {
-            // PyTorch's cummax_cummin_helper: take x when the running value
-            // is not NaN and x is NaN or not worse (the last index on ties).
+            // PyTorch's cummax_cummin_helper: take x when it is NaN (every
+            // NaN, so a run of NaNs gives each its own index), or when the
+            // running value is not NaN and x is not worse (the last index on ties).
             let Some(&first) = items.first() else {
                 return 0..0;
             };
@@ -32,7 +33,7 @@ pub(crate) fn cum_extreme_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Te
             for item in items.iter_mut() {
                 let x = item.0;
                 let better = if op.max { x >= best.0 } else { x <= best.0 };
-                if !nan(best.0) && (nan(x) || better) {
+                if nan(x) || (!nan(best.0) && better) {
                     best = *item;
                 }
                 *item = best;
