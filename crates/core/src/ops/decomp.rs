@@ -663,7 +663,15 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
                         if upper { blk[hi * n + lo] } else { blk[lo * n + hi] }
                     })
                     .collect();
-                let (w, v) = crate::cpu::lapack::eigh(&sym, n);
+                let (w, v) = crate::cpu::lapack::eigh(&sym, n).map_err(|info| {
+                    Error::invalid(
+                        op,
+                        format!(
+                            "{}The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: {info}).",
+                            batch_prefix(batched, bi)
+                        ),
+                    )
+                })?;
                 ws.extend(w);
                 vs.extend(v);
             }
@@ -676,7 +684,15 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
             let k = m.min(n);
             let (mut us, mut ss, mut vhs) = (Vec::new(), Vec::new(), Vec::new());
             for bi in 0..nb {
-                let (u, s, vh) = crate::cpu::lapack::svd(&data[bi * mn..(bi + 1) * mn], m, n, full);
+                let (u, s, vh) = crate::cpu::lapack::svd(&data[bi * mn..(bi + 1) * mn], m, n, full).map_err(|info| {
+                    Error::invalid(
+                        op,
+                        format!(
+                            "{}The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values (error code: {info}).",
+                            batch_prefix(batched, bi)
+                        ),
+                    )
+                })?;
                 us.extend(u);
                 ss.extend(s);
                 vhs.extend(vh);

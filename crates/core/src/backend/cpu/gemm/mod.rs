@@ -228,7 +228,9 @@ unsafe fn pack_b_panels<T: Copy + Default, const NR: usize>(
     }
 }
 
-/// `C = A * B` for `A: m x k`, `B: k x n`, `C: m x n` with row stride `ldc` (unit column stride).
+/// `C = A * B` for `A: m x k`, `B: k x n`, `C: m x n` with row stride `ldc`
+/// (unit column stride); with `acc`, `C += A * B` (each element adds its K
+/// blocks to its old value, in order).
 ///
 /// The work is split over threads by rows of C when there are enough MR-row
 /// panels (else by columns). Each thread packs everything it reads itself,
@@ -243,8 +245,17 @@ unsafe fn pack_b_panels<T: Copy + Default, const NR: usize>(
 /// for `m` rows of `n` values `ldc` apart, and nothing else accesses them
 /// during the call.
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemm_with<T, K>(m: usize, n: usize, k: usize, a: Mat<T>, b: Mat<T>, c: *mut T, ldc: usize, parallel: bool)
-where
+unsafe fn gemm_with<T, K>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<T>,
+    b: Mat<T>,
+    c: *mut T,
+    ldc: usize,
+    parallel: bool,
+    acc: bool,
+) where
     T: Copy + Default + Send + Sync + std::ops::Add<Output = T>,
     K: MicroKernel<T>,
 {
@@ -254,6 +265,9 @@ where
     }
     let c = OutPtr(c);
     if k == 0 {
+        if acc {
+            return;
+        }
         for i in 0..m {
             for j in 0..n {
                 // SAFETY: inside C.
@@ -264,7 +278,7 @@ where
     }
     if K::B_RESIDENT {
         // SAFETY: this function's contract, forwarded (k > 0 here).
-        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel) };
+        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel, acc) };
     }
     let (kc_blk, nc_blk, _) = blocking((KC, NC, 0));
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
@@ -297,7 +311,7 @@ where
         let mut edge = [T::default(); EDGE];
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
-            let accumulate = kb > 0;
+            let accumulate = acc || kb > 0;
             // Pack this task's part of the split operand for the block (and,
             // by columns, all of the small A).
             // SAFETY: the panels [lo, hi) (or all of A) at depth [p0, p0 + kc)
@@ -426,7 +440,7 @@ unsafe fn tile<T: Copy, K: MicroKernel<T>>(
 /// Size of the scratch tile for partial tiles (the largest `MR x NR`).
 const EDGE: usize = 16 * 32;
 
-/// `C = A * B` in f32 with the best kernel for this CPU.
+/// `C = A * B` (`C += A * B` with `acc`) in f32 with the best kernel for this CPU.
 ///
 /// # Safety
 /// As `gemm_with`.
@@ -440,20 +454,21 @@ pub(crate) unsafe fn sgemm(
     c: *mut f32,
     ldc: usize,
     parallel: bool,
+    acc: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     match isa() {
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx512 => return unsafe { gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel) },
+        Isa::Avx512 => return unsafe { gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel, acc) },
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx2 => return unsafe { gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel) },
+        Isa::Avx2 => return unsafe { gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel, acc) },
         Isa::Baseline => {}
     }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel) }
+    unsafe { gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
 }
 
-/// `C = A * B` in f64 with the best kernel for this CPU.
+/// `C = A * B` (`C += A * B` with `acc`) in f64 with the best kernel for this CPU.
 ///
 /// # Safety
 /// As `gemm_with`.
@@ -467,17 +482,18 @@ pub(crate) unsafe fn dgemm(
     c: *mut f64,
     ldc: usize,
     parallel: bool,
+    acc: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     match isa() {
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx512 => return unsafe { gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel) },
+        Isa::Avx512 => return unsafe { gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel, acc) },
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx2 => return unsafe { gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel) },
+        Isa::Avx2 => return unsafe { gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel, acc) },
         Isa::Baseline => {}
     }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel) }
+    unsafe { gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
 }
 
 /// Integer matrix product with wrapping i64 arithmetic (summing in k order).
@@ -555,8 +571,8 @@ fn batched<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         // `out` (locked for writing), and batches write disjoint blocks.
         unsafe {
             match T::DTYPE {
-                DType::F32 => sgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f32, n, parallel),
-                DType::F64 => dgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f64, n, parallel),
+                DType::F32 => sgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f32, n, parallel, false),
+                DType::F64 => dgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f64, n, parallel, false),
                 _ => igemm(m, n, k, am, bm, c, n),
             }
         }
