@@ -722,6 +722,13 @@ err("err_eigh_nonsquare", "torch.linalg.eigh", {"A": g(1, 2, 3)})
 err("err_eigh_int", "torch.linalg.eigh", {"A": T([[1, 0], [0, 1]])})
 err("err_eigh_uplo", "torch.linalg.eigh", {"A": g(1, 2, 2)}, UPLO="X")
 err("err_eigvalsh_int", "torch.linalg.eigvalsh", {"A": T([[1, 0], [0, 1]])})
+rec("eigh_nan", "torch.linalg.eigh", {"A": T([[1.0, NAN], [NAN, 1.0]], dtype=f64)}, note="NaN eigenpairs, no error")
+rec("eigvalsh_inf_batched", "torch.linalg.eigvalsh", {"A": torch.stack([sym(1221, 2), T([[INF, 0.0], [0.0, 1.0]],
+                                                                                          dtype=f64)])})
+err("err_svd_nan", "torch.linalg.svd", {"A": T([[1.0, NAN], [0.0, 1.0]])})
+rec("svdvals_inf_batched", "torch.linalg.svdvals", {"A": torch.stack([torch.eye(2), T([[INF, 0.0], [0.0, 1.0]])])},
+    note="inf gives NaN singular values (NaN is an error)")
+err("err_svdvals_nan_batched", "torch.linalg.svdvals", {"A": torch.stack([torch.eye(2), T([[NAN, 0.0], [0.0, 1.0]])])})
 err("err_svd_int", "torch.linalg.svd", {"A": T([[1, 2], [3, 4]])})
 err("err_svd_1d", "torch.linalg.svd", {"A": g(1, 3)})
 err("err_svdvals_int", "torch.linalg.svdvals", {"A": T([[1, 2], [3, 4]])})

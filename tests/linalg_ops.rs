@@ -384,3 +384,69 @@ fn new_ops_on_the_meta_device() -> Result<()> {
     assert_eq!(a.linalg_eigh("U")?.0.shape(), [2, 3]);
     Ok(())
 }
+
+/// Reconstruction and orthogonality of eigh and svd on edge cases:
+/// repeated eigenvalues, zero and rank-deficient matrices, single rows and
+/// columns, a large full U; non-finite input is PyTorch's convergence error.
+#[test]
+fn decompositions_on_edge_cases() -> Result<()> {
+    let f64s = |t: &Tensor| t.to_dtype(DType::F64);
+    let orthonormal_cols = |u: &Tensor| -> Result<f64> {
+        let k = u.shape()[u.ndim() - 1];
+        Ok(max_abs(&u.mt()?.matmul(u)?, &Tensor::eye(k)?.to_dtype(u.dtype())?))
+    };
+    let sym_cases = [
+        Tensor::eye(5)?.to_dtype(DType::F64)?,
+        Tensor::zeros_dtype([4, 4], DType::F64)?,
+        Tensor::new([[2.0f64, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, -1.0]])?,
+        Tensor::new([[7.0f64]])?,
+        {
+            let a = randn(&[60, 60], 9);
+            a.add(&a.t()?)?
+        },
+    ];
+    for a in &sym_cases {
+        let (w, v) = a.linalg_eigh("L")?;
+        let rec = v.mul(&w.unsqueeze(-2)?)?.matmul(&v.mt()?)?;
+        assert!(max_abs(&rec, a) < 1e-12, "{a}");
+        assert!(orthonormal_cols(&v)? < 1e-12);
+        let wv: Vec<f64> = w.to_vec()?;
+        assert!(wv.windows(2).all(|p| p[0] <= p[1]));
+    }
+    let rect_cases = [
+        Tensor::zeros_dtype([3, 5], DType::F64)?,
+        Tensor::new([[1.0f64, 2.0], [2.0, 4.0], [3.0, 6.0]])?,
+        Tensor::new([[3.0f64, 4.0, 0.0, 0.0]])?,
+        Tensor::new([[3.0f64], [4.0]])?,
+        randn(&[9, 4], 10),
+        randn(&[50, 70], 11),
+    ];
+    for a in &rect_cases {
+        for full in [false, true] {
+            let (u, s, vh) = a.linalg_svd(full)?;
+            let k = s.shape()[0] as i64;
+            let rec = u.narrow(-1, 0, k)?.mul(&s.unsqueeze(-2)?)?.matmul(&vh.narrow(-2, 0, k)?)?;
+            assert!(max_abs(&rec, a) < 1e-12, "{a}");
+            assert!(orthonormal_cols(&u)? < 1e-12, "{a} full {full}");
+            assert!(orthonormal_cols(&vh.mt()?)? < 1e-12, "{a} full {full}");
+            let sv: Vec<f64> = s.to_vec()?;
+            assert!(sv.windows(2).all(|p| p[0] >= p[1]) && sv.iter().all(|&x| x >= 0.0));
+        }
+    }
+    // f32 on a larger matrix.
+    let a = randn(&[80, 64], 12).to_dtype(DType::F32)?;
+    let (u, s, vh) = a.linalg_svd(false)?;
+    let rec = u.mul(&s.unsqueeze(-2)?)?.matmul(&vh)?;
+    assert!(max_abs(&f64s(&rec)?, &f64s(&a)?) < 1e-4);
+    let (w, v) = a.mt()?.matmul(&a)?.linalg_eigh("U")?;
+    assert!(max_abs(&f64s(&w.sqrt()?.flip([0])?)?, &f64s(&s)?) < 1e-3);
+    assert!(orthonormal_cols(&f64s(&v)?)? < 1e-4);
+    // Non-finite input: NaN eigenpairs and an SVD error, as PyTorch's
+    // (linalg.json has both).
+    let nan = Tensor::new([[1.0f64, f64::NAN], [f64::NAN, 1.0]])?;
+    assert!(nan.linalg_eigh("L")?.1.to_vec::<f64>()?.iter().all(|x| x.is_nan()));
+    assert!(err(nan.linalg_svd(false)).contains("the input matrix contained non-finite values"));
+    let inf = Tensor::new([[1.0f64, f64::INFINITY], [0.0, 1.0]])?;
+    assert!(inf.linalg_svdvals()?.to_vec::<f64>()?.iter().all(|x| x.is_nan()));
+    Ok(())
+}

@@ -679,6 +679,13 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
                         if upper { blk[hi * n + lo] } else { blk[lo * n + hi] }
                     })
                     .collect();
+                if sym.iter().any(|x| !x.to_f64().is_finite()) {
+                    // PyTorch (LAPACK's syevd) returns NaN for a non-finite input.
+                    let nan = T::of(f64::NAN);
+                    ws.extend(std::iter::repeat_n(nan, n));
+                    vs.extend(std::iter::repeat_n(nan, n * n));
+                    continue;
+                }
                 let (w, v) = crate::cpu::lapack::eigh(&sym, n).map_err(|info| {
                     Error::invalid(
                         op,
@@ -700,7 +707,26 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
             let k = m.min(n);
             let (mut us, mut ss, mut vhs) = (Vec::new(), Vec::new(), Vec::new());
             for bi in 0..nb {
-                let (u, s, vh) = crate::cpu::lapack::svd(&data[bi * mn..(bi + 1) * mn], m, n, full).map_err(|info| {
+                let blk = &data[bi * mn..(bi + 1) * mn];
+                // As PyTorch (LAPACK's gesdd): NaN is an error, inf gives NaN.
+                if blk.iter().any(|x| x.to_f64().is_nan()) {
+                    return Err(Error::invalid(
+                        op,
+                        format!(
+                            "{}The algorithm failed to converge because the input matrix contained non-finite values.",
+                            batch_prefix(batched, bi)
+                        ),
+                    ));
+                }
+                if blk.iter().any(|x| x.to_f64().is_infinite()) {
+                    let nan = T::of(f64::NAN);
+                    let (uc, vr) = if full { (m, n) } else { (k, k) };
+                    us.extend(std::iter::repeat_n(nan, m * uc));
+                    ss.extend(std::iter::repeat_n(nan, k));
+                    vhs.extend(std::iter::repeat_n(nan, vr * n));
+                    continue;
+                }
+                let (u, s, vh) = crate::cpu::lapack::svd(blk, m, n, full).map_err(|info| {
                     Error::invalid(
                         op,
                         format!(
