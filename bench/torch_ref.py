@@ -197,6 +197,19 @@ def _solve_512():
     return lambda: torch.linalg.solve(a, b)
 
 
+@figure("eigh_256_f64")
+def _eigh_256():
+    a = torch.randn(256, 256, dtype=torch.float64)
+    a = a + a.t()
+    return lambda: torch.linalg.eigh(a)
+
+
+@figure("svd_256_f64")
+def _svd_256():
+    a = torch.randn(256, 256, dtype=torch.float64)
+    return lambda: torch.linalg.svd(a, full_matrices=False)
+
+
 @figure("add_1elem_overhead")
 def _add_1elem():
     s1, s2 = torch.randn(1), torch.randn(1)

@@ -42,6 +42,25 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
     push("matmul_big", o.randn([1100, 700])?.matmul(&o.randn([700, 900])?)?);
     // Fewer row panels than threads (the columns are split) and two column blocks of B.
     push("matmul_few_rows", o.randn([5, 300])?.matmul(&o.randn([300, 4500])?)?);
+    // Linear algebra: blocked LU with parallel trailing updates and
+    // right-hand sides solved in column chunks; the decompositions.
+    let sq = o.randn([301, 301])?.to_dtype(ferrotorch::DType::F64)?;
+    push(
+        "solve",
+        sq.linalg_solve(&o.randn([301, 203])?.to_dtype(ferrotorch::DType::F64)?)?,
+    );
+    push("inv", sq.linalg_inv()?);
+    push("det", sq.mul(0.5)?.linalg_det()?);
+    let sym = sq.narrow(0, 0, 97)?.narrow(1, 0, 97)?;
+    push("eigh", sym.add(&sym.t()?)?.linalg_eigh("L")?.1);
+    let (u, s, vh) = sq.narrow(0, 0, 90)?.narrow(1, 0, 70)?.linalg_svd(false)?;
+    push("svd", u.mul(&s)?.matmul(&vh)?);
+    push("qr", sq.narrow(1, 0, 120)?.linalg_qr("reduced")?.0);
+    push(
+        "addmm",
+        o.randn([301])?
+            .addmm(&o.randn([200, 150])?, &o.randn([150, 301])?, 0.5, 2.0)?,
+    );
     push("cumsum_long", big.cumsum(0)?);
     push("cumsum_rows", m.cumsum(1)?);
     push("cumsum_cols", m.cumsum(0)?);

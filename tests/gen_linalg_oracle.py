@@ -626,11 +626,10 @@ err("err_slogdet_int", "torch.linalg.slogdet", {"A": T([[1, 2], [3, 4]])})
 
 double("det_double", "torch.linalg.det", {"A": g(1031, 3, 3, dtype=f64)}, grad=["A"])
 # With create_graph PyTorch takes singular matrices through the SVD (the
-# adjugate); its second derivative there depends on the rounding of the
-# zero singular value (PyTorch's own differs from the exact one by O(1)), so
-# only a batch mixing both kinds is compared.
-double("det_double_batched_mixed", "torch.linalg.det",
-       {"A": torch.stack([well(1032, 3), T([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.0, 1.0, 3.0]], dtype=f64)])},
+# adjugate, checked in tests/linalg_ops.rs); its second derivative there
+# depends on the rounding of the zero singular value (PyTorch's own differs
+# from the exact one by O(1)), so none is compared here.
+double("det_double_batched", "torch.linalg.det", {"A": torch.stack([well(1032, 3), g(1039, 3, 3, dtype=f64)])},
        grad=["A"])
 double("inv_double", "torch.linalg.inv", {"A": well(1033, 3)}, grad=["A"])
 double("solve_double", "torch.linalg.solve", {"A": well(1034, 3), "B": g(1035, 3, 2, dtype=f64)}, grad=["A", "B"])
@@ -723,6 +722,13 @@ err("err_eigh_nonsquare", "torch.linalg.eigh", {"A": g(1, 2, 3)})
 err("err_eigh_int", "torch.linalg.eigh", {"A": T([[1, 0], [0, 1]])})
 err("err_eigh_uplo", "torch.linalg.eigh", {"A": g(1, 2, 2)}, UPLO="X")
 err("err_eigvalsh_int", "torch.linalg.eigvalsh", {"A": T([[1, 0], [0, 1]])})
+rec("eigh_nan", "torch.linalg.eigh", {"A": T([[1.0, NAN], [NAN, 1.0]], dtype=f64)}, note="NaN eigenpairs, no error")
+rec("eigvalsh_inf_batched", "torch.linalg.eigvalsh", {"A": torch.stack([sym(1221, 2), T([[INF, 0.0], [0.0, 1.0]],
+                                                                                          dtype=f64)])})
+err("err_svd_nan", "torch.linalg.svd", {"A": T([[1.0, NAN], [0.0, 1.0]])})
+rec("svdvals_inf_batched", "torch.linalg.svdvals", {"A": torch.stack([torch.eye(2), T([[INF, 0.0], [0.0, 1.0]])])},
+    note="inf gives NaN singular values (NaN is an error)")
+err("err_svdvals_nan_batched", "torch.linalg.svdvals", {"A": torch.stack([torch.eye(2), T([[NAN, 0.0], [0.0, 1.0]])])})
 err("err_svd_int", "torch.linalg.svd", {"A": T([[1, 2], [3, 4]])})
 err("err_svd_1d", "torch.linalg.svd", {"A": g(1, 3)})
 err("err_svdvals_int", "torch.linalg.svdvals", {"A": T([[1, 2], [3, 4]])})

@@ -305,3 +305,151 @@ fn errors_carry_pytorchs_messages() {
     assert!(checked > 80, "only {checked} error cases");
     assert!(wrong.is_empty(), "{} of {checked}:\n{}", wrong.len(), wrong.join("\n"));
 }
+
+#[test]
+fn det_gradient_at_singular_matrices_as_pytorch() -> Result<()> {
+    use ferrotorch::autograd::{GradOptions, grad};
+    let a = Tensor::new([
+        [[2.0f64, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]],
+        [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]],
+    ])?
+    .requires_grad_(true)?;
+    let cof_first = [11.0, -4.0, 1.0, -4.0, 8.0, -2.0, 1.0, -2.0, 5.0];
+    // The second matrix has rank 2: its cofactors (the gradient of det).
+    let cof_second = [4.0, 4.0, -4.0, -2.0, -2.0, 2.0, 0.0, 0.0, 0.0];
+    // Without create_graph PyTorch solves with the LU factors: an exactly
+    // singular matrix gets a zero gradient.
+    let g = grad(&[&a.linalg_det()?.sum()?], &[&a], GradOptions::default())?;
+    let g: Vec<f64> = g[0].to_vec()?;
+    for (x, y) in g.iter().zip(cof_first.iter().chain(&[0.0; 9])) {
+        assert!((x - y).abs() < 1e-12, "{g:?}");
+    }
+    // With create_graph the singular one goes through the SVD: the cofactors.
+    let g = grad(&[&a.linalg_det()?.sum()?], &[&a], GradOptions::create_graph())?;
+    let g0 = g[0].clone();
+    assert!(g0.requires_grad());
+    let g: Vec<f64> = g0.to_vec()?;
+    for (x, y) in g.iter().zip(cof_first.iter().chain(&cof_second)) {
+        assert!((x - y).abs() < 1e-12, "{g:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn qr_backward_errors_as_pytorch() -> Result<()> {
+    let a = randn(&[4, 3], 1).requires_grad_(true)?;
+    let (_, r) = a.linalg_qr("r")?;
+    assert!(err(r.sum()?.backward()).contains(
+        "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr."
+    ));
+    let (q, _) = a.linalg_qr("complete")?;
+    assert!(
+        err(q.sum()?.backward())
+            .contains("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    );
+    // Wide complete (Q square) is differentiable, as PyTorch's.
+    let w = randn(&[3, 4], 2).requires_grad_(true)?;
+    let (q, r) = w.linalg_qr("complete")?;
+    q.sum()?.add(&r.sum()?)?.backward()?;
+    assert_eq!(w.grad()?.shape(), [3, 4]);
+    Ok(())
+}
+
+#[test]
+fn new_ops_on_the_meta_device() -> Result<()> {
+    use ferrotorch::MatrixOrd;
+    let meta = |s: &[usize]| TensorOptions::new().device(Device::Meta).zeros(s);
+    let (x, m1, m2) = (meta(&[5])?, meta(&[3, 4])?, meta(&[4, 5])?);
+    assert_eq!(x.addmm(&m1, &m2, 0.5, 2.0)?.shape(), [3, 5]);
+    assert_eq!(meta(&[3])?.addmv(&m1, &meta(&[4])?, 1.0, 1.0)?.shape(), [3]);
+    let (b1, b2) = (meta(&[2, 3, 4])?, meta(&[2, 4, 5])?);
+    assert_eq!(x.addbmm(&b1, &b2, 1.0, 1.0)?.shape(), [3, 5]);
+    assert_eq!(x.baddbmm(&b1, &b2, 1.0, 1.0)?.shape(), [2, 3, 5]);
+    assert!(x.addmm(&m1, &m1, 1.0, 1.0).is_err());
+    assert_eq!(
+        meta(&[2, 1, 3])?.linalg_cross(&meta(&[1, 4, 3])?, -1)?.shape(),
+        [2, 4, 3]
+    );
+    let a = meta(&[2, 3, 3])?;
+    assert_eq!(a.linalg_solve(&meta(&[3])?)?.shape(), [2, 3]);
+    assert_eq!(a.linalg_solve(&meta(&[4, 1, 3, 2])?)?.shape(), [4, 2, 3, 2]);
+    assert_eq!(a.linalg_norm(None, None, false, None)?.shape(), [] as [usize; 0]);
+    assert_eq!(
+        a.linalg_matrix_norm_with(MatrixOrd::P(1.0), &[0, 2], true, None)?
+            .shape(),
+        [1, 3, 1]
+    );
+    assert_eq!(a.linalg_vector_norm_with(3.0, Some(&[1]), false, None)?.shape(), [2, 3]);
+    assert_eq!(a.linalg_qr("reduced")?.1.shape(), [2, 3, 3]);
+    assert_eq!(a.linalg_eigh("U")?.0.shape(), [2, 3]);
+    Ok(())
+}
+
+/// Reconstruction and orthogonality of eigh and svd on edge cases:
+/// repeated eigenvalues, zero and rank-deficient matrices, single rows and
+/// columns, a large full U; non-finite input is PyTorch's convergence error.
+#[test]
+fn decompositions_on_edge_cases() -> Result<()> {
+    let f64s = |t: &Tensor| t.to_dtype(DType::F64);
+    let orthonormal_cols = |u: &Tensor| -> Result<f64> {
+        let k = u.shape()[u.ndim() - 1];
+        Ok(max_abs(&u.mt()?.matmul(u)?, &Tensor::eye(k)?.to_dtype(u.dtype())?))
+    };
+    let sym_cases = [
+        Tensor::eye(5)?.to_dtype(DType::F64)?,
+        Tensor::zeros_dtype([4, 4], DType::F64)?,
+        Tensor::new([[2.0f64, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, -1.0]])?,
+        Tensor::new([[7.0f64]])?,
+        {
+            let a = randn(&[60, 60], 9);
+            a.add(&a.t()?)?
+        },
+    ];
+    for a in &sym_cases {
+        let (w, v) = a.linalg_eigh("L")?;
+        let rec = v.mul(&w.unsqueeze(-2)?)?.matmul(&v.mt()?)?;
+        assert!(max_abs(&rec, a) < 1e-12, "{a}");
+        assert!(orthonormal_cols(&v)? < 1e-12);
+        let wv: Vec<f64> = w.to_vec()?;
+        assert!(wv.windows(2).all(|p| p[0] <= p[1]));
+    }
+    let rect_cases = [
+        Tensor::zeros_dtype([3, 5], DType::F64)?,
+        Tensor::new([[1.0f64, 2.0], [2.0, 4.0], [3.0, 6.0]])?,
+        Tensor::new([[3.0f64, 4.0, 0.0, 0.0]])?,
+        Tensor::new([[3.0f64], [4.0]])?,
+        randn(&[9, 4], 10),
+        randn(&[50, 70], 11),
+    ];
+    for a in &rect_cases {
+        for full in [false, true] {
+            let (u, s, vh) = a.linalg_svd(full)?;
+            let k = s.shape()[0] as i64;
+            let rec = u
+                .narrow(-1, 0, k)?
+                .mul(&s.unsqueeze(-2)?)?
+                .matmul(&vh.narrow(-2, 0, k)?)?;
+            assert!(max_abs(&rec, a) < 1e-12, "{a}");
+            assert!(orthonormal_cols(&u)? < 1e-12, "{a} full {full}");
+            assert!(orthonormal_cols(&vh.mt()?)? < 1e-12, "{a} full {full}");
+            let sv: Vec<f64> = s.to_vec()?;
+            assert!(sv.windows(2).all(|p| p[0] >= p[1]) && sv.iter().all(|&x| x >= 0.0));
+        }
+    }
+    // f32 on a larger matrix.
+    let a = randn(&[80, 64], 12).to_dtype(DType::F32)?;
+    let (u, s, vh) = a.linalg_svd(false)?;
+    let rec = u.mul(&s.unsqueeze(-2)?)?.matmul(&vh)?;
+    assert!(max_abs(&f64s(&rec)?, &f64s(&a)?) < 1e-4);
+    let (w, v) = a.mt()?.matmul(&a)?.linalg_eigh("U")?;
+    assert!(max_abs(&f64s(&w.sqrt()?.flip([0])?)?, &f64s(&s)?) < 1e-3);
+    assert!(orthonormal_cols(&f64s(&v)?)? < 1e-4);
+    // Non-finite input: NaN eigenpairs and an SVD error, as PyTorch's
+    // (linalg.json has both).
+    let nan = Tensor::new([[1.0f64, f64::NAN], [f64::NAN, 1.0]])?;
+    assert!(nan.linalg_eigh("L")?.1.to_vec::<f64>()?.iter().all(|x| x.is_nan()));
+    assert!(err(nan.linalg_svd(false)).contains("the input matrix contained non-finite values"));
+    let inf = Tensor::new([[1.0f64, f64::INFINITY], [0.0, 1.0]])?;
+    assert!(inf.linalg_svdvals()?.to_vec::<f64>()?.iter().all(|x| x.is_nan()));
+    Ok(())
+}

@@ -140,6 +140,17 @@ fn figures() -> Vec<Figure> {
         let b = opts.randn([512, 512])?;
         Ok(Box::new(move || a.linalg_solve(&b).map(|c| drop(black_box(c)))))
     }));
+    v.push(figure("eigh_256_f64", || {
+        let opts = ferrotorch::TensorOptions::new().dtype(ferrotorch::DType::F64);
+        let a = opts.randn([256, 256])?;
+        let a = a.add(&a.t()?)?;
+        Ok(Box::new(move || a.linalg_eigh("L").map(|c| drop(black_box(c)))))
+    }));
+    v.push(figure("svd_256_f64", || {
+        let opts = ferrotorch::TensorOptions::new().dtype(ferrotorch::DType::F64);
+        let a = opts.randn([256, 256])?;
+        Ok(Box::new(move || a.linalg_svd(false).map(|c| drop(black_box(c)))))
+    }));
     v.push(figure("add_1elem_overhead", || {
         let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
         Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))

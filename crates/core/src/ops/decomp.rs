@@ -495,6 +495,22 @@ fn batch_prefix(batched: bool, b: usize) -> String {
 /// broadcasts `B`'s batch dims against `A`'s, and names them in that order).
 fn solve_batch(a: &Tensor, b: &Tensor, vector: bool) -> Result<Dims> {
     let tail = if vector { 1 } else { 2 };
+    if b.ndim() < tail || (!vector && b.shape()[b.ndim() - 2] != a.shape()[a.ndim() - 1]) {
+        return Err(Error::shape(
+            "linalg.solve",
+            a.shape(),
+            b.shape(),
+            "Incompatible shapes of A and B for the equation AX = B",
+        ));
+    }
+    if vector && b.shape()[b.ndim() - 1] != a.shape()[a.ndim() - 1] {
+        return Err(Error::shape(
+            "linalg.solve",
+            a.shape(),
+            b.shape(),
+            "Incompatible shapes of A and B for the equation AX = B",
+        ));
+    }
     crate::layout::broadcast_shapes(
         "linalg.solve",
         &b.shape()[..b.ndim() - tail],
@@ -663,7 +679,22 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
                         if upper { blk[hi * n + lo] } else { blk[lo * n + hi] }
                     })
                     .collect();
-                let (w, v) = crate::cpu::lapack::eigh(&sym, n);
+                if sym.iter().any(|x| !x.to_f64().is_finite()) {
+                    // PyTorch (LAPACK's syevd) returns NaN for a non-finite input.
+                    let nan = T::of(f64::NAN);
+                    ws.extend(std::iter::repeat_n(nan, n));
+                    vs.extend(std::iter::repeat_n(nan, n * n));
+                    continue;
+                }
+                let (w, v) = crate::cpu::lapack::eigh(&sym, n).map_err(|info| {
+                    Error::invalid(
+                        op,
+                        format!(
+                            "{}The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: {info}).",
+                            batch_prefix(batched, bi)
+                        ),
+                    )
+                })?;
                 ws.extend(w);
                 vs.extend(v);
             }
@@ -676,7 +707,34 @@ fn run<T: Real>(kind: DecompKind, inputs: &[&Tensor]) -> Result<Tensors> {
             let k = m.min(n);
             let (mut us, mut ss, mut vhs) = (Vec::new(), Vec::new(), Vec::new());
             for bi in 0..nb {
-                let (u, s, vh) = crate::cpu::lapack::svd(&data[bi * mn..(bi + 1) * mn], m, n, full);
+                let blk = &data[bi * mn..(bi + 1) * mn];
+                // As PyTorch (LAPACK's gesdd): NaN is an error, inf gives NaN.
+                if blk.iter().any(|x| x.to_f64().is_nan()) {
+                    return Err(Error::invalid(
+                        op,
+                        format!(
+                            "{}The algorithm failed to converge because the input matrix contained non-finite values.",
+                            batch_prefix(batched, bi)
+                        ),
+                    ));
+                }
+                if blk.iter().any(|x| x.to_f64().is_infinite()) {
+                    let nan = T::of(f64::NAN);
+                    let (uc, vr) = if full { (m, n) } else { (k, k) };
+                    us.extend(std::iter::repeat_n(nan, m * uc));
+                    ss.extend(std::iter::repeat_n(nan, k));
+                    vhs.extend(std::iter::repeat_n(nan, vr * n));
+                    continue;
+                }
+                let (u, s, vh) = crate::cpu::lapack::svd(blk, m, n, full).map_err(|info| {
+                    Error::invalid(
+                        op,
+                        format!(
+                            "{}The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values (error code: {info}).",
+                            batch_prefix(batched, bi)
+                        ),
+                    )
+                })?;
                 us.extend(u);
                 ss.extend(s);
                 vhs.extend(vh);
@@ -748,12 +806,17 @@ pub use super::linalg_norm::MatrixOrd;
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 impl Tensor {
-    /// The last two dims swapped (`x.mT`).
+    /// The last two dims swapped (`x.mT`); an error for fewer than 2 dims.
     pub fn mt(&self) -> Result<Tensor> {
         self.transpose(-2, -1)
     }
 
-    /// `torch.linalg.inv`.
+    /// `torch.linalg.inv`: the inverse of each matrix of the batch (node
+    /// `LinalgInvExBackward0`).
+    ///
+    /// Errors (PyTorch's messages): fewer than 2 dims, non-square
+    /// matrices, a dtype other than f32/f64, a singular matrix ("The
+    /// diagonal element k is zero, ...", with the batch element).
     pub fn linalg_inv(&self) -> Result<Tensor> {
         call1(&Decomp(DecompKind::Inv), &[self])
     }
@@ -803,12 +866,20 @@ impl Tensor {
         call1(&Decomp(DecompKind::Solve { vector }), &[self, b])
     }
 
-    /// `torch.linalg.det`.
+    /// `torch.linalg.det`: the determinant of each matrix (0 for a
+    /// singular one; node `LinalgDetBackward0`, PyTorch's gradient at
+    /// singular matrices included).
+    ///
+    /// Errors (PyTorch's messages): fewer than 2 dims, non-square
+    /// matrices, a dtype other than f32/f64.
     pub fn linalg_det(&self) -> Result<Tensor> {
         call1(&Decomp(DecompKind::Det), &[self])
     }
 
-    /// `torch.linalg.slogdet`: `(sign, log|det|)`.
+    /// `torch.linalg.slogdet`: `(sign, log|det|)` (sign 0 and -inf for a
+    /// singular matrix).
+    ///
+    /// Errors as [`Tensor::linalg_det`].
     pub fn linalg_slogdet(&self) -> Result<(Tensor, Tensor)> {
         let mut o = call(&Decomp(DecompKind::Slogdet), &[self])?.into_iter();
         let s = o
@@ -820,13 +891,25 @@ impl Tensor {
         Ok((s, l))
     }
 
-    /// `torch.linalg.cholesky(self, upper=upper)` (reads the lower triangle).
+    /// `torch.linalg.cholesky(self, upper=upper)`: the lower factor `L`
+    /// (`A = L L^T`, from `A`'s lower triangle), or with `upper` the upper
+    /// factor `U` (`A = U^T U`, from the upper triangle), as LAPACK's
+    /// `potrf` reads them.
+    ///
+    /// Errors (PyTorch's messages): fewer than 2 dims, non-square
+    /// matrices, a dtype other than f32/f64, a matrix that is not positive
+    /// definite (with the order of the failing leading minor).
     pub fn linalg_cholesky(&self, upper: bool) -> Result<Tensor> {
         call1(&Decomp(DecompKind::Cholesky { upper }), &[self])
     }
 
     /// `torch.linalg.qr(self, mode)`: mode `"reduced"`, `"complete"` or `"r"`
-    /// (Q then empty). R's diagonal has LAPACK `geqrf`'s signs.
+    /// (Q then empty). R's diagonal has LAPACK `geqrf`'s signs. Backward
+    /// needs Q (not `"r"`) and, with `"complete"`, no more rows than
+    /// columns, as PyTorch's.
+    ///
+    /// Errors (PyTorch's messages): an unknown mode, fewer than 2 dims, a
+    /// dtype other than f32/f64.
     pub fn linalg_qr(&self, mode: &str) -> Result<(Tensor, Tensor)> {
         let (complete, r_only) = match mode {
             "reduced" => (false, false),
@@ -848,7 +931,12 @@ impl Tensor {
     }
 
     /// `torch.linalg.eigh(self, UPLO)`: eigenvalues ascending and
-    /// eigenvectors as columns (signs not unique).
+    /// eigenvectors as columns (signs not unique), from the lower (`"L"`)
+    /// or upper (`"U"`) triangle.
+    ///
+    /// Errors (PyTorch's messages): `UPLO` other than L/U, fewer than 2
+    /// dims, non-square matrices, a dtype other than f32/f64, no
+    /// convergence (NaN in the input).
     pub fn linalg_eigh(&self, uplo: &str) -> Result<(Tensor, Tensor)> {
         let upper = match uplo {
             "L" | "l" => false,
@@ -870,13 +958,18 @@ impl Tensor {
         Ok((w, v))
     }
 
-    /// `torch.linalg.eigvalsh`.
+    /// `torch.linalg.eigvalsh`: the eigenvalues of [`Tensor::linalg_eigh`]
+    /// (same node and errors).
     pub fn linalg_eigvalsh(&self, uplo: &str) -> Result<Tensor> {
         Ok(self.linalg_eigh(uplo)?.0)
     }
 
     /// `torch.linalg.svd(self, full_matrices)`: `(U, S, Vh)`, singular
-    /// values descending (vector signs not unique).
+    /// values descending (vector signs not unique); `full_matrices` gives
+    /// square `U` and `Vh`.
+    ///
+    /// Errors (PyTorch's messages): fewer than 2 dims, a dtype other than
+    /// f32/f64, no convergence (NaN in the input).
     pub fn linalg_svd(&self, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
         let mut o = call(&Decomp(DecompKind::Svd { full: full_matrices }), &[self])?.into_iter();
         let miss = || Error::invalid("linalg.svd", "missing output");
@@ -886,7 +979,8 @@ impl Tensor {
         Ok((u, s, vh))
     }
 
-    /// `torch.linalg.svdvals`.
+    /// `torch.linalg.svdvals`: the singular values of
+    /// [`Tensor::linalg_svd`] (same node and errors).
     pub fn linalg_svdvals(&self) -> Result<Tensor> {
         Ok(self.linalg_svd(false)?.1)
     }

@@ -103,13 +103,21 @@ pub(crate) fn register() -> Result<()> {
 /// ```
 impl Tensor {
     /// `torch.einsum(equation, operands)`: any subscripts, `...`
-    /// broadcasting, repeated subscripts as diagonals; contracted pairwise
-    /// in the order of fewest flops, each pair one batched GEMM.
+    /// broadcasting, repeated subscripts as diagonals (views); contracted
+    /// pairwise in the order of fewest flops, each pair one batched GEMM.
+    ///
+    /// Errors (PyTorch's messages): an equation that does not parse, a
+    /// number of operands or subscripts that does not match, sizes that do
+    /// not broadcast, operands of different dtypes summed together.
     pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
         crate::ops::einsum::einsum(equation, operands)
     }
 
-    /// `torch.tensordot(self, other, dims=(dims_a, dims_b))`.
+    /// `torch.tensordot(self, other, dims=(dims_a, dims_b))`: contracts
+    /// `dims_a` of `self` with `dims_b` of `other` (one GEMM).
+    ///
+    /// Errors (PyTorch's messages): lists of different lengths, dims out of
+    /// range, contracted sizes that differ, different dtypes.
     pub fn tensordot(&self, other: &Tensor, dims_a: &[i64], dims_b: &[i64]) -> Result<Tensor> {
         if dims_a.len() != dims_b.len() {
             return Err(Error::invalid(
@@ -154,7 +162,8 @@ impl Tensor {
     }
 
     /// `torch.tensordot(self, other, dims=n)`: the last `n` dims of `self`
-    /// with the first `n` of `other`.
+    /// with the first `n` of `other`; errors as [`Tensor::tensordot`], and
+    /// for `n` past either rank.
     pub fn tensordot_n(&self, other: &Tensor, n: usize) -> Result<Tensor> {
         if n > self.ndim() || n > other.ndim() {
             return Err(Error::invalid(
@@ -210,7 +219,8 @@ impl Tensor {
     }
 
     /// `torch.kron(self, other)`: the Kronecker product (the shorter shape
-    /// padded with leading 1s).
+    /// padded with leading 1s; dtypes promote). Never fails on valid
+    /// tensors (PyTorch 2.15 fails on a transposed operand; this does not).
     pub fn kron(&self, other: &Tensor) -> Result<Tensor> {
         let n = self.ndim().max(other.ndim());
         let pad = |t: &Tensor| -> Vec<i64> {
@@ -230,7 +240,8 @@ impl Tensor {
     }
 
     /// Outer products of batches: `[..., n]` and `[..., m]` (batch dims
-    /// broadcast) give `[..., n, m]`.
+    /// broadcast) give `[..., n, m]`; an error for 0-d operands or batch
+    /// dims that do not broadcast.
     pub fn batch_outer(&self, other: &Tensor) -> Result<Tensor> {
         if self.ndim() == 0 || other.ndim() == 0 {
             return Err(Error::shape(

@@ -42,9 +42,9 @@ fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
     }
 }
 
-/// `C = A * B` (`m x k` times `k x n`, `k > 0`) into `c` with row stride `ldc`,
-/// in the BLIS loop order; `parallel` allows the pool's threads; `acc`
-/// adds the product to C instead.
+/// `C = A * B` (`m x k` times `k x n`, `k > 0`) into `c` with row stride `ldc`
+/// (`C += A * B` with `acc`), in the BLIS loop order; `parallel` allows the
+/// pool's threads.
 ///
 /// # Safety
 /// As `gemm_with`.
@@ -78,7 +78,7 @@ pub(super) unsafe fn gemm<T, K>(
         let block_panels = jc_end - jc;
         for kb in 0..k.div_ceil(kc_blk) {
             let (p0, kc) = (kb * kc_blk, kc_blk.min(k - kb * kc_blk));
-            let accumulate = kb > 0 || acc;
+            let accumulate = acc || kb > 0;
             // Panel pj of the block is at bp + (pj - jc) * nr * kc.
             let bpanel = |pj: usize| bp.get().wrapping_add((pj - jc) * nr * kc) as *const T;
             let pack_tasks = threads.min(block_panels);

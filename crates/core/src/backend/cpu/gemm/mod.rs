@@ -228,7 +228,9 @@ unsafe fn pack_b_panels<T: Copy + Default, const NR: usize>(
     }
 }
 
-/// `C = A * B` for `A: m x k`, `B: k x n`, `C: m x n` with row stride `ldc` (unit column stride).
+/// `C = A * B` for `A: m x k`, `B: k x n`, `C: m x n` with row stride `ldc`
+/// (unit column stride); with `acc`, `C += A * B` (each element adds its K
+/// blocks to its old value, in order).
 ///
 /// The work is split over threads by rows of C when there are enough MR-row
 /// panels (else by columns). Each thread packs everything it reads itself,
@@ -311,7 +313,7 @@ unsafe fn gemm_with<T, K>(
         let mut edge = [T::default(); EDGE];
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
-            let accumulate = kb > 0 || acc;
+            let accumulate = acc || kb > 0;
             // Pack this task's part of the split operand for the block (and,
             // by columns, all of the small A).
             // SAFETY: the panels [lo, hi) (or all of A) at depth [p0, p0 + kc)
@@ -440,7 +442,7 @@ unsafe fn tile<T: Copy, K: MicroKernel<T>>(
 /// Size of the scratch tile for partial tiles (the largest `MR x NR`).
 const EDGE: usize = 16 * 32;
 
-/// `C = A * B` in f32 with the best kernel for this CPU.
+/// `C = A * B` (`C += A * B` with `acc`) in f32 with the best kernel for this CPU.
 ///
 /// # Safety
 /// As `gemm_with`.
@@ -454,20 +456,21 @@ pub(crate) unsafe fn sgemm(
     c: *mut f32,
     ldc: usize,
     parallel: bool,
+    acc: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     match isa() {
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx512 => return unsafe { gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel, false) },
+        Isa::Avx512 => return unsafe { gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel, acc) },
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx2 => return unsafe { gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel, false) },
+        Isa::Avx2 => return unsafe { gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel, acc) },
         Isa::Baseline => {}
     }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel, false) }
+    unsafe { gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
 }
 
-/// `C = A * B` in f64 with the best kernel for this CPU.
+/// `C = A * B` (`C += A * B` with `acc`) in f64 with the best kernel for this CPU.
 ///
 /// # Safety
 /// As `gemm_with`.
@@ -481,17 +484,18 @@ pub(crate) unsafe fn dgemm(
     c: *mut f64,
     ldc: usize,
     parallel: bool,
+    acc: bool,
 ) {
     #[cfg(target_arch = "x86_64")]
     match isa() {
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx512 => return unsafe { gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel, false) },
+        Isa::Avx512 => return unsafe { gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel, acc) },
         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx2 => return unsafe { gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel, false) },
+        Isa::Avx2 => return unsafe { gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel, acc) },
         Isa::Baseline => {}
     }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel, false) }
+    unsafe { gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
 }
 
 /// `C = A * B`, or `C += A * B` with `acc`, for `T` = f32, f64 or i64 (the
@@ -512,24 +516,11 @@ pub(crate) unsafe fn gemm_acc<T: Element>(
     parallel: bool,
     acc: bool,
 ) {
-    macro_rules! float {
-        ($t:ty, $avx512:ty, $avx2:ty) => {{
-            let (a, b, c) = (cast_mat::<T, $t>(a), cast_mat::<T, $t>(b), c as *mut $t);
-            #[cfg(target_arch = "x86_64")]
-            match isa() {
-                // SAFETY: the caller's contract; the kernel's instruction set was detected.
-                Isa::Avx512 => return unsafe { gemm_with::<$t, $avx512>(m, n, k, a, b, c, ldc, parallel, acc) },
-                // SAFETY: the caller's contract; the kernel's instruction set was detected.
-                Isa::Avx2 => return unsafe { gemm_with::<$t, $avx2>(m, n, k, a, b, c, ldc, parallel, acc) },
-                Isa::Baseline => {}
-            }
-            // SAFETY: the caller's contract, forwarded.
-            unsafe { gemm_with::<$t, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
-        }};
-    }
     match T::DTYPE {
-        DType::F32 => float!(f32, kernels::Avx512F32, kernels::Avx2F32),
-        DType::F64 => float!(f64, kernels::Avx512F64, kernels::Avx2F64),
+        // SAFETY: the caller's contract, forwarded (T is f32 here).
+        DType::F32 => unsafe { sgemm(m, n, k, cast_mat(a), cast_mat(b), c as *mut f32, ldc, parallel, acc) },
+        // SAFETY: the caller's contract, forwarded (T is f64 here).
+        DType::F64 => unsafe { dgemm(m, n, k, cast_mat(a), cast_mat(b), c as *mut f64, ldc, parallel, acc) },
         DType::I64 => {
             for i in 0..m {
                 for j in 0..n {
@@ -626,8 +617,8 @@ fn batched<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
         // `out` (locked for writing), and batches write disjoint blocks.
         unsafe {
             match T::DTYPE {
-                DType::F32 => sgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f32, n, parallel),
-                DType::F64 => dgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f64, n, parallel),
+                DType::F32 => sgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f32, n, parallel, false),
+                DType::F64 => dgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f64, n, parallel, false),
                 _ => igemm(m, n, k, am, bm, c, n),
             }
         }
