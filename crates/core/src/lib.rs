@@ -42,6 +42,7 @@ pub use device::Device;
 pub use dtype::{ALL_DTYPES, DType, Element};
 pub use error::{Error, Result};
 pub use ops::bucket::SearchSortedOptions;
+pub use ops::loss::Reduction;
 pub use ops::shape_more::Indexing;
 pub use ops::unique::{UniqueOptions, UniqueOutput};
 pub use ops::{IntoOperand, Operand, Rounding, result_type};

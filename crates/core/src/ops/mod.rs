@@ -6,6 +6,7 @@
 //! (`crate::cpu` for the CPU); backend-independent kernels (views, `cat`,
 //! device copies) are registered here.
 
+pub mod activation;
 pub mod activation_backward;
 pub mod binary;
 pub mod binary_math;
@@ -15,6 +16,7 @@ pub mod composite;
 pub mod copy;
 pub mod decomp;
 pub mod einsum;
+pub mod embedding;
 pub mod factory;
 pub mod float_class;
 pub(crate) mod grad_util;
@@ -23,7 +25,9 @@ pub mod index_more;
 pub mod join;
 pub mod linalg;
 pub mod linalg_ext;
+pub mod loss;
 pub mod nan_reduce;
+pub mod norm;
 mod overloads;
 pub mod promote;
 pub mod rearrange;
@@ -73,6 +77,10 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     composite::register()?;
     nan_reduce::register()?;
     index_more::register()?;
+    norm::register()?;
+    softmax::register()?;
+    loss::register()?;
+    embedding::register()?;
     decomp::register()?;
     sampling::register()?;
     Ok(())

@@ -127,23 +127,40 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
     }
 }
 
-/// GELU (erf form) in f32 the way PyTorch's vectorised CPU kernel computes
-/// it: `x/2 * (1 + erf(x/sqrt 2))` with the Abramowitz-Stegun 7.1.26 erf
-/// (absolute error 1.5e-7); `gelu(±inf)` is NaN, as PyTorch's AVX-512
-/// kernel computes it.
+/// `erf(s)` for `s = x / sqrt 2` (returned with `exp(-s²)`) the way
+/// PyTorch's vectorised CPU kernels compute it: the Abramowitz-Stegun
+/// 7.1.26 formula (absolute error 1.5e-7).
 #[inline(always)]
-pub(crate) fn gelu_f32(x: f32) -> f32 {
+fn erf_as_with_exp(x: f32) -> (f32, f32) {
     let s = x * std::f32::consts::FRAC_1_SQRT_2;
     let a = s.abs();
     let t = 1.0 / (0.327_591_1 * a + 1.0);
     let r = (((1.061_405_4 * t - 1.453_152) * t + 1.421_413_8) * t - 0.284_496_74) * t + 0.254_829_6;
     let e = exp_f32(-(s * s));
     let erf_abs = 1.0 - r * t * e;
-    let erf = if s < 0.0 { -erf_abs } else { erf_abs };
+    (if s < 0.0 { -erf_abs } else { erf_abs }, e)
+}
+
+/// GELU (erf form) in f32 the way PyTorch's vectorised CPU kernel computes
+/// it: `x/2 * (1 + erf(x/sqrt 2))` with the Abramowitz-Stegun 7.1.26 erf
+/// (absolute error 1.5e-7); `gelu(±inf)` is NaN, as PyTorch's AVX-512
+/// kernel computes it.
+#[inline(always)]
+pub(crate) fn gelu_f32(x: f32) -> f32 {
+    let (erf, _) = erf_as_with_exp(x);
     let y = x * 0.5 * (1.0 + erf);
     // gelu(inf) is NaN in PyTorch's AVX-512 kernel (the reference oracle)
     // and inf in its AVX2 one; we follow the oracle on every ISA.
     if x.is_infinite() { f32::NAN } else { y }
+}
+
+/// GELU's normal CDF `Φ(x)` and density `φ(x)` in f32, as PyTorch's
+/// vectorised `gelu_backward` (its erf, one `exp(-x²/2)` for both).
+#[inline(always)]
+pub(crate) fn gelu_erf_parts(x: f32) -> (f32, f32) {
+    const BETA: f32 = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5) as f32;
+    let (erf, e) = erf_as_with_exp(x);
+    (0.5 * (1.0 + erf), BETA * e)
 }
 
 /// The error function (scalar; not on a hot path yet).
