@@ -8,13 +8,14 @@ root="$(cd "$here/.." && pwd)"
 filter="${1:-}"
 "$here/setup_venv.sh"
 (cd "$root" && cargo build --release -p ferrotorch-bench --quiet)
+bin="${CARGO_TARGET_DIR:-$root/target}/release/ferrotorch-bench"
 out="$here/results"
 mkdir -p "$out"
 # Both sides run as block servers; interleave.py alternates their blocks
 # (PyTorch, ours, ours, PyTorch, ...) figure by figure, so both are timed in
 # the same moments of a shared machine, and writes ours.tsv, torch.tsv and
 # ratio.tsv (the median ratio over adjacent pairs of blocks).
-"$here/.venv/bin/python" "$here/interleave.py" --ours "$root/target/release/ferrotorch-bench" \
+"$here/.venv/bin/python" "$here/interleave.py" --ours "$bin" \
   --torch-python "$here/.venv/bin/python" --out "$out" --threads 1,2 --filter "$filter"
-"$root/target/release/ferrotorch-bench" --peak > "$out/peak.tsv"
+"$bin" --peak > "$out/peak.tsv"
 python3 "$here/compare.py" "$out/ours.tsv" "$out/torch.tsv" "$out/peak.tsv" "$out/ratio.tsv" | tee "$out/latest.md"

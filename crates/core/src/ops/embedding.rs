@@ -70,7 +70,7 @@ impl Op for Embedding {
         let indices = ctx.input(1)?;
         let (v, d) = (ctx.input_shape(0)[0], ctx.input_shape(0)[1]);
         let idx = indices.reshape([-1])?.to_dtype(DType::I64)?;
-        let mut g2 = g.reshape([-1, d as i64])?;
+        let mut g2 = g.reshape([idx.numel() as i64, d as i64])?;
         if self.scale_grad_by_freq {
             let counts = idx.bincount(None, v)?.index_select(0, &idx)?.to_dtype(g.dtype())?;
             g2 = g2.div(&counts.unsqueeze(1)?)?;

@@ -763,6 +763,9 @@ impl Tensor {
         label_smoothing: f64,
     ) -> Result<Tensor> {
         let name = "cross_entropy";
+        if self.ndim() == 0 {
+            return Err(Error::invalid(name, "Expected 1 or more dimensions (got 0)"));
+        }
         if !(0.0..=1.0).contains(&label_smoothing) {
             return Err(Error::invalid(
                 name,
@@ -895,7 +898,7 @@ impl Tensor {
     /// `SmoothL1LossBackward0`). Errors: a negative `beta` (PyTorch's
     /// message), as [`Tensor::mse_loss`].
     pub fn smooth_l1_loss(&self, target: &Tensor, reduction: Reduction, beta: f64) -> Result<Tensor> {
-        if beta < 0.0 {
+        if !(beta >= 0.0) {
             return Err(Error::invalid(
                 "smooth_l1_loss",
                 "smooth_l1_loss does not support negative values for beta.",

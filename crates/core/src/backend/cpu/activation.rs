@@ -156,19 +156,54 @@ fn grad_one(act: Act, g: f32, x: f32) -> f32 {
 }
 
 multiversion! {
-    /// A block of an f32 activation, vectorised for the CPU.
+    /// A block of an f32 activation, vectorised for the CPU (one loop per
+    /// kind, so each vectorises on its own).
     fn act_block_f32(act: Act, x: &[f32], y: &mut [f32]) {
-        for (o, &v) in y.iter_mut().zip(x) {
-            *o = act_one(act, v);
+        macro_rules! each {
+            ($a:expr) => {
+                for (o, &v) in y.iter_mut().zip(x) {
+                    *o = act_one($a, v);
+                }
+            };
+        }
+        match act {
+            Act::LeakyRelu { slope } => each!(Act::LeakyRelu { slope }),
+            Act::Elu { alpha, scale, input_scale, celu } => each!(Act::Elu { alpha, scale, input_scale, celu }),
+            Act::Hardtanh { min, max } => each!(Act::Hardtanh { min, max }),
+            Act::Mish => each!(Act::Mish),
+            Act::Hardswish => each!(Act::Hardswish),
+            Act::Hardsigmoid => each!(Act::Hardsigmoid),
+            Act::LogSigmoid => each!(Act::LogSigmoid),
+            Act::Softshrink { lambd } => each!(Act::Softshrink { lambd }),
+            Act::Hardshrink { lambd } => each!(Act::Hardshrink { lambd }),
+            Act::Gelu { tanh } => each!(Act::Gelu { tanh }),
         }
     }
 }
 
 multiversion! {
-    /// A block of an f32 activation derivative, vectorised for the CPU.
+    /// A block of an f32 activation derivative, vectorised for the CPU (one
+    /// loop per kind).
     fn grad_block_f32(act: Act, g: &[f32], x: &[f32], y: &mut [f32]) {
-        for ((o, &gv), &xv) in y.iter_mut().zip(g).zip(x) {
-            *o = grad_one(act, gv, xv);
+        macro_rules! each {
+            ($a:expr) => {
+                for ((o, &gv), &xv) in y.iter_mut().zip(g).zip(x) {
+                    *o = grad_one($a, gv, xv);
+                }
+            };
+        }
+        match act {
+            Act::LeakyRelu { slope } => each!(Act::LeakyRelu { slope }),
+            Act::Elu { alpha, scale, input_scale, celu } => each!(Act::Elu { alpha, scale, input_scale, celu }),
+            Act::Hardtanh { min, max } => each!(Act::Hardtanh { min, max }),
+            Act::Mish => each!(Act::Mish),
+            Act::Hardswish => each!(Act::Hardswish),
+            Act::Hardsigmoid => each!(Act::Hardsigmoid),
+            Act::LogSigmoid => each!(Act::LogSigmoid),
+            Act::Softshrink { lambd } => each!(Act::Softshrink { lambd }),
+            Act::Hardshrink { lambd } => each!(Act::Hardshrink { lambd }),
+            Act::Gelu { tanh: false } => each!(Act::Gelu { tanh: false }),
+            Act::Gelu { tanh: true } => each!(Act::Gelu { tanh: true }),
         }
     }
 }

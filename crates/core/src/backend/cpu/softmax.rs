@@ -4,7 +4,7 @@ use half::{bf16, f16};
 use smallvec::SmallVec;
 
 use super::access::access;
-use super::math::{exp_f32, log_f32};
+use super::math::{exp_f32_fma, log_f32};
 use super::simd::multiversion;
 use crate::dispatch::{Op, downcast_op};
 use crate::layout::Dims;
@@ -42,20 +42,20 @@ fn line_f32(x: &[f32], y: &mut [f32], log: bool) {
     if log {
         for c in x[..split].chunks_exact(L) {
             for k in 0..L {
-                lanes[k] += exp_f32(c[k] - max);
+                lanes[k] += exp_f32_fma(c[k] - max);
             }
         }
     } else {
         for (c, o) in x[..split].chunks_exact(L).zip(y[..split].chunks_exact_mut(L)) {
             for k in 0..L {
-                let e = exp_f32(c[k] - max);
+                let e = exp_f32_fma(c[k] - max);
                 o[k] = e;
                 lanes[k] += e;
             }
         }
     }
     for (k, (v, o)) in x[split..].iter().zip(y[split..].iter_mut()).enumerate() {
-        let e = exp_f32(*v - max);
+        let e = exp_f32_fma(*v - max);
         if !log {
             *o = e;
         }
@@ -215,7 +215,7 @@ multiversion! {
     /// [`backward_line`] over `rows` contiguous f32 lines of `n`.
     fn backward_rows_f32(g: &[f32], y: &[f32], out: &mut [f32], n: usize, log: bool) {
         for ((gr, yr), or) in g.chunks_exact(n).zip(y.chunks_exact(n)).zip(out.chunks_exact_mut(n)) {
-            backward_line(gr, yr, or, log, exp_f32);
+            backward_line(gr, yr, or, log, exp_f32_fma);
         }
     }
 }
