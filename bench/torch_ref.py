@@ -216,6 +216,34 @@ def _add_1elem():
     return lambda: s1 + s2
 
 
+@figure("layer_norm_fwd_bwd_1024x768", inference=False)
+def _layer_norm():
+    x = torch.randn(1024, 768, requires_grad=True)
+    w = torch.randn(768, requires_grad=True)
+    b = torch.randn(768, requires_grad=True)
+    gy = torch.randn(1024, 768)
+
+    def f():
+        y = F.layer_norm(x, (768,), w, b)
+        torch.autograd.grad(y, (x, w, b), gy)
+
+    return f
+
+
+@figure("gelu_fwd_bwd_1024x768", inference=False)
+def _gelu():
+    x = torch.randn(1024, 768, requires_grad=True)
+    gy = torch.randn(1024, 768)
+    return lambda: torch.autograd.grad(F.gelu(x), (x,), gy)
+
+
+@figure("cross_entropy_fwd_bwd_1024x65", inference=False)
+def _cross_entropy():
+    x = torch.randn(1024, 65, requires_grad=True)
+    t = torch.randint(0, 65, (1024,))
+    return lambda: torch.autograd.grad(F.cross_entropy(x, t), (x,))
+
+
 @figure("module_mlp16_b1_forward")
 def _module_mlp16():
     # Module-call overhead: three Linear(16, 16) with ReLU in a Sequential,

@@ -146,6 +146,47 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
         push(name, y.detach());
         push(&format!("{name}_grad"), gs[0].clone());
     }
+    // Normalisations, activations and losses with their fused derivatives.
+    let grads = |y: &Tensor, xs: &[&Tensor]| -> Result<Vec<Tensor>> {
+        let gy = TensorOptions::new().generator(&Generator::new(7)).randn(y.shape())?;
+        let g = grad(
+            &[y],
+            xs,
+            GradOptions {
+                grad_outputs: Some(&[gy]),
+                ..Default::default()
+            },
+        )?;
+        Ok(g.into_vec().into_iter().flatten().collect())
+    };
+    let x = o.randn([1500, 300])?.requires_grad_(true)?;
+    let w = o.randn([300])?.requires_grad_(true)?;
+    let bias = o.randn([300])?.requires_grad_(true)?;
+    let ln = x.layer_norm([300], Some(&w), Some(&bias), 1e-5)?;
+    push("layer_norm", ln.detach());
+    for (k, gr) in grads(&ln, &[&x, &w, &bias])?.into_iter().enumerate() {
+        push(&format!("layer_norm_grad{k}"), gr);
+    }
+    let x4 = o.randn([8, 12, 30, 31])?.requires_grad_(true)?;
+    let w12 = o.randn([12])?.requires_grad_(true)?;
+    let gn = x4.group_norm(4, Some(&w12), None, 1e-5)?;
+    for (k, gr) in grads(&gn, &[&x4, &w12])?.into_iter().enumerate() {
+        push(&format!("group_norm_grad{k}"), gr);
+    }
+    let bn = x4.batch_norm(None, None, Some(&w12), None, true, 0.1, 1e-5)?;
+    for (k, gr) in grads(&bn, &[&x4, &w12])?.into_iter().enumerate() {
+        push(&format!("batch_norm_grad{k}"), gr);
+    }
+    let ge = x.gelu()?;
+    push("gelu_backward", grads(&ge, &[&x])?.remove(0));
+    let logits = o.randn([3000, 65])?.requires_grad_(true)?;
+    let target = o.randint(0, 65, [3000])?;
+    let ce = logits.cross_entropy(&target, None, ferrotorch::Reduction::Mean, -100, 0.0)?;
+    push("cross_entropy", ce.detach());
+    push("cross_entropy_grad", grads(&ce, &[&logits])?.remove(0));
+    let table = o.randn([1000, 64])?.requires_grad_(true)?;
+    let emb = table.embedding(&o.randint(0, 1000, [20_000])?, None, false)?;
+    push("embedding_grad", grads(&emb, &[&table])?.remove(0));
     Ok(out)
 }
 

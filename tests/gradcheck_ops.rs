@@ -480,6 +480,178 @@ fn cases() -> Vec<Case> {
         let (s, m) = t[0].std_mean_dim((), 0.0, true)?;
         s.mul(2.0)?.add(&m)
     }));
+    c.extend(nn_cases(&g));
+    c
+}
+
+/// The normalisation, embedding, activation and loss operators.
+fn nn_cases(g: &Generator) -> Vec<Case> {
+    use ferrotorch::Reduction;
+    use ferrotorch::ops::activation::{Act, ActivationGrad};
+    use ferrotorch::ops::loss::{NllLoss, NllLossBackward};
+    use ferrotorch::ops::softmax::SoftmaxBackward;
+    let r = |shape: &[usize], lo: f64, hi: f64| rand(g, shape, lo, hi);
+    let x = || r(&[3, 4], -2.0, 2.0);
+    let mut c = vec![
+        case(
+            "native_layer_norm",
+            vec![r(&[2, 3, 4], -2.0, 2.0), r(&[4], 0.5, 1.5), r(&[4], -1.0, 1.0)],
+            true,
+            |t| t[0].layer_norm([4], Some(&t[1]), Some(&t[2]), 1e-5),
+        ),
+        case("native_layer_norm", vec![r(&[3, 2, 5], -2.0, 2.0)], true, |t| {
+            t[0].layer_norm([2, 5], None, None, 1e-3)
+        }),
+        case(
+            "native_group_norm",
+            vec![r(&[2, 4, 3], -2.0, 2.0), r(&[4], 0.5, 1.5), r(&[4], -1.0, 1.0)],
+            true,
+            |t| t[0].group_norm(2, Some(&t[1]), Some(&t[2]), 1e-5),
+        ),
+        case(
+            "native_batch_norm",
+            vec![r(&[4, 3, 2], -2.0, 2.0), r(&[3], 0.5, 1.5), r(&[3], -1.0, 1.0)],
+            true,
+            |t| t[0].batch_norm(None, None, Some(&t[1]), Some(&t[2]), true, 0.1, 1e-5),
+        ),
+        case(
+            "native_batch_norm",
+            vec![r(&[4, 3], -2.0, 2.0), r(&[3], 0.5, 1.5)],
+            true,
+            |t| {
+                let rm = Tensor::new([0.1f64, -0.2, 0.3])?;
+                let rv = Tensor::new([0.5f64, 1.5, 2.0])?;
+                t[0].batch_norm(Some(&rm), Some(&rv), Some(&t[1]), None, false, 0.1, 1e-5)
+            },
+        ),
+        // padding_idx and scale_grad_by_freq change the gradient on purpose.
+        case("embedding", vec![r(&[5, 3], -1.0, 1.0)], true, |t| {
+            let idx = Tensor::new([[1i64, 3, 3], [0, 4, 1]])?;
+            t[0].embedding(&idx, None, false)?.mul(&t[0].sum()?)
+        }),
+        case("_softmax_backward_data", vec![x(), x()], true, |t| {
+            ferrotorch::backend::dispatch::call1(&SoftmaxBackward { dim: 1, log: false }, &[&t[0], &t[1].softmax(1)?])
+        }),
+        case("_log_softmax_backward_data", vec![x(), x()], true, |t| {
+            ferrotorch::backend::dispatch::call1(
+                &SoftmaxBackward { dim: 0, log: true },
+                &[&t[0], &t[1].log_softmax(0)?],
+            )
+        }),
+        case("nll_loss_forward", vec![x()], true, |t| {
+            let target = Tensor::new([1i64, -100, 3])?;
+            let w = Tensor::new([0.5f64, 1.0, 1.5, 2.0])?;
+            t[0].nll_loss(&target, Some(&w), Reduction::Mean, -100)
+        }),
+        case("nll_loss_forward", vec![x()], true, |t| {
+            t[0].nll_loss(&Tensor::new([1i64, 0, 3])?, None, Reduction::None, -100)
+        }),
+        case("nll_loss2d_forward", vec![r(&[2, 3, 2, 2], -2.0, 2.0)], true, |t| {
+            let target = Tensor::new([[[0i64, 2], [1, 1]], [[2, 0], [1, 2]]])?;
+            t[0].nll_loss(&target, None, Reduction::Sum, -100)
+        }),
+        case("nll_loss_backward", vec![r(&[3], -1.0, 1.0)], true, |t| {
+            let op = NllLossBackward {
+                loss: NllLoss {
+                    reduction: Reduction::None,
+                    ignore_index: -100,
+                    weight: false,
+                    two_d: false,
+                },
+                input_shape: [3usize, 4].as_slice().into(),
+            };
+            let total = Tensor::new(1.0f64)?;
+            ferrotorch::backend::dispatch::call1(&op, &[&t[0], &Tensor::new([1i64, 0, 3])?, &total])
+        }),
+        case("nll_loss2d_backward", vec![r(&[], -1.0, 1.0)], true, |t| {
+            let op = NllLossBackward {
+                loss: NllLoss {
+                    reduction: Reduction::Mean,
+                    ignore_index: 1,
+                    weight: false,
+                    two_d: true,
+                },
+                input_shape: [1usize, 3, 2, 1].as_slice().into(),
+            };
+            let total = Tensor::new(2.0f64)?;
+            let target = Tensor::new([[[0i64], [2]]])?;
+            ferrotorch::backend::dispatch::call1(&op, &[&t[0], &target, &total])
+        }),
+        case("mse_loss", vec![x(), x()], true, |t| {
+            t[0].mse_loss(&t[1], Reduction::Mean)
+        }),
+        case("smooth_l1_loss", vec![x(), x()], true, |t| {
+            t[0].smooth_l1_loss(&t[1], Reduction::None, 0.7)
+        }),
+        case("huber_loss", vec![x(), x()], true, |t| {
+            t[0].huber_loss(&t[1], Reduction::Sum, 0.6)
+        }),
+        case(
+            "binary_cross_entropy",
+            vec![r(&[3, 4], 0.1, 0.9), r(&[3, 4], 0.0, 1.0)],
+            true,
+            |t| {
+                let w = Tensor::new([0.5f64, 1.0, 1.5, 2.0])?;
+                t[0].binary_cross_entropy(&t[1], Some(&w), Reduction::Mean)
+            },
+        ),
+        case(
+            "binary_cross_entropy_with_logits",
+            vec![x(), r(&[3, 4], 0.0, 1.0)],
+            true,
+            |t| {
+                let pw = Tensor::new([0.5f64, 1.0, 1.5, 2.0])?;
+                t[0].binary_cross_entropy_with_logits(&t[1], None, Some(&pw), Reduction::Mean)
+            },
+        ),
+    ];
+    let acts = [
+        Act::LeakyRelu { slope: 0.1 },
+        Act::Elu {
+            alpha: 1.3,
+            scale: 1.1,
+            input_scale: 0.8,
+            celu: false,
+        },
+        Act::Elu {
+            alpha: 2.0,
+            scale: 1.0,
+            input_scale: 0.5,
+            celu: true,
+        },
+        Act::Hardtanh { min: -1.0, max: 1.0 },
+        Act::Mish,
+        Act::Hardswish,
+        Act::Hardsigmoid,
+        Act::LogSigmoid,
+        Act::Softshrink { lambd: 0.5 },
+        Act::Hardshrink { lambd: 0.5 },
+        Act::Gelu { tanh: false },
+        Act::Gelu { tanh: true },
+    ];
+    for act in acts {
+        let (fwd, bwd): (&'static str, &'static str) = match act {
+            Act::LeakyRelu { .. } => ("leaky_relu", "leaky_relu_backward"),
+            Act::Elu { celu: false, .. } => ("elu", "elu_backward"),
+            Act::Elu { celu: true, .. } => ("celu", "celu_backward"),
+            Act::Hardtanh { .. } => ("hardtanh", "hardtanh_backward"),
+            Act::Mish => ("mish", "mish_backward"),
+            Act::Hardswish => ("hardswish", "hardswish_backward"),
+            Act::Hardsigmoid => ("hardsigmoid", "hardsigmoid_backward"),
+            Act::LogSigmoid => ("log_sigmoid", "log_sigmoid_backward"),
+            Act::Softshrink { .. } => ("softshrink", "softshrink_backward"),
+            Act::Hardshrink { .. } => ("hardshrink", "hardshrink_backward"),
+            Act::Gelu { .. } => ("gelu_backward", "gelu_backward"),
+        };
+        if !matches!(act, Act::Gelu { .. }) {
+            c.push(case(fwd, vec![r(&[3, 4], -2.5, 2.5)], true, move |t| {
+                ferrotorch::backend::dispatch::call1(&ferrotorch::ops::activation::Activation(act), &[&t[0]])
+            }));
+        }
+        c.push(case(bwd, vec![x(), r(&[3, 4], -2.5, 2.5)], true, move |t| {
+            ferrotorch::backend::dispatch::call1(&ActivationGrad(act), &[&t[0], &t[1]])
+        }));
+    }
     c
 }
 

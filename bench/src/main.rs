@@ -155,6 +155,40 @@ fn figures() -> Vec<Figure> {
         let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);
         Ok(Box::new(move || a.add(&b).map(|c| drop(black_box(c)))))
     }));
+    // Forward + backward (gradients of every input, from a fixed output
+    // gradient, none accumulated), as `torch.autograd.grad` in torch_ref.py.
+    let fwd_bwd = |y: &Tensor, xs: &[&Tensor], gy: Option<&Tensor>| -> Result<()> {
+        let go: Vec<Tensor> = gy.into_iter().cloned().collect();
+        let opts = ferrotorch::autograd::GradOptions {
+            grad_outputs: gy.map(|_| go.as_slice()),
+            ..Default::default()
+        };
+        drop(black_box(ferrotorch::autograd::grad(&[y], xs, opts)?));
+        Ok(())
+    };
+    v.push(figure("layer_norm_fwd_bwd_1024x768", move || {
+        let x = Tensor::randn([1024, 768])?.requires_grad_(true)?;
+        let w = Tensor::randn([768])?.requires_grad_(true)?;
+        let b = Tensor::randn([768])?.requires_grad_(true)?;
+        let gy = Tensor::randn([1024, 768])?;
+        Ok(Box::new(move || {
+            let y = x.layer_norm([768], Some(&w), Some(&b), 1e-5)?;
+            fwd_bwd(&y, &[&x, &w, &b], Some(&gy))
+        }))
+    }));
+    v.push(figure("gelu_fwd_bwd_1024x768", move || {
+        let x = Tensor::randn([1024, 768])?.requires_grad_(true)?;
+        let gy = Tensor::randn([1024, 768])?;
+        Ok(Box::new(move || fwd_bwd(&x.gelu()?, &[&x], Some(&gy))))
+    }));
+    v.push(figure("cross_entropy_fwd_bwd_1024x65", move || {
+        let x = Tensor::randn([1024, 65])?.requires_grad_(true)?;
+        let t = Tensor::randint(0, 65, [1024])?;
+        Ok(Box::new(move || {
+            let loss = x.cross_entropy(&t, None, ferrotorch::Reduction::Mean, -100, 0.0)?;
+            fwd_bwd(&loss, &[&x], None)
+        }))
+    }));
     v.push(figure("module_mlp16_b1_forward", || {
         use ferrotorch::nn::{Forward, Linear, ReLU, Sequential};
         let net = Sequential::new()

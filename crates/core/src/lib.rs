@@ -44,6 +44,7 @@ pub use error::{Error, Result};
 pub use ops::bucket::SearchSortedOptions;
 pub use ops::conv::{ConvOptions, ConvParams, ConvTransposeOptions, Padding};
 pub use ops::linalg_norm::MatrixOrd;
+pub use ops::loss::Reduction;
 pub use ops::pool::{AvgPoolOptions, MaxPoolOptions};
 pub use ops::shape_more::Indexing;
 pub use ops::unique::{UniqueOptions, UniqueOutput};

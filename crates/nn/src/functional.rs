@@ -35,15 +35,19 @@ pub fn bilinear(x1: &Tensor, x2: &Tensor, weight: &Tensor, bias: Option<&Tensor>
 
 pub use crate::attention::{SdpaOptions, scaled_dot_product_attention};
 
+mod norm_loss;
+pub use norm_loss::*;
+
 /// `max(x, 0)`.
 pub fn relu(x: &Tensor) -> Result<Tensor> {
     x.relu()
 }
 
 /// `x` where positive, `negative_slope * x` elsewhere (`F.leaky_relu`,
-/// default slope 0.01).
+/// default slope 0.01; node `LeakyReluBackward0`). Errors for a non-float
+/// input.
 pub fn leaky_relu(x: &Tensor, negative_slope: f64) -> Result<Tensor> {
-    x.where_cond(&x.gt(0.0)?, &x.mul(negative_slope)?)
+    x.leaky_relu(negative_slope)
 }
 
 /// GELU: exact (`approximate='none'`) or the tanh approximation.

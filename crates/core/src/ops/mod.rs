@@ -6,6 +6,7 @@
 //! (`crate::cpu` for the CPU); backend-independent kernels (views, `cat`,
 //! device copies) are registered here.
 
+pub mod activation;
 pub mod activation_backward;
 pub mod addmm;
 pub mod binary;
@@ -17,6 +18,7 @@ pub mod conv;
 pub mod copy;
 pub mod decomp;
 pub mod einsum;
+pub mod embedding;
 pub mod factory;
 pub mod float_class;
 pub(crate) mod grad_util;
@@ -26,7 +28,9 @@ pub mod join;
 pub mod linalg;
 pub mod linalg_ext;
 pub mod linalg_norm;
+pub mod loss;
 pub mod nan_reduce;
+pub mod norm;
 mod overloads;
 pub mod pool;
 pub mod promote;
@@ -79,6 +83,10 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     index_more::register()?;
     rearrange::register()?;
     shape_more::register()?;
+    norm::register()?;
+    softmax::register()?;
+    loss::register()?;
+    embedding::register()?;
     decomp::register()?;
     sampling::register()?;
     addmm::register()?;

@@ -1,7 +1,7 @@
 //! `softmax` and `log_softmax` along one dim.
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpec, OutSpecs, call1};
+use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
 use crate::layout::normalize_dim;
 use crate::ops::grad_util::grad0;
 use crate::{Error, Result, Tensor};
@@ -11,6 +11,11 @@ use crate::{Error, Result, Tensor};
 pub static SOFTMAX: OpEntry = OpEntry::differentiable("_softmax");
 /// Dispatch table of `_log_softmax`, what PyTorch's `log_softmax.int` calls.
 pub static LOG_SOFTMAX: OpEntry = OpEntry::differentiable("_log_softmax");
+
+/// Dispatch table of `_softmax_backward_data`: `y * (g - sum(g * y))`.
+pub static SOFTMAX_BACKWARD_DATA: OpEntry = OpEntry::differentiable("_softmax_backward_data");
+/// Dispatch table of `_log_softmax_backward_data`: `g - exp(y) * sum(g)`.
+pub static LOG_SOFTMAX_BACKWARD_DATA: OpEntry = OpEntry::differentiable("_log_softmax_backward_data");
 
 /// Softmax (or its logarithm) along `dim`, computed stably (the row's maximum
 /// is subtracted first).
@@ -64,15 +69,116 @@ impl Op for Softmax {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
         let y = ctx.output(0)?;
-        let d = self.dim as i64;
-        let r = if self.log {
-            g.sub(&y.exp()?.mul(&g.sum_dim(d, true)?)?)?
-        } else {
-            let gy = g.mul(&y)?;
-            gy.sub(&y.mul(&gy.sum_dim(d, true)?)?)?
+        let op = SoftmaxBackward {
+            dim: self.dim,
+            log: self.log,
         };
-        Ok(vec![Some(r)])
+        Ok(vec![Some(call1(&op, &[&g, &y])?)])
     }
+}
+
+/// The derivative of [`Softmax`] as one operator (PyTorch's
+/// `_softmax_backward_data` / `_log_softmax_backward_data`): inputs
+/// `[grad, output]` of one shape and float dtype; `y * (g - sum(g * y))`
+/// for softmax, `g - exp(y) * sum(g)` for log_softmax, the sums along
+/// `dim`. Differentiable (its own derivatives written in operators).
+#[derive(Debug, Clone, Copy)]
+pub struct SoftmaxBackward {
+    /// The normalised dim (0 for a 0-d input).
+    pub dim: usize,
+    /// The derivative of `log_softmax`.
+    pub log: bool,
+}
+
+impl Op for SoftmaxBackward {
+    fn entry(&self) -> &'static OpEntry {
+        if self.log {
+            &LOG_SOFTMAX_BACKWARD_DATA
+        } else {
+            &SOFTMAX_BACKWARD_DATA
+        }
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let name = self.entry().base_name();
+        let (g, y) = (inputs[0], inputs[1]);
+        if g.shape() != y.shape() {
+            return Err(Error::shape(
+                name,
+                g.shape(),
+                y.shape(),
+                "grad and output must have one shape",
+            ));
+        }
+        if g.dtype() != y.dtype() || !g.dtype().is_floating_point() {
+            return Err(Error::dtype(
+                name,
+                g.dtype(),
+                format!(
+                    "grad and output must share one float dtype, got {} and {}",
+                    g.dtype(),
+                    y.dtype()
+                ),
+            ));
+        }
+        Ok(smallvec::smallvec![OutSpec::new(y.dims(), y.dtype())])
+    }
+
+    fn saves(&self) -> Saves {
+        Saves::INPUTS
+    }
+
+    fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let gg = grad0(grads)?;
+        let (g, y) = (ctx.input(0)?, ctx.input(1)?);
+        let d = self.dim as i64;
+        let (d_g, d_y) = if self.log {
+            let e = y.exp()?;
+            let d_g = ctx
+                .needs_grad(0)
+                .then(|| gg.sub(&gg.mul(&e)?.sum_dim(d, true)?))
+                .transpose()?;
+            let d_y = ctx
+                .needs_grad(1)
+                .then(|| g.sum_dim(d, true)?.neg()?.mul(&e)?.mul(&gg))
+                .transpose()?;
+            (d_g, d_y)
+        } else {
+            let d_g = ctx.needs_grad(0).then(|| call1(self, &[&gg, &y])).transpose()?;
+            let d_y = ctx
+                .needs_grad(1)
+                .then(|| -> Result<Tensor> {
+                    let s = g.mul(&y)?.sum_dim(d, true)?;
+                    let t = gg.mul(&y)?.sum_dim(d, true)?;
+                    gg.mul(&g.sub(&s)?)?.sub(&g.mul(&t)?)
+                })
+                .transpose()?;
+            (d_g, d_y)
+        };
+        Ok(vec![d_g, d_y])
+    }
+}
+
+/// The composite form of [`SoftmaxBackward`] (backends without a kernel).
+fn backward_composite_kernel(call: &Call) -> Result<Tensors> {
+    let op: &SoftmaxBackward = downcast_op(call.op)?;
+    op.infer(call.inputs)?;
+    let (g, y) = (call.inputs[0], call.inputs[1]);
+    let d = op.dim as i64;
+    let r = if op.log {
+        g.sub(&y.exp()?.mul(&g.sum_dim(d, true)?)?)?
+    } else {
+        y.mul(&g.sub(&g.mul(y)?.sum_dim(d, true)?)?)?
+    };
+    Ok(smallvec::smallvec![r])
+}
+
+/// Registers the composite backward for backends without a kernel.
+pub(crate) fn register() -> Result<()> {
+    for e in [&SOFTMAX_BACKWARD_DATA, &LOG_SOFTMAX_BACKWARD_DATA] {
+        e.register_builtin(Slot::AnyBackend, Kernel::Functional(backward_composite_kernel))?;
+    }
+    Ok(())
 }
 
 /// # Softmax

@@ -10,8 +10,6 @@ use crate::ops::grad_util::{grad0, mask};
 use crate::{DType, Error, Result, Scalar, Tensor};
 
 const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
-const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
-const GELU_COEF: f64 = 0.044715;
 
 /// Which values an operator accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,27 +194,14 @@ impl Op for Unary {
                 y.pow(2)?.exp()?.mul(0.5 * std::f64::consts::PI.sqrt())?.mul(&g)?
             }
             Relu => call1(&ThresholdBackward, &[&g, &ctx.output(0)?])?,
-            Gelu => {
-                let x = ctx.input(0)?;
-                let cdf = x.mul(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add(1.0)?.mul(0.5)?;
-                let pdf = x
-                    .mul(&x)?
-                    .mul(-0.5)?
-                    .exp()?
-                    .mul(FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5)?;
-                g.mul(&cdf.add(&x.mul(&pdf)?)?)?
-            }
-            GeluTanh => {
-                let x = ctx.input(0)?;
-                let x2 = x.mul(&x)?;
-                let inner = x.add(&x2.mul(&x)?.mul(GELU_COEF)?)?.mul(SQRT_2_OVER_PI)?;
-                let t = inner.tanh()?;
-                let right = t.add(1.0)?;
-                let dinner = x2.mul(3.0 * GELU_COEF)?.add(1.0)?.mul(SQRT_2_OVER_PI)?;
-                let dt = t.mul(&t)?.neg()?.add(1.0)?;
-                let d = right.mul(0.5)?.add(&x.mul(0.5)?.mul(&dt)?.mul(&dinner)?)?;
-                g.mul(&d)?
-            }
+            Gelu => call1(
+                &crate::ops::activation::ActivationGrad(crate::ops::activation::Act::Gelu { tanh: false }),
+                &[&g, &ctx.input(0)?],
+            )?,
+            GeluTanh => call1(
+                &crate::ops::activation::ActivationGrad(crate::ops::activation::Act::Gelu { tanh: true }),
+                &[&g, &ctx.input(0)?],
+            )?,
             Silu => {
                 let x = ctx.input(0)?;
                 let s = x.sigmoid()?;

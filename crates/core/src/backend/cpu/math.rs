@@ -127,23 +127,106 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
     }
 }
 
+/// e^x for f32 as [`exp_f32`] (same range reduction, polynomial and
+/// handling of overflow, underflow, ±inf and NaN) evaluated with fused
+/// multiply-adds: fewer instructions, and one rounding less per step.
+/// `mul_add` rounds once on every instruction set (a hardware FMA under
+/// AVX2 / AVX-512, the C library's `fmaf` in the baseline build, which is
+/// slow but exact), so the bits do not depend on the machine. Used by the
+/// kernels of softmax, log_softmax, their derivatives and GELU.
+#[inline(always)]
+pub(crate) fn exp_f32_fma(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const C1: f32 = 0.693_359_4;
+    const C2: f32 = -2.121_944_4e-4;
+    let xc = if x.is_nan() { 0.0 } else { x.clamp(-104.0, 89.0) };
+    let n = (xc * LOG2E).round_ties_even();
+    let r = n.mul_add(-C2, n.mul_add(-C1, xc));
+    let z = r * r;
+    let p = 1.987_569_1e-4f32
+        .mul_add(r, 1.398_199_9e-3)
+        .mul_add(r, 8.333_452e-3)
+        .mul_add(r, 4.166_579_6e-2)
+        .mul_add(r, 1.666_666_5e-1)
+        .mul_add(r, 0.5);
+    let y = p.mul_add(z, r) + 1.0;
+    // SAFETY: n is an integer in [-151, 129] (x was clamped and is not NaN).
+    let ni: i32 = unsafe { n.to_int_unchecked() };
+    let n1 = ni >> 1;
+    let n2 = ni - n1;
+    let s1 = f32::from_bits(((n1 + 127) as u32) << 23);
+    let s2 = f32::from_bits(((n2 + 127) as u32) << 23);
+    let res = y * s1 * s2;
+    if x.is_nan() { x } else { res }
+}
+
+/// e^x for `x <= 0` as [`exp_f32_fma`], but 0 below -87 (no subnormal
+/// results) and without NaN handling (a NaN argument gives some number):
+/// the exp of GELU's erf, `exp(-s²)`, whose NaN is carried by the other
+/// factors and whose values below 2^-126 vanish next to the 1 it is
+/// subtracted from.
+#[inline(always)]
+fn exp_nonpositive_fma(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const C1: f32 = 0.693_359_4;
+    const C2: f32 = -2.121_944_4e-4;
+    let xc = x.max(-87.0);
+    let n = (xc * LOG2E).round_ties_even();
+    let r = n.mul_add(-C2, n.mul_add(-C1, xc));
+    let z = r * r;
+    let p = 1.987_569_1e-4f32
+        .mul_add(r, 1.398_199_9e-3)
+        .mul_add(r, 8.333_452e-3)
+        .mul_add(r, 4.166_579_6e-2)
+        .mul_add(r, 1.666_666_5e-1)
+        .mul_add(r, 0.5);
+    let y = p.mul_add(z, r) + 1.0;
+    // SAFETY: n is an integer in [-126, 0]: xc is in [-87, 0] (`max`
+    // returns -87 for a NaN argument).
+    let ni: i32 = unsafe { n.to_int_unchecked() };
+    let res = y * f32::from_bits(((ni + 127) as u32) << 23);
+    if x < -87.0 { 0.0 } else { res }
+}
+
+/// `erf(s)` for `s = x / sqrt 2` (returned with `exp(-s²)`) the way
+/// PyTorch's vectorised CPU kernels compute it: the Abramowitz-Stegun
+/// 7.1.26 formula (absolute error 1.5e-7), its polynomial in fused
+/// multiply-adds as theirs.
+#[inline(always)]
+fn erf_as_with_exp(x: f32) -> (f32, f32) {
+    let s = x * std::f32::consts::FRAC_1_SQRT_2;
+    let a = s.abs();
+    let t = 1.0 / 0.327_591_1f32.mul_add(a, 1.0);
+    let r = 1.061_405_4f32
+        .mul_add(t, -1.453_152)
+        .mul_add(t, 1.421_413_8)
+        .mul_add(t, -0.284_496_74)
+        .mul_add(t, 0.254_829_6);
+    let e = exp_nonpositive_fma(-(s * s));
+    let erf_abs = (-e * t).mul_add(r, 1.0);
+    (if s < 0.0 { -erf_abs } else { erf_abs }, e)
+}
+
 /// GELU (erf form) in f32 the way PyTorch's vectorised CPU kernel computes
 /// it: `x/2 * (1 + erf(x/sqrt 2))` with the Abramowitz-Stegun 7.1.26 erf
 /// (absolute error 1.5e-7); `gelu(±inf)` is NaN, as PyTorch's AVX-512
 /// kernel computes it.
 #[inline(always)]
 pub(crate) fn gelu_f32(x: f32) -> f32 {
-    let s = x * std::f32::consts::FRAC_1_SQRT_2;
-    let a = s.abs();
-    let t = 1.0 / (0.327_591_1 * a + 1.0);
-    let r = (((1.061_405_4 * t - 1.453_152) * t + 1.421_413_8) * t - 0.284_496_74) * t + 0.254_829_6;
-    let e = exp_f32(-(s * s));
-    let erf_abs = 1.0 - r * t * e;
-    let erf = if s < 0.0 { -erf_abs } else { erf_abs };
+    let (erf, _) = erf_as_with_exp(x);
     let y = x * 0.5 * (1.0 + erf);
     // gelu(inf) is NaN in PyTorch's AVX-512 kernel (the reference oracle)
     // and inf in its AVX2 one; we follow the oracle on every ISA.
     if x.is_infinite() { f32::NAN } else { y }
+}
+
+/// GELU's normal CDF `Φ(x)` and density `φ(x)` in f32, as PyTorch's
+/// vectorised `gelu_backward` (its erf, one `exp(-x²/2)` for both).
+#[inline(always)]
+pub(crate) fn gelu_erf_parts(x: f32) -> (f32, f32) {
+    const BETA: f32 = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5) as f32;
+    let (erf, e) = erf_as_with_exp(x);
+    (0.5 * (1.0 + erf), BETA * e)
 }
 
 /// The error function (scalar; not on a hot path yet).
@@ -234,6 +317,16 @@ mod tests {
             worst[0] <= 2 && worst[1] <= 2 && worst[2] <= 4,
             "worst ulps exp/log/tanh: {worst:?}"
         );
+        let mut x = -103.0f32;
+        let mut worst_fma = 0;
+        while x < 88.0 {
+            worst_fma = worst_fma.max(ulps(exp_f32_fma(x), (x as f64).exp() as f32));
+            x += 0.0137;
+        }
+        assert!(worst_fma <= 2, "worst ulps of exp_f32_fma: {worst_fma}");
+        assert_eq!(exp_f32_fma(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32_fma(f32::INFINITY), f32::INFINITY);
+        assert!(exp_f32_fma(f32::NAN).is_nan());
         assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
         assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
         assert!(exp_f32(f32::NAN).is_nan());

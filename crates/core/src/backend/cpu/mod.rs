@@ -7,17 +7,21 @@
 //! reduction engine or the GEMM.
 
 mod access;
+mod activation;
 mod binary;
 mod binary_math;
 mod bucket;
 mod conv;
 mod copy;
+mod embedding;
 mod factory;
 mod gemm;
 mod index;
 mod index_rows;
 pub(crate) mod lapack;
+mod loss;
 mod math;
+pub(crate) mod norm;
 mod pointwise;
 mod pool;
 mod reduce;
@@ -90,6 +94,14 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&crate::ops::scans::LOGCUMSUMEXP, scans::logcumsumexp_kernel)?;
     structured(&crate::ops::softmax::SOFTMAX, softmax::softmax_kernel)?;
     structured(&crate::ops::softmax::LOG_SOFTMAX, softmax::softmax_kernel)?;
+    structured(
+        &crate::ops::softmax::SOFTMAX_BACKWARD_DATA,
+        softmax::softmax_backward_kernel,
+    )?;
+    structured(
+        &crate::ops::softmax::LOG_SOFTMAX_BACKWARD_DATA,
+        softmax::softmax_backward_kernel,
+    )?;
     structured(&linalg::MM, gemm::matmul_kernel)?;
     structured(&linalg::BMM, gemm::matmul_kernel)?;
     structured(&idx::GATHER, index::gather_kernel)?;
@@ -153,6 +165,42 @@ pub(crate) fn register_kernels() -> Result<()> {
     }
     structured(&fac::ARANGE, factory::arange_kernel)?;
     structured(&fac::LINSPACE, factory::linspace_kernel)?;
+    for e in [
+        &crate::ops::norm::NATIVE_LAYER_NORM,
+        &crate::ops::norm::NATIVE_GROUP_NORM,
+        &crate::ops::norm::NATIVE_BATCH_NORM,
+    ] {
+        structured(e, norm::norm_kernel)?;
+    }
+    for e in [
+        &crate::ops::norm::NATIVE_LAYER_NORM_BACKWARD,
+        &crate::ops::norm::NATIVE_GROUP_NORM_BACKWARD,
+        &crate::ops::norm::NATIVE_BATCH_NORM_BACKWARD,
+    ] {
+        structured(e, norm::norm_backward_kernel)?;
+    }
+    for act in crate::ops::activation::ALL_ENTRIES {
+        structured(act.0, activation::activation_kernel)?;
+        structured(act.1, activation::activation_grad_kernel)?;
+    }
+    structured(
+        &crate::ops::activation::GELU_BACKWARD,
+        activation::activation_grad_kernel,
+    )?;
+    for e in [&crate::ops::loss::NLL_LOSS, &crate::ops::loss::NLL_LOSS2D] {
+        structured(e, loss::nll_loss_kernel)?;
+    }
+    for e in [
+        &crate::ops::loss::NLL_LOSS_BACKWARD,
+        &crate::ops::loss::NLL_LOSS2D_BACKWARD,
+    ] {
+        structured(e, loss::nll_loss_backward_kernel)?;
+    }
+    structured(&crate::ops::embedding::EMBEDDING, embedding::embedding_kernel)?;
+    structured(
+        &crate::ops::embedding::EMBEDDING_RENORM,
+        embedding::embedding_renorm_kernel,
+    )?;
     sampling::register()?;
     Ok(())
 }

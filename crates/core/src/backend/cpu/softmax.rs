@@ -4,7 +4,7 @@ use half::{bf16, f16};
 use smallvec::SmallVec;
 
 use super::access::access;
-use super::math::{exp_f32, log_f32};
+use super::math::{exp_f32_fma, log_f32};
 use super::simd::multiversion;
 use crate::dispatch::{Op, downcast_op};
 use crate::layout::Dims;
@@ -42,20 +42,20 @@ fn line_f32(x: &[f32], y: &mut [f32], log: bool) {
     if log {
         for c in x[..split].chunks_exact(L) {
             for k in 0..L {
-                lanes[k] += exp_f32(c[k] - max);
+                lanes[k] += exp_f32_fma(c[k] - max);
             }
         }
     } else {
         for (c, o) in x[..split].chunks_exact(L).zip(y[..split].chunks_exact_mut(L)) {
             for k in 0..L {
-                let e = exp_f32(c[k] - max);
+                let e = exp_f32_fma(c[k] - max);
                 o[k] = e;
                 lanes[k] += e;
             }
         }
     }
     for (k, (v, o)) in x[split..].iter().zip(y[split..].iter_mut()).enumerate() {
-        let e = exp_f32(*v - max);
+        let e = exp_f32_fma(*v - max);
         if !log {
             *o = e;
         }
@@ -191,4 +191,132 @@ pub(crate) fn softmax_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
         DType::BF16 => run::<bf16>(x, out, op.dim, log),
         d => Err(Error::dtype(op.error_name(), d, "expects a floating-point input")),
     }
+}
+
+/// One contiguous line of the softmax derivatives: `g - exp(y) * sum(g)`
+/// (log) or `y * (g - sum(g * y))`, the sums in 16 fixed lanes.
+#[inline(always)]
+fn backward_line<T: super::norm::Real>(g: &[T], y: &[T], out: &mut [T], log: bool, exp: impl Fn(T) -> T) {
+    use super::norm::{sum1, sum2};
+    if log {
+        let s = sum1(g, |v| v);
+        for ((o, &gv), &yv) in out.iter_mut().zip(g).zip(y) {
+            *o = gv - exp(yv) * s;
+        }
+    } else {
+        let s = sum2(g, y, |a, b| a * b);
+        for ((o, &gv), &yv) in out.iter_mut().zip(g).zip(y) {
+            *o = yv * (gv - s);
+        }
+    }
+}
+
+multiversion! {
+    /// [`backward_line`] over `rows` contiguous f32 lines of `n`.
+    fn backward_rows_f32(g: &[f32], y: &[f32], out: &mut [f32], n: usize, log: bool) {
+        for ((gr, yr), or) in g.chunks_exact(n).zip(y.chunks_exact(n)).zip(out.chunks_exact_mut(n)) {
+            backward_line(gr, yr, or, log, exp_f32_fma);
+        }
+    }
+}
+
+fn backward_rows_f64(g: &[f64], y: &[f64], out: &mut [f64], n: usize, log: bool) {
+    for ((gr, yr), or) in g.chunks_exact(n).zip(y.chunks_exact(n)).zip(out.chunks_exact_mut(n)) {
+        backward_line(gr, yr, or, log, f64::exp);
+    }
+}
+
+pub(crate) fn softmax_backward_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = downcast_op::<crate::ops::softmax::SoftmaxBackward>(op)?;
+    let name = op.entry().base_name();
+    let out = outputs[0];
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let nd = out.ndim();
+    let shape = out.shape().to_vec();
+    // Lines along `dim` made contiguous: move `dim` last.
+    let (g, y) = (inputs[0], inputs[1]);
+    let last = nd == 0 || op.dim + 1 == nd;
+    let (gc, yc) = if last {
+        (g.contiguous()?, y.contiguous()?)
+    } else {
+        (
+            g.movedim(op.dim as i64, -1)?.contiguous()?,
+            y.movedim(op.dim as i64, -1)?.contiguous()?,
+        )
+    };
+    let n = if nd == 0 { 1 } else { shape[op.dim] };
+    let work = if last && out.is_contiguous() {
+        out.clone()
+    } else {
+        crate::TensorOptions::like(out).zeros(gc.shape())?
+    };
+    match out.dtype() {
+        DType::F32 | DType::F64 => {
+            let acc = access(name, &[&gc, &yc], &[&work])?;
+            let total = work.numel();
+            let rows = total / n;
+            let (gp, yp, op_) = (acc.ins[0] as usize, acc.ins[1] as usize, acc.outs[0] as usize);
+            let per = (1usize << 14).div_ceil(n).max(1);
+            let chunks = rows.div_ceil(per);
+            let log = op.log;
+            let f64_ = out.dtype() == DType::F64;
+            let task = |c: usize| {
+                let (r0, r1) = (c * per, ((c + 1) * per).min(rows));
+                let (at, len) = (r0 * n, (r1 - r0) * n);
+                // SAFETY: chunk `c` reads and writes rows r0..r1 of the
+                // contiguous inputs and output (disjoint between chunks).
+                unsafe {
+                    if f64_ {
+                        backward_rows_f64(
+                            std::slice::from_raw_parts((gp as *const f64).add(at), len),
+                            std::slice::from_raw_parts((yp as *const f64).add(at), len),
+                            std::slice::from_raw_parts_mut((op_ as *mut f64).add(at), len),
+                            n,
+                            log,
+                        );
+                    } else {
+                        backward_rows_f32(
+                            std::slice::from_raw_parts((gp as *const f32).add(at), len),
+                            std::slice::from_raw_parts((yp as *const f32).add(at), len),
+                            std::slice::from_raw_parts_mut((op_ as *mut f32).add(at), len),
+                            n,
+                            log,
+                        );
+                    }
+                }
+            };
+            if chunks <= 1 {
+                (0..chunks).for_each(task);
+            } else {
+                super::warm::par_for_each(chunks, task);
+            }
+        }
+        DType::F16 | DType::BF16 => {
+            let (g32, y32) = (gc.to_dtype(DType::F32)?, yc.to_dtype(DType::F32)?);
+            let w32 = crate::TensorOptions::new().dtype(DType::F32).zeros(gc.shape())?;
+            {
+                let acc = access(name, &[&g32, &y32], &[&w32])?;
+                let len = w32.numel();
+                // SAFETY: contiguous f32 buffers of `len` elements, locked.
+                unsafe {
+                    backward_rows_f32(
+                        std::slice::from_raw_parts(acc.ins[0] as *const f32, len),
+                        std::slice::from_raw_parts(acc.ins[1] as *const f32, len),
+                        std::slice::from_raw_parts_mut(acc.outs[0] as *mut f32, len),
+                        n,
+                        op.log,
+                    );
+                }
+            }
+            work.copy_(&w32)?;
+        }
+        d => return Err(Error::dtype(name, d, "expects a floating-point input")),
+    }
+    if !work.is_same(out) {
+        let back = if last { work } else { work.movedim(-1, op.dim as i64)? };
+        out.copy_(&back)?;
+    }
+    Ok(())
 }
