@@ -244,6 +244,22 @@ def _cross_entropy():
     return lambda: torch.autograd.grad(F.cross_entropy(x, t), (x,))
 
 
+@figure("sdpa_causal_fwd_bwd_16x4x64x32", inference=False)
+def _sdpa_causal():
+    q, k, v = (torch.randn(16, 4, 64, 32, requires_grad=True) for _ in range(3))
+    gy = torch.randn(16, 4, 64, 32)
+    return lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), gy)
+
+
+@figure("lstm_2x256_seq64_b32_fwd_bwd", inference=False)
+def _lstm():
+    lstm = torch.nn.LSTM(256, 256, num_layers=2)
+    x = torch.randn(64, 32, 256, requires_grad=True)
+    gy = torch.randn(64, 32, 256)
+    inputs = (x, *lstm.parameters())
+    return lambda: torch.autograd.grad(lstm(x)[0], inputs, gy)
+
+
 @figure("module_mlp16_b1_forward")
 def _module_mlp16():
     # Module-call overhead: three Linear(16, 16) with ReLU in a Sequential,

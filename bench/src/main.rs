@@ -189,6 +189,41 @@ fn figures() -> Vec<Figure> {
             fwd_bwd(&loss, &[&x], None)
         }))
     }));
+    v.push(figure("sdpa_causal_fwd_bwd_16x4x64x32", move || {
+        use ferrotorch::nn::functional::{SdpaOptions, scaled_dot_product_attention};
+        let q = Tensor::randn([16, 4, 64, 32])?.requires_grad_(true)?;
+        let k = Tensor::randn([16, 4, 64, 32])?.requires_grad_(true)?;
+        let v = Tensor::randn([16, 4, 64, 32])?.requires_grad_(true)?;
+        let gy = Tensor::randn([16, 4, 64, 32])?;
+        Ok(Box::new(move || {
+            let opts = SdpaOptions {
+                is_causal: true,
+                ..Default::default()
+            };
+            let y = scaled_dot_product_attention(&q, &k, &v, &opts)?;
+            fwd_bwd(&y, &[&q, &k, &v], Some(&gy))
+        }))
+    }));
+    v.push(figure("lstm_2x256_seq64_b32_fwd_bwd", move || {
+        use ferrotorch::nn::{Lstm, Module, RnnOptions};
+        let lstm = Lstm::with_options(
+            256,
+            256,
+            RnnOptions {
+                num_layers: 2,
+                ..Default::default()
+            },
+        )?;
+        let params: Vec<Tensor> = lstm.parameters().iter().map(|p| p.tensor()).collect();
+        let x = Tensor::randn([64, 32, 256])?.requires_grad_(true)?;
+        let gy = Tensor::randn([64, 32, 256])?;
+        Ok(Box::new(move || {
+            let (y, _) = lstm.forward(&x, None)?;
+            let mut xs: Vec<&Tensor> = vec![&x];
+            xs.extend(params.iter());
+            fwd_bwd(&y, &xs, Some(&gy))
+        }))
+    }));
     v.push(figure("module_mlp16_b1_forward", || {
         use ferrotorch::nn::{Forward, Linear, ReLU, Sequential};
         let net = Sequential::new()

@@ -232,8 +232,10 @@ impl Rnn {
                 let idx = (layer * dirs + dir) as i64;
                 let mut h = h0.select(0, idx)?;
                 let mut c = c0.map(|c| c.select(0, idx)).transpose()?;
-                // The whole layer's input projection as one GEMM.
-                let xw = F::linear(&input, &w_ih, b_ih.as_ref())?;
+                // The whole layer's input projection as one GEMM, unbound
+                // into steps by one node (PyTorch's CPU path): per-step
+                // `select`s would each scatter a full-size gradient.
+                let xw = F::linear(&input, &w_ih, b_ih.as_ref())?.unbind(0)?;
                 let mut steps: Vec<Tensor> = Vec::with_capacity(len);
                 let order: Vec<usize> = if dir == 0 {
                     (0..len).collect()
@@ -241,7 +243,7 @@ impl Rnn {
                     (0..len).rev().collect()
                 };
                 for t in order {
-                    let xt = xw.select(0, t as i64)?;
+                    let xt = xw[t].clone();
                     let hw = F::linear(&h, &w_hh, b_hh.as_ref())?;
                     match self.cell {
                         Cell::Lstm => {
