@@ -241,11 +241,26 @@ impl Op for MaxPool2d {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
         let (x, idx) = (ctx.input(0)?, ctx.output(1)?);
+        let (g, idx) = drop_padding_windows(&self.params, &x, g, idx)?;
         Ok(vec![Some(call1(
             &MaxPool2dBackward { params: self.params },
             &[&g, &x, &idx],
         )?)])
     }
+}
+
+/// With dilation, a window can hold no input element at all (every tap in
+/// the padding): its value is -inf and its index, PyTorch's, points past
+/// the plane. Such windows pass no gradient (PyTorch's CPU kernel writes
+/// out of bounds there); their gradient is zeroed and their index set to 0,
+/// so the backward operator's bounds check holds. A no-op without dilation.
+fn drop_padding_windows(p: &Pool2dParams, x: &Tensor, g: Tensor, idx: Tensor) -> Result<(Tensor, Tensor)> {
+    if p.dilation.iter().all(|&d| d <= 1) {
+        return Ok((g, idx));
+    }
+    let hw = x.shape()[x.ndim() - 2..].iter().product::<usize>() as i64;
+    let outside = idx.ge(hw)?;
+    Ok((g.masked_fill(&outside, 0.0)?, idx.masked_fill(&outside, 0i64)?))
 }
 
 /// Checks the inputs of a max pool's backward operator (`[grad_output,
@@ -319,6 +334,7 @@ impl Op for MaxPool2dBackward {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let gg = grad0(grads)?;
         let dg = if ctx.needs_grad(0) {
+            // Indices reach here through `drop_padding_windows`: in the plane.
             Some(gather_at_indices(&gg, &ctx.input(2)?)?)
         } else {
             None
@@ -663,6 +679,7 @@ impl Op for AdaptiveMaxPool2dBackward {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let gg = grad0(grads)?;
         let dg = if ctx.needs_grad(0) {
+            // Indices reach here through `drop_padding_windows`: in the plane.
             Some(gather_at_indices(&gg, &ctx.input(2)?)?)
         } else {
             None

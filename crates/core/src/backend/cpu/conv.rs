@@ -238,7 +238,10 @@ fn im2col<T: Num>(ge: &Geom, x: &[T], r0: usize, r1: usize, col: &mut [T]) {
                     let src = &plane[ih as usize * w..(ih as usize + 1) * w];
                     dst[..lo].fill(zero);
                     dst[hi..].fill(zero);
-                    if ge.sw == 1 {
+                    if lo == hi {
+                        // Every tap of this row falls in the padding (the
+                        // start below would lie before the row).
+                    } else if ge.sw == 1 {
                         let s0 = (lo as isize + off) as usize;
                         dst[lo..hi].copy_from_slice(&src[s0..s0 + hi - lo]);
                     } else {
