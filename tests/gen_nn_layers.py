@@ -127,8 +127,10 @@ for norm_first in [False, True]:
 def bn_two_steps(m, case):
     """Two training forwards before the recorded (eval) one."""
     m.train()
-    m(x4b * 2 + 1)
-    m(x4c * 0.5 - 2)
+    pre = [x4b * 2 + 1, x4c * 0.5 - 2]
+    for x in pre:
+        m(x)
+    case["pre_inputs"] = [summary(x) for x in pre]
     case["running"] = {k: summary(v) for k, v in m.state_dict().items()}
 
 

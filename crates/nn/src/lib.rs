@@ -41,6 +41,11 @@ pub use layers::norm::{
 };
 pub use layers::pool::{AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d};
 pub use layers::rnn::{GRU, Gru, LSTM, Lstm, RnnOptions};
+pub use layers::transformer::{
+    DecoderLayerForwardOptions, EncoderForwardOptions, EncoderLayerForwardOptions, TransformerActivation,
+    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerOptions,
+    generate_square_subsequent_mask,
+};
 pub use module::{__private, Module, Visitable, Visitor};
 pub use parameter::{Buffer, Parameter};
 pub use repr::repr;

@@ -10,3 +10,4 @@ pub mod loss;
 pub mod norm;
 pub mod pool;
 pub mod rnn;
+pub mod transformer;
