@@ -13,6 +13,7 @@ Run with the benchmark venv (PyTorch 2.15.0, CPU):
 """
 
 import json
+import math
 import os
 
 import torch
@@ -28,7 +29,8 @@ def summary(t):
     return {
         "shape": list(t.shape),
         "dtype": str(t.dtype).replace("torch.", ""),
-        "data": t.detach().to(torch.float64).flatten().tolist(),
+        # JSON has no infinities: non-finite values as Python spells them.
+        "data": [v if math.isfinite(v) else repr(v) for v in t.detach().to(torch.float64).flatten().tolist()],
     }
 
 

@@ -30,8 +30,7 @@ fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
 fn cases() -> &'static Vec<Value> {
     static CASES: std::sync::OnceLock<Vec<Value>> = std::sync::OnceLock::new();
     CASES.get_or_init(|| {
-        let text =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nn_data/layers.json")).unwrap();
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nn_data/layers.json")).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         v["cases"].as_array().unwrap().clone()
     })
@@ -54,7 +53,12 @@ fn shape_of(v: &Value) -> Vec<usize> {
 }
 
 fn floats(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    // Non-finite values are strings (`-inf`, `inf`, `nan`).
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap_or_else(|| x.as_str().unwrap().parse().unwrap()))
+        .collect()
 }
 
 /// The tensor a summary describes, in its dtype.
@@ -77,7 +81,13 @@ fn tensor_of(v: &Value) -> Tensor {
 /// `got` within 1e-5 (relative above 1) of PyTorch's values.
 fn check_close(what: &str, got: &Tensor, want: &Value) {
     assert_eq!(got.shape(), &shape_of(want)[..], "{what}: shape");
-    let g: Vec<f64> = got.to_dtype(DType::F64).unwrap().reshape([-1]).unwrap().to_vec().unwrap();
+    let g: Vec<f64> = got
+        .to_dtype(DType::F64)
+        .unwrap()
+        .reshape([-1])
+        .unwrap()
+        .to_vec()
+        .unwrap();
     for (i, (a, b)) in g.iter().zip(floats(&want["data"])).enumerate() {
         let ok = (a - b).abs() <= 1e-5 * b.abs().max(1.0) || (a.is_infinite() && a == &b) || (a.is_nan() && b.is_nan());
         assert!(ok, "{what}[{i}]: {a} vs {b}");
@@ -181,7 +191,10 @@ fn layer_opts(act: TransformerActivation, norm_first: bool) -> TransformerLayerO
 #[test]
 fn transformer_layers_match_pytorch() -> Result<()> {
     let _rng = rng_lock();
-    for (act, a) in [(TransformerActivation::Relu, "relu"), (TransformerActivation::Gelu, "gelu")] {
+    for (act, a) in [
+        (TransformerActivation::Relu, "relu"),
+        (TransformerActivation::Gelu, "gelu"),
+    ] {
         for (nf, n) in [(false, "post"), (true, "pre")] {
             let build = || TransformerEncoderLayer::with_options(16, 4, layer_opts(act, nf));
             run_case(&format!("enc_layer_{a}_{n}"), build, false, |m, x| {
@@ -283,7 +296,12 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
         momentum: None,
         ..Default::default()
     };
-    run_case("batchnorm2d_cma", || BatchNorm2d::with_options(4, cma), false, |m, x| call(m, x))?;
+    run_case(
+        "batchnorm2d_cma",
+        || BatchNorm2d::with_options(4, cma),
+        false,
+        |m, x| call(m, x),
+    )?;
     let bn = run_case("batchnorm2d_train", || BatchNorm2d::new(4), true, |m, x| call(m, x))?;
     let nbt = bn.num_batches_tracked.as_ref().unwrap().tensor();
     assert_eq!((nbt.dtype(), nbt.ndim(), nbt.item::<i64>()?), (DType::I64, 0, 1));
@@ -292,13 +310,23 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
         track_running_stats: false,
         ..Default::default()
     };
-    run_case("batchnorm2d_no_stats", || BatchNorm2d::with_options(4, no_stats), false, |m, x| call(m, x))?;
+    run_case(
+        "batchnorm2d_no_stats",
+        || BatchNorm2d::with_options(4, no_stats),
+        false,
+        |m, x| call(m, x),
+    )?;
     let o = BatchNormLayerOptions {
         eps: 1e-3,
         momentum: Some(0.3),
         ..Default::default()
     };
-    run_case("batchnorm1d_3d_train", || BatchNorm1d::with_options(3, o), true, |m, x| call(m, x))?;
+    run_case(
+        "batchnorm1d_3d_train",
+        || BatchNorm1d::with_options(3, o),
+        true,
+        |m, x| call(m, x),
+    )?;
     run_case("batchnorm1d_2d_train", || BatchNorm1d::new(3), true, |m, x| call(m, x))?;
 
     run_case("layernorm", || LayerNorm::new([3, 4]), false, |m, x| call(m, x))?;
@@ -307,48 +335,88 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
         bias: false,
         ..Default::default()
     };
-    run_case("layernorm_nobias", || LayerNorm::with_options([8], o), false, |m, x| call(m, x))?;
+    run_case(
+        "layernorm_nobias",
+        || LayerNorm::with_options([8], o),
+        false,
+        |m, x| call(m, x),
+    )?;
     let o = LayerNormOptions {
         elementwise_affine: false,
         ..Default::default()
     };
-    run_case("layernorm_noaffine", || LayerNorm::with_options([8], o), false, |m, x| call(m, x))?;
+    run_case(
+        "layernorm_noaffine",
+        || LayerNorm::with_options([8], o),
+        false,
+        |m, x| call(m, x),
+    )?;
     run_case("groupnorm", || GroupNorm::new(2, 6), false, |m, x| call(m, x))?;
     let o = GroupNormOptions {
         eps: 1e-3,
         affine: false,
         ..Default::default()
     };
-    run_case("groupnorm_noaffine", || GroupNorm::with_options(3, 6, o), false, |m, x| call(m, x))?;
+    run_case(
+        "groupnorm_noaffine",
+        || GroupNorm::with_options(3, 6, o),
+        false,
+        |m, x| call(m, x),
+    )?;
     run_case("rmsnorm", || RMSNorm::new([4]), false, |m, x| call(m, x))?;
     let o = RmsNormOptions {
         eps: Some(1e-6),
         ..Default::default()
     };
-    run_case("rmsnorm_eps_2d", || RMSNorm::with_options([5, 4], o), false, |m, x| call(m, x))?;
+    run_case(
+        "rmsnorm_eps_2d",
+        || RMSNorm::with_options([5, 4], o),
+        false,
+        |m, x| call(m, x),
+    )?;
     let o = RmsNormOptions {
         elementwise_affine: false,
         ..Default::default()
     };
-    run_case("rmsnorm_noaffine", || RMSNorm::with_options([4], o), false, |m, x| call(m, x))?;
+    run_case(
+        "rmsnorm_noaffine",
+        || RMSNorm::with_options([4], o),
+        false,
+        |m, x| call(m, x),
+    )?;
 
     let o = EmbeddingLayerOptions {
         padding_idx: Some(-2),
         ..Default::default()
     };
-    let e = run_case("embedding_padding", || Embedding::with_options(10, 4, o), false, |m, x| call(m, x))?;
+    let e = run_case(
+        "embedding_padding",
+        || Embedding::with_options(10, 4, o),
+        false,
+        |m, x| call(m, x),
+    )?;
     assert_eq!(e.padding_idx(), Some(8));
     let o = EmbeddingLayerOptions {
         scale_grad_by_freq: true,
         ..Default::default()
     };
-    run_case("embedding_freq", || Embedding::with_options(10, 4, o), false, |m, x| call(m, x))?;
+    run_case(
+        "embedding_freq",
+        || Embedding::with_options(10, 4, o),
+        false,
+        |m, x| call(m, x),
+    )?;
     let o = EmbeddingLayerOptions {
         max_norm: Some(1.0),
         norm_type: 1.5,
         ..Default::default()
     };
-    run_case("embedding_max_norm", || Embedding::with_options(10, 4, o), false, |m, x| call(m, x))?;
+    run_case(
+        "embedding_max_norm",
+        || Embedding::with_options(10, 4, o),
+        false,
+        |m, x| call(m, x),
+    )?;
 
     // from_pretrained: the given rows, frozen by default, no row zeroed.
     let w = Tensor::new([[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])?;
@@ -361,10 +429,12 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
     assert_eq!(e.repr(), "Embedding(3, 2, padding_idx=0)");
     let y = e.call(&Tensor::new([2i64, 0])?)?;
     assert_eq!(y.to_vec::<f32>()?, [5.0, 6.0, 1.0, 2.0]);
-    assert!(Embedding::from_pretrained(&w, false, EmbeddingLayerOptions::default())?
-        .weight
-        .tensor()
-        .requires_grad());
+    assert!(
+        Embedding::from_pretrained(&w, false, EmbeddingLayerOptions::default())?
+            .weight
+            .tensor()
+            .requires_grad()
+    );
     Ok(())
 }
 
@@ -545,7 +615,7 @@ fn module_gradcheck(
     for (ti, t) in targets.iter().enumerate() {
         let base: Vec<f64> = t.detach().to_vec()?;
         for k in 0..base.len() {
-            let mut at = |d: f64| -> Result<(f64, f64)> {
+            let at = |d: f64| -> Result<(f64, f64)> {
                 let mut v = base.clone();
                 v[k] += d;
                 set_values(t, v)?;
@@ -590,7 +660,10 @@ fn layers_gradcheck_in_f64() -> Result<()> {
             let v: Vec<f64> = t.detach().to_vec()?;
             set_values(
                 &t,
-                v.iter().enumerate().map(|(i, x)| x + 0.3 * ((i % 5) as f64 - 2.0)).collect(),
+                v.iter()
+                    .enumerate()
+                    .map(|(i, x)| x + 0.3 * ((i % 5) as f64 - 2.0))
+                    .collect(),
             )?;
         }
         Ok(())
@@ -664,7 +737,10 @@ fn layers_gradcheck_in_f64() -> Result<()> {
         dim_feedforward: 6,
         ..Default::default()
     };
-    for (act, nf) in [(TransformerActivation::Relu, false), (TransformerActivation::Gelu, true)] {
+    for (act, nf) in [
+        (TransformerActivation::Relu, false),
+        (TransformerActivation::Gelu, true),
+    ] {
         let layer = TransformerEncoderLayer::with_options(
             4,
             2,
@@ -688,14 +764,30 @@ fn layers_gradcheck_in_f64() -> Result<()> {
                 },
             )
         };
-        module_gradcheck("TransformerEncoderLayer", layer.parameters(), std::slice::from_ref(&src), &f, true)?;
+        module_gradcheck(
+            "TransformerEncoderLayer",
+            layer.parameters(),
+            std::slice::from_ref(&src),
+            &f,
+            true,
+        )?;
     }
-    let enc = TransformerEncoder::new(TransformerEncoderLayer::with_options(4, 2, o)?, 2, Some(LayerNorm::new([4])?))?;
+    let enc = TransformerEncoder::new(
+        TransformerEncoderLayer::with_options(4, 2, o)?,
+        2,
+        Some(LayerNorm::new([4])?),
+    )?;
     enc.to_dtype(DType::F64)?;
     enc.eval();
     let src = randn64(&[3, 2, 4])?;
     let f = |xs: &[Tensor]| enc.forward(&xs[0], &EncoderForwardOptions::default());
-    module_gradcheck("TransformerEncoder", enc.parameters(), std::slice::from_ref(&src), &f, false)?;
+    module_gradcheck(
+        "TransformerEncoder",
+        enc.parameters(),
+        std::slice::from_ref(&src),
+        &f,
+        false,
+    )?;
     let dec = TransformerDecoderLayer::with_options(4, 2, o)?;
     dec.to_dtype(DType::F64)?;
     perturb(&dec)?;
@@ -740,10 +832,26 @@ fn layers_gradcheck_in_f64() -> Result<()> {
         ("L1Loss", Box::new(|xs: &[Tensor]| l1.forward(&xs[0], &y)), true),
         ("SmoothL1Loss", Box::new(|xs: &[Tensor]| sl1.forward(&xs[0], &y)), true),
         ("HuberLoss", Box::new(|xs: &[Tensor]| hub.forward(&xs[0], &y)), true),
-        ("BCELoss", Box::new(|xs: &[Tensor]| bce.forward(&xs[0].sigmoid()?, &prob_t)), true),
-        ("BCEWithLogitsLoss", Box::new(|xs: &[Tensor]| bcel.forward(&xs[0], &prob_t)), true),
-        ("KLDivLoss", Box::new(|xs: &[Tensor]| kl.forward(&xs[0].log_softmax(1)?, &prob_t)), true),
-        ("KLDivLoss log_target", Box::new(|xs: &[Tensor]| klt.forward(&xs[0], &y)), true),
+        (
+            "BCELoss",
+            Box::new(|xs: &[Tensor]| bce.forward(&xs[0].sigmoid()?, &prob_t)),
+            true,
+        ),
+        (
+            "BCEWithLogitsLoss",
+            Box::new(|xs: &[Tensor]| bcel.forward(&xs[0], &prob_t)),
+            true,
+        ),
+        (
+            "KLDivLoss",
+            Box::new(|xs: &[Tensor]| kl.forward(&xs[0].log_softmax(1)?, &prob_t)),
+            true,
+        ),
+        (
+            "KLDivLoss log_target",
+            Box::new(|xs: &[Tensor]| klt.forward(&xs[0], &y)),
+            true,
+        ),
     ];
     for (name, f, second) in &fs {
         autograd::gradcheck(f.as_ref(), std::slice::from_ref(&x), gc).map_err(|e| {
@@ -776,7 +884,10 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
         "GroupNorm(2, 6, eps=1e-05, affine=True, bias=True): expected input [N, 6, *], got [3, 4, 5]"
     );
     let e = GroupNorm::new(4, 6).err().unwrap().to_string();
-    assert!(e.contains("num_channels (6) must be divisible by num_groups (4)"), "{e}");
+    assert!(
+        e.contains("num_channels (6) must be divisible by num_groups (4)"),
+        "{e}"
+    );
     let rms = RMSNorm::new([4])?;
     let e = rms.call(&Tensor::ones([2, 5])?).unwrap_err().to_string();
     assert_eq!(
@@ -794,11 +905,17 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
     );
     let bn1 = BatchNorm1d::new(3)?;
     let e = bn1.call(&Tensor::ones([1, 3])?).unwrap_err().to_string();
-    assert!(e.contains("Expected more than 1 value per channel when training"), "{e}");
+    assert!(
+        e.contains("Expected more than 1 value per channel when training"),
+        "{e}"
+    );
     let emb = Embedding::new(10, 4)?;
     let e = emb.call(&Tensor::new([3i64, 12])?).unwrap_err().to_string();
     assert!(e.starts_with("Embedding(10, 4): "), "{e}");
-    assert!(e.contains("index out of range in self") && e.contains("12") && e.contains("10"), "{e}");
+    assert!(
+        e.contains("index out of range in self") && e.contains("12") && e.contains("10"),
+        "{e}"
+    );
     let e = Embedding::with_options(
         10,
         4,
@@ -822,7 +939,10 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
         .forward(&Tensor::zeros([3, 5])?, &Tensor::new([1i64, 2])?)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("Expected input batch_size (3) to match target batch_size (2)"), "{e}");
+    assert!(
+        e.contains("Expected input batch_size (3) to match target batch_size (2)"),
+        "{e}"
+    );
     let layer = TransformerEncoderLayer::with_options(
         16,
         4,
