@@ -498,6 +498,27 @@ impl MultiheadAttention {
         Ok(total)
     }
 
+    /// A copy with its own parameter storage (`copy.deepcopy`).
+    pub(crate) fn deep_clone(&self) -> Result<Self> {
+        use crate::layers::norm::copy_parameter;
+        let c = |p: &Option<Parameter>| p.as_ref().map(copy_parameter).transpose();
+        Ok(MultiheadAttention {
+            in_proj_weight: c(&self.in_proj_weight)?,
+            q_proj_weight: c(&self.q_proj_weight)?,
+            k_proj_weight: c(&self.k_proj_weight)?,
+            v_proj_weight: c(&self.v_proj_weight)?,
+            in_proj_bias: c(&self.in_proj_bias)?,
+            out_proj: self.out_proj.deep_clone()?,
+            embed_dim: self.embed_dim,
+            num_heads: self.num_heads,
+            kdim: self.kdim,
+            vdim: self.vdim,
+            dropout: self.dropout,
+            batch_first: self.batch_first,
+            state: self.state.clone(),
+        })
+    }
+
     fn repr_line(&self) -> String {
         format!(
             "MultiheadAttention(embed_dim={}, num_heads={}, batch_first={})",

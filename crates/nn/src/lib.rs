@@ -28,10 +28,24 @@ pub use forward::Forward;
 pub use layers::activation::{GELU, Gelu, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Tanh};
 pub use layers::conv::{Conv1d, Conv2d, ConvLayerOptions, ConvTranspose1d, ConvTranspose2d};
 pub use layers::dropout::Dropout;
+pub use layers::embedding::{Embedding, EmbeddingLayerOptions};
 pub use layers::flatten::{Flatten, Unflatten};
 pub use layers::linear::{Bilinear, Identity, Linear, LinearOptions};
+pub use layers::loss::{
+    BCELoss, BCEWithLogitsLoss, ClassLossOptions, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, MseLoss,
+    NLLLoss, NllLoss, SmoothL1Loss,
+};
+pub use layers::norm::{
+    BatchNorm1d, BatchNorm2d, BatchNormLayerOptions, GroupNorm, GroupNormOptions, LayerNorm, LayerNormOptions, RMSNorm,
+    RmsNorm, RmsNormOptions,
+};
 pub use layers::pool::{AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d};
 pub use layers::rnn::{GRU, Gru, LSTM, Lstm, RnnOptions};
+pub use layers::transformer::{
+    DecoderLayerForwardOptions, EncoderForwardOptions, EncoderLayerForwardOptions, TransformerActivation,
+    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerOptions,
+    generate_square_subsequent_mask,
+};
 pub use module::{__private, Module, Visitable, Visitor};
 pub use parameter::{Buffer, Parameter};
 pub use repr::repr;

@@ -35,6 +35,14 @@ impl Dropout {
         self.p
     }
 
+    /// A copy (`copy.deepcopy`).
+    pub(crate) fn deep_clone(&self) -> Self {
+        Dropout {
+            p: self.p,
+            state: self.state.clone(),
+        }
+    }
+
     fn extra_repr(&self) -> String {
         format!("p={}, inplace=False", py_float(self.p))
     }

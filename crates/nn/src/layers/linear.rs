@@ -91,6 +91,19 @@ impl Linear {
         self
     }
 
+    /// A copy with its own parameter storage (`copy.deepcopy`).
+    pub(crate) fn deep_clone(&self) -> Result<Self> {
+        use super::norm::copy_parameter;
+        Ok(Linear {
+            weight: copy_parameter(&self.weight)?,
+            bias: self.bias.as_ref().map(copy_parameter).transpose()?,
+            in_features: self.in_features,
+            out_features: self.out_features,
+            kind: self.kind,
+            state: self.state.clone(),
+        })
+    }
+
     fn kind(&self) -> std::borrow::Cow<'static, str> {
         std::borrow::Cow::Borrowed(self.kind)
     }

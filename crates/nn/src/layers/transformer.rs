@@ -1,0 +1,544 @@
+//! `TransformerEncoderLayer`, `TransformerDecoderLayer` and
+//! `TransformerEncoder` (PyTorch's submodules, names, order and
+//! initialisation; the math path of their forwards).
+
+use ferrotorch_core::{DType, Error, Result, Tensor, TensorOptions};
+
+use super::linear::{LinearOptions, py_bool};
+use super::norm::LayerNormOptions;
+use crate::state::call_with_hooks;
+use crate::{
+    Dropout, Forward, LayerNorm, Linear, MhaForwardOptions, Module, ModuleState, MultiheadAttention,
+    MultiheadAttentionOptions, functional as F,
+};
+
+/// The feed-forward activation of a transformer layer (PyTorch's
+/// `activation="relu" | "gelu"`, applied as `F.relu` / `F.gelu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransformerActivation {
+    /// `F.relu` (the default).
+    #[default]
+    Relu,
+    /// `F.gelu` (exact).
+    Gelu,
+}
+
+impl TransformerActivation {
+    /// Parses PyTorch's spelling; any other string is PyTorch's error.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "relu" => Ok(TransformerActivation::Relu),
+            "gelu" => Ok(TransformerActivation::Gelu),
+            other => Err(Error::invalid(
+                "TransformerEncoderLayer",
+                format!("activation should be relu/gelu, not {other}"),
+            )),
+        }
+    }
+
+    fn apply(self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            TransformerActivation::Relu => F::relu(x),
+            TransformerActivation::Gelu => F::gelu(x, F::GeluApproximate::None),
+        }
+    }
+}
+
+/// The construction options of [`TransformerEncoderLayer`] and
+/// [`TransformerDecoderLayer`] (PyTorch's keywords and defaults).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransformerLayerOptions {
+    /// Hidden size of the feed-forward block (`2048`).
+    pub dim_feedforward: usize,
+    /// Dropout probability everywhere (`0.1`).
+    pub dropout: f64,
+    /// Feed-forward activation (`Relu`).
+    pub activation: TransformerActivation,
+    /// The layer norms' epsilon (`1e-5`).
+    pub layer_norm_eps: f64,
+    /// Inputs are `[N, S, E]` instead of `[S, N, E]` (`false`).
+    pub batch_first: bool,
+    /// Layer norm before each block instead of after the residual
+    /// (`false`).
+    pub norm_first: bool,
+    /// Biases in the linear layers, attention and layer norms (`true`).
+    pub bias: bool,
+    /// The parameters' dtype (default: the default dtype).
+    pub dtype: Option<DType>,
+}
+
+impl Default for TransformerLayerOptions {
+    fn default() -> Self {
+        TransformerLayerOptions {
+            dim_feedforward: 2048,
+            dropout: 0.1,
+            activation: TransformerActivation::Relu,
+            layer_norm_eps: 1e-5,
+            batch_first: false,
+            norm_first: false,
+            bias: true,
+            dtype: None,
+        }
+    }
+}
+
+/// PyTorch's `nn.Transformer.generate_square_subsequent_mask(sz)`: a float
+/// `[sz, sz]` mask, `-inf` above the diagonal and 0 elsewhere.
+pub fn generate_square_subsequent_mask(sz: usize, dtype: Option<DType>) -> Result<Tensor> {
+    let o = match dtype {
+        Some(dt) => TensorOptions::new().dtype(dt),
+        None => TensorOptions::new(),
+    };
+    o.full([sz, sz], f64::NEG_INFINITY)?.triu(1)
+}
+
+/// The feed-forward block's and the norms' shared pieces.
+fn mha(d_model: usize, nhead: usize, o: &TransformerLayerOptions) -> Result<MultiheadAttention> {
+    MultiheadAttention::with_options(
+        d_model,
+        nhead,
+        MultiheadAttentionOptions {
+            dropout: o.dropout,
+            bias: o.bias,
+            batch_first: o.batch_first,
+            dtype: o.dtype,
+            ..Default::default()
+        },
+    )
+}
+
+fn linear(i: usize, out: usize, o: &TransformerLayerOptions) -> Result<Linear> {
+    Linear::with_options(
+        i,
+        out,
+        LinearOptions {
+            bias: o.bias,
+            dtype: o.dtype,
+            ..Default::default()
+        },
+    )
+}
+
+fn layer_norm(d_model: usize, o: &TransformerLayerOptions) -> Result<LayerNorm> {
+    LayerNorm::with_options(
+        vec![d_model],
+        LayerNormOptions {
+            eps: o.layer_norm_eps,
+            bias: o.bias,
+            dtype: o.dtype,
+            ..Default::default()
+        },
+    )
+}
+
+/// Errors unless `x` is `[S, N, E]` / `[N, S, E]` / `[S, E]` with `E =
+/// d_model`, naming the layer and both shapes.
+fn check_input(who: &str, what: &str, x: &Tensor, d_model: usize, batch_first: bool) -> Result<()> {
+    if !(x.ndim() == 2 || x.ndim() == 3) || x.shape().last() != Some(&d_model) {
+        let layout = if batch_first { "[N, S, {}]" } else { "[S, N, {}]" };
+        return Err(Error::module(
+            who,
+            format!(
+                "expected {what} {} (or unbatched [S, {d_model}]), got {:?}",
+                layout.replace("{}", &d_model.to_string()),
+                x.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The call arguments of [`TransformerEncoderLayer::forward`] besides the
+/// source (PyTorch's keywords and defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EncoderLayerForwardOptions<'a> {
+    /// `[S, S]` or `[N * nhead, S, S]`: a float bias, or true where
+    /// attention is not allowed.
+    pub src_mask: Option<&'a Tensor>,
+    /// `[N, S]`: true (or a float bias) for padded positions.
+    pub src_key_padding_mask: Option<&'a Tensor>,
+    /// `src_mask` is the causal mask (a hint; the mask must be given).
+    pub is_causal: bool,
+}
+
+/// Self-attention and a feed-forward block, each with a residual
+/// connection and layer norm (PyTorch's `nn.TransformerEncoderLayer`).
+#[derive(Module)]
+pub struct TransformerEncoderLayer {
+    /// Self-attention.
+    pub self_attn: MultiheadAttention,
+    /// `d_model -> dim_feedforward`.
+    pub linear1: Linear,
+    /// Dropout inside the feed-forward block.
+    pub dropout: Dropout,
+    /// `dim_feedforward -> d_model`.
+    pub linear2: Linear,
+    /// The norm of the attention block.
+    pub norm1: LayerNorm,
+    /// The norm of the feed-forward block.
+    pub norm2: LayerNorm,
+    /// Dropout on the attention block's output.
+    pub dropout1: Dropout,
+    /// Dropout on the feed-forward block's output.
+    pub dropout2: Dropout,
+    d_model: usize,
+    nhead: usize,
+    opts: TransformerLayerOptions,
+    state: ModuleState,
+}
+
+impl TransformerEncoderLayer {
+    /// The layer with PyTorch's defaults.
+    pub fn new(d_model: usize, nhead: usize) -> Result<Self> {
+        Self::with_options(d_model, nhead, TransformerLayerOptions::default())
+    }
+
+    /// The layer; builds (and draws the initial weights of) its submodules
+    /// in PyTorch's order. Errors when `d_model` is not divisible by
+    /// `nhead`, or for a dropout outside [0, 1].
+    pub fn with_options(d_model: usize, nhead: usize, o: TransformerLayerOptions) -> Result<Self> {
+        Ok(TransformerEncoderLayer {
+            self_attn: mha(d_model, nhead, &o)?,
+            linear1: linear(d_model, o.dim_feedforward, &o)?,
+            dropout: Dropout::new(o.dropout)?,
+            linear2: linear(o.dim_feedforward, d_model, &o)?,
+            norm1: layer_norm(d_model, &o)?,
+            norm2: layer_norm(d_model, &o)?,
+            dropout1: Dropout::new(o.dropout)?,
+            dropout2: Dropout::new(o.dropout)?,
+            d_model,
+            nhead,
+            opts: o,
+            state: ModuleState::default(),
+        })
+    }
+
+    /// A copy with its own parameter storage (PyTorch's `copy.deepcopy`,
+    /// which `TransformerEncoder` applies to its layer); the training flags
+    /// are copied, hooks are not.
+    pub fn deep_clone(&self) -> Result<Self> {
+        Ok(TransformerEncoderLayer {
+            self_attn: self.self_attn.deep_clone()?,
+            linear1: self.linear1.deep_clone()?,
+            dropout: self.dropout.deep_clone(),
+            linear2: self.linear2.deep_clone()?,
+            norm1: self.norm1.deep_clone()?,
+            norm2: self.norm2.deep_clone()?,
+            dropout1: self.dropout1.deep_clone(),
+            dropout2: self.dropout2.deep_clone(),
+            d_model: self.d_model,
+            nhead: self.nhead,
+            opts: self.opts,
+            state: self.state.clone(),
+        })
+    }
+
+    /// The construction options.
+    pub fn options(&self) -> &TransformerLayerOptions {
+        &self.opts
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "TransformerEncoderLayer(d_model={}, nhead={}, dim_feedforward={}, batch_first={}, norm_first={})",
+            self.d_model,
+            self.nhead,
+            self.opts.dim_feedforward,
+            py_bool(self.opts.batch_first),
+            py_bool(self.opts.norm_first)
+        )
+    }
+
+    /// The layer on `src` (`[S, N, E]`, `[N, S, E]` with `batch_first`, or
+    /// unbatched `[S, E]`), as PyTorch's math path:
+    /// `norm1(x + sa(x))`, `norm2(x + ff(x))`, or with `norm_first`
+    /// `x + sa(norm1(x))`, `x + ff(norm2(x))`. Errors name the layer and
+    /// the shapes.
+    pub fn forward(&self, src: &Tensor, opts: &EncoderLayerForwardOptions) -> Result<Tensor> {
+        check_input(&self.name(), "src", src, self.d_model, self.opts.batch_first)?;
+        call_with_hooks(self, std::slice::from_ref(src), |a| {
+            let x = &a[0];
+            let sa = |x: &Tensor| -> Result<Tensor> {
+                let (y, _) = self.self_attn.forward(
+                    x,
+                    x,
+                    x,
+                    &MhaForwardOptions {
+                        key_padding_mask: opts.src_key_padding_mask,
+                        need_weights: false,
+                        attn_mask: opts.src_mask,
+                        average_attn_weights: true,
+                        is_causal: opts.is_causal,
+                    },
+                )?;
+                self.dropout1.call(&y)
+            };
+            let ff = |x: &Tensor| -> Result<Tensor> {
+                let h = self.opts.activation.apply(&self.linear1.call(x)?)?;
+                self.dropout2.call(&self.linear2.call(&self.dropout.call(&h)?)?)
+            };
+            if self.opts.norm_first {
+                let x = x.add(&sa(&self.norm1.call(x)?)?)?;
+                x.add(&ff(&self.norm2.call(&x)?)?)
+            } else {
+                let x = self.norm1.call(&x.add(&sa(x)?)?)?;
+                self.norm2.call(&x.add(&ff(&x)?)?)
+            }
+        })
+    }
+}
+
+/// The call arguments of [`TransformerDecoderLayer::forward`] besides the
+/// target and the memory (PyTorch's keywords and defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DecoderLayerForwardOptions<'a> {
+    /// `[T, T]` mask of the self-attention.
+    pub tgt_mask: Option<&'a Tensor>,
+    /// `[T, S]` mask of the attention over the memory.
+    pub memory_mask: Option<&'a Tensor>,
+    /// `[N, T]`: padded target positions.
+    pub tgt_key_padding_mask: Option<&'a Tensor>,
+    /// `[N, S]`: padded memory positions.
+    pub memory_key_padding_mask: Option<&'a Tensor>,
+    /// `tgt_mask` is the causal mask (a hint).
+    pub tgt_is_causal: bool,
+    /// `memory_mask` is the causal mask (a hint).
+    pub memory_is_causal: bool,
+}
+
+/// Self-attention, attention over the encoder's memory and a feed-forward
+/// block, each with a residual connection and layer norm (PyTorch's
+/// `nn.TransformerDecoderLayer`).
+#[derive(Module)]
+pub struct TransformerDecoderLayer {
+    /// Self-attention over the target.
+    pub self_attn: MultiheadAttention,
+    /// Attention of the target over the memory.
+    pub multihead_attn: MultiheadAttention,
+    /// `d_model -> dim_feedforward`.
+    pub linear1: Linear,
+    /// Dropout inside the feed-forward block.
+    pub dropout: Dropout,
+    /// `dim_feedforward -> d_model`.
+    pub linear2: Linear,
+    /// The norm of the self-attention block.
+    pub norm1: LayerNorm,
+    /// The norm of the memory attention block.
+    pub norm2: LayerNorm,
+    /// The norm of the feed-forward block.
+    pub norm3: LayerNorm,
+    /// Dropout on the self-attention block's output.
+    pub dropout1: Dropout,
+    /// Dropout on the memory attention block's output.
+    pub dropout2: Dropout,
+    /// Dropout on the feed-forward block's output.
+    pub dropout3: Dropout,
+    d_model: usize,
+    nhead: usize,
+    opts: TransformerLayerOptions,
+    state: ModuleState,
+}
+
+impl TransformerDecoderLayer {
+    /// The layer with PyTorch's defaults.
+    pub fn new(d_model: usize, nhead: usize) -> Result<Self> {
+        Self::with_options(d_model, nhead, TransformerLayerOptions::default())
+    }
+
+    /// The layer; builds its submodules in PyTorch's order. Errors as
+    /// [`TransformerEncoderLayer::with_options`].
+    pub fn with_options(d_model: usize, nhead: usize, o: TransformerLayerOptions) -> Result<Self> {
+        Ok(TransformerDecoderLayer {
+            self_attn: mha(d_model, nhead, &o)?,
+            multihead_attn: mha(d_model, nhead, &o)?,
+            linear1: linear(d_model, o.dim_feedforward, &o)?,
+            dropout: Dropout::new(o.dropout)?,
+            linear2: linear(o.dim_feedforward, d_model, &o)?,
+            norm1: layer_norm(d_model, &o)?,
+            norm2: layer_norm(d_model, &o)?,
+            norm3: layer_norm(d_model, &o)?,
+            dropout1: Dropout::new(o.dropout)?,
+            dropout2: Dropout::new(o.dropout)?,
+            dropout3: Dropout::new(o.dropout)?,
+            d_model,
+            nhead,
+            opts: o,
+            state: ModuleState::default(),
+        })
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "TransformerDecoderLayer(d_model={}, nhead={}, dim_feedforward={}, batch_first={}, norm_first={})",
+            self.d_model,
+            self.nhead,
+            self.opts.dim_feedforward,
+            py_bool(self.opts.batch_first),
+            py_bool(self.opts.norm_first)
+        )
+    }
+
+    /// The layer on `tgt` `[T, N, E]` and `memory` `[S, N, E]` (batch
+    /// first with `batch_first`; unbatched `[T, E]`, `[S, E]`), as
+    /// PyTorch's math path. Errors name the layer and the shapes.
+    pub fn forward(&self, tgt: &Tensor, memory: &Tensor, opts: &DecoderLayerForwardOptions) -> Result<Tensor> {
+        let name = self.name();
+        check_input(&name, "tgt", tgt, self.d_model, self.opts.batch_first)?;
+        check_input(&name, "memory", memory, self.d_model, self.opts.batch_first)?;
+        if memory.ndim() != tgt.ndim() {
+            return Err(Error::module(
+                name,
+                format!(
+                    "tgt and memory must both be batched or both unbatched, got {:?} and {:?}",
+                    tgt.shape(),
+                    memory.shape()
+                ),
+            ));
+        }
+        let args = [tgt.clone(), memory.clone()];
+        call_with_hooks(self, &args, |a| {
+            let (x, mem) = (&a[0], &a[1]);
+            let sa = |x: &Tensor| -> Result<Tensor> {
+                let (y, _) = self.self_attn.forward(
+                    x,
+                    x,
+                    x,
+                    &MhaForwardOptions {
+                        key_padding_mask: opts.tgt_key_padding_mask,
+                        need_weights: false,
+                        attn_mask: opts.tgt_mask,
+                        average_attn_weights: true,
+                        is_causal: opts.tgt_is_causal,
+                    },
+                )?;
+                self.dropout1.call(&y)
+            };
+            let ca = |x: &Tensor| -> Result<Tensor> {
+                let (y, _) = self.multihead_attn.forward(
+                    x,
+                    mem,
+                    mem,
+                    &MhaForwardOptions {
+                        key_padding_mask: opts.memory_key_padding_mask,
+                        need_weights: false,
+                        attn_mask: opts.memory_mask,
+                        average_attn_weights: true,
+                        is_causal: opts.memory_is_causal,
+                    },
+                )?;
+                self.dropout2.call(&y)
+            };
+            let ff = |x: &Tensor| -> Result<Tensor> {
+                let h = self.opts.activation.apply(&self.linear1.call(x)?)?;
+                self.dropout3.call(&self.linear2.call(&self.dropout.call(&h)?)?)
+            };
+            if self.opts.norm_first {
+                let x = x.add(&sa(&self.norm1.call(x)?)?)?;
+                let x = x.add(&ca(&self.norm2.call(&x)?)?)?;
+                x.add(&ff(&self.norm3.call(&x)?)?)
+            } else {
+                let x = self.norm1.call(&x.add(&sa(x)?)?)?;
+                let x = self.norm2.call(&x.add(&ca(&x)?)?)?;
+                self.norm3.call(&x.add(&ff(&x)?)?)
+            }
+        })
+    }
+}
+
+/// The call arguments of [`TransformerEncoder::forward`] besides the
+/// source (PyTorch's keywords and defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EncoderForwardOptions<'a> {
+    /// `[S, S]` or `[N * nhead, S, S]` attention mask for every layer.
+    pub mask: Option<&'a Tensor>,
+    /// `[N, S]`: padded positions.
+    pub src_key_padding_mask: Option<&'a Tensor>,
+    /// Whether `mask` is the causal mask; `None` (the default) detects it
+    /// by comparing with [`generate_square_subsequent_mask`], as PyTorch.
+    pub is_causal: Option<bool>,
+}
+
+/// A stack of `num_layers` copies of an encoder layer and an optional
+/// final norm (PyTorch's `nn.TransformerEncoder`: the layer is deep-copied,
+/// so every layer starts with the same weights).
+#[derive(Module)]
+pub struct TransformerEncoder {
+    /// The layers (`layers.0`, `layers.1`, ...).
+    pub layers: Vec<TransformerEncoderLayer>,
+    /// The final norm.
+    pub norm: Option<LayerNorm>,
+    num_layers: usize,
+    state: ModuleState,
+}
+
+impl TransformerEncoder {
+    /// `num_layers` deep copies of `encoder_layer` (which is dropped, as
+    /// PyTorch keeps only the copies), then `norm`.
+    pub fn new(encoder_layer: TransformerEncoderLayer, num_layers: usize, norm: Option<LayerNorm>) -> Result<Self> {
+        let layers = (0..num_layers)
+            .map(|_| encoder_layer.deep_clone())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(TransformerEncoder {
+            layers,
+            norm,
+            num_layers,
+            state: ModuleState::default(),
+        })
+    }
+
+    /// The number of layers.
+    pub fn num_layers(&self) -> usize {
+        self.num_layers
+    }
+
+    /// Every layer in turn on `src`, then the norm (PyTorch's math path).
+    /// Errors as [`TransformerEncoderLayer::forward`].
+    pub fn forward(&self, src: &Tensor, opts: &EncoderForwardOptions) -> Result<Tensor> {
+        let is_causal = match (opts.is_causal, opts.mask) {
+            (Some(c), _) => c,
+            (None, Some(m)) => self.detect_causal(src, m)?,
+            (None, None) => false,
+        };
+        call_with_hooks(self, std::slice::from_ref(src), |a| {
+            let mut x = a[0].clone();
+            for layer in &self.layers {
+                x = layer.forward(
+                    &x,
+                    &EncoderLayerForwardOptions {
+                        src_mask: opts.mask,
+                        src_key_padding_mask: opts.src_key_padding_mask,
+                        is_causal,
+                    },
+                )?;
+            }
+            match &self.norm {
+                Some(n) => n.call(&x),
+                None => Ok(x),
+            }
+        })
+    }
+
+    /// PyTorch's `_detect_is_causal_mask`: whether `mask` equals the
+    /// causal mask of the sequence length.
+    fn detect_causal(&self, src: &Tensor, mask: &Tensor) -> Result<bool> {
+        let batch_first = self.layers.first().is_some_and(|l| l.opts.batch_first);
+        let seq = match (src.ndim(), batch_first) {
+            (3, true) => src.shape()[1],
+            _ => src.shape().first().copied().unwrap_or(0),
+        };
+        if mask.shape() != [seq, seq] {
+            return Ok(false);
+        }
+        let causal = generate_square_subsequent_mask(seq, Some(DType::F64))?;
+        let m = if mask.dtype() == DType::Bool {
+            TensorOptions::new()
+                .dtype(DType::F64)
+                .zeros([seq, seq])?
+                .masked_fill(mask, f64::NEG_INFINITY)?
+        } else {
+            mask.to_dtype(DType::F64)?
+        };
+        let same = m.to_vec::<f64>()? == causal.to_vec::<f64>()?;
+        Ok(same)
+    }
+}
