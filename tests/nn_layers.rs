@@ -974,3 +974,112 @@ fn batch_norm_counts_batches_and_eval_uses_running_stats() -> Result<()> {
     assert_eq!(bn.num_batches_tracked.as_ref().unwrap().tensor().dtype(), DType::I64);
     Ok(())
 }
+
+/// The layers of the first nn step (linear, convolution, pooling,
+/// recurrent, attention, activations, flatten) gradchecked in f64 through
+/// the module: input and parameter gradients, and double backward.
+#[test]
+fn earlier_layers_gradcheck_in_f64() -> Result<()> {
+    use ferrotorch::nn::functional::GeluApproximate;
+    use ferrotorch::nn::{
+        AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, Bilinear, Conv1d, Conv2d, ConvLayerOptions, ConvTranspose1d,
+        ConvTranspose2d, Flatten, GRU, Gelu, LSTM, LeakyReLU, Linear, LogSoftmax, MaxPool2d, MhaForwardOptions,
+        MultiheadAttention, RnnOptions, SiLU, Sigmoid, Softmax, Tanh,
+    };
+    use ferrotorch::{AvgPoolOptions, MaxPoolOptions, Padding};
+    let _rng = rng_lock();
+    manual_seed(11);
+    // Layers linear in their input without parameters (pooling, Flatten)
+    // have no second derivative: their gradient graph ends at the input.
+    let one = |what: &str, m: &dyn Module, shape: &[usize], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| -> Result<()> {
+        m.to_dtype(DType::F64)?;
+        let x = randn64(shape)?;
+        let second = !m.parameters().is_empty();
+        module_gradcheck(what, m.parameters(), std::slice::from_ref(&x), f, second)
+    };
+    let lin = Linear::new(4, 3)?;
+    one("Linear", &lin, &[2, 4], &|xs| lin.call(&xs[0]))?;
+    let lin3 = Linear::new(4, 2)?;
+    one("Linear 3-d", &lin3, &[2, 3, 4], &|xs| lin3.call(&xs[0]))?;
+    let bil = Bilinear::new(3, 2, 2)?;
+    bil.to_dtype(DType::F64)?;
+    let (a, b) = (randn64(&[2, 3])?, randn64(&[2, 2])?);
+    module_gradcheck(
+        "Bilinear",
+        bil.parameters(),
+        &[a, b],
+        &|xs| bil.forward(&xs[0], &xs[1]),
+        true,
+    )?;
+    let c1 = Conv1d::with_options(4, 2, 3, ConvLayerOptions::new().stride(2).padding(1).groups(2))?;
+    one("Conv1d", &c1, &[2, 4, 7], &|xs| c1.call(&xs[0]))?;
+    let c2 = Conv2d::with_options(
+        2,
+        3,
+        [2, 3],
+        ConvLayerOptions::new().padding(Padding::Same).dilation([2, 1]),
+    )?;
+    one("Conv2d same", &c2, &[1, 2, 5, 4], &|xs| c2.call(&xs[0]))?;
+    let ct1 = ConvTranspose1d::with_options(2, 3, 3, ConvLayerOptions::new().stride(2).output_padding(1))?;
+    one("ConvTranspose1d", &ct1, &[2, 2, 4], &|xs| ct1.call(&xs[0]))?;
+    let ct2 = ConvTranspose2d::with_options(4, 2, 2, ConvLayerOptions::new().stride(2).padding(1).groups(2))?;
+    one("ConvTranspose2d", &ct2, &[1, 4, 3, 3], &|xs| ct2.call(&xs[0]))?;
+    let mp = MaxPool2d::new(MaxPoolOptions::new(2).stride(1).padding(1).ceil_mode(true));
+    one("MaxPool2d", &mp, &[1, 2, 4, 3], &|xs| mp.call(&xs[0]))?;
+    let ap = AvgPool2d::new(AvgPoolOptions::new(3).stride(2).padding(1).count_include_pad(false));
+    one("AvgPool2d", &ap, &[2, 1, 5, 5], &|xs| ap.call(&xs[0]))?;
+    let aap = AdaptiveAvgPool2d::new([2, 3]);
+    one("AdaptiveAvgPool2d", &aap, &[1, 2, 5, 4], &|xs| aap.call(&xs[0]))?;
+    let amp = AdaptiveMaxPool2d::new([2, 2]);
+    one("AdaptiveMaxPool2d", &amp, &[1, 2, 5, 4], &|xs| amp.call(&xs[0]))?;
+    let lstm = LSTM::with_options(
+        3,
+        2,
+        RnnOptions {
+            num_layers: 2,
+            bidirectional: true,
+            ..Default::default()
+        },
+    )?;
+    one("LSTM", &lstm, &[4, 2, 3], &|xs| Ok(lstm.forward(&xs[0], None)?.0))?;
+    let gru = GRU::with_options(
+        3,
+        2,
+        RnnOptions {
+            batch_first: true,
+            ..Default::default()
+        },
+    )?;
+    one("GRU", &gru, &[2, 4, 3], &|xs| Ok(gru.forward(&xs[0], None)?.0))?;
+    let mha = MultiheadAttention::new(4, 2)?;
+    mha.to_dtype(DType::F64)?;
+    let (q, kv) = (randn64(&[3, 2, 4])?, randn64(&[5, 2, 4])?);
+    let opts = MhaForwardOptions {
+        need_weights: false,
+        ..Default::default()
+    };
+    module_gradcheck(
+        "MultiheadAttention",
+        mha.parameters(),
+        &[q, kv],
+        &|xs| Ok(mha.forward(&xs[0], &xs[1], &xs[1], &opts)?.0),
+        true,
+    )?;
+    let acts: Vec<(&str, Box<dyn Forward>)> = vec![
+        ("GELU tanh", Box::new(Gelu::with_approximate(GeluApproximate::Tanh))),
+        ("GELU", Box::new(Gelu::new())),
+        ("LeakyReLU", Box::new(LeakyReLU::new(0.2))),
+        ("SiLU", Box::new(SiLU::new())),
+        ("Tanh", Box::new(Tanh::new())),
+        ("Sigmoid", Box::new(Sigmoid::new())),
+        ("Softmax", Box::new(Softmax::new(1))),
+        ("LogSoftmax", Box::new(LogSoftmax::new(0))),
+        ("Flatten", Box::new(Flatten::new())),
+    ];
+    for (what, m) in &acts {
+        let x = randn64(&[3, 2, 2])?;
+        let second = *what != "Flatten";
+        module_gradcheck(what, Vec::new(), std::slice::from_ref(&x), &|xs| m.call(&xs[0]), second)?;
+    }
+    Ok(())
+}
