@@ -105,28 +105,7 @@ impl Op for ActivationBackward {
     }
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
-        let name = self.entry().base_name();
-        let (g, y) = (inputs[0], inputs[1]);
-        if g.shape() != y.shape() {
-            return Err(Error::shape(
-                name,
-                g.shape(),
-                y.shape(),
-                "grad and result must have one shape",
-            ));
-        }
-        if g.dtype() != y.dtype() || !g.dtype().is_floating_point() {
-            return Err(Error::dtype(
-                name,
-                g.dtype(),
-                format!(
-                    "grad and result must share one float dtype, got {} and {}",
-                    g.dtype(),
-                    y.dtype()
-                ),
-            ));
-        }
-        Ok(smallvec::smallvec![OutSpec::new(g.dims(), g.dtype())])
+        grad_pair_spec(self.entry().base_name(), inputs[0], inputs[1], "result")
     }
 
     fn saves(&self) -> Saves {
@@ -247,4 +226,30 @@ mod tests {
             }
         }
     }
+}
+
+/// The output spec of a backward operator taking `[grad, y]` (`y` the
+/// forward's `what`, "result" or "output"): both one shape and one float
+/// dtype, else an error naming the operator.
+pub(crate) fn grad_pair_spec(name: &'static str, g: &Tensor, y: &Tensor, what: &str) -> Result<OutSpecs> {
+    if g.shape() != y.shape() {
+        return Err(Error::shape(
+            name,
+            g.shape(),
+            y.shape(),
+            format!("grad and {what} must have one shape"),
+        ));
+    }
+    if g.dtype() != y.dtype() || !g.dtype().is_floating_point() {
+        return Err(Error::dtype(
+            name,
+            g.dtype(),
+            format!(
+                "grad and {what} must share one float dtype, got {} and {}",
+                g.dtype(),
+                y.dtype()
+            ),
+        ));
+    }
+    Ok(smallvec::smallvec![OutSpec::new(g.dims(), g.dtype())])
 }

@@ -100,28 +100,7 @@ impl Op for SoftmaxBackward {
     }
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
-        let name = self.entry().base_name();
-        let (g, y) = (inputs[0], inputs[1]);
-        if g.shape() != y.shape() {
-            return Err(Error::shape(
-                name,
-                g.shape(),
-                y.shape(),
-                "grad and output must have one shape",
-            ));
-        }
-        if g.dtype() != y.dtype() || !g.dtype().is_floating_point() {
-            return Err(Error::dtype(
-                name,
-                g.dtype(),
-                format!(
-                    "grad and output must share one float dtype, got {} and {}",
-                    g.dtype(),
-                    y.dtype()
-                ),
-            ));
-        }
-        Ok(smallvec::smallvec![OutSpec::new(y.dims(), y.dtype())])
+        crate::ops::activation_backward::grad_pair_spec(self.entry().base_name(), inputs[0], inputs[1], "output")
     }
 
     fn saves(&self) -> Saves {
