@@ -180,6 +180,52 @@ fn empty_batches_have_empty_outputs_and_zero_weight_gradients() -> Result<()> {
     Ok(())
 }
 
+/// The max pool's backward against a plain scatter-add: indices from the
+/// pool itself (each in its own 2x2 block, odd planes leaving a last row and
+/// column untouched), indices shared between outputs (sums), and negative
+/// zero gradients (zero plus the gradient, as PyTorch).
+#[test]
+fn max_pool_backward_matches_a_scatter_add() -> Result<()> {
+    use ferrotorch::backend::dispatch::call1;
+    use ferrotorch::ops::pool::{MaxPool2dBackward, Pool2dParams};
+    let params = Pool2dParams {
+        kernel: [2, 2],
+        stride: [2, 2],
+        padding: [0, 0],
+        dilation: [1, 1],
+        ceil_mode: false,
+    };
+    for dt in [ferrotorch::DType::F32, ferrotorch::DType::F64] {
+        let x = Tensor::randn([3, 2, 7, 9])?.to_dtype(dt)?;
+        let (_, own) = x.max_pool2d_with_indices(2)?;
+        let mut g = Tensor::randn([3, 2, 3, 4])?.to_dtype(dt)?.to_vec::<f64>()?;
+        g[5] = -0.0;
+        let g = Tensor::from_vec(g, [3, 2, 3, 4])?.to_dtype(dt)?;
+        let mut shared = own.to_vec::<i64>()?;
+        // Plane 1: two outputs at the first element; plane 4: one index outside its block.
+        shared[12] = 0;
+        shared[13] = 0;
+        shared[4 * 12 + 7] = 62;
+        let shared = Tensor::from_vec(shared, [3, 2, 3, 4])?;
+        for idx in [&own, &shared] {
+            let got = call1(&MaxPool2dBackward { params }, &[&g, &x, idx])?.to_vec::<f64>()?;
+            let (gv, iv) = (g.to_vec::<f64>()?, idx.to_vec::<i64>()?);
+            let mut want = vec![0.0f64; 3 * 2 * 7 * 9];
+            for (k, (&v, &i)) in gv.iter().zip(&iv).enumerate() {
+                let w = &mut want[k / 12 * 63 + i as usize];
+                *w = if dt == ferrotorch::DType::F32 {
+                    (*w as f32 + v as f32) as f64
+                } else {
+                    *w + v
+                };
+            }
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{dt:?}");
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn backward_operators_reject_inconsistent_arguments() -> Result<()> {
     use ferrotorch::backend::dispatch::call1;
