@@ -5,6 +5,8 @@
 //! a loop for `perf record`:
 //! `cargo run --release -p ferrotorch-bench --example conv_profile [-- NAME ITERS]`
 //! (NAME: `fwd`, `input`, `weight`, `pool_fwd`, `pool_bwd`, of the second layer).
+//! `FT_LAYER=n,c,hw,o` times (or profiles) a 3x3, padding 1 layer of that
+//! shape instead.
 
 use std::time::Instant;
 
@@ -105,6 +107,10 @@ fn main() -> Result<()> {
             }
         }
         return Ok(());
+    }
+    if let Ok(spec) = std::env::var("FT_LAYER") {
+        let v: Vec<usize> = spec.split(',').map(|x| x.parse().unwrap()).collect();
+        return layer(v[0], v[1], v[2], v[3], profile);
     }
     if profile.is_none() {
         layer(64, 1, 28, 32, None)?;

@@ -23,6 +23,7 @@
 use super::access::access;
 use super::copy::cast_into;
 use super::gemm::{BSrc, Gemm, Mat, PackB};
+use super::simd::multiversion;
 use super::warm::par_for_each;
 use crate::dispatch::{Op, call, downcast_op};
 use crate::ops::conv::{ConvParams, Convolution, ConvolutionBackward};
@@ -39,6 +40,11 @@ trait Num: Gemm {
     /// The panel writer of [`ColPack`] for this type.
     fn packer() -> PackFn<Self> {
         pack_scalar::<Self>
+    }
+    /// `dst[i] += src[i]` where `mask[i]` is -1; where it is 0, `dst[i]` stays.
+    #[inline(always)]
+    fn masked_add(dst: &mut [Self], src: &[Self], mask: &[i32]) {
+        masked_add_generic(dst, src, mask)
     }
     /// The sum of a row, in 8 interleaved lanes (then the lanes in order).
     #[inline(always)]
@@ -72,12 +78,36 @@ impl Num for f32 {
     fn from_acc(a: f64) -> Self {
         a as f32
     }
+    fn masked_add(dst: &mut [f32], src: &[f32], mask: &[i32]) {
+        masked_add_f32(dst, src, mask)
+    }
     fn packer() -> PackFn<f32> {
         #[cfg(target_arch = "x86_64")]
         if super::simd::isa() >= super::simd::Isa::Avx2 {
             return pack_f32_avx2;
         }
         pack_scalar::<f32>
+    }
+}
+
+/// [`Num::masked_add`] in plain code (it vectorises as a blend).
+#[inline(always)]
+fn masked_add_generic<T: Num>(dst: &mut [T], src: &[T], mask: &[i32]) {
+    for ((d, &v), &m) in dst.iter_mut().zip(src).zip(mask) {
+        let sum = d.add(v);
+        *d = if m != 0 { sum } else { *d };
+    }
+}
+
+multiversion! {
+    /// [`Num::masked_add`] for f32 with masks of -1 or 0 ([`tap_offsets`]'
+    /// validity), vectorised as a bitwise select (a conditional store
+    /// would become a masked store, slow on some CPUs).
+    fn masked_add_f32(dst: &mut [f32], src: &[f32], mask: &[i32]) {
+        for ((d, &v), &m) in dst.iter_mut().zip(src).zip(mask) {
+            let (sum, m) = ((*d + v).to_bits(), m as u32);
+            *d = f32::from_bits((sum & m) | (d.to_bits() & !m));
+        }
     }
 }
 
@@ -143,8 +173,8 @@ unsafe fn pack_f32_avx2(
     use std::arch::x86_64::*;
     let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     // Panels in groups, row by row within a group: the row's setup is shared
-    // and a few store streams stay open (measured best at about 8).
-    let group = 8;
+    // (measured best at about 16, all the panels of a 14 x 14 image).
+    let group = 16;
     let mut ga = pj0;
     while ga < pj1 {
         let gb = (ga + group).min(pj1);
@@ -153,6 +183,47 @@ unsafe fn pack_f32_avx2(
             let (plane, offs, valid) = cp.row(at);
             let (lo, hi) = cp.reach(at);
             at.next(cp.kk);
+            if cp.flat && !offs.is_empty() {
+                // Offsets `first + l`: 8 lanes from l are one plain load when
+                // they stay inside the input, `l` in `[safe_lo, safe_hi]`.
+                let first = offs[0] as isize;
+                let (safe_lo, safe_hi) = (lo - first, hi - first - 8);
+                for pj in ga..gb {
+                    let out = dst.wrapping_add((pj - pj0) * nr * kc + p * nr);
+                    let l0 = pj * nr;
+                    let full = l0 + (nr.min(n.saturating_sub(l0)) / 8) * 8;
+                    let mut l = l0;
+                    while l < full {
+                        // SAFETY: lanes l..l + 8 of `valid` exist (below n) and of
+                        // the panel row; a plain load stays inside the input
+                        // (`reach`); otherwise lanes whose `valid` is 0 are masked
+                        // off (never read) and the others lie inside the plane.
+                        unsafe {
+                            let mask = _mm256_loadu_si256(valid.as_ptr().add(l) as *const __m256i);
+                            let li = l as isize;
+                            let v = if li >= safe_lo && li <= safe_hi {
+                                _mm256_and_ps(_mm256_loadu_ps(plane.offset(first + li)), _mm256_castsi256_ps(mask))
+                            } else {
+                                _mm256_maskload_ps(plane.wrapping_offset(first + li), mask)
+                            };
+                            _mm256_storeu_ps(out.add(l - l0), v);
+                        }
+                        l += 8;
+                    }
+                    for j in full - l0..nr {
+                        let l = l0 + j;
+                        let v = if l < n && valid[l] != 0 {
+                            // SAFETY: a valid offset is inside the plane.
+                            unsafe { *plane.offset(offs[l] as isize) }
+                        } else {
+                            0.0
+                        };
+                        // SAFETY: the panel row holds nr values.
+                        unsafe { *out.add(j) = v };
+                    }
+                }
+                continue;
+            }
             for pj in ga..gb {
                 let out = dst.wrapping_add((pj - pj0) * nr * kc + p * nr);
                 let l0 = pj * nr;
@@ -451,25 +522,56 @@ fn im2col<T: Num>(ge: &Geom, x: &[T], r0: usize, r1: usize, col: &mut [T]) {
 }
 
 /// Adds the column matrix of output rows `[r0, r1)` back onto the input
-/// positions it was read from (`x`: `[c / g, h, w]`), in a fixed order.
-fn col2im<T: Num>(ge: &Geom, col: &[T], r0: usize, r1: usize, x: &mut [T]) {
+/// positions it was read from (`x`: `[c / g, h, w]`), in a fixed order
+/// (each input position receives its taps in the order of the rows).
+///
+/// With `valid`, the band's [`tap_offsets`] validity, and a "same"
+/// geometry (stride 1, output as wide as the input), a row's valid values
+/// land on the input plane shifted by a constant offset: one masked add
+/// over the row (a value is added where its tap is inside the plane, the
+/// others leave the input as it is).
+fn col2im<T: Num>(ge: &Geom, col: &[T], r0: usize, r1: usize, valid: Option<&[i32]>, x: &mut [T]) {
     let lt = (r1 - r0) * ge.ow;
     let (h, w, ow) = (ge.h, ge.w, ge.ow);
+    let flat = ge.sh == 1 && ge.sw == 1 && ow == w;
     for ci in 0..ge.cg() {
         let plane = &mut x[ci * h * w..(ci + 1) * h * w];
         for i in 0..ge.kh {
+            let delta = (i * ge.dh) as isize - ge.ph as isize;
             for j in 0..ge.kw {
                 let row = ((ci * ge.kh + i) * ge.kw + j) * lt;
                 let row = &col[row..row + lt];
                 let off = (j * ge.dw) as isize - ge.pw as isize;
                 let (lo, hi) = valid_range(ow, ge.sw, off, w);
+                if let Some(valid) = valid.filter(|_| flat) {
+                    let (ra, rb) = valid_range(r1, 1, delta, h);
+                    let (ra, rb) = (ra.max(r0), rb.max(r0));
+                    if ra >= rb || lo >= hi {
+                        continue;
+                    }
+                    let t0 = (ra - r0) * ow + lo;
+                    let t1 = (rb - 1 - r0) * ow + hi;
+                    let s0 = ((ra as isize + delta) * w as isize + lo as isize + off) as usize;
+                    let mask = &valid[(i * ge.kw + j) * lt..][t0..t1];
+                    T::masked_add(&mut plane[s0..s0 + (t1 - t0)], &row[t0..t1], mask);
+                    continue;
+                }
                 for r in r0..r1 {
-                    let ih = (r * ge.sh + i * ge.dh) as isize - ge.ph as isize;
+                    let ih = (r * ge.sh) as isize + delta;
                     if ih < 0 || ih >= h as isize {
                         continue;
                     }
                     let src = &row[(r - r0) * ow..(r - r0 + 1) * ow];
                     let dst = &mut plane[ih as usize * w..(ih as usize + 1) * w];
+                    if ge.sw == 1 {
+                        if lo < hi {
+                            let s0 = (lo as isize + off) as usize;
+                            for (d, &v) in dst[s0..s0 + (hi - lo)].iter_mut().zip(&src[lo..hi]) {
+                                *d = d.add(v);
+                            }
+                        }
+                        continue;
+                    }
                     for (q, &v) in src.iter().enumerate().take(hi).skip(lo) {
                         let iw = ((q * ge.sw) as isize + off) as usize;
                         dst[iw] = dst[iw].add(v);
@@ -541,6 +643,9 @@ struct ColPack<'a, T> {
     offs: &'a [i32],
     /// Their validity.
     valid: &'a [i32],
+    /// Every row's offsets are its first plus the column (stride 1, output
+    /// as wide as the input).
+    flat: bool,
     pack: PackFn<T>,
 }
 
@@ -704,6 +809,7 @@ unsafe fn forward<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*co
                             lt,
                             offs,
                             valid,
+                            flat: ge.sh == 1 && ge.sw == 1 && ge.ow == ge.w,
                             pack,
                         };
                         // SAFETY: the packer reads x[n, g] (cg planes of h x w); the
@@ -778,8 +884,13 @@ unsafe fn flip_weight<T: Num>(ge: &Geom, wt: *const T) -> Vec<T> {
 /// As [`forward`], with `x` the written tensor and `bias` `[c]`.
 unsafe fn backward_input<T: Num>(ge: &Geom, y: *const T, wt: *const T, bias: Option<*const T>, x: *mut T) {
     // The flipped convolution's GEMM has c / g rows: with few, the GEMM of
-    // the col2im path (kh * kw times as many rows) runs better.
-    if let Some(fg) = ge.flipped().filter(|_| !ge.pointwise() && ge.cg() >= 16) {
+    // the col2im path (kh * kw times as many rows) runs better. With a
+    // "same" geometry (col2im's masked adds), it also runs better with
+    // fewer input than output channels: the flipped convolution packs its
+    // column matrix of o / g * kh * kw rows, col2im adds c / g * kh * kw.
+    let flat = ge.sh == 1 && ge.sw == 1 && ge.ow == ge.w;
+    let flip = !ge.pointwise() && ge.cg() >= 16 && (!flat || ge.cg() >= ge.og());
+    if let Some(fg) = ge.flipped().filter(|_| flip) {
         // SAFETY: the caller's contract; the flipped weight is `fg`'s.
         unsafe {
             let wf = flip_weight(ge, wt);
@@ -791,6 +902,8 @@ unsafe fn backward_input<T: Num>(ge: &Geom, y: *const T, wt: *const T, bias: Opt
     let bp = bias.map(|b| Ptr(b as *mut T));
     let pointwise = ge.pointwise();
     let band = ge.band();
+    // The bands' validity tables for [`col2im`]'s masked adds.
+    let tables = if pointwise || !flat { None } else { band_tables(ge) };
     let body = |lo: usize, hi: usize, par: bool| {
         let mut col = vec![T::default(); if pointwise { 0 } else { kg * band * ge.ow }];
         for n in lo..hi {
@@ -821,7 +934,7 @@ unsafe fn backward_input<T: Num>(ge: &Geom, y: *const T, wt: *const T, bias: Opt
                 }
                 // SAFETY: x[n, g] holds cg planes of h x w, written by this task only.
                 let xs = unsafe { std::slice::from_raw_parts_mut(xg, cg * hw) };
-                let mut r0 = 0;
+                let (mut r0, mut bi) = (0, 0);
                 while r0 < ge.oh {
                     let r1 = (r0 + band).min(ge.oh);
                     let lt = (r1 - r0) * ge.ow;
@@ -832,7 +945,9 @@ unsafe fn backward_input<T: Num>(ge: &Geom, y: *const T, wt: *const T, bias: Opt
                     };
                     // SAFETY: the band's columns of y[n, g] are inside y; col holds kg x lt values.
                     unsafe { T::gemm(kg, lt, og, a, BSrc::Mat(b), col.as_mut_ptr(), lt, par, false) };
-                    col2im(ge, &col[..kg * lt], r0, r1, xs);
+                    let valid = tables.as_ref().map(|t| &t[bi].3[..]);
+                    col2im(ge, &col[..kg * lt], r0, r1, valid, xs);
+                    bi += 1;
                     r0 = r1;
                 }
             }
