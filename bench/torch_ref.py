@@ -210,6 +210,42 @@ def _svd_256():
     return lambda: torch.linalg.svd(a, full_matrices=False)
 
 
+def _conv_layer(n, c, hw, out, k, input_grad):
+    x = torch.randn(n, c, hw, hw).requires_grad_(input_grad)
+    w = (torch.randn(out, c, k, k) / (c * k * k) ** 0.5).requires_grad_()
+    b = torch.zeros(out, requires_grad=True)
+    gy = torch.randn(n, out, hw, hw)
+
+    def step():
+        F.conv2d(x, w, b, padding=k // 2).backward(gy)
+        for t in (x, w, b):
+            t.grad = None
+
+    return step
+
+
+@figure("conv2d_fwd_bwd_64x1x28x28_to32", inference=False)
+def _conv_first():
+    return _conv_layer(64, 1, 28, 32, 3, False)
+
+
+@figure("conv2d_fwd_bwd_64x32x14x14_to64", inference=False)
+def _conv_second():
+    return _conv_layer(64, 32, 14, 64, 3, True)
+
+
+@figure("max_pool2d_fwd_bwd_64x32x28x28", inference=False)
+def _max_pool():
+    x = torch.randn(64, 32, 28, 28, requires_grad=True)
+    gy = torch.randn(64, 32, 14, 14)
+
+    def step():
+        F.max_pool2d(x, 2).backward(gy)
+        x.grad = None
+
+    return step
+
+
 @figure("add_1elem_overhead")
 def _add_1elem():
     s1, s2 = torch.randn(1), torch.randn(1)

@@ -110,6 +110,27 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
             push(&format!("{name}_grad{k}"), g.unwrap().clone());
         }
     }
+    // "Same" convolutions (the column matrix packed from the input with
+    // plain loads; the input gradient by masked col2im adds, or, with more
+    // input than output channels, as the flipped convolution).
+    for (c, oc, name) in [(16usize, 24usize, "conv2d_same_widen"), (24, 16, "conv2d_same_narrow")] {
+        let x = o.randn([6, c, 10, 12])?.requires_grad_(true)?;
+        let w = o.randn([oc, c, 3, 3])?.requires_grad_(true)?;
+        let y = x.conv2d(&w, None, ConvOptions::new().padding(1))?;
+        let gy = o.randn(y.shape())?;
+        let gs = grad(
+            &[&y],
+            &[&x, &w],
+            GradOptions {
+                grad_outputs: Some(&[gy]),
+                ..Default::default()
+            },
+        )?;
+        push(name, y.detach());
+        for (k, g) in gs.iter().enumerate() {
+            push(&format!("{name}_grad{k}"), g.unwrap().clone());
+        }
+    }
     let x = o.randn([9, 6, 7, 8])?.requires_grad_(true)?;
     let w = o.randn([6, 5, 3, 3])?.requires_grad_(true)?;
     let y = x.conv_transpose2d(

@@ -180,6 +180,127 @@ fn empty_batches_have_empty_outputs_and_zero_weight_gradients() -> Result<()> {
     Ok(())
 }
 
+/// A 3x3, padding 1 convolution and its input and weight gradients as
+/// direct sums in f64: `(y, gx, gw)` for `x` `[n, c, h, w]`, `wt` `[o, c,
+/// 3, 3]` and the output gradient `gy`.
+fn direct_conv(x: &[f64], wt: &[f64], gy: &[f64], [n, c, h, w, o]: [usize; 5]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut y, mut gx, mut gw) = (vec![0.0; n * o * h * w], vec![0.0; x.len()], vec![0.0; wt.len()]);
+    for b in 0..n {
+        for oc in 0..o {
+            for r in 0..h {
+                for q in 0..w {
+                    let yi = ((b * o + oc) * h + r) * w + q;
+                    for ci in 0..c {
+                        for i in 0..3 {
+                            for j in 0..3 {
+                                let (ih, iw) = (r + i, q + j);
+                                if ih < 1 || iw < 1 || ih > h || iw > w {
+                                    continue;
+                                }
+                                let xi = ((b * c + ci) * h + ih - 1) * w + iw - 1;
+                                let wi = ((oc * c + ci) * 3 + i) * 3 + j;
+                                y[yi] += x[xi] * wt[wi];
+                                gx[xi] += gy[yi] * wt[wi];
+                                gw[wi] += gy[yi] * x[xi];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (y, gx, gw)
+}
+
+/// "Same" convolutions through each of the kernels' paths (fewer input
+/// than output channels: the input gradient by col2im; more: as the flipped
+/// convolution; one channel: the first layer of a CNN), in f32 and f64,
+/// against direct sums.
+#[test]
+fn same_convolutions_match_direct_sums() -> Result<()> {
+    for [n, c, h, w, o] in [
+        [3, 16, 7, 9, 24],
+        [3, 24, 7, 9, 16],
+        [4, 1, 12, 10, 8],
+        [2, 32, 14, 14, 64],
+    ] {
+        let x = Tensor::randn([n, c, h, w])?.to_dtype(DType::F64)?;
+        let wt = Tensor::randn([o, c, 3, 3])?.to_dtype(DType::F64)?;
+        let gy = Tensor::randn([n, o, h, w])?.to_dtype(DType::F64)?;
+        let want = direct_conv(&x.to_vec()?, &wt.to_vec()?, &gy.to_vec()?, [n, c, h, w, o]);
+        for (dt, tol) in [(DType::F64, 1e-10), (DType::F32, 1e-4)] {
+            let x = x.to_dtype(dt)?.detach().requires_grad_(true)?;
+            let wt = wt.to_dtype(dt)?.detach().requires_grad_(true)?;
+            let y = x.conv2d(&wt, None, ConvOptions::new().padding(1))?;
+            let gs = grad(
+                &[&y],
+                &[&x, &wt],
+                GradOptions {
+                    grad_outputs: Some(&[gy.to_dtype(dt)?]),
+                    ..Default::default()
+                },
+            )?;
+            let got = [y.to_vec::<f64>()?, gs[0].to_vec::<f64>()?, gs[1].to_vec::<f64>()?];
+            for (k, (g, e)) in got.iter().zip([&want.0, &want.1, &want.2]).enumerate() {
+                let scale = e.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+                let err = g.iter().zip(e).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                assert!(
+                    err <= tol * scale,
+                    "{:?} {dt:?} result {k}: error {err}",
+                    [n, c, h, w, o]
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The max pool's backward against a plain scatter-add: indices from the
+/// pool itself (each in its own 2x2 block, odd planes leaving a last row and
+/// column untouched), indices shared between outputs (sums), and negative
+/// zero gradients (zero plus the gradient, as PyTorch).
+#[test]
+fn max_pool_backward_matches_a_scatter_add() -> Result<()> {
+    use ferrotorch::backend::dispatch::call1;
+    use ferrotorch::ops::pool::{MaxPool2dBackward, Pool2dParams};
+    let params = Pool2dParams {
+        kernel: [2, 2],
+        stride: [2, 2],
+        padding: [0, 0],
+        dilation: [1, 1],
+        ceil_mode: false,
+    };
+    for dt in [ferrotorch::DType::F32, ferrotorch::DType::F64] {
+        let x = Tensor::randn([3, 2, 7, 9])?.to_dtype(dt)?;
+        let (_, own) = x.max_pool2d_with_indices(2)?;
+        let mut g = Tensor::randn([3, 2, 3, 4])?.to_dtype(dt)?.to_vec::<f64>()?;
+        g[5] = -0.0;
+        let g = Tensor::from_vec(g, [3, 2, 3, 4])?.to_dtype(dt)?;
+        let mut shared = own.to_vec::<i64>()?;
+        // Plane 1: two outputs at the first element; plane 4: one index outside its block.
+        shared[12] = 0;
+        shared[13] = 0;
+        shared[4 * 12 + 7] = 62;
+        let shared = Tensor::from_vec(shared, [3, 2, 3, 4])?;
+        for idx in [&own, &shared] {
+            let got = call1(&MaxPool2dBackward { params }, &[&g, &x, idx])?.to_vec::<f64>()?;
+            let (gv, iv) = (g.to_vec::<f64>()?, idx.to_vec::<i64>()?);
+            let mut want = vec![0.0f64; 3 * 2 * 7 * 9];
+            for (k, (&v, &i)) in gv.iter().zip(&iv).enumerate() {
+                let w = &mut want[k / 12 * 63 + i as usize];
+                *w = if dt == ferrotorch::DType::F32 {
+                    (*w as f32 + v as f32) as f64
+                } else {
+                    *w + v
+                };
+            }
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{dt:?}");
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn backward_operators_reject_inconsistent_arguments() -> Result<()> {
     use ferrotorch::backend::dispatch::call1;

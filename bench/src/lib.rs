@@ -62,3 +62,42 @@ impl Mlp {
         Ok(())
     }
 }
+
+/// One conv2d layer's forward and backward of the `conv2d_*` figures:
+/// input `[n, c, h, w]` (requiring grad when `input_grad`: a layer after
+/// the first), a `k x k` kernel with padding `k / 2`, a bias, and a fixed
+/// random output gradient.
+pub struct ConvLayer {
+    x: Tensor,
+    w: Tensor,
+    b: Tensor,
+    gy: Tensor,
+}
+
+impl ConvLayer {
+    /// Random input, PyTorch-like weights and bias, and output gradient.
+    pub fn new(n: usize, c: usize, hw: usize, out: usize, k: usize, input_grad: bool) -> Result<ConvLayer> {
+        let fan_in = (c * k * k) as f64;
+        let x = Tensor::randn([n, c, hw, hw])?.requires_grad_(input_grad)?;
+        let w = Tensor::randn([out, c, k, k])?
+            .mul(1.0 / fan_in.sqrt())?
+            .requires_grad_(true)?;
+        let b = Tensor::zeros([out])?.requires_grad_(true)?;
+        let gy = Tensor::randn([n, out, hw, hw])?;
+        Ok(ConvLayer { x, w, b, gy })
+    }
+
+    /// `conv2d(x, w, b, padding=k/2)`, its backward with the fixed output
+    /// gradient, then the gradients reset to None.
+    pub fn step(&self) -> Result<()> {
+        let k = self.w.shape()[2];
+        let y = self
+            .x
+            .conv2d(&self.w, Some(&self.b), ferrotorch::ConvOptions::new().padding(k / 2))?;
+        y.backward_with(&self.gy)?;
+        for t in [&self.x, &self.w, &self.b] {
+            t.set_grad(None)?;
+        }
+        Ok(())
+    }
+}

@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use ferrotorch::{Result, Tensor, manual_seed};
-use ferrotorch_bench::{Mlp, chain50};
+use ferrotorch_bench::{ConvLayer, Mlp, chain50};
 
 /// Calls `f` for at least 0.2 s (warm-up).
 fn warm_up(f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
@@ -150,6 +150,24 @@ fn figures() -> Vec<Figure> {
         let opts = ferrotorch::TensorOptions::new().dtype(ferrotorch::DType::F64);
         let a = opts.randn([256, 256])?;
         Ok(Box::new(move || a.linalg_svd(false).map(|c| drop(black_box(c)))))
+    }));
+    // A CNN's first layer (the input is data) and a later one (its input
+    // requires grad): forward and backward with a fixed output gradient.
+    v.push(figure("conv2d_fwd_bwd_64x1x28x28_to32", || {
+        let layer = ConvLayer::new(64, 1, 28, 32, 3, false)?;
+        Ok(Box::new(move || layer.step()))
+    }));
+    v.push(figure("conv2d_fwd_bwd_64x32x14x14_to64", || {
+        let layer = ConvLayer::new(64, 32, 14, 64, 3, true)?;
+        Ok(Box::new(move || layer.step()))
+    }));
+    v.push(figure("max_pool2d_fwd_bwd_64x32x28x28", || {
+        let x = Tensor::randn([64, 32, 28, 28])?.requires_grad_(true)?;
+        let gy = Tensor::randn([64, 32, 14, 14])?;
+        Ok(Box::new(move || {
+            x.max_pool2d(2)?.backward_with(&gy)?;
+            x.set_grad(None)
+        }))
     }));
     v.push(figure("add_1elem_overhead", || {
         let (a, b) = (Tensor::randn([1])?, Tensor::randn([1])?);

@@ -22,20 +22,46 @@
 
 use super::access::access;
 use super::copy::cast_into;
-use super::gemm::{Mat, gemm_acc};
+use super::gemm::{BSrc, Gemm, Mat, PackB};
+use super::simd::multiversion;
 use super::warm::par_for_each;
 use crate::dispatch::{Op, call, downcast_op};
 use crate::ops::conv::{ConvParams, Convolution, ConvolutionBackward};
-use crate::{DType, Element, Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
 
 /// The element types the kernels compute in (others are converted).
-trait Num: Element {
+trait Num: Gemm {
     /// Accumulator of sums (f64 for floats, wrapping i64 for integers).
     type Acc: Copy;
     const ACC0: Self::Acc;
     fn add(self, o: Self) -> Self;
     fn acc(a: Self::Acc, v: Self) -> Self::Acc;
     fn from_acc(a: Self::Acc) -> Self;
+    /// The panel writer of [`ColPack`] for this type.
+    fn packer() -> PackFn<Self> {
+        pack_scalar::<Self>
+    }
+    /// `dst[i] += src[i]` where `mask[i]` is -1; where it is 0, `dst[i]` stays.
+    #[inline(always)]
+    fn masked_add(dst: &mut [Self], src: &[Self], mask: &[i32]) {
+        masked_add_generic(dst, src, mask)
+    }
+    /// The sum of a row, in 8 interleaved lanes (then the lanes in order).
+    #[inline(always)]
+    fn row_sum(v: &[Self]) -> Self {
+        let mut lanes = [Self::default(); 8];
+        let chunks = v.chunks_exact(8);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for k in 0..8 {
+                lanes[k] = lanes[k].add(c[k]);
+            }
+        }
+        for (k, &x) in rest.iter().enumerate() {
+            lanes[k] = lanes[k].add(x);
+        }
+        lanes.iter().fold(Self::default(), |a, &b| a.add(b))
+    }
 }
 
 impl Num for f32 {
@@ -51,6 +77,197 @@ impl Num for f32 {
     }
     fn from_acc(a: f64) -> Self {
         a as f32
+    }
+    fn masked_add(dst: &mut [f32], src: &[f32], mask: &[i32]) {
+        masked_add_f32(dst, src, mask)
+    }
+    fn packer() -> PackFn<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::isa() >= super::simd::Isa::Avx2 {
+            return pack_f32_avx2;
+        }
+        pack_scalar::<f32>
+    }
+}
+
+/// [`Num::masked_add`] in plain code (it vectorises as a blend).
+#[inline(always)]
+fn masked_add_generic<T: Num>(dst: &mut [T], src: &[T], mask: &[i32]) {
+    for ((d, &v), &m) in dst.iter_mut().zip(src).zip(mask) {
+        let sum = d.add(v);
+        *d = if m != 0 { sum } else { *d };
+    }
+}
+
+multiversion! {
+    /// [`Num::masked_add`] for f32 with masks of -1 or 0 ([`tap_offsets`]'
+    /// validity), vectorised as a bitwise select (a conditional store
+    /// would become a masked store, slow on some CPUs).
+    fn masked_add_f32(dst: &mut [f32], src: &[f32], mask: &[i32]) {
+        for ((d, &v), &m) in dst.iter_mut().zip(src).zip(mask) {
+            let (sum, m) = ((*d + v).to_bits(), m as u32);
+            *d = f32::from_bits((sum & m) | (d.to_bits() & !m));
+        }
+    }
+}
+
+/// Writes [`ColPack`]'s panels (the arguments of [`PackB::pack`]).
+type PackFn<T> = unsafe fn(&ColPack<'_, T>, usize, usize, usize, usize, usize, usize, *mut T);
+
+/// [`PackFn`] in plain code, panel by panel (each written in order).
+///
+/// # Safety
+/// As [`PackB::pack`], for the packer's group of channels.
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_scalar<T: Num>(
+    cp: &ColPack<'_, T>,
+    p0: usize,
+    kc: usize,
+    n: usize,
+    pj0: usize,
+    pj1: usize,
+    nr: usize,
+    dst: *mut T,
+) {
+    for pj in pj0..pj1 {
+        let panel = dst.wrapping_add((pj - pj0) * nr * kc);
+        let mut at = cp.cursor(p0);
+        for p in 0..kc {
+            let (plane, offs, valid) = cp.row(at);
+            at.next(cp.kk);
+            for j in 0..nr {
+                let l = pj * nr + j;
+                let v = if l < n && valid[l] != 0 {
+                    // SAFETY: a valid offset is inside the plane.
+                    unsafe { *plane.offset(offs[l] as isize) }
+                } else {
+                    T::default()
+                };
+                // SAFETY: the panel holds nr * kc values.
+                unsafe { *panel.add(p * nr + j) = v };
+            }
+        }
+    }
+}
+
+/// [`PackFn`] for f32 with AVX2, 8 values at a time: a masked load where
+/// the 8 offsets are consecutive (a stride-1 convolution's rows), a masked
+/// gather elsewhere; invalid lanes are never read. Panel by panel, so the
+/// stores run in order.
+///
+/// # Safety
+/// As [`pack_scalar`], on a CPU with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn pack_f32_avx2(
+    cp: &ColPack<'_, f32>,
+    p0: usize,
+    kc: usize,
+    n: usize,
+    pj0: usize,
+    pj1: usize,
+    nr: usize,
+    dst: *mut f32,
+) {
+    use std::arch::x86_64::*;
+    let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    // Panels in groups, row by row within a group: the row's setup is shared
+    // (measured best at about 16, all the panels of a 14 x 14 image).
+    let group = 16;
+    let mut ga = pj0;
+    while ga < pj1 {
+        let gb = (ga + group).min(pj1);
+        let mut at = cp.cursor(p0);
+        for p in 0..kc {
+            let (plane, offs, valid) = cp.row(at);
+            let (lo, hi) = cp.reach(at);
+            at.next(cp.kk);
+            if cp.flat && !offs.is_empty() {
+                // Offsets `first + l`: 8 lanes from l are one plain load when
+                // they stay inside the input, `l` in `[safe_lo, safe_hi]`.
+                let first = offs[0] as isize;
+                let (safe_lo, safe_hi) = (lo - first, hi - first - 8);
+                for pj in ga..gb {
+                    let out = dst.wrapping_add((pj - pj0) * nr * kc + p * nr);
+                    let l0 = pj * nr;
+                    let full = l0 + (nr.min(n.saturating_sub(l0)) / 8) * 8;
+                    let mut l = l0;
+                    while l < full {
+                        // SAFETY: lanes l..l + 8 of `valid` exist (below n) and of
+                        // the panel row; a plain load stays inside the input
+                        // (`reach`); otherwise lanes whose `valid` is 0 are masked
+                        // off (never read) and the others lie inside the plane.
+                        unsafe {
+                            let mask = _mm256_loadu_si256(valid.as_ptr().add(l) as *const __m256i);
+                            let li = l as isize;
+                            let v = if li >= safe_lo && li <= safe_hi {
+                                _mm256_and_ps(_mm256_loadu_ps(plane.offset(first + li)), _mm256_castsi256_ps(mask))
+                            } else {
+                                _mm256_maskload_ps(plane.wrapping_offset(first + li), mask)
+                            };
+                            _mm256_storeu_ps(out.add(l - l0), v);
+                        }
+                        l += 8;
+                    }
+                    for j in full - l0..nr {
+                        let l = l0 + j;
+                        let v = if l < n && valid[l] != 0 {
+                            // SAFETY: a valid offset is inside the plane.
+                            unsafe { *plane.offset(offs[l] as isize) }
+                        } else {
+                            0.0
+                        };
+                        // SAFETY: the panel row holds nr values.
+                        unsafe { *out.add(j) = v };
+                    }
+                }
+                continue;
+            }
+            for pj in ga..gb {
+                let out = dst.wrapping_add((pj - pj0) * nr * kc + p * nr);
+                let l0 = pj * nr;
+                // Lanes [l0, full) come 8 at a time, the rest one by one.
+                let full = l0 + (nr.min(n.saturating_sub(l0)) / 8) * 8;
+                let mut l = l0;
+                while l < full {
+                    // SAFETY: lanes l..l + 8 of `offs` and `valid` exist (below n)
+                    // and of the panel row; a plain load stays inside the input
+                    // (`reach`); otherwise lanes whose `valid` is 0 are masked
+                    // off (never read) and the others lie inside the plane.
+                    unsafe {
+                        let idx = _mm256_loadu_si256(offs.as_ptr().add(l) as *const __m256i);
+                        let mask = _mm256_loadu_si256(valid.as_ptr().add(l) as *const __m256i);
+                        let first = *offs.get_unchecked(l);
+                        let steps = _mm256_sub_epi32(idx, _mm256_set1_epi32(first));
+                        let linear = _mm256_movemask_epi8(_mm256_cmpeq_epi32(steps, iota)) == -1;
+                        let at = first as isize;
+                        let v = if linear && at >= lo && at + 8 <= hi {
+                            // Inside the input: a plain load, padding lanes cleared.
+                            _mm256_and_ps(_mm256_loadu_ps(plane.offset(at)), _mm256_castsi256_ps(mask))
+                        } else if linear {
+                            _mm256_maskload_ps(plane.wrapping_offset(at), mask)
+                        } else {
+                            _mm256_mask_i32gather_ps::<4>(_mm256_setzero_ps(), plane, idx, _mm256_castsi256_ps(mask))
+                        };
+                        _mm256_storeu_ps(out.add(l - l0), v);
+                    }
+                    l += 8;
+                }
+                for j in full - l0..nr {
+                    let l = l0 + j;
+                    let v = if l < n && valid[l] != 0 {
+                        // SAFETY: a valid offset is inside the plane.
+                        unsafe { *plane.offset(offs[l] as isize) }
+                    } else {
+                        0.0
+                    };
+                    // SAFETY: the panel row holds nr values.
+                    unsafe { *out.add(j) = v };
+                }
+            }
+        }
+        ga = gb;
     }
 }
 
@@ -190,6 +407,31 @@ impl Geom {
             && self.ow == self.w
     }
 
+    /// The input gradient of a stride-1 convolution as a convolution: of
+    /// the output gradient with the weight flipped and its channel dims
+    /// swapped ([`flip_weight`]), padded by `dilation * (kernel - 1) -
+    /// padding` (when that is not negative and gives exactly the input's size).
+    fn flipped(&self) -> Option<Geom> {
+        let (eh, ew) = ((self.kh - 1) * self.dh, (self.kw - 1) * self.dw);
+        let fits = self.sh == 1
+            && self.sw == 1
+            && self.ph <= eh
+            && self.pw <= ew
+            && self.oh + eh == self.h + 2 * self.ph
+            && self.ow + ew == self.w + 2 * self.pw;
+        fits.then_some(Geom {
+            c: self.o,
+            h: self.oh,
+            w: self.ow,
+            o: self.c,
+            oh: self.h,
+            ow: self.w,
+            ph: eh - self.ph,
+            pw: ew - self.pw,
+            ..*self
+        })
+    }
+
     /// Output rows per band of the column matrix (at most about 1M values).
     fn band(&self) -> usize {
         const BUDGET: usize = 1 << 20;
@@ -216,26 +458,51 @@ fn valid_range(n: usize, s: usize, off: isize, w: usize) -> (usize, usize) {
 
 /// The column matrix of one group of one sample (`x`: `[c / g, h, w]`) for
 /// output rows `[r0, r1)`: `col[(ci, i, j)][(r - r0) * ow + q]`.
+///
+/// With stride 1 and an output as wide as the input (a "same" convolution),
+/// a row of the column matrix is the input plane shifted by a constant
+/// offset: one block copy, then the columns that wrapped around an edge
+/// are zeroed.
 fn im2col<T: Num>(ge: &Geom, x: &[T], r0: usize, r1: usize, col: &mut [T]) {
     let lt = (r1 - r0) * ge.ow;
     let zero = T::default();
     let (h, w, ow) = (ge.h, ge.w, ge.ow);
+    let flat = ge.sh == 1 && ge.sw == 1 && ow == w;
     for ci in 0..ge.cg() {
         let plane = &x[ci * h * w..(ci + 1) * h * w];
         for i in 0..ge.kh {
+            // Output rows r read input row r * sh + delta; those inside: [ra, rb).
+            let delta = (i * ge.dh) as isize - ge.ph as isize;
+            let (ra, rb) = valid_range(r1, ge.sh, delta, h);
+            let (ra, rb) = (ra.max(r0), rb.max(r0));
             for j in 0..ge.kw {
                 let row = ((ci * ge.kh + i) * ge.kw + j) * lt;
                 let row = &mut col[row..row + lt];
                 let off = (j * ge.dw) as isize - ge.pw as isize;
                 let (lo, hi) = valid_range(ow, ge.sw, off, w);
-                for r in r0..r1 {
-                    let dst = &mut row[(r - r0) * ow..(r - r0 + 1) * ow];
-                    let ih = (r * ge.sh + i * ge.dh) as isize - ge.ph as isize;
-                    if ih < 0 || ih >= h as isize {
-                        dst.fill(zero);
-                        continue;
+                row[..(ra - r0) * ow].fill(zero);
+                row[(rb - r0) * ow..].fill(zero);
+                if ra >= rb {
+                    continue;
+                }
+                if flat && lo < hi {
+                    let t0 = (ra - r0) * ow + lo;
+                    let t1 = (rb - 1 - r0) * ow + hi;
+                    let s0 = ((ra as isize + delta) * w as isize + lo as isize + off) as usize;
+                    row[t0..t1].copy_from_slice(&plane[s0..s0 + (t1 - t0)]);
+                    if lo > 0 || hi < ow {
+                        for r in ra..rb {
+                            let d = &mut row[(r - r0) * ow..(r - r0 + 1) * ow];
+                            d[..lo].fill(zero);
+                            d[hi..].fill(zero);
+                        }
                     }
-                    let src = &plane[ih as usize * w..(ih as usize + 1) * w];
+                    continue;
+                }
+                for r in ra..rb {
+                    let dst = &mut row[(r - r0) * ow..(r - r0 + 1) * ow];
+                    let ih = ((r * ge.sh) as isize + delta) as usize;
+                    let src = &plane[ih * w..(ih + 1) * w];
                     dst[..lo].fill(zero);
                     dst[hi..].fill(zero);
                     if lo == hi {
@@ -243,7 +510,9 @@ fn im2col<T: Num>(ge: &Geom, x: &[T], r0: usize, r1: usize, col: &mut [T]) {
                         // start below would lie before the row).
                     } else if ge.sw == 1 {
                         let s0 = (lo as isize + off) as usize;
-                        dst[lo..hi].copy_from_slice(&src[s0..s0 + hi - lo]);
+                        for (d, &v) in dst[lo..hi].iter_mut().zip(&src[s0..]) {
+                            *d = v;
+                        }
                     } else {
                         for (q, d) in dst[lo..hi].iter_mut().enumerate() {
                             *d = src[(((lo + q) * ge.sw) as isize + off) as usize];
@@ -256,25 +525,56 @@ fn im2col<T: Num>(ge: &Geom, x: &[T], r0: usize, r1: usize, col: &mut [T]) {
 }
 
 /// Adds the column matrix of output rows `[r0, r1)` back onto the input
-/// positions it was read from (`x`: `[c / g, h, w]`), in a fixed order.
-fn col2im<T: Num>(ge: &Geom, col: &[T], r0: usize, r1: usize, x: &mut [T]) {
+/// positions it was read from (`x`: `[c / g, h, w]`), in a fixed order
+/// (each input position receives its taps in the order of the rows).
+///
+/// With `valid`, the band's [`tap_offsets`] validity, and a "same"
+/// geometry (stride 1, output as wide as the input), a row's valid values
+/// land on the input plane shifted by a constant offset: one masked add
+/// over the row (a value is added where its tap is inside the plane, the
+/// others leave the input as it is).
+fn col2im<T: Num>(ge: &Geom, col: &[T], r0: usize, r1: usize, valid: Option<&[i32]>, x: &mut [T]) {
     let lt = (r1 - r0) * ge.ow;
     let (h, w, ow) = (ge.h, ge.w, ge.ow);
+    let flat = ge.sh == 1 && ge.sw == 1 && ow == w;
     for ci in 0..ge.cg() {
         let plane = &mut x[ci * h * w..(ci + 1) * h * w];
         for i in 0..ge.kh {
+            let delta = (i * ge.dh) as isize - ge.ph as isize;
             for j in 0..ge.kw {
                 let row = ((ci * ge.kh + i) * ge.kw + j) * lt;
                 let row = &col[row..row + lt];
                 let off = (j * ge.dw) as isize - ge.pw as isize;
                 let (lo, hi) = valid_range(ow, ge.sw, off, w);
+                if let Some(valid) = valid.filter(|_| flat) {
+                    let (ra, rb) = valid_range(r1, 1, delta, h);
+                    let (ra, rb) = (ra.max(r0), rb.max(r0));
+                    if ra >= rb || lo >= hi {
+                        continue;
+                    }
+                    let t0 = (ra - r0) * ow + lo;
+                    let t1 = (rb - 1 - r0) * ow + hi;
+                    let s0 = ((ra as isize + delta) * w as isize + lo as isize + off) as usize;
+                    let mask = &valid[(i * ge.kw + j) * lt..][t0..t1];
+                    T::masked_add(&mut plane[s0..s0 + (t1 - t0)], &row[t0..t1], mask);
+                    continue;
+                }
                 for r in r0..r1 {
-                    let ih = (r * ge.sh + i * ge.dh) as isize - ge.ph as isize;
+                    let ih = (r * ge.sh) as isize + delta;
                     if ih < 0 || ih >= h as isize {
                         continue;
                     }
                     let src = &row[(r - r0) * ow..(r - r0 + 1) * ow];
                     let dst = &mut plane[ih as usize * w..(ih as usize + 1) * w];
+                    if ge.sw == 1 {
+                        if lo < hi {
+                            let s0 = (lo as isize + off) as usize;
+                            for (d, &v) in dst[s0..s0 + (hi - lo)].iter_mut().zip(&src[lo..hi]) {
+                                *d = d.add(v);
+                            }
+                        }
+                        continue;
+                    }
                     for (q, &v) in src.iter().enumerate().take(hi).skip(lo) {
                         let iw = ((q * ge.sw) as isize + off) as usize;
                         dst[iw] = dst[iw].add(v);
@@ -300,6 +600,159 @@ fn over_samples(n: usize, flops: usize, f: &(dyn Fn(usize, usize, bool) + Sync))
     }
 }
 
+/// For each tap `(i, j)` of the kernel and each output position of the
+/// rows `[r0, r1)`: the offset in an input plane of the value the tap reads
+/// there (where it would be, in the padding) and whether it is inside the
+/// plane (-1) or padding (0): two tables of `kh * kw` rows of `(r1 - r0) *
+/// ow`. `None` when an offset does not fit an `i32`.
+fn tap_offsets(ge: &Geom, r0: usize, r1: usize) -> Option<(Vec<i32>, Vec<i32>)> {
+    let (kk, lt) = (ge.kh * ge.kw, (r1 - r0) * ge.ow);
+    let (mut offs, mut valid) = (vec![0i32; kk * lt], vec![0i32; kk * lt]);
+    let (h, w) = (ge.h as i64, ge.w as i64);
+    for i in 0..ge.kh {
+        for j in 0..ge.kw {
+            let at = (i * ge.kw + j) * lt;
+            for r in r0..r1 {
+                let ih = (r * ge.sh + i * ge.dh) as i64 - ge.ph as i64;
+                for q in 0..ge.ow {
+                    let iw = (q * ge.sw + j * ge.dw) as i64 - ge.pw as i64;
+                    let l = at + (r - r0) * ge.ow + q;
+                    offs[l] = i32::try_from(ih * w + iw).ok()?;
+                    valid[l] = -i32::from((0..h).contains(&ih) && (0..w).contains(&iw));
+                }
+            }
+        }
+    }
+    Some((offs, valid))
+}
+
+/// The column matrix of one group of one sample for a band of output rows
+/// (`kg x lt`), packed straight into the GEMM's B panels from the input
+/// through [`tap_offsets`]: the matrix itself is never written.
+struct ColPack<'a, T> {
+    /// The group's first input plane.
+    x: *const T,
+    /// Elements of the input tensor before `x`.
+    before: usize,
+    /// Elements of the input tensor.
+    total: usize,
+    /// Plane size.
+    hw: usize,
+    /// Taps per channel (`kh * kw`).
+    kk: usize,
+    /// Columns (output positions of the band).
+    lt: usize,
+    /// [`tap_offsets`] of the band.
+    offs: &'a [i32],
+    /// Their validity.
+    valid: &'a [i32],
+    /// Every row's offsets are its first plus the column (stride 1, output
+    /// as wide as the input).
+    flat: bool,
+    pack: PackFn<T>,
+}
+
+// SAFETY: the packer only reads the input (locked by the kernel for the
+// whole call) and its own offset table.
+unsafe impl<T> Sync for ColPack<'_, T> {}
+
+/// Row `(c, ij)` of a [`ColPack`]'s column matrix (channel `c`, tap `ij`),
+/// stepped through in order without divisions.
+#[derive(Clone, Copy)]
+struct RowCursor {
+    c: usize,
+    ij: usize,
+}
+
+impl RowCursor {
+    #[inline(always)]
+    fn next(&mut self, kk: usize) {
+        self.ij += 1;
+        if self.ij == kk {
+            self.ij = 0;
+            self.c += 1;
+        }
+    }
+}
+
+impl<'a, T> ColPack<'a, T> {
+    /// The cursor at row `k`.
+    fn cursor(&self, k: usize) -> RowCursor {
+        RowCursor {
+            c: k / self.kk,
+            ij: k % self.kk,
+        }
+    }
+
+    /// A row of the column matrix: its input plane, tap offsets and validity.
+    #[inline(always)]
+    fn row(&self, at: RowCursor) -> (*const T, &'a [i32], &'a [i32]) {
+        let t = at.ij * self.lt..(at.ij + 1) * self.lt;
+        (
+            self.x.wrapping_add(at.c * self.hw),
+            &self.offs[t.clone()],
+            &self.valid[t],
+        )
+    }
+
+    /// The input elements after a row's plane start (negative: before it)
+    /// that a load may touch: `[lo, hi)`.
+    #[inline(always)]
+    fn reach(&self, at: RowCursor) -> (isize, isize) {
+        let start = self.before + at.c * self.hw;
+        (-(start as isize), (self.total - start) as isize)
+    }
+}
+
+impl<T: Num> PackB<T> for ColPack<'_, T> {
+    unsafe fn pack(&self, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, nr: usize, dst: *mut T) {
+        // SAFETY: rows below kg are channels of the group (inside the input),
+        // the valid offsets point inside their planes, the tables hold lt >=
+        // n values, and the panels are writable (the caller's contract).
+        unsafe { (self.pack)(self, p0, kc, n, pj0, pj1, nr, dst) }
+    }
+}
+
+/// The bands of output rows of a forward pass and their [`tap_offsets`],
+/// when the tables are small enough (else the column matrix is built).
+type BandTables = Vec<(usize, usize, Vec<i32>, Vec<i32>)>;
+
+fn band_tables(ge: &Geom) -> Option<BandTables> {
+    let kk = ge.kh * ge.kw;
+    if ge.hw() > i32::MAX as usize || kk.saturating_mul(ge.l()) > 1 << 22 {
+        return None;
+    }
+    let band = ge.band();
+    let mut out = Vec::new();
+    let mut r0 = 0;
+    while r0 < ge.oh {
+        let r1 = (r0 + band).min(ge.oh);
+        let (offs, valid) = tap_offsets(ge, r0, r1)?;
+        out.push((r0, r1, offs, valid));
+        r0 = r1;
+    }
+    Some(out)
+}
+
+/// Asks the CPU to bring `len` elements from `p` into L2 (a hint: it
+/// reads nothing and never faults).
+#[inline(always)]
+fn prefetch_l2<T>(p: *const T, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+        let bytes = len * std::mem::size_of::<T>();
+        let base = p as *const i8;
+        for off in (0..bytes).step_by(64) {
+            // SAFETY: a prefetch is a hint; it does not access memory
+            // architecturally, so no address can fault or race.
+            unsafe { _mm_prefetch::<_MM_HINT_T1>(base.wrapping_add(off)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, len);
+}
+
 /// `y = conv(x, wt) (+ bias)`: writes all of `y`.
 ///
 /// # Safety
@@ -311,8 +764,11 @@ unsafe fn forward<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*co
     let bp = bias.map(|b| Ptr(b as *mut T));
     let pointwise = ge.pointwise();
     let band = ge.band();
+    let tables = if pointwise { None } else { band_tables(ge) };
+    let pack = T::packer();
     let body = |lo: usize, hi: usize, par: bool| {
-        let mut col = vec![T::default(); if pointwise { 0 } else { kg * band * ge.ow }];
+        let direct = pointwise || tables.is_some();
+        let mut col = vec![T::default(); if direct { 0 } else { kg * band * ge.ow }];
         for n in lo..hi {
             for g in 0..ge.g {
                 let yg = yp.at((n * ge.o + g * og) * l);
@@ -334,7 +790,47 @@ unsafe fn forward<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*co
                 if pointwise {
                     let b = Mat { ptr: xg, rs: l, cs: 1 };
                     // SAFETY: W[g] is og x kg, x[n, g] is cg x l (= kg x l), y[n, g] og x l.
-                    unsafe { gemm_acc(og, l, kg, a, b, yg, l, par, bp.is_some()) };
+                    unsafe { T::gemm(og, l, kg, a, BSrc::Mat(b), yg, l, par, bp.is_some()) };
+                    continue;
+                }
+                if let Some(tables) = &tables {
+                    // The packer reads the input in an order the hardware
+                    // prefetcher does not follow: fetch the next group's
+                    // input into L2 while this one's product runs.
+                    let next = (n * ge.c + g * cg + cg) * ge.hw();
+                    if next < ge.n * ge.c * ge.hw() {
+                        prefetch_l2(xp.at(next) as *const T, cg * ge.hw());
+                    }
+                    for (r0, r1, offs, valid) in tables {
+                        let lt = (r1 - r0) * ge.ow;
+                        let packer = ColPack {
+                            x: xg,
+                            before: (n * ge.c + g * cg) * ge.hw(),
+                            total: ge.n * ge.c * ge.hw(),
+                            hw: ge.hw(),
+                            kk: ge.kh * ge.kw,
+                            lt,
+                            offs,
+                            valid,
+                            flat: ge.sh == 1 && ge.sw == 1 && ge.ow == ge.w,
+                            pack,
+                        };
+                        // SAFETY: the packer reads x[n, g] (cg planes of h x w); the
+                        // band's columns of y[n, g] (row stride l) are inside y.
+                        unsafe {
+                            T::gemm(
+                                og,
+                                lt,
+                                kg,
+                                a,
+                                BSrc::Pack(&packer),
+                                yg.add(r0 * ge.ow),
+                                l,
+                                par,
+                                bp.is_some(),
+                            )
+                        };
+                    }
                     continue;
                 }
                 // SAFETY: x[n, g] holds cg planes of h x w.
@@ -350,7 +846,7 @@ unsafe fn forward<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*co
                         cs: 1,
                     };
                     // SAFETY: col holds kg x lt values; the band's columns of y[n, g] (row stride l) are inside y.
-                    unsafe { gemm_acc(og, lt, kg, a, b, yg.add(r0 * ge.ow), l, par, bp.is_some()) };
+                    unsafe { T::gemm(og, lt, kg, a, BSrc::Mat(b), yg.add(r0 * ge.ow), l, par, bp.is_some()) };
                     r0 = r1;
                 }
             }
@@ -359,17 +855,58 @@ unsafe fn forward<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*co
     over_samples(ge.n, ge.flops(), &body);
 }
 
+/// The weight `[o, c / g, kh, kw]` of `ge` as the weight of its
+/// [`Geom::flipped`] convolution: `[c, o / g, kh, kw]`, taps reversed.
+///
+/// # Safety
+/// `wt` holds the weight.
+unsafe fn flip_weight<T: Num>(ge: &Geom, wt: *const T) -> Vec<T> {
+    let (og, cg, kk) = (ge.og(), ge.cg(), ge.kh * ge.kw);
+    // SAFETY: per the contract.
+    let w = unsafe { std::slice::from_raw_parts(wt, ge.o * cg * kk) };
+    let mut f = vec![T::default(); w.len()];
+    for g in 0..ge.g {
+        for o in 0..og {
+            for c in 0..cg {
+                let src = &w[((g * og + o) * cg + c) * kk..][..kk];
+                let dst = &mut f[((g * cg + c) * og + o) * kk..][..kk];
+                for (d, &v) in dst.iter_mut().zip(src.iter().rev()) {
+                    *d = v;
+                }
+            }
+        }
+    }
+    f
+}
+
 /// `x = conv_input_grad(y, wt)` (`x` starts as zeros, or the bias per
-/// channel): writes all of `x`.
+/// channel): writes all of `x`. A stride-1 convolution's runs as the
+/// [`Geom::flipped`] convolution, the others as a GEMM and col2im.
 ///
 /// # Safety
 /// As [`forward`], with `x` the written tensor and `bias` `[c]`.
 unsafe fn backward_input<T: Num>(ge: &Geom, y: *const T, wt: *const T, bias: Option<*const T>, x: *mut T) {
+    // The flipped convolution's GEMM has c / g rows: with few, the GEMM of
+    // the col2im path (kh * kw times as many rows) runs better. With a
+    // "same" geometry (col2im's masked adds), it also runs better with
+    // fewer input than output channels: the flipped convolution packs its
+    // column matrix of o / g * kh * kw rows, col2im adds c / g * kh * kw.
+    let flat = ge.sh == 1 && ge.sw == 1 && ge.ow == ge.w;
+    let flip = !ge.pointwise() && ge.cg() >= 16 && (!flat || ge.cg() >= ge.og());
+    if let Some(fg) = ge.flipped().filter(|_| flip) {
+        // SAFETY: the caller's contract; the flipped weight is `fg`'s.
+        unsafe {
+            let wf = flip_weight(ge, wt);
+            return forward(&fg, y, wf.as_ptr(), bias, x);
+        }
+    }
     let (og, kg, l, cg, hw) = (ge.og(), ge.kg(), ge.l(), ge.cg(), ge.hw());
     let (xp, wp, yp) = (Ptr(x), Ptr(wt as *mut T), Ptr(y as *mut T));
     let bp = bias.map(|b| Ptr(b as *mut T));
     let pointwise = ge.pointwise();
     let band = ge.band();
+    // The bands' validity tables for [`col2im`]'s masked adds.
+    let tables = if pointwise || !flat { None } else { band_tables(ge) };
     let body = |lo: usize, hi: usize, par: bool| {
         let mut col = vec![T::default(); if pointwise { 0 } else { kg * band * ge.ow }];
         for n in lo..hi {
@@ -395,12 +932,12 @@ unsafe fn backward_input<T: Num>(ge: &Geom, y: *const T, wt: *const T, bias: Opt
                 if pointwise {
                     let b = Mat { ptr: yg, rs: l, cs: 1 };
                     // SAFETY: W[g]^T is kg x og, y[n, g] og x l, x[n, g] kg x l (kg = cg).
-                    unsafe { gemm_acc(kg, l, og, a, b, xg, l, par, bp.is_some()) };
+                    unsafe { T::gemm(kg, l, og, a, BSrc::Mat(b), xg, l, par, bp.is_some()) };
                     continue;
                 }
                 // SAFETY: x[n, g] holds cg planes of h x w, written by this task only.
                 let xs = unsafe { std::slice::from_raw_parts_mut(xg, cg * hw) };
-                let mut r0 = 0;
+                let (mut r0, mut bi) = (0, 0);
                 while r0 < ge.oh {
                     let r1 = (r0 + band).min(ge.oh);
                     let lt = (r1 - r0) * ge.ow;
@@ -410,8 +947,10 @@ unsafe fn backward_input<T: Num>(ge: &Geom, y: *const T, wt: *const T, bias: Opt
                         cs: 1,
                     };
                     // SAFETY: the band's columns of y[n, g] are inside y; col holds kg x lt values.
-                    unsafe { gemm_acc(kg, lt, og, a, b, col.as_mut_ptr(), lt, par, false) };
-                    col2im(ge, &col[..kg * lt], r0, r1, xs);
+                    unsafe { T::gemm(kg, lt, og, a, BSrc::Mat(b), col.as_mut_ptr(), lt, par, false) };
+                    let valid = tables.as_ref().map(|t| &t[bi].3[..]);
+                    col2im(ge, &col[..kg * lt], r0, r1, valid, xs);
+                    bi += 1;
                     r0 = r1;
                 }
             }
@@ -448,15 +987,17 @@ unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut 
     let (xp, yp) = (Ptr(x as *mut T), Ptr(y as *mut T));
     let pointwise = ge.pointwise();
     let band = ge.band();
-    let mut partials = vec![T::default(); chunks * wsize];
-    let pp = Ptr(partials.as_mut_ptr());
+    // Every group block of a chunk's partial sum is written whole by the
+    // chunk's first product (not accumulated), so the buffer starts uninit.
+    let mut partials: Box<[std::mem::MaybeUninit<T>]> = Box::new_uninit_slice(chunks * wsize);
+    let pp = Ptr(partials.as_mut_ptr() as *mut T);
     let threads = rayon::current_num_threads();
     let big = ge.flops() >= 1 << 20;
     let par_gemm = big && threads > chunks;
-    let chunk = |ch: usize| {
+    // Chunk `ch`'s samples, in order, into its partial sum.
+    let chunk = |ch: usize, col: &mut [T]| {
         let (lo, hi) = (ch * ge.n / chunks, (ch + 1) * ge.n / chunks);
         let part = pp.at(ch * wsize);
-        let mut col = vec![T::default(); if pointwise { 0 } else { kg * band * ge.ow }];
         for n in lo..hi {
             for g in 0..ge.g {
                 let c = part.wrapping_add(g * og * kg);
@@ -468,7 +1009,7 @@ unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut 
                     // SAFETY: y[n, g] (og x l) and the column band (kg x lt, row
                     // stride ldcol) are inside their buffers; the group's block
                     // of this chunk's partial sum (og * kg values) is written by
-                    // this task only.
+                    // this task only, whole by its first product.
                     unsafe {
                         if flip {
                             let a = Mat {
@@ -477,7 +1018,7 @@ unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut 
                                 cs: 1,
                             };
                             let b = Mat { ptr: ys, rs: 1, cs: l };
-                            gemm_acc(kg, og, lt, a, b, c, og, par_gemm, !first);
+                            T::gemm(kg, og, lt, a, BSrc::Mat(b), c, og, par_gemm, !first);
                         } else {
                             let a = Mat { ptr: ys, rs: l, cs: 1 };
                             let b = Mat {
@@ -485,7 +1026,7 @@ unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut 
                                 rs: 1,
                                 cs: ldcol,
                             };
-                            gemm_acc(og, kg, lt, a, b, c, kg, par_gemm, !first);
+                            T::gemm(og, kg, lt, a, BSrc::Mat(b), c, kg, par_gemm, !first);
                         }
                     }
                     first = false;
@@ -500,28 +1041,47 @@ unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut 
                 while r0 < ge.oh {
                     let r1 = (r0 + band).min(ge.oh);
                     let lt = (r1 - r0) * ge.ow;
-                    im2col(ge, xs, r0, r1, &mut col);
+                    im2col(ge, xs, r0, r1, col);
                     product(col.as_ptr(), lt, r0, lt);
                     r0 = r1;
                 }
             }
         }
     };
-    if big && threads > 1 && chunks > 1 {
-        par_for_each(chunks, chunk);
+    let col_len = if pointwise { 0 } else { kg * band * ge.ow };
+    // Workers take fixed chunks (`t`, `t + tasks`, ...): which worker sums a
+    // chunk changes nothing, each chunk is summed alone.
+    let tasks = if big && threads > 1 { chunks.min(threads) } else { 1 };
+    let worker = |t: usize| {
+        let mut col = vec![T::default(); col_len];
+        for ch in (t..chunks).step_by(tasks) {
+            chunk(ch, &mut col);
+        }
+    };
+    if tasks > 1 {
+        par_for_each(tasks, worker);
     } else {
-        (0..chunks).for_each(chunk);
+        worker(0);
     }
-    // Chunks in order; each group's block back to [og, kg].
+    // SAFETY: every chunk's blocks were written whole above.
+    let partials: &mut [T] = unsafe { std::slice::from_raw_parts_mut(pp.at(0), chunks * wsize) };
+    // The chunks in order, element by element, into the first.
+    let (sum, rest) = partials.split_at_mut(wsize);
+    for part in rest.chunks_exact(wsize) {
+        for (a, &b) in sum.iter_mut().zip(part) {
+            *a = a.add(b);
+        }
+    }
+    if !flip {
+        out.copy_from_slice(sum);
+        return;
+    }
+    // Each group's block back from [kg, og] to [og, kg].
     for g in 0..ge.g {
+        let block = &sum[g * og * kg..(g + 1) * og * kg];
         for oc in 0..og {
             for k in 0..kg {
-                let at = if flip { k * og + oc } else { oc * kg + k } + g * og * kg;
-                let mut s = partials[at];
-                for ch in 1..chunks {
-                    s = s.add(partials[ch * wsize + at]);
-                }
-                out[(g * og + oc) * kg + k] = s;
+                out[(g * og + oc) * kg + k] = block[k * og + oc];
             }
         }
     }
@@ -542,9 +1102,7 @@ unsafe fn bias_grad<T: Num>(n: usize, c: usize, l: usize, y: *const T, b: *mut T
     for (ch, out) in bs.iter_mut().enumerate() {
         let mut s = T::ACC0;
         for i in 0..n {
-            for &v in &ys[(i * c + ch) * l..(i * c + ch + 1) * l] {
-                s = T::acc(s, v);
-            }
+            s = T::acc(s, T::row_sum(&ys[(i * c + ch) * l..(i * c + ch + 1) * l]));
         }
         *out = T::from_acc(s);
     }

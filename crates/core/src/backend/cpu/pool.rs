@@ -10,6 +10,7 @@ use half::{bf16, f16};
 
 use super::access::access;
 use super::copy::cast_into;
+use super::simd::multiversion;
 use super::warm::par_for_each;
 use crate::dispatch::{Op, downcast_op};
 use crate::ops::pool::{
@@ -247,28 +248,36 @@ fn max_plane_2x2<T: Element>(x: &[T], w: usize, oh: usize, ow: usize, vals: &mut
     for r in 0..oh {
         let (a, b) = (&x[2 * r * w..2 * r * w + w], &x[(2 * r + 1) * w..(2 * r + 2) * w]);
         let (vr, ir) = (&mut vals[r * ow..(r + 1) * ow], &mut idx[r * ow..(r + 1) * ow]);
-        for q in 0..ow {
-            let c = 2 * q;
-            // PyTorch's order: (0, 0), (0, 1), (1, 0), (1, 1); a NaN replaces the best so far.
-            let mut best = a[c];
-            let mut at = c;
-            #[allow(clippy::eq_op)]
-            let take = |v: T, best: T| v > best || v != v;
-            if take(a[c + 1], best) {
-                best = a[c + 1];
-                at = c + 1;
-            }
-            if take(b[c], best) {
-                best = b[c];
-                at = w + c;
-            }
-            if take(b[c + 1], best) {
-                best = b[c + 1];
-                at = w + c + 1;
-            }
-            vr[q] = best;
-            ir[q] = (2 * r * w + at) as i64;
+        max_row_2x2(a, b, 2 * r * w, w, vr, ir);
+    }
+}
+
+/// One output row of [`max_plane_2x2`] from input rows `a` and `b` (the
+/// first at flat index `base`), without branches, so it vectorises.
+#[inline(always)]
+fn max_row_2x2<T: Element>(a: &[T], b: &[T], base: usize, w: usize, vr: &mut [T], ir: &mut [i64]) {
+    let ow = vr.len();
+    let (a, b, ir) = (&a[..2 * ow], &b[..2 * ow], &mut ir[..ow]);
+    for q in 0..ow {
+        let c = 2 * q;
+        // PyTorch's order: (0, 0), (0, 1), (1, 0), (1, 1); a NaN replaces the best so far.
+        #[allow(clippy::eq_op)]
+        let take = |v: T, best: T| v > best || v != v;
+        let (mut best, mut off) = (a[c], 0);
+        for (v, o) in [(a[c + 1], 1), (b[c], w), (b[c + 1], w + 1)] {
+            let t = take(v, best);
+            best = if t { v } else { best };
+            off = if t { o } else { off };
         }
+        vr[q] = best;
+        ir[q] = (base + c + off) as i64;
+    }
+}
+
+multiversion! {
+    /// [`max_plane_2x2`] for f32, vectorised.
+    fn max_plane_2x2_f32(x: &[f32], w: usize, oh: usize, ow: usize, vals: &mut [f32], idx: &mut [i64]) {
+        max_plane_2x2(x, w, oh, ow, vals, idx)
     }
 }
 
@@ -325,7 +334,20 @@ fn max_pool_typed<T: Element>(p: &Pool2dParams, x: &Tensor, outputs: &[&Tensor])
             "max_pool2d",
             x,
             outputs,
-            &|xs, vs, is| max_plane_2x2(xs, w, oh, ow, vs, is),
+            &|xs, vs, is| {
+                if T::DTYPE == DType::F32 {
+                    // SAFETY: T is f32 (checked above): the slices are reinterpreted as their own type.
+                    let (xs, vs) = unsafe {
+                        (
+                            std::slice::from_raw_parts(xs.as_ptr() as *const f32, xs.len()),
+                            std::slice::from_raw_parts_mut(vs.as_mut_ptr() as *mut f32, vs.len()),
+                        )
+                    };
+                    max_plane_2x2_f32(xs, w, oh, ow, vs, is)
+                } else {
+                    max_plane_2x2(xs, w, oh, ow, vs, is)
+                }
+            },
             per,
         );
     }
@@ -417,6 +439,48 @@ pub(crate) fn adaptive_max_pool2d_kernel(op: &dyn Op, inputs: &[&Tensor], output
     }
 }
 
+/// The input gradient of one plane of a max pool whose indices each lie in
+/// their output's own 2x2 block (rows `2r, 2r + 1`, columns `2q, 2q + 1`):
+/// the blocks are disjoint, so every input element receives at most one
+/// gradient and the plane is written in one pass, row by row, as zeros plus
+/// that gradient (the bits of the fill-and-add). `false` (the plane
+/// partly written) when an index lies elsewhere.
+#[inline(always)]
+fn scatter_2x2<T: Arith>(gs: &[T], is: &[i64], os: &mut [T], w: usize, oh: usize, ow: usize) -> bool {
+    let zero = T::default();
+    for r in 0..oh {
+        let (top, bot) = os[2 * r * w..(2 * r + 2) * w].split_at_mut(w);
+        let (g, ix) = (&gs[r * ow..(r + 1) * ow], &is[r * ow..(r + 1) * ow]);
+        let (top2, bot2) = (&mut top[..2 * ow], &mut bot[..2 * ow]);
+        let base = (2 * r * w) as i64;
+        let wi = w as i64;
+        let mut ok = true;
+        for q in 0..ow {
+            let d = ix[q] - base - 2 * q as i64;
+            let v = zero.add(g[q]);
+            top2[2 * q] = if d == 0 { v } else { zero };
+            top2[2 * q + 1] = if d == 1 { v } else { zero };
+            bot2[2 * q] = if d == wi { v } else { zero };
+            bot2[2 * q + 1] = if d == wi + 1 { v } else { zero };
+            ok &= d == 0 || d == 1 || d == wi || d == wi + 1;
+        }
+        if !ok {
+            return false;
+        }
+        top[2 * ow..].fill(zero);
+        bot[2 * ow..].fill(zero);
+    }
+    os[2 * oh * w..].fill(zero);
+    true
+}
+
+multiversion! {
+    /// [`scatter_2x2`] for f32, vectorised.
+    fn scatter_2x2_f32(gs: &[f32], is: &[i64], os: &mut [f32], w: usize, oh: usize, ow: usize) -> bool {
+        scatter_2x2(gs, is, os, w, oh, ow)
+    }
+}
+
 /// `grad_input` of a max pool: zeros, then each output's gradient added at
 /// its index, in output order. An index outside the plane is an error.
 fn max_backward_typed<T: Arith>(name: &'static str, g: &Tensor, x: &Tensor, idx: &Tensor, out: &Tensor) -> Result<()> {
@@ -425,6 +489,8 @@ fn max_backward_typed<T: Arith>(name: &'static str, g: &Tensor, x: &Tensor, idx:
     let pl = Planes::of(x, &g);
     let (hw, ol) = (pl.h * pl.w, pl.oh * pl.ow);
     let bad = std::sync::atomic::AtomicBool::new(false);
+    // Outputs that may each own a 2x2 block of the input ([`scatter_2x2`]).
+    let blocks = pl.ow > 0 && 2 * pl.oh <= pl.h && 2 * pl.ow <= pl.w;
     {
         let acc = access(name, &[&g, &idx], &[&gi])?;
         let (gp, ip, op) = (
@@ -443,6 +509,23 @@ fn max_backward_typed<T: Arith>(name: &'static str, g: &Tensor, x: &Tensor, idx:
                         std::slice::from_raw_parts_mut(op.at(p * hw), hw),
                     )
                 };
+                if blocks {
+                    let done = if T::DTYPE == DType::F32 {
+                        // SAFETY: T is f32 (checked): the slices are reinterpreted as their own type.
+                        let (gs, os) = unsafe {
+                            (
+                                std::slice::from_raw_parts(gs.as_ptr() as *const f32, gs.len()),
+                                std::slice::from_raw_parts_mut(os.as_mut_ptr() as *mut f32, os.len()),
+                            )
+                        };
+                        scatter_2x2_f32(gs, is, os, pl.w, pl.oh, pl.ow)
+                    } else {
+                        scatter_2x2(gs, is, os, pl.w, pl.oh, pl.ow)
+                    };
+                    if done {
+                        continue;
+                    }
+                }
                 os.fill(T::default());
                 for (&v, &i) in gs.iter().zip(is) {
                     match usize::try_from(i).ok().filter(|&i| i < hw) {

@@ -18,7 +18,7 @@
 //! the bits are the same for any number of threads and in both orders.
 
 use super::kernels::MicroKernel;
-use super::{EDGE, Mat, OutPtr, Scratch, blocking, pack_a_panels, tile};
+use super::{BSrc, EDGE, Mat, OutPtr, Scratch, blocking, pack_a_panels, tile};
 use crate::cpu::warm::par_for_each;
 
 /// Depth of one packed block (a `KC x NR` B panel stays in L1).
@@ -54,7 +54,7 @@ pub(super) unsafe fn gemm<T, K>(
     n: usize,
     k: usize,
     a: Mat<T>,
-    b: Mat<T>,
+    b: BSrc<'_, T>,
     c: OutPtr<T>,
     ldc: usize,
     parallel: bool,
@@ -87,7 +87,7 @@ pub(super) unsafe fn gemm<T, K>(
                 if lo < hi {
                     // SAFETY: panels [jc + lo, jc + hi) at depth [p0, p0 + kc) lie inside B
                     // (the caller's contract); the block buffer holds the block's panels.
-                    unsafe { K::pack_b(b, p0, kc, n, jc + lo, jc + hi, bp.get().wrapping_add(lo * nr * kc)) };
+                    unsafe { b.pack::<K>(p0, kc, n, jc + lo, jc + hi, bp.get().wrapping_add(lo * nr * kc)) };
                 }
             });
             // Multiplies row panels [i_lo, i_hi) (A packed at `ap`, panel i_lo

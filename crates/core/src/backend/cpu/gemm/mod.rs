@@ -79,6 +79,48 @@ impl<T> OutPtr<T> {
     }
 }
 
+/// A source of B's packed panels: a strided matrix (packed by the
+/// kernel's packer), or a [`PackB`] that writes its panels itself (the
+/// convolution's column matrix, never materialised).
+#[derive(Clone, Copy)]
+pub(crate) enum BSrc<'a, T> {
+    /// A strided matrix.
+    Mat(Mat<T>),
+    /// Panels written by the source.
+    Pack(&'a dyn PackB<T>),
+}
+
+/// A `k x n` B that packs its own panels.
+pub(crate) trait PackB<T>: Sync {
+    /// Writes depth `[p0, p0 + kc)` of the `nr`-column panels `[pj0, pj1)`
+    /// of B (`n` columns; zeros past them), panel `pj0` first:
+    /// `dst[(pj - pj0) * nr * kc + p * nr + j] = B[p0 + p][pj * nr + j]`.
+    ///
+    /// # Safety
+    /// Depth `[p0, p0 + kc)` lies inside B's `k` rows, and `dst` is writable
+    /// for `nr * kc` values per panel.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn pack(&self, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, nr: usize, dst: *mut T);
+}
+
+impl<T> BSrc<'_, T> {
+    /// Packs panels `[pj0, pj1)` at depth `[p0, p0 + kc)` (as `Packer::pack_b`).
+    ///
+    /// # Safety
+    /// As `Packer::pack_b` (and [`PackB::pack`]).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn pack<K: MicroKernel<T>>(self, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut T) {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe {
+            match self {
+                BSrc::Mat(b) => K::pack_b(b, p0, kc, n, pj0, pj1, dst),
+                BSrc::Pack(p) => p.pack(p0, kc, n, pj0, pj1, K::NR, dst),
+            }
+        }
+    }
+}
+
 thread_local! {
     /// Packing buffers kept per thread between calls: fresh memory would be
     /// page-faulted and missed in cache on every call.
@@ -252,7 +294,7 @@ unsafe fn gemm_with<T, K>(
     n: usize,
     k: usize,
     a: Mat<T>,
-    b: Mat<T>,
+    b: BSrc<'_, T>,
     c: *mut T,
     ldc: usize,
     parallel: bool,
@@ -323,7 +365,7 @@ unsafe fn gemm_with<T, K>(
                 if by_rows {
                     pack_a_panels::<T, K>(a, m, lo, hi, p0, kc, op);
                 } else {
-                    K::pack_b(b, p0, kc, n, lo, hi, op);
+                    b.pack::<K>(p0, kc, n, lo, hi, op);
                     pack_a_panels::<T, K>(a, m, 0, m_panels, p0, kc, ot);
                 }
             }
@@ -344,7 +386,7 @@ unsafe fn gemm_with<T, K>(
                 if by_rows {
                     // SAFETY: panels [jc, jc_end) at depth [p0, p0 + kc) lie inside B;
                     // the scratch holds `nc_panels` panels of nr * kc.
-                    unsafe { K::pack_b(b, p0, kc, n, jc, jc_end, ot) };
+                    unsafe { b.pack::<K>(p0, kc, n, jc, jc_end, ot) };
                     (b_base, b_first) = (ot as *const T, jc);
                 }
                 for pi in i_lo..i_hi {
@@ -458,16 +500,8 @@ pub(crate) unsafe fn sgemm(
     parallel: bool,
     acc: bool,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    match isa() {
-        // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx512 => return unsafe { gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel, acc) },
-        // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx2 => return unsafe { gemm_with::<f32, kernels::Avx2F32>(m, n, k, a, b, c, ldc, parallel, acc) },
-        Isa::Baseline => {}
-    }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { gemm_with::<f32, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
+    unsafe { <f32 as Gemm>::gemm(m, n, k, a, BSrc::Mat(b), c, ldc, parallel, acc) }
 }
 
 /// `C = A * B` (`C += A * B` with `acc`) in f64 with the best kernel for this CPU.
@@ -486,59 +520,111 @@ pub(crate) unsafe fn dgemm(
     parallel: bool,
     acc: bool,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    match isa() {
-        // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx512 => return unsafe { gemm_with::<f64, kernels::Avx512F64>(m, n, k, a, b, c, ldc, parallel, acc) },
-        // SAFETY: the caller's contract; the kernel's instruction set was detected.
-        Isa::Avx2 => return unsafe { gemm_with::<f64, kernels::Avx2F64>(m, n, k, a, b, c, ldc, parallel, acc) },
-        Isa::Baseline => {}
-    }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { gemm_with::<f64, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
+    unsafe { <f64 as Gemm>::gemm(m, n, k, a, BSrc::Mat(b), c, ldc, parallel, acc) }
 }
 
-/// `C = A * B`, or `C += A * B` with `acc`, for `T` = f32, f64 or i64 (the
-/// convolution kernels' entry; it does nothing for other element types,
-/// which callers convert to one of these first).
-///
-/// # Safety
-/// As `gemm_with`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gemm_acc<T: Element>(
-    m: usize,
-    n: usize,
-    k: usize,
-    a: Mat<T>,
-    b: Mat<T>,
-    c: *mut T,
-    ldc: usize,
-    parallel: bool,
-    acc: bool,
-) {
-    match T::DTYPE {
-        // SAFETY: the caller's contract, forwarded (T is f32 here).
-        DType::F32 => unsafe { sgemm(m, n, k, cast_mat(a), cast_mat(b), c as *mut f32, ldc, parallel, acc) },
-        // SAFETY: the caller's contract, forwarded (T is f64 here).
-        DType::F64 => unsafe { dgemm(m, n, k, cast_mat(a), cast_mat(b), c as *mut f64, ldc, parallel, acc) },
-        DType::I64 => {
-            for i in 0..m {
-                for j in 0..n {
-                    let mut s: i64 = 0;
-                    for p in 0..k {
-                        // SAFETY: inside A and B (the caller's contract).
-                        let (x, y) = unsafe { (*a.ptr.add(i * a.rs + p * a.cs), *b.ptr.add(p * b.rs + j * b.cs)) };
-                        s = s.wrapping_add(x.to_i64().wrapping_mul(y.to_i64()));
-                    }
-                    // SAFETY: inside C (the caller's contract).
-                    unsafe {
-                        let at = c.add(i * ldc + j);
-                        *at = T::from_i64(if acc { (*at).to_i64().wrapping_add(s) } else { s });
-                    }
+/// Element types with a GEMM entry taking any [`BSrc`] and accumulating on
+/// request (the convolution kernels' entry).
+pub(crate) trait Gemm: Element {
+    /// `C = A * B`, or `C += A * B` with `acc`.
+    ///
+    /// # Safety
+    /// As `gemm_with` (for B, as [`BSrc::pack`]).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: Mat<Self>,
+        b: BSrc<'_, Self>,
+        c: *mut Self,
+        ldc: usize,
+        parallel: bool,
+        acc: bool,
+    );
+}
+
+macro_rules! float_gemm {
+    ($t:ty, $avx512:ty, $avx2:ty) => {
+        impl Gemm for $t {
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn gemm(
+                m: usize,
+                n: usize,
+                k: usize,
+                a: Mat<$t>,
+                b: BSrc<'_, $t>,
+                c: *mut $t,
+                ldc: usize,
+                parallel: bool,
+                acc: bool,
+            ) {
+                #[cfg(target_arch = "x86_64")]
+                match isa() {
+                    // SAFETY: the caller's contract; the kernel's instruction set was detected.
+                    Isa::Avx512 => return unsafe { gemm_with::<$t, $avx512>(m, n, k, a, b, c, ldc, parallel, acc) },
+                    // SAFETY: the caller's contract; the kernel's instruction set was detected.
+                    Isa::Avx2 => return unsafe { gemm_with::<$t, $avx2>(m, n, k, a, b, c, ldc, parallel, acc) },
+                    Isa::Baseline => {}
+                }
+                // SAFETY: the caller's contract, forwarded.
+                unsafe { gemm_with::<$t, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
+            }
+        }
+    };
+}
+float_gemm!(f32, kernels::Avx512F32, kernels::Avx2F32);
+float_gemm!(f64, kernels::Avx512F64, kernels::Avx2F64);
+
+impl Gemm for i64 {
+    /// Wrapping arithmetic, summing in k order; a packing B is first
+    /// written out as one dense panel.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: Mat<i64>,
+        b: BSrc<'_, i64>,
+        c: *mut i64,
+        ldc: usize,
+        _parallel: bool,
+        acc: bool,
+    ) {
+        if m == 0 || n == 0 {
+            return;
+        }
+        let mut dense = Vec::new();
+        let b = match b {
+            BSrc::Mat(b) => b,
+            BSrc::Pack(p) => {
+                dense = vec![0i64; k * n];
+                // SAFETY: one panel of all n columns and k rows fits `dense`.
+                unsafe { p.pack(0, k, n, 0, 1, n.max(1), dense.as_mut_ptr()) };
+                Mat {
+                    ptr: dense.as_ptr(),
+                    rs: n,
+                    cs: 1,
+                }
+            }
+        };
+        for i in 0..m {
+            for j in 0..n {
+                let mut s: i64 = 0;
+                for p in 0..k {
+                    // SAFETY: inside A and B (the caller's contract, or `dense`).
+                    let (x, y) = unsafe { (*a.ptr.add(i * a.rs + p * a.cs), *b.ptr.add(p * b.rs + j * b.cs)) };
+                    s = s.wrapping_add(x.wrapping_mul(y));
+                }
+                // SAFETY: inside C (the caller's contract).
+                unsafe {
+                    let at = c.add(i * ldc + j);
+                    *at = if acc { (*at).wrapping_add(s) } else { s };
                 }
             }
         }
-        _ => {}
+        drop(dense);
     }
 }
 
