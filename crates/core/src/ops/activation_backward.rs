@@ -189,6 +189,32 @@ pub(crate) fn register() -> Result<()> {
     Ok(())
 }
 
+/// The output spec of a backward operator taking `[grad, y]` (`y` the
+/// forward's `what`, "result" or "output"): both one shape and one float
+/// dtype, else an error naming the operator.
+pub(crate) fn grad_pair_spec(name: &'static str, g: &Tensor, y: &Tensor, what: &str) -> Result<OutSpecs> {
+    if g.shape() != y.shape() {
+        return Err(Error::shape(
+            name,
+            g.shape(),
+            y.shape(),
+            format!("grad and {what} must have one shape"),
+        ));
+    }
+    if g.dtype() != y.dtype() || !g.dtype().is_floating_point() {
+        return Err(Error::dtype(
+            name,
+            g.dtype(),
+            format!(
+                "grad and {what} must share one float dtype, got {} and {}",
+                g.dtype(),
+                y.dtype()
+            ),
+        ));
+    }
+    Ok(smallvec::smallvec![OutSpec::new(g.dims(), g.dtype())])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,30 +252,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The output spec of a backward operator taking `[grad, y]` (`y` the
-/// forward's `what`, "result" or "output"): both one shape and one float
-/// dtype, else an error naming the operator.
-pub(crate) fn grad_pair_spec(name: &'static str, g: &Tensor, y: &Tensor, what: &str) -> Result<OutSpecs> {
-    if g.shape() != y.shape() {
-        return Err(Error::shape(
-            name,
-            g.shape(),
-            y.shape(),
-            format!("grad and {what} must have one shape"),
-        ));
-    }
-    if g.dtype() != y.dtype() || !g.dtype().is_floating_point() {
-        return Err(Error::dtype(
-            name,
-            g.dtype(),
-            format!(
-                "grad and {what} must share one float dtype, got {} and {}",
-                g.dtype(),
-                y.dtype()
-            ),
-        ));
-    }
-    Ok(smallvec::smallvec![OutSpec::new(g.dims(), g.dtype())])
 }
