@@ -419,7 +419,7 @@ impl Geom {
             && self.pw <= ew
             && self.oh + eh == self.h + 2 * self.ph
             && self.ow + ew == self.w + 2 * self.pw;
-        fits.then_some(Geom {
+        fits.then(|| Geom {
             c: self.o,
             h: self.oh,
             w: self.ow,
