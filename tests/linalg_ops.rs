@@ -4,6 +4,8 @@
 //! singular-vector signs are not unique), errors and the meta device.
 //! PyTorch's values: `oracle_extra/linalg.json`.
 
+#[path = "support/oracle_json.rs"]
+mod oracle_json;
 #[path = "support/oracle_linalg.rs"]
 mod oracle_linalg;
 

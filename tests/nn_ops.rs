@@ -4,6 +4,8 @@
 //! case of `nn.json`, PyTorch's graph node names (first and second order),
 //! the meta device, unbatched inputs, and gradients of empty batches.
 
+#[path = "support/oracle_json.rs"]
+mod oracle_json;
 #[path = "support/oracle_nn.rs"]
 mod oracle_nn;
 

@@ -21,6 +21,8 @@ use ferrotorch::half::{bf16, f16};
 use ferrotorch::{DType, Generator, Operand, Rounding, Scalar, Tensor, TensorIndex, TensorOptions};
 use serde_json::Value;
 
+#[path = "support/oracle_json.rs"]
+mod oracle_json;
 #[path = "support/oracle_linalg.rs"]
 mod oracle_linalg;
 #[path = "support/oracle_nn.rs"]

@@ -4,6 +4,8 @@
 //! autograd's leaf check, non-contiguous and expanded targets, the meta
 //! device), the generator a call draws from and how far it advances.
 
+#[path = "support/oracle_json.rs"]
+mod oracle_json;
 #[path = "support/oracle_random.rs"]
 mod oracle_random;
 

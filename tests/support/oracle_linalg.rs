@@ -9,29 +9,10 @@
 use ferrotorch::{DType, MatrixOrd, Result, Tensor};
 use serde_json::Value;
 
-fn kw<'a>(case: &'a Value, key: &str) -> Option<&'a Value> {
-    case["kwargs"].get(key).filter(|v| !v.is_null())
-}
-
-/// A number kwarg (`"nan"`, `"inf"` as strings).
-fn num(v: &Value) -> f64 {
-    match v {
-        Value::Number(n) => n.as_f64().unwrap(),
-        Value::String(s) => match s.as_str() {
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            "nan" => f64::NAN,
-            other => panic!("unexpected number string {other}"),
-        },
-        other => panic!("not a number: {other}"),
-    }
-}
-
-fn input<'a>(case: &Value, inputs: &'a [Tensor], name: &str) -> Option<&'a Tensor> {
-    let names = case["input_names"].as_array()?;
-    let i = names.iter().position(|n| n.as_str() == Some(name))?;
-    inputs.get(i)
-}
+#[allow(unused_imports)]
+pub use super::oracle_json::decode;
+#[allow(unused_imports)]
+use super::oracle_json::{input, kw, num};
 
 fn dims_of(v: &Value) -> Vec<i64> {
     match v {
@@ -47,33 +28,6 @@ fn matrix_ord(v: &Value) -> Result<MatrixOrd> {
         Some(s) if !matches!(s, "inf" | "-inf" | "nan") => s.parse(),
         _ => Ok(MatrixOrd::P(num(v))),
     }
-}
-
-/// A tensor in the oracle's JSON form (for `tests/linalg_ops.rs`;
-/// `tests/oracle.rs` decodes its own).
-#[allow(dead_code)]
-pub fn decode(v: &Value) -> Tensor {
-    use ferrotorch::half::{bf16, f16};
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap() as usize)
-        .collect();
-    let data = v["data"].as_array().unwrap();
-    let ints = || data.iter().map(|x| x.as_i64().unwrap());
-    match v["dtype"].as_str().unwrap() {
-        "float32" => Tensor::from_vec(data.iter().map(|x| num(x) as f32).collect(), &shape),
-        "float64" => Tensor::from_vec(data.iter().map(num).collect(), &shape),
-        "float16" => Tensor::from_vec(data.iter().map(|x| f16::from_f64(num(x))).collect(), &shape),
-        "bfloat16" => Tensor::from_vec(data.iter().map(|x| bf16::from_f64(num(x))).collect(), &shape),
-        "int64" => Tensor::from_vec(ints().collect(), &shape),
-        "int32" => Tensor::from_vec(ints().map(|x| x as i32).collect(), &shape),
-        "uint8" => Tensor::from_vec(ints().map(|x| x as u8).collect(), &shape),
-        "bool" => Tensor::from_vec(data.iter().map(|x| x.as_bool().unwrap()).collect(), &shape),
-        other => panic!("unsupported dtype {other}"),
-    }
-    .unwrap()
 }
 
 /// The ops of this module (names without `torch.`).
