@@ -306,93 +306,58 @@ fn ln_rows_generic<T: Real>(
     }
 }
 
-multiversion! {
-    /// [`ln_rows_generic`] for f32.
-    #[allow(clippy::too_many_arguments)]
-    fn ln_rows_f32(x: &[f32], y: &mut [f32], mean: &mut [f32], rstd: &mut [f32], w: Option<&[f32]>, b: Option<&[f32]>, eps: f32, n: usize) {
-        ln_rows_generic(x, y, mean, rstd, w, b, eps, n)
-    }
+/// The multiversioned layer-norm row kernels of one float type and its
+/// [`NormFloat`] impl calling them.
+macro_rules! norm_float {
+    ($t:ty, $rows:ident, $bwd:ident) => {
+        multiversion! {
+            /// [`ln_rows_generic`] for one float type.
+            #[allow(clippy::too_many_arguments)]
+            fn $rows(x: &[$t], y: &mut [$t], mean: &mut [$t], rstd: &mut [$t], w: Option<&[$t]>, b: Option<&[$t]>, eps: $t, n: usize) {
+                ln_rows_generic(x, y, mean, rstd, w, b, eps, n)
+            }
+        }
+
+        multiversion! {
+            /// [`ln_bwd_rows`] for one float type.
+            #[allow(clippy::too_many_arguments)]
+            fn $bwd(dy: &[$t], x: &[$t], mean: &[$t], rstd: &[$t], w: Option<&[$t]>, dx: Option<&mut [$t]>, dw: Option<&mut [$t]>, db: Option<&mut [$t]>, n: usize) {
+                ln_bwd_rows(dy, x, mean, rstd, w, dx, dw, db, n)
+            }
+        }
+
+        impl NormFloat for $t {
+            fn ln_rows(
+                x: &[$t],
+                y: &mut [$t],
+                mean: &mut [$t],
+                rstd: &mut [$t],
+                w: Option<&[$t]>,
+                b: Option<&[$t]>,
+                eps: $t,
+                n: usize,
+            ) {
+                $rows(x, y, mean, rstd, w, b, eps, n)
+            }
+            fn ln_bwd(
+                dy: &[$t],
+                x: &[$t],
+                mean: &[$t],
+                rstd: &[$t],
+                w: Option<&[$t]>,
+                dx: Option<&mut [$t]>,
+                dw: Option<&mut [$t]>,
+                db: Option<&mut [$t]>,
+                n: usize,
+            ) {
+                $bwd(dy, x, mean, rstd, w, dx, dw, db, n)
+            }
+        }
+    };
 }
 
-multiversion! {
-    /// [`ln_rows_generic`] for f64.
-    #[allow(clippy::too_many_arguments)]
-    fn ln_rows_f64(x: &[f64], y: &mut [f64], mean: &mut [f64], rstd: &mut [f64], w: Option<&[f64]>, b: Option<&[f64]>, eps: f64, n: usize) {
-        ln_rows_generic(x, y, mean, rstd, w, b, eps, n)
-    }
-}
-
-multiversion! {
-    /// [`ln_bwd_rows`] for f32.
-    #[allow(clippy::too_many_arguments)]
-    fn ln_bwd_f32(dy: &[f32], x: &[f32], mean: &[f32], rstd: &[f32], w: Option<&[f32]>, dx: Option<&mut [f32]>, dw: Option<&mut [f32]>, db: Option<&mut [f32]>, n: usize) {
-        ln_bwd_rows(dy, x, mean, rstd, w, dx, dw, db, n)
-    }
-}
-
-multiversion! {
-    /// [`ln_bwd_rows`] for f64.
-    #[allow(clippy::too_many_arguments)]
-    fn ln_bwd_f64(dy: &[f64], x: &[f64], mean: &[f64], rstd: &[f64], w: Option<&[f64]>, dx: Option<&mut [f64]>, dw: Option<&mut [f64]>, db: Option<&mut [f64]>, n: usize) {
-        ln_bwd_rows(dy, x, mean, rstd, w, dx, dw, db, n)
-    }
-}
-
-impl NormFloat for f32 {
-    fn ln_rows(
-        x: &[f32],
-        y: &mut [f32],
-        mean: &mut [f32],
-        rstd: &mut [f32],
-        w: Option<&[f32]>,
-        b: Option<&[f32]>,
-        eps: f32,
-        n: usize,
-    ) {
-        ln_rows_f32(x, y, mean, rstd, w, b, eps, n)
-    }
-    fn ln_bwd(
-        dy: &[f32],
-        x: &[f32],
-        mean: &[f32],
-        rstd: &[f32],
-        w: Option<&[f32]>,
-        dx: Option<&mut [f32]>,
-        dw: Option<&mut [f32]>,
-        db: Option<&mut [f32]>,
-        n: usize,
-    ) {
-        ln_bwd_f32(dy, x, mean, rstd, w, dx, dw, db, n)
-    }
-}
-
-impl NormFloat for f64 {
-    fn ln_rows(
-        x: &[f64],
-        y: &mut [f64],
-        mean: &mut [f64],
-        rstd: &mut [f64],
-        w: Option<&[f64]>,
-        b: Option<&[f64]>,
-        eps: f64,
-        n: usize,
-    ) {
-        ln_rows_f64(x, y, mean, rstd, w, b, eps, n)
-    }
-    fn ln_bwd(
-        dy: &[f64],
-        x: &[f64],
-        mean: &[f64],
-        rstd: &[f64],
-        w: Option<&[f64]>,
-        dx: Option<&mut [f64]>,
-        dw: Option<&mut [f64]>,
-        db: Option<&mut [f64]>,
-        n: usize,
-    ) {
-        ln_bwd_f64(dy, x, mean, rstd, w, dx, dw, db, n)
-    }
-}
+norm_float!(f32, ln_rows_f32, ln_bwd_f32);
+norm_float!(f64, ln_rows_f64, ln_bwd_f64);
 
 /// A raw slice shared with the tasks of a parallel loop.
 #[derive(Clone, Copy)]
