@@ -208,6 +208,26 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
     let table = o.randn([1000, 64])?.requires_grad_(true)?;
     let emb = table.embedding(&o.randint(0, 1000, [20_000])?, None, false)?;
     push("embedding_grad", grads(&emb, &[&table])?.remove(0));
+    // index_add: many entries per output row, in index order on every path.
+    let rows = o.randint(0, 3000, [200_000])?;
+    let src = o.randn([200_000, 16])?;
+    push("index_add", o.randn([3000, 16])?.index_add(0, &rows, &src, 1)?);
+    push("index_add_alpha", o.randn([3000, 16])?.index_add(0, &rows, &src, -0.5)?);
+    // unique through the counting path (narrow span) and the sort path.
+    let opts = ferrotorch::UniqueOptions {
+        return_inverse: true,
+        return_counts: true,
+        dim: None,
+    };
+    for (name, x) in [
+        ("unique_narrow", o.randint(-5000, 5000, [300_000])?),
+        ("unique_wide", o.randint(-(1 << 40), 1 << 40, [300_000])?),
+    ] {
+        let u = x.unique_with(opts)?;
+        push(name, u.values);
+        push(&format!("{name}_inverse"), u.inverse.expect("asked for"));
+        push(&format!("{name}_counts"), u.counts.expect("asked for"));
+    }
     Ok(out)
 }
 

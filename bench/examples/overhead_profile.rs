@@ -5,7 +5,8 @@
 //! on 16 elements), `chain50` (forward + backward of a 50-op chain),
 //! `chain50_fwd` (its forward only), `chain50_nograd` (the forward without
 //! autograd), `empty1` (creating a 1-element tensor),
-//! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128).
+//! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128),
+//! `index_add` (the bench's index_add_1e6_rows).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -113,6 +114,15 @@ fn run() -> Result<()> {
             let x = Tensor::randn([1])?.requires_grad_(true)?;
             for _ in 0..iters {
                 std::hint::black_box(chain50(&x)?);
+            }
+        }
+        "index_add" => {
+            // The bench's index_add_1e6_rows figure.
+            let x = Tensor::zeros([10_000, 32])?;
+            let idx = Tensor::randint(0, 10_000, [1_000_000])?;
+            let src = Tensor::randn([1_000_000, 32])?;
+            for _ in 0..iters {
+                std::hint::black_box(x.index_add(0, &idx, &src, 1)?);
             }
         }
         "mlp" => {

@@ -5,12 +5,18 @@
 //! can be told apart (float NaNs, each its own value, and zeros of either
 //! sign, one value), they sort as PyTorch's own sort leaves them, so the
 //! inverse indices and the reported zero are PyTorch's.
+//! Integers whose values span no more than about the element count skip
+//! the sort: a counting pass over a table indexed by value (per-part
+//! tables summed exactly, so the result does not depend on the thread
+//! count) gives the values, the counts and each value's rank at once.
 //! Slices along a dim sort with libstdc++'s `std::sort` and a lexicographic
 //! comparison, PyTorch's algorithm, so NaN-holding slices land where
 //! PyTorch puts them.
 
 // Comparisons are generic over every dtype, bool included, where `a < b` is intended.
 #![allow(clippy::bool_comparison)]
+
+use rayon::prelude::*;
 
 use super::sort::key_value_less;
 use super::stl_algo;
@@ -88,9 +94,98 @@ fn radix_argsort(keys: Vec<u64>) -> (Vec<u64>, Vec<usize>) {
     (k_cur, i_cur.into_iter().map(|i| i as usize).collect())
 }
 
+/// Elements a parallel pass takes at least.
+const PAR_GRAIN: usize = 1 << 15;
+
+/// Sorted unique integers by counting, when their values span at most
+/// `max(n, 65536)`: the values, the inverse indices (when `want_inverse`)
+/// and the counts; `None` for floats, wider spans or more than `u32::MAX`
+/// elements.
+fn unique_dense<T: Element>(data: &[T], want_inverse: bool) -> Option<(Vec<T>, Vec<i64>, Vec<i64>)> {
+    let n = data.len();
+    if T::DTYPE.is_floating_point() || n == 0 || u32::try_from(n).is_err() {
+        return None;
+    }
+    let parallel = n >= 2 * PAR_GRAIN && rayon::current_num_threads() > 1;
+    let min_max = |c: &[T]| {
+        c.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| {
+            (lo.min(v.to_i64()), hi.max(v.to_i64()))
+        })
+    };
+    let (lo, hi) = if parallel {
+        data.par_chunks(PAR_GRAIN)
+            .map(min_max)
+            .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)))
+    } else {
+        min_max(data)
+    };
+    let span = usize::try_from(hi.abs_diff(lo)).ok()?.checked_add(1)?;
+    if span > n.max(1 << 16) {
+        return None;
+    }
+    // The slot of a value: its distance from the minimum (< span).
+    let slot = move |v: T| v.to_i64().abs_diff(lo) as usize;
+    let histogram = |c: &[T]| {
+        let mut h = vec![0u32; span];
+        for &v in c {
+            h[slot(v)] += 1;
+        }
+        h
+    };
+    let table = if parallel {
+        // One table per part; integer sums are exact, so the number of
+        // parts (the thread count) cannot change the result.
+        let parts = rayon::current_num_threads().min(n / PAR_GRAIN);
+        let tables: Vec<Vec<u32>> = data.par_chunks(n.div_ceil(parts)).map(histogram).collect();
+        let mut total = vec![0u32; span];
+        total.par_chunks_mut(PAR_GRAIN).enumerate().for_each(|(b, out)| {
+            for t in &tables {
+                for (o, &c) in out.iter_mut().zip(&t[b * PAR_GRAIN..]) {
+                    *o += c;
+                }
+            }
+        });
+        total
+    } else {
+        histogram(data)
+    };
+    // The table becomes each slot's rank among the present values.
+    let (mut values, mut counts) = (Vec::new(), Vec::new());
+    let mut rank = table;
+    for (j, r) in rank.iter_mut().enumerate() {
+        if *r > 0 {
+            counts.push(i64::from(*r));
+            values.push(T::from_i64(lo + j as i64));
+            *r = (values.len() - 1) as u32;
+        }
+    }
+    let mut inverse = Vec::new();
+    if want_inverse {
+        inverse = vec![0i64; n];
+        let fill = |(o, c): (&mut [i64], &[T])| {
+            for (o, &v) in o.iter_mut().zip(c) {
+                *o = i64::from(rank[slot(v)]);
+            }
+        };
+        if parallel {
+            inverse
+                .par_chunks_mut(PAR_GRAIN)
+                .zip(data.par_chunks(PAR_GRAIN))
+                .for_each(fill);
+        } else {
+            fill((&mut inverse, data));
+        }
+    }
+    Some((values, inverse, counts))
+}
+
 /// The unique elements of `data` (sorted unless `consecutive`), the
-/// inverse indices and the counts.
-fn unique_elements<T: Element>(data: &[T], consecutive: bool) -> (Vec<T>, Vec<i64>, Vec<i64>) {
+/// inverse indices (when `want_inverse`; else possibly empty) and the
+/// counts.
+fn unique_elements<T: Element>(data: &[T], consecutive: bool, want_inverse: bool) -> (Vec<T>, Vec<i64>, Vec<i64>) {
+    if !consecutive && let Some(r) = unique_dense(data, want_inverse) {
+        return r;
+    }
     let n = data.len();
     let mut values: Vec<T> = Vec::new();
     let mut inverse = vec![0i64; n];
@@ -205,7 +300,7 @@ pub(crate) fn unique_kernel(call: &Call) -> Result<Tensors> {
         match op.dim {
             None => {
                 let data = x.contiguous()?.to_vec::<T>()?;
-                let (values, inverse, counts) = unique_elements(&data, op.consecutive);
+                let (values, inverse, counts) = unique_elements(&data, op.consecutive, op.return_inverse);
                 let k = values.len();
                 Ok(smallvec::smallvec![
                     Tensor::from_vec(values, [k])?,
@@ -240,4 +335,54 @@ pub(crate) fn unique_kernel(call: &Call) -> Result<Tensors> {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sorting path's answer (the dense path switched off).
+    fn by_sorting(data: &[i64]) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+        let (keys, perm) = radix_argsort(data.iter().map(|&v| order_key(v)).collect());
+        let (mut values, mut inverse, mut counts) = (Vec::new(), vec![0i64; data.len()], Vec::new());
+        for (j, &p) in perm.iter().enumerate() {
+            if j == 0 || keys[j] != keys[j - 1] {
+                values.push(data[p]);
+                counts.push(0);
+            }
+            *counts.last_mut().unwrap() += 1;
+            inverse[p] = values.len() as i64 - 1;
+        }
+        (values, inverse, counts)
+    }
+
+    #[test]
+    fn counting_path_agrees_with_sorting_path() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (n, span, base) in [
+            (1usize, 1u64, 0i64),
+            (7, 3, -2),
+            (100_000, 50_000, -25_000),
+            (200_000, 1_000, i64::MIN),
+            (200_000, 65_536, i64::MAX - 65_535),
+            (70_000, 70_000, 5),
+        ] {
+            let data: Vec<i64> = (0..n).map(|_| base.wrapping_add((next() % span) as i64)).collect();
+            let dense = unique_dense(&data, true).expect("span fits the counting path");
+            assert_eq!(dense, by_sorting(&data), "n={n} span={span} base={base}");
+            let without = unique_dense(&data, false).unwrap();
+            assert_eq!((&without.0, &without.2), (&dense.0, &dense.2));
+            assert!(without.1.is_empty());
+        }
+        // Spans wider than the element count (and than 65536) sort instead.
+        assert!(unique_dense(&[0i64, 1 << 20], true).is_none());
+        assert!(unique_dense(&[i64::MIN, i64::MAX], true).is_none());
+        assert!(unique_dense(&[0.5f32, 1.0], true).is_none());
+    }
 }
