@@ -297,6 +297,34 @@ tuple_output!(A 0, B 1, C 2, D 3);
 /// [`ForwardOutput`]. A hook that returns a different number of tensors
 /// than it was given is an error naming the module. Without hooks this is
 /// `forward(inputs)`, with no allocation.
+///
+/// A module with two outputs, whose forward hook swaps them:
+///
+/// ```
+/// use ferrotorch_core::{Result, Tensor};
+/// use ferrotorch_nn::{Module, ModuleState, call_with_hooks};
+///
+/// #[derive(Module)]
+/// # #[module(crate = ferrotorch_nn)] // (this crate's own doc test; users write `ferrotorch::nn`)
+/// struct PosNeg {
+///     state: ModuleState,
+/// }
+///
+/// impl PosNeg {
+///     fn forward(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+///         call_with_hooks(self, std::slice::from_ref(x), |a| Ok((a[0].relu()?, a[0].neg()?.relu()?)))
+///     }
+/// }
+///
+/// let m = PosNeg { state: ModuleState::default() };
+/// let x = Tensor::new([1.0f32, -2.0])?;
+/// let handle = m.register_forward_hook(|_, _, outs| Ok(Some(vec![outs[1].clone(), outs[0].clone()])))?;
+/// let (pos, neg) = m.forward(&x)?;
+/// assert_eq!((pos.to_vec::<f32>()?, neg.to_vec::<f32>()?), (vec![0.0, 2.0], vec![1.0, 0.0]));
+/// handle.remove();
+/// assert_eq!(m.forward(&x)?.0.to_vec::<f32>()?, [1.0, 0.0]);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 pub fn call_with_hooks<O: ForwardOutput>(
     module: &dyn Module,
     inputs: &[Tensor],
