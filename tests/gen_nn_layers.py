@@ -1,11 +1,14 @@
 """Writes tests/nn_data/layers.json: what PyTorch gives for the
-normalisation, embedding, loss and transformer layers built right after
+normalisation, embedding, loss and transformer layers (and nn.Transformer)
+built right after
 `torch.manual_seed(seed)`: repr, state-dict keys, shapes, dtypes and
 values, named parameters / buffers / modules, forward outputs for fixed
 inputs (eval mode unless noted), and the gradients of the inputs and
 parameters for the loss `(output * r).sum()` with a fixed random `r`
 (stored too). BatchNorm's running statistics after two training forwards
-(momentum 0.1 and None). Loss modules for every reduction.
+(momentum 0.1 and None). Loss modules for every reduction. A
+MultiheadAttention call with forward pre-, forward and full backward hooks
+(what the backward hook saw, and the gradients after it replaced one).
 
 Run with the benchmark venv (PyTorch 2.15.0, CPU):
 
@@ -121,6 +124,77 @@ for norm_first in [False, True]:
         [tgt, mem, causal4, kpm],
         run=lambda m, t, mm, tm, mkp: m(t, mm, tgt_mask=tm, memory_key_padding_mask=mkp)))
 
+[tgt, mem] = seeded_inputs(502, [(4, 2, 16), (5, 2, 16)])
+cases.append(layer_case(
+    "decoder_2_layers", 0,
+    lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 4, dim_feedforward=32), 2, norm=nn.LayerNorm(16)),
+    [tgt, mem, causal4, kpm],
+    run=lambda m, t, mm, tm, mkp: m(t, mm, tgt_mask=tm, memory_key_padding_mask=mkp)))
+cases.append(layer_case(
+    "decoder_1_layer_no_norm", 4,
+    lambda: nn.TransformerDecoder(nn.TransformerDecoderLayer(16, 4, dim_feedforward=32, norm_first=True), 1),
+    [tgt, mem], run=lambda m, t, mm: m(t, mm)))
+
+# nn.Transformer: encoder + decoder with final norms, xavier_uniform_ on
+# every matrix after building.
+[src_t, tgt_t] = seeded_inputs(503, [(5, 2, 16), (4, 2, 16)])
+cases.append(layer_case(
+    "transformer_masked", 0,
+    lambda: nn.Transformer(16, 4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=32),
+    [src_t, tgt_t, causal4, kpm],
+    run=lambda m, s, t, tm, kp: m(s, t, tgt_mask=tm, src_key_padding_mask=kp, memory_key_padding_mask=kp)))
+[src_tb, tgt_tb] = seeded_inputs(504, [(2, 5, 16), (2, 4, 16)])
+cases.append(layer_case(
+    "transformer_batch_first_pre_gelu", 1,
+    lambda: nn.Transformer(16, 4, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=24,
+                           activation="gelu", batch_first=True, norm_first=True, layer_norm_eps=1e-6),
+    [src_tb, tgt_tb]))
+
+# MultiheadAttention with hooks: a forward pre-hook scaling the query, a
+# forward hook shifting the output, and a full backward hook recording
+# grad_input / grad_output and halving the key's gradient. Loss over both
+# outputs (the attention and its weights).
+def mha_hooks_case():
+    torch.manual_seed(0)
+    m = nn.MultiheadAttention(8, 2)
+    case = {"name": "mha_hooks", "seed": 0}
+    case.update(describe(m))
+    q0, k0, v0 = seeded_inputs(505, [(3, 2, 8), (4, 2, 8), (4, 2, 8)])
+    q, k, v = (t.clone().requires_grad_(True) for t in (q0, k0, v0))
+    seen = {}
+
+    def pre(mod, args):
+        return (args[0] * 2, args[1], args[2])
+
+    def post(mod, args, out):
+        return (out[0] + 1, out[1])
+
+    def bw(mod, gin, gout):
+        seen["grad_input"] = [summary(g) for g in gin]
+        seen["grad_output"] = [summary(g) for g in gout]
+        return (gin[0], gin[1] * 0.5, gin[2])
+
+    m.register_forward_pre_hook(pre)
+    m.register_forward_hook(post)
+    m.register_full_backward_hook(bw)
+    out, w = m(q, k, v)
+    torch.manual_seed(1000)
+    r, rw = torch.randn(out.shape), torch.randn(w.shape)
+    ((out * r).sum() + (w * rw).sum()).backward()
+    case["inputs"] = [summary(q0), summary(k0), summary(v0)]
+    case["output"] = summary(out)
+    case["weights"] = summary(w)
+    case["r"] = summary(r)
+    case["rw"] = summary(rw)
+    case["input_grads"] = [summary(q.grad), summary(k.grad), summary(v.grad)]
+    case["hook_grad_input"] = seen["grad_input"]
+    case["hook_grad_output"] = seen["grad_output"]
+    case["param_grads"] = {n: summary(p.grad) for n, p in m.named_parameters()}
+    return case
+
+
+cases.append(mha_hooks_case())
+
 # --------------------------------------------------------------- normalisation
 [x4] = seeded_inputs(510, [(3, 4, 5, 5)])
 [x4b, x4c] = seeded_inputs(511, [(3, 4, 5, 5), (3, 4, 5, 5)])
@@ -141,6 +215,24 @@ cases.append(layer_case("batchnorm2d_cma", 0, lambda: nn.BatchNorm2d(4, momentum
 cases.append(layer_case("batchnorm2d_train", 0, lambda: nn.BatchNorm2d(4), [x4], train=True))
 cases.append(layer_case("batchnorm2d_no_stats", 0,
                         lambda: nn.BatchNorm2d(4, affine=False, track_running_stats=False), [x4]))
+[x5] = seeded_inputs(514, [(2, 3, 3, 4, 2)])
+[x5b, x5c] = seeded_inputs(515, [(2, 3, 3, 4, 2), (2, 3, 3, 4, 2)])
+
+
+def bn3d_two_steps(m, case):
+    """Two training forwards (5-d inputs) before the recorded (eval) one."""
+    m.train()
+    pre = [x5b * 2 + 1, x5c * 0.5 - 2]
+    for x in pre:
+        m(x)
+    case["pre_inputs"] = [summary(x) for x in pre]
+    case["running"] = {k: summary(v) for k, v in m.state_dict().items()}
+
+
+cases.append(layer_case("batchnorm3d", 0, lambda: nn.BatchNorm3d(3), [x5], pre=bn3d_two_steps))
+cases.append(layer_case("batchnorm3d_cma_train", 0, lambda: nn.BatchNorm3d(3, momentum=None, eps=1e-3), [x5],
+                        pre=bn3d_two_steps, train=True))
+cases.append(layer_case("batchnorm3d_no_affine_train", 0, lambda: nn.BatchNorm3d(3, affine=False), [x5], train=True))
 [x1d] = seeded_inputs(512, [(4, 3, 6)])
 cases.append(layer_case("batchnorm1d_3d_train", 0, lambda: nn.BatchNorm1d(3, eps=1e-3, momentum=0.3), [x1d],
                         train=True))

@@ -10,12 +10,13 @@
 use ferrotorch::autograd::{self, GradOptions, GradcheckOptions};
 use ferrotorch::nn::functional::{KlDivReduction, Reduction};
 use ferrotorch::nn::{
-    self, BCELoss, BCEWithLogitsLoss, BatchNorm1d, BatchNorm2d, BatchNormLayerOptions, ClassLossOptions,
-    CrossEntropyLoss, DecoderLayerForwardOptions, Embedding, EmbeddingLayerOptions, EncoderForwardOptions,
-    EncoderLayerForwardOptions, Forward, GroupNorm, GroupNormOptions, HuberLoss, KLDivLoss, L1Loss, LayerNorm,
-    LayerNormOptions, MSELoss, Module, NLLLoss, Parameter, RMSNorm, RmsNormOptions, SmoothL1Loss,
-    TransformerActivation, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
-    TransformerLayerOptions,
+    self, BCELoss, BCEWithLogitsLoss, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormLayerOptions, ClassLossOptions,
+    CrossEntropyLoss, DecoderForwardOptions, DecoderLayerForwardOptions, Embedding, EmbeddingLayerOptions,
+    EncoderForwardOptions, EncoderLayerForwardOptions, Forward, GroupNorm, GroupNormOptions, HuberLoss, KLDivLoss,
+    L1Loss, LayerNorm, LayerNormOptions, MSELoss, MhaForwardOptions, Module, MultiheadAttention, NLLLoss, Parameter,
+    RMSNorm, RmsNormOptions, Sequential, SmoothL1Loss, Transformer, TransformerActivation, TransformerDecoder,
+    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerForwardOptions,
+    TransformerLayerOptions, TransformerOptions,
 };
 use ferrotorch::{DType, Result, Tensor, manual_seed};
 use serde_json::Value;
@@ -280,7 +281,100 @@ fn transformer_layers_match_pytorch() -> Result<()> {
             },
         )?;
     }
+    let dec = run_case(
+        "decoder_2_layers",
+        || {
+            let layer = TransformerDecoderLayer::with_options(16, 4, layer_opts(TransformerActivation::Relu, false))?;
+            TransformerDecoder::new(layer, 2, Some(LayerNorm::new([16])?))
+        },
+        false,
+        |m, x| {
+            let mkp = x[3].to_dtype(DType::Bool)?;
+            m.forward(
+                &x[0],
+                &x[1],
+                &DecoderForwardOptions {
+                    tgt_mask: Some(&x[2]),
+                    memory_key_padding_mask: Some(&mkp),
+                    ..Default::default()
+                },
+            )
+        },
+    )?;
+    assert!(
+        !dec.layers[0]
+            .multihead_attn
+            .out_proj
+            .weight
+            .same_as(&dec.layers[1].multihead_attn.out_proj.weight)
+    );
+    assert_eq!(dec.num_layers(), 2);
+    run_case(
+        "decoder_1_layer_no_norm",
+        || {
+            let layer = TransformerDecoderLayer::with_options(16, 4, layer_opts(TransformerActivation::Relu, true))?;
+            TransformerDecoder::new(layer, 1, None)
+        },
+        false,
+        |m, x| m.forward(&x[0], &x[1], &DecoderForwardOptions::default()),
+    )?;
+    let t = run_case(
+        "transformer_masked",
+        || {
+            Transformer::with_options(
+                16,
+                4,
+                TransformerOptions {
+                    num_encoder_layers: 2,
+                    num_decoder_layers: 2,
+                    layer: layer_opts(TransformerActivation::Relu, false),
+                },
+            )
+        },
+        false,
+        |m, x| {
+            let kpm = x[3].to_dtype(DType::Bool)?;
+            m.forward(
+                &x[0],
+                &x[1],
+                &TransformerForwardOptions {
+                    tgt_mask: Some(&x[2]),
+                    src_key_padding_mask: Some(&kpm),
+                    memory_key_padding_mask: Some(&kpm),
+                    ..Default::default()
+                },
+            )
+        },
+    )?;
+    assert_eq!((t.d_model(), t.nhead()), (16, 4));
+    run_case(
+        "transformer_batch_first_pre_gelu",
+        || {
+            Transformer::with_options(
+                16,
+                4,
+                TransformerOptions {
+                    num_encoder_layers: 1,
+                    num_decoder_layers: 1,
+                    layer: TransformerLayerOptions {
+                        dim_feedforward: 24,
+                        activation: TransformerActivation::Gelu,
+                        batch_first: true,
+                        norm_first: true,
+                        layer_norm_eps: 1e-6,
+                        ..Default::default()
+                    },
+                },
+            )
+        },
+        false,
+        |m, x| m.forward(&x[0], &x[1], &TransformerForwardOptions::default()),
+    )?;
     // The causal mask helper is PyTorch's.
+    assert_eq!(
+        Transformer::generate_square_subsequent_mask(4, None)?.to_vec::<f32>()?,
+        nn::generate_square_subsequent_mask(4, None)?.to_vec::<f32>()?
+    );
     let m = nn::generate_square_subsequent_mask(3, None)?;
     let inf = f32::NEG_INFINITY;
     assert_eq!(m.to_vec::<f32>()?, [0.0, inf, inf, 0.0, 0.0, inf, 0.0, 0.0, 0.0]);
@@ -328,6 +422,30 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
         |m, x| call(m, x),
     )?;
     run_case("batchnorm1d_2d_train", || BatchNorm1d::new(3), true, |m, x| call(m, x))?;
+    run_case("batchnorm3d", || BatchNorm3d::new(3), false, |m, x| call(m, x))?;
+    let o = BatchNormLayerOptions {
+        eps: 1e-3,
+        momentum: None,
+        ..Default::default()
+    };
+    let bn3 = run_case(
+        "batchnorm3d_cma_train",
+        || BatchNorm3d::with_options(3, o),
+        true,
+        |m, x| call(m, x),
+    )?;
+    assert_eq!(bn3.num_batches_tracked.as_ref().unwrap().tensor().item::<i64>()?, 3);
+    assert_eq!(bn3.num_features(), 3);
+    let o = BatchNormLayerOptions {
+        affine: false,
+        ..Default::default()
+    };
+    run_case(
+        "batchnorm3d_no_affine_train",
+        || BatchNorm3d::with_options(3, o),
+        true,
+        |m, x| call(m, x),
+    )?;
 
     run_case("layernorm", || LayerNorm::new([3, 4]), false, |m, x| call(m, x))?;
     let o = LayerNormOptions {
@@ -692,6 +810,13 @@ fn layers_gradcheck_in_f64() -> Result<()> {
     module_gradcheck("RMSNorm", rms.parameters(), std::slice::from_ref(&x), &f, true)?;
 
     for train in [true, false] {
+        let bn3 = BatchNorm3d::new(2)?;
+        bn3.to_dtype(DType::F64)?;
+        perturb(&bn3)?;
+        bn3.train(train);
+        let x = randn64(&[2, 2, 2, 2, 2])?;
+        let f = |xs: &[Tensor]| bn3.call(&xs[0]);
+        module_gradcheck("BatchNorm3d", bn3.parameters(), std::slice::from_ref(&x), &f, true)?;
         let bn = BatchNorm2d::new(3)?;
         bn.to_dtype(DType::F64)?;
         perturb(&bn)?;
@@ -794,7 +919,65 @@ fn layers_gradcheck_in_f64() -> Result<()> {
     dec.eval();
     let (tgt, mem) = (randn64(&[2, 2, 4])?, randn64(&[3, 2, 4])?);
     let f = |xs: &[Tensor]| dec.forward(&xs[0], &xs[1], &DecoderLayerForwardOptions::default());
-    module_gradcheck("TransformerDecoderLayer", dec.parameters(), &[tgt, mem], &f, true)?;
+    module_gradcheck(
+        "TransformerDecoderLayer",
+        dec.parameters(),
+        &[tgt.clone(), mem.clone()],
+        &f,
+        true,
+    )?;
+    let stack = TransformerDecoder::new(
+        TransformerDecoderLayer::with_options(4, 2, o)?,
+        2,
+        Some(LayerNorm::new([4])?),
+    )?;
+    stack.to_dtype(DType::F64)?;
+    perturb(&stack)?;
+    stack.eval();
+    let tgt_mask = nn::generate_square_subsequent_mask(2, Some(DType::F64))?;
+    let f = |xs: &[Tensor]| {
+        stack.forward(
+            &xs[0],
+            &xs[1],
+            &DecoderForwardOptions {
+                tgt_mask: Some(&tgt_mask),
+                ..Default::default()
+            },
+        )
+    };
+    module_gradcheck(
+        "TransformerDecoder",
+        stack.parameters(),
+        &[tgt.clone(), mem.clone()],
+        &f,
+        true,
+    )?;
+    let tr = Transformer::with_options(
+        4,
+        2,
+        TransformerOptions {
+            num_encoder_layers: 1,
+            num_decoder_layers: 1,
+            layer: TransformerLayerOptions {
+                activation: TransformerActivation::Gelu,
+                ..o
+            },
+        },
+    )?;
+    tr.to_dtype(DType::F64)?;
+    perturb(&tr)?;
+    tr.eval();
+    let f = |xs: &[Tensor]| {
+        tr.forward(
+            &xs[0],
+            &xs[1],
+            &TransformerForwardOptions {
+                tgt_mask: Some(&tgt_mask),
+                ..Default::default()
+            },
+        )
+    };
+    module_gradcheck("Transformer", tr.parameters(), &[mem, tgt], &f, true)?;
 
     // Losses (no parameters: input gradients, first and second order).
     let x = randn64(&[3, 4])?;
@@ -892,6 +1075,15 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
         "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True): \
          expected input [N, 4, H, W], got [2, 3, 5, 5]"
     );
+    let bn3 = BatchNorm3d::new(4)?;
+    let e = bn3.call(&Tensor::ones([2, 4, 5, 5])?).unwrap_err().to_string();
+    assert!(e.contains("expected 5D input (got 4D input)"), "{e}");
+    let e = bn3.call(&Tensor::ones([2, 3, 2, 2, 2])?).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "BatchNorm3d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True): \
+         expected input [N, 4, D, H, W], got [2, 3, 2, 2, 2]"
+    );
     let bn1 = BatchNorm1d::new(3)?;
     let e = bn1.call(&Tensor::ones([1, 3])?).unwrap_err().to_string();
     assert!(
@@ -949,6 +1141,62 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
         "TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, batch_first=False, norm_first=False): \
          expected src [S, N, 16] (or unbatched [S, 16]), got [5, 2, 8]"
     );
+    // The same check on the one-tensor call, and in a stack.
+    let e = layer.call(&Tensor::ones([5, 2, 8])?).unwrap_err().to_string();
+    assert!(
+        e.ends_with("expected src [S, N, 16] (or unbatched [S, 16]), got [5, 2, 8]"),
+        "{e}"
+    );
+    let small = TransformerLayerOptions {
+        dim_feedforward: 8,
+        ..Default::default()
+    };
+    let t = Transformer::with_options(
+        8,
+        2,
+        TransformerOptions {
+            num_encoder_layers: 1,
+            num_decoder_layers: 1,
+            layer: small,
+        },
+    )?;
+    let e = t
+        .forward(
+            &Tensor::ones([5, 2, 8])?,
+            &Tensor::ones([4, 3, 8])?,
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "Transformer(d_model=8, nhead=2, batch_first=False): the batch number of src and tgt must be equal, \
+         got src [5, 2, 8] and tgt [4, 3, 8]"
+    );
+    let e = t
+        .forward(
+            &Tensor::ones([5, 2, 8])?,
+            &Tensor::ones([4, 2, 6])?,
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "Transformer(d_model=8, nhead=2, batch_first=False): the feature number of src and tgt must be equal \
+         to d_model, got src [5, 2, 8] and tgt [4, 2, 6]"
+    );
+    let dec = TransformerDecoder::new(TransformerDecoderLayer::with_options(8, 2, small)?, 1, None)?;
+    let e = dec
+        .forward(&Tensor::ones([4, 2, 8])?, &Tensor::ones([5, 8])?, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=8, batch_first=False, norm_first=False): \
+         tgt and memory must both be batched or both unbatched, got [4, 2, 8] and [5, 8]"
+    );
+    assert!(Transformer::new(10, 3).is_err());
     assert!(TransformerEncoderLayer::new(10, 3).is_err());
     assert!(TransformerActivation::parse("tanh").is_err());
     Ok(())
@@ -1081,5 +1329,124 @@ fn earlier_layers_gradcheck_in_f64() -> Result<()> {
         let second = *what != "Flatten";
         module_gradcheck(what, Vec::new(), std::slice::from_ref(&x), &|xs| m.call(&xs[0]), second)?;
     }
+    Ok(())
+}
+
+/// Hooks on a multi-input, multi-output module against PyTorch: a forward
+/// pre-hook scales the query, a forward hook shifts the output (keeping
+/// the weights), a full backward hook records `grad_input` (query, key,
+/// value) and `grad_output` (output, weights) and halves the key's
+/// gradient.
+#[test]
+fn multihead_attention_hooks_match_pytorch() -> Result<()> {
+    use std::sync::{Arc, Mutex};
+    let _rng = rng_lock();
+    let c = case("mha_hooks");
+    manual_seed(0);
+    let m = MultiheadAttention::new(8, 2)?;
+    check_described("mha_hooks", &m, c);
+    let pre = m.register_forward_pre_hook(|_, a| Ok(Some(vec![a[0].mul(2.0)?, a[1].clone(), a[2].clone()])))?;
+    let post = m.register_forward_hook(|_, _, out| Ok(Some(vec![out[0].add(1.0)?, out[1].clone()])))?;
+    type Seen = Vec<(Vec<Option<Tensor>>, Vec<Option<Tensor>>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let log = seen.clone();
+    let bw = m.register_full_backward_hook(move |gin, gout| {
+        log.lock().unwrap().push((gin.to_vec(), gout.to_vec()));
+        let half = gin[1].as_ref().map(|g| g.mul(0.5)).transpose()?;
+        Ok(Some(vec![gin[0].clone(), half, gin[2].clone()]))
+    })?;
+    let inputs: Vec<Tensor> = c["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| tensor_of(v).requires_grad_(true))
+        .collect::<Result<_>>()?;
+    let (out, w) = m.forward(&inputs[0], &inputs[1], &inputs[2], &MhaForwardOptions::default())?;
+    let w = w.expect("need_weights gives the weights");
+    check_close("mha_hooks: output", &out, &c["output"]);
+    check_close("mha_hooks: weights", &w, &c["weights"]);
+    out.mul(&tensor_of(&c["r"]))?
+        .sum()?
+        .add(&w.mul(&tensor_of(&c["rw"]))?.sum()?)?
+        .backward()?;
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "the backward hook runs once per backward");
+        let (gin, gout) = &seen[0];
+        assert_eq!((gin.len(), gout.len()), (3, 2));
+        for (i, g) in gin.iter().enumerate() {
+            check_close(
+                &format!("mha_hooks: grad_input {i}"),
+                g.as_ref().unwrap(),
+                &c["hook_grad_input"][i],
+            );
+        }
+        for (i, g) in gout.iter().enumerate() {
+            check_close(
+                &format!("mha_hooks: grad_output {i}"),
+                g.as_ref().unwrap(),
+                &c["hook_grad_output"][i],
+            );
+        }
+    }
+    for (i, x) in inputs.iter().enumerate() {
+        check_close(&format!("mha_hooks: input {i} grad"), &x.grad()?, &c["input_grads"][i]);
+    }
+    for (k, p) in m.named_parameters() {
+        check_close(
+            &format!("mha_hooks: {k}.grad"),
+            &p.grad().unwrap(),
+            &c["param_grads"][&k],
+        );
+    }
+    // Removed, the hooks no longer run: the plain forward's output.
+    for h in [pre, post, bw] {
+        h.remove();
+    }
+    let x: Vec<Tensor> = inputs.iter().map(Tensor::detach).collect();
+    let (plain, _) = m.forward(&x[0], &x[1], &x[2], &MhaForwardOptions::default())?;
+    let (scaled, _) = m.forward(&x[0].mul(2.0)?, &x[1], &x[2], &MhaForwardOptions::default())?;
+    assert_ne!(plain.to_vec::<f32>()?, scaled.add(1.0)?.to_vec::<f32>()?);
+    plain.sum()?.backward()?;
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    Ok(())
+}
+
+/// `TransformerEncoderLayer` and `TransformerEncoder` are one-tensor
+/// modules: they sit in a `Sequential`, and their `call` is the maskless
+/// forward between their hooks.
+#[test]
+fn encoder_layers_chain_in_sequential() -> Result<()> {
+    let _rng = rng_lock();
+    manual_seed(3);
+    let o = TransformerLayerOptions {
+        dim_feedforward: 8,
+        ..Default::default()
+    };
+    let layer = TransformerEncoderLayer::with_options(8, 2, o)?;
+    let enc = TransformerEncoder::new(TransformerEncoderLayer::with_options(8, 2, o)?, 2, None)?;
+    layer.eval();
+    let x1 = Tensor::randn([3, 8])?;
+    assert_eq!(
+        layer.call(&x1)?.to_vec::<f32>()?,
+        layer
+            .forward(&x1, &EncoderLayerForwardOptions::default())?
+            .to_vec::<f32>()?
+    );
+    let net = Sequential::new().push(layer).push(enc).push(nn::Linear::new(8, 3)?);
+    net.eval();
+    let keys: Vec<String> = net.state_dict().keys().map(str::to_string).collect();
+    assert_eq!(keys[0], "0.self_attn.in_proj_weight");
+    assert!(keys.contains(&"1.layers.1.norm2.bias".to_string()));
+    assert_eq!(keys.last().unwrap(), "2.bias");
+    let x = Tensor::randn([4, 2, 8])?;
+    let y = net.call(&x)?;
+    assert_eq!(y.shape(), &[4, 2, 3]);
+    // Step by step through the layers' own forwards (eval: no dropout).
+    let l0 = net.get(0).unwrap();
+    let l1 = net.get(1).unwrap();
+    let l2 = net.get(2).unwrap();
+    let step = l2.forward(&l1.forward(&l0.forward(&x)?)?)?;
+    assert_eq!(y.to_vec::<f32>()?, step.to_vec::<f32>()?);
     Ok(())
 }

@@ -327,7 +327,8 @@ fn hooks_run_around_forward_and_backward_and_can_be_removed() -> Result<()> {
     })?;
     let post = fc.register_forward_hook(|m, _inputs, out| {
         assert_eq!(m.type_name(), "Linear");
-        Ok(Some(out.add(100.0)?))
+        assert_eq!(out.len(), 1);
+        Ok(Some(vec![out[0].add(100.0)?]))
     })?;
     let x = Tensor::ones([1, 3])?;
     let plain = nn::functional::linear(
@@ -366,6 +367,317 @@ fn hooks_run_around_forward_and_backward_and_can_be_removed() -> Result<()> {
         head: Linear::new(1, 1)?,
     };
     assert!(m.register_forward_hook(|_, _, _| Ok(None)).is_err());
+    Ok(())
+}
+
+/// Sum of every element of `ts`, as a scalar loss.
+fn total(ts: &[&Tensor]) -> Result<Tensor> {
+    let mut s = ts[0].sum()?;
+    for t in &ts[1..] {
+        s = s.add(&t.sum()?)?;
+    }
+    Ok(s)
+}
+
+fn values(t: &Tensor) -> Vec<f32> {
+    t.to_vec().unwrap()
+}
+
+#[test]
+fn forward_pre_hook_replaces_multihead_attention_inputs() -> Result<()> {
+    let _rng = rng_lock();
+    manual_seed(1);
+    let mha = nn::MultiheadAttention::new(4, 2)?;
+    let (q, k, v) = (
+        Tensor::randn([3, 2, 4])?,
+        Tensor::randn([5, 2, 4])?,
+        Tensor::randn([5, 2, 4])?,
+    );
+    let opts = nn::MhaForwardOptions::default();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    // PyTorch's `hook(module, args)`: the positional inputs; the value is
+    // replaced by the key.
+    let pre = mha.register_forward_pre_hook(move |m, args| {
+        assert_eq!(m.type_name(), "MultiheadAttention");
+        count.fetch_add(args.len(), Ordering::Relaxed);
+        Ok(Some(vec![args[0].clone(), args[1].clone(), args[1].clone()]))
+    })?;
+    let (out, w) = mha.forward(&q, &k, &v, &opts)?;
+    assert_eq!(seen.load(Ordering::Relaxed), 3);
+    pre.remove();
+    let (want, want_w) = mha.forward(&q, &k, &k, &opts)?;
+    assert_eq!(values(&out), values(&want));
+    assert_eq!(values(&w.unwrap()), values(&want_w.unwrap()));
+    let (plain, _) = mha.forward(&q, &k, &v, &opts)?;
+    assert_ne!(values(&plain), values(&want));
+    assert_eq!(seen.load(Ordering::Relaxed), 3, "removed: not called again");
+    // A pre-hook must give back one tensor per input.
+    let bad = mha.register_forward_pre_hook(|_, args| Ok(Some(args[..2].to_vec())))?;
+    let e = mha.forward(&q, &k, &v, &opts).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "MultiheadAttention: a forward pre-hook returned 2 tensors, expected 3 (one per tensor it was given)"
+    );
+    bad.remove();
+    // Inside a transformer layer, the attention's hooks run too (PyTorch's
+    // `self.self_attn(x, x, x, ...)`).
+    let layer = nn::TransformerEncoderLayer::with_options(
+        4,
+        2,
+        nn::TransformerLayerOptions {
+            dim_feedforward: 8,
+            ..Default::default()
+        },
+    )?;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let h = layer.self_attn.register_forward_pre_hook(move |_, args| {
+        assert_eq!(args.len(), 3);
+        c.fetch_add(1, Ordering::Relaxed);
+        Ok(None)
+    })?;
+    layer.call(&q)?;
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    h.remove();
+    layer.call(&q)?;
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    Ok(())
+}
+
+#[test]
+fn forward_hook_sees_and_replaces_every_lstm_output() -> Result<()> {
+    let _rng = rng_lock();
+    manual_seed(2);
+    let lstm = nn::LSTM::new(3, 4)?;
+    let x = Tensor::randn([5, 2, 3])?;
+    let shapes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = shapes.clone();
+    // PyTorch's `hook(module, args, output)`: output is (out, (h_n, c_n)),
+    // seen flat; the cell state is replaced by zeros.
+    let h = lstm.register_forward_hook(move |_, args, out| {
+        log.lock().unwrap().push((
+            args.iter().map(|a| a.shape().to_vec()).collect::<Vec<_>>(),
+            out.iter().map(|o| o.shape().to_vec()).collect::<Vec<_>>(),
+        ));
+        Ok(Some(vec![out[0].clone(), out[1].clone(), out[2].zeros_like()?]))
+    })?;
+    let (out, (hn, cn)) = lstm.forward(&x, None)?;
+    assert_eq!(
+        *shapes.lock().unwrap(),
+        [(vec![vec![5, 2, 3]], vec![vec![5, 2, 4], vec![1, 2, 4], vec![1, 2, 4]])]
+    );
+    assert!(values(&cn).iter().all(|&v| v == 0.0));
+    // With an initial state the hooks see it as inputs too.
+    let (h0, c0) = (Tensor::randn([1, 2, 4])?, Tensor::randn([1, 2, 4])?);
+    lstm.forward(&x, Some((&h0, &c0)))?;
+    assert_eq!(
+        shapes.lock().unwrap()[1].0,
+        [vec![5, 2, 3], vec![1, 2, 4], vec![1, 2, 4]]
+    );
+    h.remove();
+    let (out2, (hn2, cn2)) = lstm.forward(&x, None)?;
+    assert_eq!(values(&out), values(&out2));
+    assert_eq!(values(&hn), values(&hn2));
+    assert!(values(&cn2).iter().any(|&v| v != 0.0));
+    assert_eq!(shapes.lock().unwrap().len(), 2);
+    // A forward hook must return as many outputs as it saw.
+    let bad = lstm.register_forward_hook(|_, _, out| Ok(Some(vec![out[0].clone()])))?;
+    let e = lstm.forward(&x, None).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "LSTM: a forward hook returned 1 tensors, expected 3 (one per tensor it was given)"
+    );
+    bad.remove();
+    // GRU: [output, h_n]; a pre-hook replacing the initial state.
+    let gru = nn::GRU::new(3, 4)?;
+    let h0 = Tensor::randn([1, 2, 4])?;
+    let pre = gru.register_forward_pre_hook(|_, a| Ok(Some(vec![a[0].clone(), a[1].zeros_like()?])))?;
+    let post = gru.register_forward_hook(|_, _, out| {
+        assert_eq!(out.len(), 2);
+        Ok(None)
+    })?;
+    let (o, hn) = gru.forward(&x, Some(&h0))?;
+    pre.remove();
+    post.remove();
+    let (o0, hn0) = gru.forward(&x, None)?;
+    assert_eq!((values(&o), values(&hn)), (values(&o0), values(&hn0)));
+    Ok(())
+}
+
+#[test]
+fn full_backward_hook_sees_every_input_and_output_gradient() -> Result<()> {
+    let _rng = rng_lock();
+    manual_seed(3);
+    let mha = nn::MultiheadAttention::new(4, 2)?;
+    let q = Tensor::randn([3, 2, 4])?.requires_grad_(true)?;
+    let k = Tensor::randn([5, 2, 4])?.requires_grad_(true)?;
+    let v = Tensor::randn([5, 2, 4])?; // does not require grad
+    let opts = nn::MhaForwardOptions::default();
+    type Calls = Vec<(Vec<Option<Vec<usize>>>, Vec<Option<Vec<usize>>>)>;
+    let calls: Arc<std::sync::Mutex<Calls>> = Arc::default();
+    let log = calls.clone();
+    let shapes = |gs: &[Option<Tensor>]| gs.iter().map(|g| g.as_ref().map(|g| g.shape().to_vec())).collect();
+    let h = mha.register_full_backward_hook(move |gin, gout| {
+        log.lock().unwrap().push((shapes(gin), shapes(gout)));
+        Ok(None)
+    })?;
+    // Both outputs used: grad_output for both; grad_input for the query
+    // and the key, None for the value.
+    let (out, w) = mha.forward(&q, &k, &v, &opts)?;
+    let w = w.unwrap();
+    total(&[&out, &w.mul(3.0)?])?.backward()?;
+    let (gq, gk) = (values(&q.grad()?), values(&k.grad()?));
+    // Only the output used: grad_output None for the weights.
+    let (out, _) = mha.forward(&q, &k, &v, &opts)?;
+    out.sum()?.backward()?;
+    assert_eq!(
+        *calls.lock().unwrap(),
+        [
+            (
+                vec![Some(vec![3, 2, 4]), Some(vec![5, 2, 4]), None],
+                vec![Some(vec![3, 2, 4]), Some(vec![2, 3, 5])]
+            ),
+            (
+                vec![Some(vec![3, 2, 4]), Some(vec![5, 2, 4]), None],
+                vec![Some(vec![3, 2, 4]), None]
+            ),
+        ]
+    );
+    // The hook does not change the gradients when it returns None.
+    h.remove();
+    q.set_grad(None)?;
+    k.set_grad(None)?;
+    let (out, w) = mha.forward(&q, &k, &v, &opts)?;
+    total(&[&out, &w.unwrap().mul(3.0)?])?.backward()?;
+    assert_eq!(values(&q.grad()?), gq);
+    assert_eq!(values(&k.grad()?), gk);
+    assert_eq!(calls.lock().unwrap().len(), 2, "removed: not called again");
+
+    // Replacing grad_input: the key's gradient zeroed, the query's kept.
+    let h = mha.register_full_backward_hook(|gin, _| Ok(Some(vec![gin[0].clone(), None, None])))?;
+    q.set_grad(None)?;
+    k.set_grad(None)?;
+    let (out, w) = mha.forward(&q, &k, &v, &opts)?;
+    total(&[&out, &w.unwrap().mul(3.0)?])?.backward()?;
+    assert_eq!(values(&q.grad()?), gq);
+    assert!(k.grad_opt().is_none());
+    h.remove();
+    // A replacement of the wrong length is an error at backward.
+    let h = mha.register_full_backward_hook(|gin, _| Ok(Some(gin[..1].to_vec())))?;
+    let (out, _) = mha.forward(&q, &k, &v, &opts)?;
+    let e = out.sum()?.backward().unwrap_err().to_string();
+    assert!(
+        e.contains("Backward hook returned an invalid number of grad_input, got 1, but expected 3"),
+        "{e}"
+    );
+    h.remove();
+
+    // LSTM with an initial state: grad_input [x, h0, c0], grad_output
+    // [output, h_n, c_n].
+    let lstm = nn::LSTM::new(3, 2)?;
+    let x = Tensor::randn([4, 1, 3])?.requires_grad_(true)?;
+    let h0 = Tensor::randn([1, 1, 2])?.requires_grad_(true)?;
+    let c0 = Tensor::randn([1, 1, 2])?.requires_grad_(true)?;
+    let seen: Arc<std::sync::Mutex<Calls>> = Arc::default();
+    let log = seen.clone();
+    let h = lstm.register_full_backward_hook(move |gin, gout| {
+        log.lock().unwrap().push((shapes(gin), shapes(gout)));
+        Ok(None)
+    })?;
+    let (o, (hn, cn)) = lstm.forward(&x, Some((&h0, &c0)))?;
+    total(&[&o, &hn, &cn])?.backward()?;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(
+            vec![Some(vec![4, 1, 3]), Some(vec![1, 1, 2]), Some(vec![1, 1, 2])],
+            vec![Some(vec![4, 1, 2]), Some(vec![1, 1, 2]), Some(vec![1, 1, 2])]
+        )]
+    );
+    h.remove();
+    Ok(())
+}
+
+#[test]
+fn backward_hook_without_input_gradients_runs_at_the_output() -> Result<()> {
+    let _rng = rng_lock();
+    let fc = Linear::new(3, 2)?;
+    let calls: Arc<std::sync::Mutex<Vec<(usize, usize, usize)>>> = Arc::default();
+    let log = calls.clone();
+    let h = fc.register_full_backward_hook(move |gin, gout| {
+        let some = |g: &[Option<Tensor>]| g.iter().filter(|g| g.is_some()).count();
+        log.lock().unwrap().push((gin.len(), some(gin), some(gout)));
+        Ok(None)
+    })?;
+    fc.call(&Tensor::ones([1, 3])?)?.sum()?.backward()?;
+    assert_eq!(*calls.lock().unwrap(), [(1, 0, 1)]);
+    assert!(fc.weight.grad().is_some());
+    // Replacing the input gradients when there are none is PyTorch's error.
+    h.remove();
+    let h = fc.register_full_backward_hook(|_, gout| Ok(Some(vec![gout[0].clone()])))?;
+    let e = fc
+        .call(&Tensor::ones([1, 3])?)?
+        .sum()?
+        .backward()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no input requires gradient should always return None"),
+        "{e}"
+    );
+    h.remove();
+    // No grad mode: no nodes, no calls.
+    let h = fc.register_full_backward_hook(|_, _| panic!("not called"))?;
+    let y = ferrotorch::autograd::no_grad(|| fc.call(&Tensor::ones([1, 3])?))?;
+    assert!(!y.requires_grad());
+    h.remove();
+    Ok(())
+}
+
+#[test]
+fn deep_copies_keep_hooks() -> Result<()> {
+    let _rng = rng_lock();
+    let o = nn::TransformerLayerOptions {
+        dim_feedforward: 8,
+        dropout: 0.0,
+        ..Default::default()
+    };
+    let layer = nn::TransformerEncoderLayer::with_options(4, 2, o)?;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let handle = layer.register_forward_hook(move |_, _, _| {
+        c.fetch_add(1, Ordering::Relaxed);
+        Ok(None)
+    })?;
+    let c = calls.clone();
+    layer.linear1.register_forward_hook(move |_, _, _| {
+        c.fetch_add(100, Ordering::Relaxed);
+        Ok(None)
+    })?;
+    // copy.deepcopy keeps the hooks of the layer and of its children: each
+    // of the encoder's copies runs them.
+    let enc = nn::TransformerEncoder::new(layer.deep_clone()?, 2, None)?;
+    enc.call(&Tensor::randn([3, 2, 4])?)?;
+    assert_eq!(calls.load(Ordering::Relaxed), 202);
+    // The original's handle removes the original's hook only (PyTorch's
+    // RemovableHandle holds the original's dict).
+    handle.remove();
+    enc.call(&Tensor::randn([3, 2, 4])?)?;
+    assert_eq!(calls.load(Ordering::Relaxed), 404);
+    layer.call(&Tensor::randn([3, 2, 4])?)?;
+    assert_eq!(calls.load(Ordering::Relaxed), 504);
+    // A hook registered on a copy stays on that copy.
+    let c = calls.clone();
+    enc.layers[0].register_forward_pre_hook(move |_, _| {
+        c.fetch_add(1000, Ordering::Relaxed);
+        Ok(None)
+    })?;
+    layer.call(&Tensor::randn([3, 2, 4])?)?;
+    assert_eq!(calls.load(Ordering::Relaxed), 604);
+    // ModuleState's Clone is that copy.
+    let s = ModuleState::default();
+    s.register_forward_hook(|_, _, _| Ok(None));
+    assert!(s.clone().has_hooks() && !ModuleState::default().has_hooks());
     Ok(())
 }
 

@@ -6,7 +6,11 @@
 //! `chain50_fwd` (its forward only), `chain50_nograd` (the forward without
 //! autograd), `empty1` (creating a 1-element tensor),
 //! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128),
-//! `index_add` (the bench's index_add_1e6_rows).
+//! `index_add` (the bench's index_add_1e6_rows),
+//! `module_mlp16` (the module-call-overhead figure: a `Sequential` of three
+//! `Linear(16, 16)` with ReLUs, batch 1, no grad) and `module_mlp16_ops`
+//! (the same operators without modules: the difference is the cost of the
+//! module calls and their hook checks).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -165,6 +169,29 @@ fn run() -> Result<()> {
                     std::hint::black_box(a.matmul(b)?);
                 }
                 println!("{name}: {:.1} us", t.elapsed().as_secs_f64() / iters as f64 * 1e6);
+            }
+        }
+        "module_mlp16" | "module_mlp16_ops" => {
+            use ferrotorch::nn::{Forward, Linear, Module, ReLU, Sequential, functional as F};
+            let net = Sequential::new()
+                .push(Linear::new(16, 16)?)
+                .push(ReLU::new())
+                .push(Linear::new(16, 16)?)
+                .push(ReLU::new())
+                .push(Linear::new(16, 16)?);
+            let ps: Vec<Tensor> = net.parameters().iter().map(|p| p.tensor()).collect();
+            let x = Tensor::randn([1, 16])?;
+            let _g = ferrotorch::autograd::no_grad_guard();
+            if which == "module_mlp16" {
+                for _ in 0..iters {
+                    std::hint::black_box(net.call(&x)?);
+                }
+            } else {
+                for _ in 0..iters {
+                    let h = F::linear(&x, &ps[0], Some(&ps[1]))?.relu()?;
+                    let h = F::linear(&h, &ps[2], Some(&ps[3]))?.relu()?;
+                    std::hint::black_box(F::linear(&h, &ps[4], Some(&ps[5]))?);
+                }
             }
         }
         "mul_sum" => {

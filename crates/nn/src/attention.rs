@@ -8,6 +8,7 @@ use ferrotorch_core::{DType, Error, Result, Tensor, TensorOptions};
 
 use crate::init;
 use crate::layers::linear::{LinearOptions, py_bool};
+use crate::state::call_with_hooks;
 use crate::{Linear, Module, ModuleState, Parameter, functional as F};
 
 /// The keyword arguments of [`scaled_dot_product_attention`].
@@ -286,7 +287,27 @@ impl MultiheadAttention {
     /// with `need_weights`, the attention weights (`[N, L, S]` averaged
     /// over heads, or `[N, num_heads, L, S]`). Errors naming the layer and
     /// the shapes when they do not fit.
+    ///
+    /// Runs between the module's hooks (PyTorch's `mha(query, key, value,
+    /// ...)`): they see the inputs `[query, key, value]` (the masks are
+    /// keyword arguments, which PyTorch's hooks do not see either) and the
+    /// outputs `[output]` or `[output, weights]`.
     pub fn forward(
+        &self,
+        query: &Tensor,
+        key: &Tensor,
+        value: &Tensor,
+        opts: &MhaForwardOptions,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        if !self.state.has_hooks() {
+            return self.attend(query, key, value, opts);
+        }
+        let args = [query.clone(), key.clone(), value.clone()];
+        call_with_hooks(self, &args, |a| self.attend(&a[0], &a[1], &a[2], opts))
+    }
+
+    /// The forward without hooks.
+    fn attend(
         &self,
         query: &Tensor,
         key: &Tensor,

@@ -36,18 +36,18 @@ pub use layers::loss::{
     NLLLoss, NllLoss, SmoothL1Loss,
 };
 pub use layers::norm::{
-    BatchNorm1d, BatchNorm2d, BatchNormLayerOptions, GroupNorm, GroupNormOptions, LayerNorm, LayerNormOptions, RMSNorm,
-    RmsNorm, RmsNormOptions,
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormLayerOptions, GroupNorm, GroupNormOptions, LayerNorm,
+    LayerNormOptions, RMSNorm, RmsNorm, RmsNormOptions,
 };
 pub use layers::pool::{AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d};
 pub use layers::rnn::{GRU, Gru, LSTM, Lstm, RnnOptions};
 pub use layers::transformer::{
-    DecoderLayerForwardOptions, EncoderForwardOptions, EncoderLayerForwardOptions, TransformerActivation,
-    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerLayerOptions,
-    generate_square_subsequent_mask,
+    DecoderForwardOptions, DecoderLayerForwardOptions, EncoderForwardOptions, EncoderLayerForwardOptions, Transformer,
+    TransformerActivation, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+    TransformerForwardOptions, TransformerLayerOptions, TransformerOptions, generate_square_subsequent_mask,
 };
 pub use module::{__private, Module, Visitable, Visitor};
 pub use parameter::{Buffer, Parameter};
 pub use repr::repr;
-pub use state::{BackwardHook, ForwardHook, ForwardPreHook, HookHandle, ModuleState, call_with_hooks};
+pub use state::{BackwardHook, ForwardHook, ForwardOutput, ForwardPreHook, HookHandle, ModuleState, call_with_hooks};
 pub use state_dict::{IncompatibleKeys, StateDict};

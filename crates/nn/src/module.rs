@@ -275,8 +275,9 @@ pub trait Module: Send + Sync {
         load_into(&self.type_name(), &targets, state_dict, strict)
     }
 
-    /// Registers a forward pre-hook (see [`ModuleState`]); an error for a
-    /// module without a `ModuleState` field.
+    /// Registers a forward pre-hook ([`ForwardPreHook`](crate::ForwardPreHook):
+    /// `hook(module, inputs)`, `Some(inputs)` replaces the inputs); an
+    /// error for a module without a `ModuleState` field.
     fn register_forward_pre_hook(
         &self,
         hook: impl Fn(&dyn Module, &[Tensor]) -> Result<Option<Vec<Tensor>>> + Send + Sync + 'static,
@@ -287,11 +288,13 @@ pub trait Module: Send + Sync {
         Ok(hook_state(self)?.register_forward_pre_hook(hook))
     }
 
-    /// Registers a forward hook; an error for a module without a
-    /// `ModuleState` field.
+    /// Registers a forward hook ([`ForwardHook`](crate::ForwardHook):
+    /// `hook(module, inputs, outputs)` with every tensor the forward
+    /// returned, `Some(outputs)` replaces them); an error for a module
+    /// without a `ModuleState` field.
     fn register_forward_hook(
         &self,
-        hook: impl Fn(&dyn Module, &[Tensor], &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+        hook: impl Fn(&dyn Module, &[Tensor], &[Tensor]) -> Result<Option<Vec<Tensor>>> + Send + Sync + 'static,
     ) -> Result<HookHandle>
     where
         Self: Sized,
@@ -299,8 +302,10 @@ pub trait Module: Send + Sync {
         Ok(hook_state(self)?.register_forward_hook(hook))
     }
 
-    /// Registers a full backward hook (gradients of the inputs and the
-    /// output); an error for a module without a `ModuleState` field.
+    /// Registers a full backward hook ([`BackwardHook`](crate::BackwardHook):
+    /// `hook(grad_input, grad_output)` over every tensor input and output,
+    /// once per backward; `Some(grads)` replaces the input gradients); an
+    /// error for a module without a `ModuleState` field.
     fn register_full_backward_hook(
         &self,
         hook: impl Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync + 'static,

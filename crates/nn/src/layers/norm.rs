@@ -1,5 +1,5 @@
 //! Normalisation layers: `LayerNorm`, `GroupNorm`, `RMSNorm`,
-//! `BatchNorm1d` and `BatchNorm2d`, with PyTorch's parameters, buffers,
+//! `BatchNorm1d`, `BatchNorm2d` and `BatchNorm3d`, with PyTorch's parameters, buffers,
 //! defaults and reprs.
 
 use ferrotorch_core::{DType, Device, Error, Result, Tensor, TensorOptions, autograd};
@@ -381,7 +381,7 @@ impl Forward for RMSNorm {
     }
 }
 
-/// The options of [`BatchNorm1d`] and [`BatchNorm2d`] (PyTorch's keywords
+/// The options of [`BatchNorm1d`], [`BatchNorm2d`] and [`BatchNorm3d`] (PyTorch's keywords
 /// and defaults).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BatchNormLayerOptions {
@@ -418,7 +418,7 @@ impl Default for BatchNormLayerOptions {
     }
 }
 
-/// The members of `BatchNorm1d` and `BatchNorm2d` (PyTorch's `_BatchNorm`).
+/// The members of the `BatchNorm*d` layers (PyTorch's `_BatchNorm`).
 struct BatchNormMembers {
     weight: Option<Parameter>,
     bias: Option<Parameter>,
@@ -626,4 +626,12 @@ batch_norm_layer!(
     [4],
     "4D",
     "[N, {}, H, W]"
+);
+batch_norm_layer!(
+    /// Batch normalisation of `[N, C, D, H, W]` per channel (PyTorch's
+    /// `nn.BatchNorm3d`).
+    BatchNorm3d,
+    [5],
+    "5D",
+    "[N, {}, D, H, W]"
 );

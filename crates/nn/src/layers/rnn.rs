@@ -10,6 +10,7 @@ use ferrotorch_core::{DType, Error, Result, Tensor, TensorOptions};
 
 use crate::layers::activation::py_float;
 use crate::layers::linear::py_bool;
+use crate::state::call_with_hooks;
 use crate::{Module, ModuleState, Parameter, Visitor, functional as F, init};
 
 /// Which recurrent cell.
@@ -395,7 +396,25 @@ impl Lstm {
     /// (`[D*num_layers, N, hidden]`; zeros when `None`). Returns the
     /// outputs `[L, N, D*hidden]` and `(h_n, c_n)`. Errors naming the layer
     /// and the shapes when they do not fit.
+    ///
+    /// Runs between the module's hooks (PyTorch's `lstm(x, (h0, c0))`):
+    /// they see the inputs `[x]` or `[x, h0, c0]` and the outputs
+    /// `[output, h_n, c_n]`.
     pub fn forward(&self, x: &Tensor, state: Option<(&Tensor, &Tensor)>) -> Result<(Tensor, (Tensor, Tensor))> {
+        if !self.rnn.state.has_hooks() {
+            return self.run(x, state);
+        }
+        let args = match state {
+            Some((h, c)) => vec![x.clone(), h.clone(), c.clone()],
+            None => vec![x.clone()],
+        };
+        call_with_hooks(self, &args, |a| match a {
+            [x, h, c] => self.run(x, Some((h, c))),
+            _ => self.run(&a[0], None),
+        })
+    }
+
+    fn run(&self, x: &Tensor, state: Option<(&Tensor, &Tensor)>) -> Result<(Tensor, (Tensor, Tensor))> {
         let (h0, c0) = (state.map(|s| s.0), state.map(|s| s.1));
         let (x, batched, s) = self.rnn.prepare(x, &[h0, c0])?;
         let (out, h, c) = self.rnn.run(&x, &s[0], Some(&s[1]))?;
@@ -410,7 +429,24 @@ impl Lstm {
 impl Gru {
     /// Runs the GRU over `x` (layouts as [`Lstm::forward`]) from `h0`
     /// (zeros when `None`). Returns the outputs and `h_n`.
+    ///
+    /// Runs between the module's hooks: they see the inputs `[x]` or `[x,
+    /// h0]` and the outputs `[output, h_n]`.
     pub fn forward(&self, x: &Tensor, h0: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
+        if !self.rnn.state.has_hooks() {
+            return self.run(x, h0);
+        }
+        let args = match h0 {
+            Some(h) => vec![x.clone(), h.clone()],
+            None => vec![x.clone()],
+        };
+        call_with_hooks(self, &args, |a| match a {
+            [x, h] => self.run(x, Some(h)),
+            _ => self.run(&a[0], None),
+        })
+    }
+
+    fn run(&self, x: &Tensor, h0: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
         let (x, batched, s) = self.rnn.prepare(x, &[h0])?;
         let (out, h, _) = self.rnn.run(&x, &s[0], None)?;
         Ok((self.rnn.finish(out, batched)?, Rnn::finish_state(h, batched)?))

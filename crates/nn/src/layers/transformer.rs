@@ -1,6 +1,7 @@
-//! `TransformerEncoderLayer`, `TransformerDecoderLayer` and
-//! `TransformerEncoder` (PyTorch's submodules, names, order and
-//! initialisation; the math path of their forwards).
+//! `TransformerEncoderLayer`, `TransformerDecoderLayer`,
+//! `TransformerEncoder`, `TransformerDecoder` and `Transformer` (PyTorch's
+//! submodules, names, order and initialisation; the math path of their
+//! forwards).
 
 use ferrotorch_core::{DType, Error, Result, Tensor, TensorOptions};
 
@@ -9,7 +10,7 @@ use super::norm::LayerNormOptions;
 use crate::state::call_with_hooks;
 use crate::{
     Dropout, Forward, LayerNorm, Linear, MhaForwardOptions, Module, ModuleState, MultiheadAttention,
-    MultiheadAttentionOptions, functional as F,
+    MultiheadAttentionOptions, functional as F, init,
 };
 
 /// The feed-forward activation of a transformer layer (PyTorch's
@@ -215,7 +216,7 @@ impl TransformerEncoderLayer {
 
     /// A copy with its own parameter storage (PyTorch's `copy.deepcopy`,
     /// which `TransformerEncoder` applies to its layer); the training flags
-    /// are copied, hooks are not.
+    /// and hooks are copied (see [`ModuleState`]'s `Clone`).
     pub fn deep_clone(&self) -> Result<Self> {
         Ok(TransformerEncoderLayer {
             self_attn: self.self_attn.deep_clone()?,
@@ -252,39 +253,52 @@ impl TransformerEncoderLayer {
     /// The layer on `src` (`[S, N, E]`, `[N, S, E]` with `batch_first`, or
     /// unbatched `[S, E]`), as PyTorch's math path:
     /// `norm1(x + sa(x))`, `norm2(x + ff(x))`, or with `norm_first`
-    /// `x + sa(norm1(x))`, `x + ff(norm2(x))`. Errors name the layer and
-    /// the shapes.
+    /// `x + sa(norm1(x))`, `x + ff(norm2(x))`. Runs between the module's
+    /// hooks (inputs `[src]`; the masks are keyword arguments). Errors name
+    /// the layer and the shapes. Without masks this is
+    /// [`Forward::call`].
     pub fn forward(&self, src: &Tensor, opts: &EncoderLayerForwardOptions) -> Result<Tensor> {
-        check_input(&self.name(), "src", src, self.d_model, self.opts.batch_first)?;
-        call_with_hooks(self, std::slice::from_ref(src), |a| {
-            let x = &a[0];
-            let sa = |x: &Tensor| -> Result<Tensor> {
-                let (y, _) = self.self_attn.forward(
-                    x,
-                    x,
-                    x,
-                    &MhaForwardOptions {
-                        key_padding_mask: opts.src_key_padding_mask,
-                        need_weights: false,
-                        attn_mask: opts.src_mask,
-                        average_attn_weights: true,
-                        is_causal: opts.is_causal,
-                    },
-                )?;
-                self.dropout1.call(&y)
-            };
-            let ff = |x: &Tensor| -> Result<Tensor> {
-                let h = self.opts.activation.apply(&self.linear1.call(x)?)?;
-                self.dropout2.call(&self.linear2.call(&self.dropout.call(&h)?)?)
-            };
-            if self.opts.norm_first {
-                let x = x.add(&sa(&self.norm1.call(x)?)?)?;
-                x.add(&ff(&self.norm2.call(&x)?)?)
-            } else {
-                let x = self.norm1.call(&x.add(&sa(x)?)?)?;
-                self.norm2.call(&x.add(&ff(&x)?)?)
-            }
-        })
+        call_with_hooks(self, std::slice::from_ref(src), |a| self.encode(&a[0], opts))
+    }
+
+    /// The forward without hooks.
+    fn encode(&self, x: &Tensor, opts: &EncoderLayerForwardOptions) -> Result<Tensor> {
+        check_input(&self.name(), "src", x, self.d_model, self.opts.batch_first)?;
+        let sa = |x: &Tensor| -> Result<Tensor> {
+            let (y, _) = self.self_attn.forward(
+                x,
+                x,
+                x,
+                &MhaForwardOptions {
+                    key_padding_mask: opts.src_key_padding_mask,
+                    need_weights: false,
+                    attn_mask: opts.src_mask,
+                    average_attn_weights: true,
+                    is_causal: opts.is_causal,
+                },
+            )?;
+            self.dropout1.call(&y)
+        };
+        let ff = |x: &Tensor| -> Result<Tensor> {
+            let h = self.opts.activation.apply(&self.linear1.call(x)?)?;
+            self.dropout2.call(&self.linear2.call(&self.dropout.call(&h)?)?)
+        };
+        if self.opts.norm_first {
+            let x = x.add(&sa(&self.norm1.call(x)?)?)?;
+            x.add(&ff(&self.norm2.call(&x)?)?)
+        } else {
+            let x = self.norm1.call(&x.add(&sa(x)?)?)?;
+            self.norm2.call(&x.add(&ff(&x)?)?)
+        }
+    }
+}
+
+/// The layer without masks (`layer(src)`), so it can sit in a
+/// [`Sequential`](crate::Sequential); masks go through the inherent
+/// [`TransformerEncoderLayer::forward`].
+impl Forward for TransformerEncoderLayer {
+    fn forward(&self, src: &Tensor) -> Result<Tensor> {
+        self.encode(src, &EncoderLayerForwardOptions::default())
     }
 }
 
@@ -378,70 +392,101 @@ impl TransformerDecoderLayer {
         )
     }
 
+    /// A copy with its own parameter storage (PyTorch's `copy.deepcopy`,
+    /// which `TransformerDecoder` applies to its layer); the training flags
+    /// and hooks are copied.
+    pub fn deep_clone(&self) -> Result<Self> {
+        Ok(TransformerDecoderLayer {
+            self_attn: self.self_attn.deep_clone()?,
+            multihead_attn: self.multihead_attn.deep_clone()?,
+            linear1: self.linear1.deep_clone()?,
+            dropout: self.dropout.deep_clone(),
+            linear2: self.linear2.deep_clone()?,
+            norm1: self.norm1.deep_clone()?,
+            norm2: self.norm2.deep_clone()?,
+            norm3: self.norm3.deep_clone()?,
+            dropout1: self.dropout1.deep_clone(),
+            dropout2: self.dropout2.deep_clone(),
+            dropout3: self.dropout3.deep_clone(),
+            d_model: self.d_model,
+            nhead: self.nhead,
+            opts: self.opts,
+            state: self.state.clone(),
+        })
+    }
+
+    /// The construction options.
+    pub fn options(&self) -> &TransformerLayerOptions {
+        &self.opts
+    }
+
     /// The layer on `tgt` `[T, N, E]` and `memory` `[S, N, E]` (batch
     /// first with `batch_first`; unbatched `[T, E]`, `[S, E]`), as
-    /// PyTorch's math path. Errors name the layer and the shapes.
+    /// PyTorch's math path. Runs between the module's hooks (inputs `[tgt,
+    /// memory]`). Errors name the layer and the shapes.
     pub fn forward(&self, tgt: &Tensor, memory: &Tensor, opts: &DecoderLayerForwardOptions) -> Result<Tensor> {
+        let args = [tgt.clone(), memory.clone()];
+        call_with_hooks(self, &args, |a| self.decode(&a[0], &a[1], opts))
+    }
+
+    /// The forward without hooks.
+    fn decode(&self, x: &Tensor, mem: &Tensor, opts: &DecoderLayerForwardOptions) -> Result<Tensor> {
         let name = self.name();
-        check_input(&name, "tgt", tgt, self.d_model, self.opts.batch_first)?;
-        check_input(&name, "memory", memory, self.d_model, self.opts.batch_first)?;
-        if memory.ndim() != tgt.ndim() {
+        check_input(&name, "tgt", x, self.d_model, self.opts.batch_first)?;
+        check_input(&name, "memory", mem, self.d_model, self.opts.batch_first)?;
+        if mem.ndim() != x.ndim() {
             return Err(Error::module(
                 name,
                 format!(
                     "tgt and memory must both be batched or both unbatched, got {:?} and {:?}",
-                    tgt.shape(),
-                    memory.shape()
+                    x.shape(),
+                    mem.shape()
                 ),
             ));
         }
-        let args = [tgt.clone(), memory.clone()];
-        call_with_hooks(self, &args, |a| {
-            let (x, mem) = (&a[0], &a[1]);
-            let sa = |x: &Tensor| -> Result<Tensor> {
-                let (y, _) = self.self_attn.forward(
-                    x,
-                    x,
-                    x,
-                    &MhaForwardOptions {
-                        key_padding_mask: opts.tgt_key_padding_mask,
-                        need_weights: false,
-                        attn_mask: opts.tgt_mask,
-                        average_attn_weights: true,
-                        is_causal: opts.tgt_is_causal,
-                    },
-                )?;
-                self.dropout1.call(&y)
-            };
-            let ca = |x: &Tensor| -> Result<Tensor> {
-                let (y, _) = self.multihead_attn.forward(
-                    x,
-                    mem,
-                    mem,
-                    &MhaForwardOptions {
-                        key_padding_mask: opts.memory_key_padding_mask,
-                        need_weights: false,
-                        attn_mask: opts.memory_mask,
-                        average_attn_weights: true,
-                        is_causal: opts.memory_is_causal,
-                    },
-                )?;
-                self.dropout2.call(&y)
-            };
-            let ff = |x: &Tensor| -> Result<Tensor> {
-                let h = self.opts.activation.apply(&self.linear1.call(x)?)?;
-                self.dropout3.call(&self.linear2.call(&self.dropout.call(&h)?)?)
-            };
-            if self.opts.norm_first {
-                let x = x.add(&sa(&self.norm1.call(x)?)?)?;
-                let x = x.add(&ca(&self.norm2.call(&x)?)?)?;
-                x.add(&ff(&self.norm3.call(&x)?)?)
-            } else {
-                let x = self.norm1.call(&x.add(&sa(x)?)?)?;
-                let x = self.norm2.call(&x.add(&ca(&x)?)?)?;
-                self.norm3.call(&x.add(&ff(&x)?)?)
-            }
-        })
+        let sa = |x: &Tensor| -> Result<Tensor> {
+            let (y, _) = self.self_attn.forward(
+                x,
+                x,
+                x,
+                &MhaForwardOptions {
+                    key_padding_mask: opts.tgt_key_padding_mask,
+                    need_weights: false,
+                    attn_mask: opts.tgt_mask,
+                    average_attn_weights: true,
+                    is_causal: opts.tgt_is_causal,
+                },
+            )?;
+            self.dropout1.call(&y)
+        };
+        let ca = |x: &Tensor| -> Result<Tensor> {
+            let (y, _) = self.multihead_attn.forward(
+                x,
+                mem,
+                mem,
+                &MhaForwardOptions {
+                    key_padding_mask: opts.memory_key_padding_mask,
+                    need_weights: false,
+                    attn_mask: opts.memory_mask,
+                    average_attn_weights: true,
+                    is_causal: opts.memory_is_causal,
+                },
+            )?;
+            self.dropout2.call(&y)
+        };
+        let ff = |x: &Tensor| -> Result<Tensor> {
+            let h = self.opts.activation.apply(&self.linear1.call(x)?)?;
+            self.dropout3.call(&self.linear2.call(&self.dropout.call(&h)?)?)
+        };
+        if self.opts.norm_first {
+            let x = x.add(&sa(&self.norm1.call(x)?)?)?;
+            let x = x.add(&ca(&self.norm2.call(&x)?)?)?;
+            x.add(&ff(&self.norm3.call(&x)?)?)
+        } else {
+            let x = self.norm1.call(&x.add(&sa(x)?)?)?;
+            let x = self.norm2.call(&x.add(&ca(&x)?)?)?;
+            self.norm3.call(&x.add(&ff(&x)?)?)
+        }
     }
 }
 
@@ -491,54 +536,335 @@ impl TransformerEncoder {
         self.num_layers
     }
 
-    /// Every layer in turn on `src`, then the norm (PyTorch's math path).
-    /// Errors as [`TransformerEncoderLayer::forward`].
+    /// Every layer in turn on `src`, then the norm (PyTorch's math path),
+    /// between the module's hooks (inputs `[src]`). Errors as
+    /// [`TransformerEncoderLayer::forward`].
     pub fn forward(&self, src: &Tensor, opts: &EncoderForwardOptions) -> Result<Tensor> {
-        let is_causal = match (opts.is_causal, opts.mask) {
-            (Some(c), _) => c,
-            (None, Some(m)) => self.detect_causal(src, m)?,
-            (None, None) => false,
-        };
-        call_with_hooks(self, std::slice::from_ref(src), |a| {
-            let mut x = a[0].clone();
-            for layer in &self.layers {
-                x = layer.forward(
-                    &x,
-                    &EncoderLayerForwardOptions {
-                        src_mask: opts.mask,
-                        src_key_padding_mask: opts.src_key_padding_mask,
-                        is_causal,
-                    },
-                )?;
-            }
-            match &self.norm {
-                Some(n) => n.call(&x),
-                None => Ok(x),
-            }
+        call_with_hooks(self, std::slice::from_ref(src), |a| self.encode(&a[0], opts))
+    }
+
+    /// The forward without hooks.
+    fn encode(&self, src: &Tensor, opts: &EncoderForwardOptions) -> Result<Tensor> {
+        let batch_first = self.layers.first().is_some_and(|l| l.opts.batch_first);
+        let is_causal = detect_is_causal_mask(opts.mask, opts.is_causal, seq_len(src, batch_first))?;
+        let mut x = src.clone();
+        for layer in &self.layers {
+            x = layer.forward(
+                &x,
+                &EncoderLayerForwardOptions {
+                    src_mask: opts.mask,
+                    src_key_padding_mask: opts.src_key_padding_mask,
+                    is_causal,
+                },
+            )?;
+        }
+        match &self.norm {
+            Some(n) => n.call(&x),
+            None => Ok(x),
+        }
+    }
+}
+
+/// The encoder without masks (`encoder(src)`), so it can sit in a
+/// [`Sequential`](crate::Sequential).
+impl Forward for TransformerEncoder {
+    fn forward(&self, src: &Tensor) -> Result<Tensor> {
+        self.encode(src, &EncoderForwardOptions::default())
+    }
+}
+
+/// PyTorch's `_get_seq_len`: the sequence length of `[S, E]`, `[S, N, E]`
+/// or (batch first) `[N, S, E]`.
+fn seq_len(x: &Tensor, batch_first: bool) -> usize {
+    match (x.ndim(), batch_first) {
+        (3, true) => x.shape()[1],
+        _ => x.shape().first().copied().unwrap_or(0),
+    }
+}
+
+/// PyTorch's `_detect_is_causal_mask`: `is_causal` when given, else
+/// whether `mask` equals the causal mask of `size` (a boolean mask: true
+/// above the diagonal).
+fn detect_is_causal_mask(mask: Option<&Tensor>, is_causal: Option<bool>, size: usize) -> Result<bool> {
+    let mask = match (is_causal, mask) {
+        (Some(c), _) => return Ok(c),
+        (None, None) => return Ok(false),
+        (None, Some(m)) => m,
+    };
+    if mask.shape() != [size, size] {
+        return Ok(false);
+    }
+    let causal = generate_square_subsequent_mask(size, Some(DType::F64))?;
+    let m = if mask.dtype() == DType::Bool {
+        TensorOptions::new()
+            .dtype(DType::F64)
+            .zeros([size, size])?
+            .masked_fill(mask, f64::NEG_INFINITY)?
+    } else {
+        mask.to_dtype(DType::F64)?
+    };
+    Ok(m.to_vec::<f64>()? == causal.to_vec::<f64>()?)
+}
+
+/// The call arguments of [`TransformerDecoder::forward`] besides the
+/// target and the memory (PyTorch's keywords and defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DecoderForwardOptions<'a> {
+    /// `[T, T]` or `[N * nhead, T, T]` mask of every layer's self-attention.
+    pub tgt_mask: Option<&'a Tensor>,
+    /// `[T, S]` mask of every layer's attention over the memory.
+    pub memory_mask: Option<&'a Tensor>,
+    /// `[N, T]`: padded target positions.
+    pub tgt_key_padding_mask: Option<&'a Tensor>,
+    /// `[N, S]`: padded memory positions.
+    pub memory_key_padding_mask: Option<&'a Tensor>,
+    /// Whether `tgt_mask` is the causal mask; `None` (the default) detects
+    /// it by comparing with [`generate_square_subsequent_mask`], as
+    /// PyTorch.
+    pub tgt_is_causal: Option<bool>,
+    /// `memory_mask` is the causal mask (a hint).
+    pub memory_is_causal: bool,
+}
+
+/// A stack of `num_layers` copies of a decoder layer and an optional final
+/// norm (PyTorch's `nn.TransformerDecoder`: the layer is deep-copied, so
+/// every layer starts with the same weights).
+#[derive(Module)]
+pub struct TransformerDecoder {
+    /// The layers (`layers.0`, `layers.1`, ...).
+    pub layers: Vec<TransformerDecoderLayer>,
+    /// The final norm.
+    pub norm: Option<LayerNorm>,
+    num_layers: usize,
+    state: ModuleState,
+}
+
+impl TransformerDecoder {
+    /// `num_layers` deep copies of `decoder_layer` (which is dropped, as
+    /// PyTorch keeps only the copies), then `norm`.
+    pub fn new(decoder_layer: TransformerDecoderLayer, num_layers: usize, norm: Option<LayerNorm>) -> Result<Self> {
+        let layers = (0..num_layers)
+            .map(|_| decoder_layer.deep_clone())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(TransformerDecoder {
+            layers,
+            norm,
+            num_layers,
+            state: ModuleState::default(),
         })
     }
 
-    /// PyTorch's `_detect_is_causal_mask`: whether `mask` equals the
-    /// causal mask of the sequence length.
-    fn detect_causal(&self, src: &Tensor, mask: &Tensor) -> Result<bool> {
+    /// The number of layers.
+    pub fn num_layers(&self) -> usize {
+        self.num_layers
+    }
+
+    /// Every layer in turn on `tgt` with `memory`, then the norm (PyTorch's
+    /// math path), between the module's hooks (inputs `[tgt, memory]`).
+    /// Errors as [`TransformerDecoderLayer::forward`].
+    pub fn forward(&self, tgt: &Tensor, memory: &Tensor, opts: &DecoderForwardOptions) -> Result<Tensor> {
+        let args = [tgt.clone(), memory.clone()];
+        call_with_hooks(self, &args, |a| self.decode(&a[0], &a[1], opts))
+    }
+
+    /// The forward without hooks.
+    fn decode(&self, tgt: &Tensor, memory: &Tensor, opts: &DecoderForwardOptions) -> Result<Tensor> {
         let batch_first = self.layers.first().is_some_and(|l| l.opts.batch_first);
-        let seq = match (src.ndim(), batch_first) {
-            (3, true) => src.shape()[1],
-            _ => src.shape().first().copied().unwrap_or(0),
-        };
-        if mask.shape() != [seq, seq] {
-            return Ok(false);
+        let tgt_is_causal = detect_is_causal_mask(opts.tgt_mask, opts.tgt_is_causal, seq_len(tgt, batch_first))?;
+        let mut x = tgt.clone();
+        for layer in &self.layers {
+            x = layer.forward(
+                &x,
+                memory,
+                &DecoderLayerForwardOptions {
+                    tgt_mask: opts.tgt_mask,
+                    memory_mask: opts.memory_mask,
+                    tgt_key_padding_mask: opts.tgt_key_padding_mask,
+                    memory_key_padding_mask: opts.memory_key_padding_mask,
+                    tgt_is_causal,
+                    memory_is_causal: opts.memory_is_causal,
+                },
+            )?;
         }
-        let causal = generate_square_subsequent_mask(seq, Some(DType::F64))?;
-        let m = if mask.dtype() == DType::Bool {
-            TensorOptions::new()
-                .dtype(DType::F64)
-                .zeros([seq, seq])?
-                .masked_fill(mask, f64::NEG_INFINITY)?
-        } else {
-            mask.to_dtype(DType::F64)?
+        match &self.norm {
+            Some(n) => n.call(&x),
+            None => Ok(x),
+        }
+    }
+}
+
+/// The construction options of [`Transformer`] (PyTorch's keywords and
+/// defaults).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransformerOptions {
+    /// Encoder layers (`6`).
+    pub num_encoder_layers: usize,
+    /// Decoder layers (`6`).
+    pub num_decoder_layers: usize,
+    /// Every layer's options (`dim_feedforward`, `dropout`, `activation`,
+    /// `layer_norm_eps`, `batch_first`, `norm_first`, `bias`, `dtype`),
+    /// also used by the final norms (`layer_norm_eps`, `bias`, `dtype`).
+    pub layer: TransformerLayerOptions,
+}
+
+impl Default for TransformerOptions {
+    fn default() -> Self {
+        TransformerOptions {
+            num_encoder_layers: 6,
+            num_decoder_layers: 6,
+            layer: TransformerLayerOptions::default(),
+        }
+    }
+}
+
+/// The call arguments of [`Transformer::forward`] besides the source and
+/// the target (PyTorch's keywords and defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TransformerForwardOptions<'a> {
+    /// `[S, S]` or `[N * nhead, S, S]` mask of the encoder's self-attention.
+    pub src_mask: Option<&'a Tensor>,
+    /// `[T, T]` or `[N * nhead, T, T]` mask of the decoder's self-attention.
+    pub tgt_mask: Option<&'a Tensor>,
+    /// `[T, S]` mask of the decoder's attention over the memory.
+    pub memory_mask: Option<&'a Tensor>,
+    /// `[N, S]`: padded source positions.
+    pub src_key_padding_mask: Option<&'a Tensor>,
+    /// `[N, T]`: padded target positions.
+    pub tgt_key_padding_mask: Option<&'a Tensor>,
+    /// `[N, S]`: padded memory positions.
+    pub memory_key_padding_mask: Option<&'a Tensor>,
+    /// Whether `src_mask` is the causal mask (`None`: detected).
+    pub src_is_causal: Option<bool>,
+    /// Whether `tgt_mask` is the causal mask (`None`: detected).
+    pub tgt_is_causal: Option<bool>,
+    /// `memory_mask` is the causal mask (a hint).
+    pub memory_is_causal: bool,
+}
+
+/// An encoder-decoder transformer (PyTorch's `nn.Transformer`): a
+/// [`TransformerEncoder`] and a [`TransformerDecoder`], each with a final
+/// `LayerNorm`; after building them, every parameter of more than one
+/// dim is re-drawn with `xavier_uniform_` in parameter order (PyTorch's
+/// `_reset_parameters`), so a seed gives PyTorch's weights.
+#[derive(Module)]
+pub struct Transformer {
+    /// The encoder (`encoder.layers.0.self_attn.in_proj_weight`, ...,
+    /// `encoder.norm.weight`).
+    pub encoder: TransformerEncoder,
+    /// The decoder (`decoder.layers.0...`, `decoder.norm.weight`).
+    pub decoder: TransformerDecoder,
+    d_model: usize,
+    nhead: usize,
+    batch_first: bool,
+    state: ModuleState,
+}
+
+impl Transformer {
+    /// The model with PyTorch's defaults besides the sizes (6 encoder and 6
+    /// decoder layers, `dim_feedforward` 2048, dropout 0.1, ReLU).
+    pub fn new(d_model: usize, nhead: usize) -> Result<Self> {
+        Self::with_options(d_model, nhead, TransformerOptions::default())
+    }
+
+    /// The model; builds its submodules in PyTorch's order, then
+    /// re-initialises the matrices. Errors as
+    /// [`TransformerEncoderLayer::with_options`].
+    pub fn with_options(d_model: usize, nhead: usize, o: TransformerOptions) -> Result<Self> {
+        let lo = &o.layer;
+        let encoder_layer = TransformerEncoderLayer::with_options(d_model, nhead, *lo)?;
+        let encoder = TransformerEncoder::new(encoder_layer, o.num_encoder_layers, Some(layer_norm(d_model, lo)?))?;
+        let decoder_layer = TransformerDecoderLayer::with_options(d_model, nhead, *lo)?;
+        let decoder = TransformerDecoder::new(decoder_layer, o.num_decoder_layers, Some(layer_norm(d_model, lo)?))?;
+        let t = Transformer {
+            encoder,
+            decoder,
+            d_model,
+            nhead,
+            batch_first: lo.batch_first,
+            state: ModuleState::default(),
         };
-        let same = m.to_vec::<f64>()? == causal.to_vec::<f64>()?;
-        Ok(same)
+        for p in t.parameters() {
+            let w = p.tensor();
+            if w.ndim() > 1 {
+                init::xavier_uniform_(&w, 1.0)?;
+            }
+        }
+        Ok(t)
+    }
+
+    /// PyTorch's `Transformer.generate_square_subsequent_mask`: see
+    /// [`generate_square_subsequent_mask`].
+    pub fn generate_square_subsequent_mask(sz: usize, dtype: Option<DType>) -> Result<Tensor> {
+        generate_square_subsequent_mask(sz, dtype)
+    }
+
+    /// The model's width.
+    pub fn d_model(&self) -> usize {
+        self.d_model
+    }
+
+    /// The number of attention heads.
+    pub fn nhead(&self) -> usize {
+        self.nhead
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "Transformer(d_model={}, nhead={}, batch_first={})",
+            self.d_model,
+            self.nhead,
+            py_bool(self.batch_first)
+        )
+    }
+
+    /// The encoder on `src` (`[S, N, E]`, `[N, S, E]` with `batch_first`,
+    /// or unbatched `[S, E]`) and the decoder on `tgt` (`[T, N, E]`, ...)
+    /// over the encoder's output; returns the decoder's output. Runs
+    /// between the module's hooks (inputs `[src, tgt]`). Errors (naming the
+    /// model and both shapes) when the batch sizes of `src` and `tgt` differ
+    /// or their feature size is not `d_model`, and as the layers'
+    /// forwards.
+    pub fn forward(&self, src: &Tensor, tgt: &Tensor, opts: &TransformerForwardOptions) -> Result<Tensor> {
+        let args = [src.clone(), tgt.clone()];
+        call_with_hooks(self, &args, |a| self.run(&a[0], &a[1], opts))
+    }
+
+    /// The forward without hooks.
+    fn run(&self, src: &Tensor, tgt: &Tensor, opts: &TransformerForwardOptions) -> Result<Tensor> {
+        let bad = |detail: &str| {
+            Error::module(
+                self.name(),
+                format!("{detail}, got src {:?} and tgt {:?}", src.shape(), tgt.shape()),
+            )
+        };
+        if src.ndim() == 3 && tgt.ndim() == 3 {
+            let b = usize::from(!self.batch_first);
+            if src.shape()[b] != tgt.shape()[b] {
+                return Err(bad("the batch number of src and tgt must be equal"));
+            }
+        }
+        if src.shape().last() != Some(&self.d_model) || tgt.shape().last() != Some(&self.d_model) {
+            return Err(bad("the feature number of src and tgt must be equal to d_model"));
+        }
+        let memory = self.encoder.forward(
+            src,
+            &EncoderForwardOptions {
+                mask: opts.src_mask,
+                src_key_padding_mask: opts.src_key_padding_mask,
+                is_causal: opts.src_is_causal,
+            },
+        )?;
+        self.decoder.forward(
+            tgt,
+            &memory,
+            &DecoderForwardOptions {
+                tgt_mask: opts.tgt_mask,
+                memory_mask: opts.memory_mask,
+                tgt_key_padding_mask: opts.tgt_key_padding_mask,
+                memory_key_padding_mask: opts.memory_key_padding_mask,
+                tgt_is_causal: opts.tgt_is_causal,
+                memory_is_causal: opts.memory_is_causal,
+            },
+        )
     }
 }
