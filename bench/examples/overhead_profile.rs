@@ -6,7 +6,8 @@
 //! `chain50_fwd` (its forward only), `chain50_nograd` (the forward without
 //! autograd), `empty1` (creating a 1-element tensor),
 //! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128),
-//! `index_add` (the bench's index_add_1e6_rows),
+//! `index_add` (the bench's index_add_1e6_rows), `layer_norm` / `gelu` (their
+//! forward + backward figures on [1024, 768]),
 //! `module_mlp16` (the module-call-overhead figure: a `Sequential` of three
 //! `Linear(16, 16)` with ReLUs, batch 1, no grad) and `module_mlp16_ops`
 //! (the same operators without modules: the difference is the cost of the
@@ -118,6 +119,25 @@ fn run() -> Result<()> {
             let x = Tensor::randn([1])?.requires_grad_(true)?;
             for _ in 0..iters {
                 std::hint::black_box(chain50(&x)?);
+            }
+        }
+        "layer_norm" | "gelu" => {
+            // The bench's layer_norm / gelu forward + backward on [1024, 768].
+            let x = Tensor::randn([1024, 768])?.requires_grad_(true)?;
+            let w = Tensor::randn([768])?.requires_grad_(true)?;
+            let b = Tensor::randn([768])?.requires_grad_(true)?;
+            let gy = [Tensor::randn([1024, 768])?];
+            let opts = ferrotorch::autograd::GradOptions {
+                grad_outputs: Some(&gy),
+                ..Default::default()
+            };
+            for _ in 0..iters {
+                if which == "gelu" {
+                    std::hint::black_box(ferrotorch::autograd::grad(&[&x.gelu()?], &[&x], opts.clone())?);
+                } else {
+                    let y = x.layer_norm([768], Some(&w), Some(&b), 1e-5)?;
+                    std::hint::black_box(ferrotorch::autograd::grad(&[&y], &[&x, &w, &b], opts.clone())?);
+                }
             }
         }
         "index_add" => {
