@@ -127,16 +127,16 @@ fn scale(grads: &[Tensor], max_norm: f64, total_norm: &Tensor) -> Result<()> {
 /// returns the total norm before clipping (a 0-d tensor).
 ///
 /// ```
-/// use ferrotorch::nn::Parameter;
-/// use ferrotorch::nn::utils::clip_grad_norm_;
-/// use ferrotorch::Tensor;
+/// use ferrotorch_core::Tensor;
+/// use ferrotorch_nn::Parameter;
+/// use ferrotorch_nn::utils::clip_grad_norm_;
 /// let p = Parameter::new(Tensor::zeros([2])?)?;
 /// p.tensor().set_grad(Some(Tensor::new([3.0f32, 4.0])?))?;
 /// let total = clip_grad_norm_(&[p.clone()], 1.0, 2.0, false)?;
 /// assert_eq!(total.item::<f32>()?, 5.0);
 /// let g = p.grad().unwrap().to_vec::<f32>()?;
 /// assert!((g[0] - 0.6).abs() < 1e-6 && (g[1] - 0.8).abs() < 1e-6);
-/// # Ok::<(), ferrotorch::Error>(())
+/// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 ///
 /// Errors: with `error_if_nonfinite`, a total norm that is NaN or
@@ -157,14 +157,14 @@ pub fn clip_grad_norm_<P: Borrow<Parameter>>(
 /// gradient of `params` into `[-clip_value, clip_value]` in place.
 ///
 /// ```
-/// use ferrotorch::nn::Parameter;
-/// use ferrotorch::nn::utils::clip_grad_value_;
-/// use ferrotorch::Tensor;
+/// use ferrotorch_core::Tensor;
+/// use ferrotorch_nn::Parameter;
+/// use ferrotorch_nn::utils::clip_grad_value_;
 /// let p = Parameter::new(Tensor::zeros([3])?)?;
 /// p.tensor().set_grad(Some(Tensor::new([-3.0f32, 0.5, 2.0])?))?;
 /// clip_grad_value_(&[p.clone()], 1.0)?;
 /// assert_eq!(p.grad().unwrap().to_vec::<f32>()?, [-1.0, 0.5, 1.0]);
-/// # Ok::<(), ferrotorch::Error>(())
+/// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 pub fn clip_grad_value_<P: Borrow<Parameter>>(params: impl IntoIterator<Item = P>, clip_value: f64) -> Result<()> {
     no_grad(|| {

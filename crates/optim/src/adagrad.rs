@@ -12,7 +12,7 @@ use crate::value::{Dict, Value};
 /// ```
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{Adagrad, AdagradOptions};
-/// let model = Linear::new(4, 2, true)?;
+/// let model = Linear::new(4, 2)?;
 /// let opt = Adagrad::new(model.parameters(), AdagradOptions { lr_decay: 1e-3, ..Default::default() })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

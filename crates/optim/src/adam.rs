@@ -15,7 +15,7 @@ use crate::value::{Dict, Value};
 /// ```
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{Adam, AdamOptions};
-/// let model = Linear::new(4, 2, true)?;
+/// let model = Linear::new(4, 2)?;
 /// let opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-2, amsgrad: true, ..Default::default() })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -58,7 +58,7 @@ impl Default for AdamOptions {
 /// ```
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{AdamW, AdamWOptions};
-/// let model = Linear::new(4, 2, true)?;
+/// let model = Linear::new(4, 2)?;
 /// let opt = AdamW::new(model.parameters(), AdamWOptions { lr: 1e-3, ..Default::default() })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -9,12 +9,12 @@
 //! The facade re-exports this crate as `ferrotorch::optim`.
 //!
 //! ```
-//! use ferrotorch::nn::{Linear, Module};
+//! use ferrotorch::nn::{Forward, Linear, Module};
 //! use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
 //! use ferrotorch::optim::lr_scheduler::{LrScheduler, StepLR};
 //! use ferrotorch::Tensor;
 //!
-//! let model = Linear::new(4, 1, true)?;
+//! let model = Linear::new(4, 1)?;
 //! let mut opt = AdamW::new(model.parameters(), AdamWOptions { lr: 1e-3, ..Default::default() })?;
 //! let mut sched = StepLR::new(&mut opt, 10, 0.5)?;
 //! let x = Tensor::randn([8, 4])?;

@@ -237,7 +237,9 @@ pub trait Optimizer: Send + Sync {
 
     /// Loads a state dict: every group's hyperparameters and every
     /// parameter's state. Checks first (group count, parameter counts,
-    /// state keys and shapes); on an error the optimizer is unchanged.
+    /// value kinds, state keys and shapes); on an error the optimizer is
+    /// unchanged. As PyTorch, the loaded hyperparameters are not range-checked
+    /// (a OneCycleLR run past its end leaves a negative `lr`).
     fn load_state_dict(&mut self, state_dict: &OptimizerStateDict) -> Result<()>;
 }
 
@@ -510,7 +512,6 @@ impl<A: Algorithm> Optimizer for Optim<A> {
                     extra.insert(k, v.clone());
                 }
             }
-            options.validate()?;
             new_groups.push((options, extra));
         }
         // New state, every tensor checked against its parameter.

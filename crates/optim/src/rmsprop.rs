@@ -12,7 +12,7 @@ use crate::value::{Dict, Value};
 /// ```
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{RMSprop, RmsPropOptions};
-/// let model = Linear::new(4, 2, true)?;
+/// let model = Linear::new(4, 2)?;
 /// let opt = RMSprop::new(model.parameters(), RmsPropOptions { centered: true, ..Default::default() })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -12,7 +12,7 @@ use crate::value::{Dict, Value};
 /// ```
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{Optimizer, SGD, SgdOptions};
-/// let model = Linear::new(4, 2, true)?;
+/// let model = Linear::new(4, 2)?;
 /// let mut opt = SGD::new(model.parameters(), SgdOptions { lr: 0.1, momentum: 0.9, ..Default::default() })?;
 /// opt.step()?; // parameters without gradients are skipped
 /// # Ok::<(), Box<dyn std::error::Error>>(())

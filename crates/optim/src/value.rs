@@ -25,6 +25,9 @@ pub enum Value {
     List(Vec<Value>),
     /// A Python `dict` with string keys.
     Dict(Dict),
+    /// A Python `dict` with integer keys, in insertion order (MultiStepLR's
+    /// `milestones`, a `collections.Counter` in PyTorch: milestone -> count).
+    IntKeyDict(Vec<(i64, Value)>),
     /// A tensor (optimizer state: `step`, `exp_avg`, ...).
     Tensor(Tensor),
 }
@@ -117,6 +120,9 @@ impl Value {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
             }
             (Value::Dict(a), Value::Dict(b)) => a.same(b),
+            (Value::IntKeyDict(a), Value::IntKeyDict(b)) => {
+                a.len() == b.len() && a.iter().all(|(k, v)| b.iter().any(|(l, w)| k == l && v.same(w)))
+            }
             (Value::Tensor(a), Value::Tensor(b)) => {
                 a.shape() == b.shape()
                     && a.dtype() == b.dtype()
