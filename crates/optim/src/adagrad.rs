@@ -161,7 +161,15 @@ impl Algorithm for AdagradAlgorithm {
         let Some(st) = state.as_mut() else { return Ok(()) };
         let step = st.step + 1.0;
         let clr = o.lr / (1.0 + (f64::from(step) - 1.0) * o.lr_decay);
-        update_param(Self::NAME, index, param, grad, &[&st.sum], body::<f32>(o, clr), body::<f64>(o, clr))?;
+        update_param(
+            Self::NAME,
+            index,
+            param,
+            grad,
+            &[&st.sum],
+            body::<f32>(o, clr),
+            body::<f64>(o, clr),
+        )?;
         st.step = step;
         Ok(())
     }

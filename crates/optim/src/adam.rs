@@ -132,7 +132,10 @@ impl GroupOptions for AdamOptions {
     fn to_dict(&self) -> Dict {
         let mut d = Dict::new();
         d.insert("lr", self.lr);
-        d.insert("betas", Value::Tuple(vec![Value::Float(self.betas.0), Value::Float(self.betas.1)]));
+        d.insert(
+            "betas",
+            Value::Tuple(vec![Value::Float(self.betas.0), Value::Float(self.betas.1)]),
+        );
         d.insert("eps", self.eps);
         d.insert("weight_decay", self.weight_decay);
         d.insert("amsgrad", self.amsgrad);
@@ -375,7 +378,13 @@ impl Algorithm for AdamAlgorithm {
     const NAME: &'static str = "Adam";
     const MOMENTUM_KEY: Option<&'static str> = Some("betas");
 
-    fn update(index: usize, o: &AdamOptions, param: &Tensor, grad: &Tensor, state: &mut Option<AdamState>) -> Result<()> {
+    fn update(
+        index: usize,
+        o: &AdamOptions,
+        param: &Tensor,
+        grad: &Tensor,
+        state: &mut Option<AdamState>,
+    ) -> Result<()> {
         adam_update(Self::NAME, index, o, param, grad, state)
     }
 

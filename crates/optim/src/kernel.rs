@@ -216,7 +216,11 @@ pub(crate) fn fused<T: Float>(
         Ok(ptr)
     };
     let p_ptr = base(param)?;
-    let g_ptr = if grad_alias { grad_copy.as_ptr().cast_mut() } else { base(grad)? };
+    let g_ptr = if grad_alias {
+        grad_copy.as_ptr().cast_mut()
+    } else {
+        base(grad)?
+    };
     let s_ptrs: Vec<*mut T> = states.iter().map(|s| base(s)).collect::<std::result::Result<_, _>>()?;
 
     // SAFETY: each pointer addresses `n` initialised, aligned elements of

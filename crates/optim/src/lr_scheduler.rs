@@ -151,7 +151,10 @@ fn per_group(name: &str, n: usize, v: &PerGroup) -> Result<Vec<f64>> {
     match v {
         PerGroup::All(x) => Ok(vec![*x; n]),
         PerGroup::Each(xs) if xs.len() == n => Ok(xs.clone()),
-        PerGroup::Each(xs) => Err(Error::Scheduler(format!("expected {n} values for {name}, got {}", xs.len()))),
+        PerGroup::Each(xs) => Err(Error::Scheduler(format!(
+            "expected {n} values for {name}, got {}",
+            xs.len()
+        ))),
     }
 }
 
@@ -210,7 +213,9 @@ pub struct Scheduler<R: Rule> {
 
 impl<R: Rule> std::fmt::Debug for Scheduler<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scheduler").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("Scheduler")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
@@ -355,7 +360,9 @@ impl StepLR {
     /// `StepLR(optimizer, step_size, gamma)` (PyTorch's default `gamma` is `0.1`).
     pub fn new(opt: &mut dyn Optimizer, step_size: i64, gamma: f64) -> Result<Self> {
         if step_size <= 0 {
-            return Err(Error::Scheduler(format!("StepLR: step_size must be positive, got {step_size}")));
+            return Err(Error::Scheduler(format!(
+                "StepLR: step_size must be positive, got {step_size}"
+            )));
         }
         Scheduler::with_rule(opt, StepRule { step_size, gamma })
     }
@@ -569,7 +576,9 @@ impl CosineAnnealingLR {
     /// `eta_min` is `0.0`).
     pub fn new(opt: &mut dyn Optimizer, t_max: i64, eta_min: f64) -> Result<Self> {
         if t_max <= 0 {
-            return Err(Error::Scheduler(format!("CosineAnnealingLR: T_max must be positive, got {t_max}")));
+            return Err(Error::Scheduler(format!(
+                "CosineAnnealingLR: T_max must be positive, got {t_max}"
+            )));
         }
         Scheduler::with_rule(opt, CosineAnnealingRule { t_max, eta_min })
     }
@@ -973,7 +982,9 @@ impl OneCycleLR {
             }
             (None, Some(e), Some(s)) => {
                 if e <= 0 {
-                    return Err(Error::Scheduler(format!("Expected positive integer epochs, but got {e}")));
+                    return Err(Error::Scheduler(format!(
+                        "Expected positive integer epochs, but got {e}"
+                    )));
                 }
                 if s <= 0 {
                     return Err(Error::Scheduler(format!(
@@ -1300,7 +1311,13 @@ impl ReduceLROnPlateau {
         for (k, v) in d.iter() {
             match k {
                 "factor" => s.o.factor = float(v, k)?,
-                "default_min_lr" => s.default_min_lr = if matches!(v, Value::None) { None } else { Some(float(v, k)?) },
+                "default_min_lr" => {
+                    s.default_min_lr = if matches!(v, Value::None) {
+                        None
+                    } else {
+                        Some(float(v, k)?)
+                    }
+                }
                 "min_lrs" => s.min_lrs = floats(v, k)?,
                 "patience" => s.o.patience = int(v, k)?,
                 "cooldown" => s.o.cooldown = int(v, k)?,
@@ -1429,7 +1446,10 @@ impl LrScheduler for SequentialLR {
 
     fn state_dict(&self) -> Dict {
         let mut d = Dict::new();
-        d.insert("_milestones", Value::List(self.milestones.iter().map(|&m| Value::Int(m)).collect()));
+        d.insert(
+            "_milestones",
+            Value::List(self.milestones.iter().map(|&m| Value::Int(m)).collect()),
+        );
         d.insert("last_epoch", self.last_epoch);
         d.insert("_last_lr", Value::floats(&self.last_lr));
         d.insert(

@@ -26,7 +26,11 @@ pub(crate) fn py_float(x: f64) -> String {
         return if x > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     // Shortest round-trip digits and the decimal exponent.
     let sci = format!("{:e}", x.abs());
@@ -77,12 +81,14 @@ pub trait GroupOptions: Clone + std::fmt::Debug + Send + Sync + 'static {
 
 /// Reads a float hyperparameter value.
 pub(crate) fn want_f64(key: &str, v: &Value) -> Result<f64> {
-    v.as_f64().ok_or_else(|| Error::key(key, format!("expected a float, got {v:?}")))
+    v.as_f64()
+        .ok_or_else(|| Error::key(key, format!("expected a float, got {v:?}")))
 }
 
 /// Reads a bool hyperparameter value.
 pub(crate) fn want_bool(key: &str, v: &Value) -> Result<bool> {
-    v.as_bool().ok_or_else(|| Error::key(key, format!("expected a bool, got {v:?}")))
+    v.as_bool()
+        .ok_or_else(|| Error::key(key, format!("expected a bool, got {v:?}")))
 }
 
 /// Reads a pair of floats (`betas`).
@@ -370,7 +376,9 @@ impl<A: Algorithm> Optim<A> {
 
     fn group_mut(&mut self, group: usize) -> Result<&mut ParamGroup<A::Options>> {
         let len = self.groups.len();
-        self.groups.get_mut(group).ok_or(Error::NoSuchGroup { index: group, len })
+        self.groups
+            .get_mut(group)
+            .ok_or(Error::NoSuchGroup { index: group, len })
     }
 }
 
@@ -515,8 +523,11 @@ impl<A: Algorithm> Optimizer for Optim<A> {
             new_groups.push((options, extra));
         }
         // New state, every tensor checked against its parameter.
-        let mut new_state: Vec<Vec<Option<A::State>>> =
-            self.groups.iter().map(|g| g.params.iter().map(|_| None).collect()).collect();
+        let mut new_state: Vec<Vec<Option<A::State>>> = self
+            .groups
+            .iter()
+            .map(|g| g.params.iter().map(|_| None).collect())
+            .collect();
         let total: usize = self.groups.iter().map(|g| g.params.len()).sum();
         for (&saved, dict) in &sd.state {
             let Some(&(g, i)) = id_map.get(&saved) else {

@@ -122,7 +122,12 @@ pub type SGD = Sgd;
 /// `add_(grad, alpha=1 - dampening)`; the first step copies the gradient
 /// into the buffer.
 fn body<T: Float>(o: &SgdOptions, first: bool) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
-    let (lr, wd, m, damp1) = (T::of(-o.lr), T::of(o.weight_decay), T::of(o.momentum), T::of(1.0 - o.dampening));
+    let (lr, wd, m, damp1) = (
+        T::of(-o.lr),
+        T::of(o.weight_decay),
+        T::of(o.momentum),
+        T::of(1.0 - o.dampening),
+    );
     let (use_wd, nesterov, maximize) = (o.weight_decay != 0.0, o.nesterov, o.maximize);
     move |p, g, s| {
         let grad = |i: usize, p: T| {
@@ -156,7 +161,15 @@ impl Algorithm for SgdAlgorithm {
 
     fn update(index: usize, o: &SgdOptions, param: &Tensor, grad: &Tensor, state: &mut Option<SgdState>) -> Result<()> {
         if o.momentum == 0.0 {
-            return update_param(Self::NAME, index, param, grad, &[], body::<f32>(o, false), body::<f64>(o, false));
+            return update_param(
+                Self::NAME,
+                index,
+                param,
+                grad,
+                &[],
+                body::<f32>(o, false),
+                body::<f64>(o, false),
+            );
         }
         let first = state.is_none();
         if first {

@@ -18,7 +18,10 @@ use ferrotorch::optim::{Adam, AdamOptions, Dict, Optimizer, SGD, SgdOptions, Val
 use serde_json::Value as Json;
 
 fn make_opt(kind: &str, lrs: &[f64]) -> Box<dyn Optimizer> {
-    let params: Vec<Parameter> = lrs.iter().map(|_| Parameter::new(Tensor::zeros([2]).unwrap()).unwrap()).collect();
+    let params: Vec<Parameter> = lrs
+        .iter()
+        .map(|_| Parameter::new(Tensor::zeros([2]).unwrap()).unwrap())
+        .collect();
     match kind {
         "SGD" => {
             let d = SgdOptions {
@@ -26,7 +29,10 @@ fn make_opt(kind: &str, lrs: &[f64]) -> Box<dyn Optimizer> {
                 momentum: 0.9,
                 ..Default::default()
             };
-            let groups = params.iter().zip(lrs).map(|(p, &lr)| (vec![p.clone()], SgdOptions { lr, ..d.clone() }));
+            let groups = params
+                .iter()
+                .zip(lrs)
+                .map(|(p, &lr)| (vec![p.clone()], SgdOptions { lr, ..d.clone() }));
             Box::new(SGD::with_groups(groups.collect::<Vec<_>>(), d).unwrap())
         }
         _ => {
@@ -34,7 +40,10 @@ fn make_opt(kind: &str, lrs: &[f64]) -> Box<dyn Optimizer> {
                 lr: lrs[0],
                 ..Default::default()
             };
-            let groups = params.iter().zip(lrs).map(|(p, &lr)| (vec![p.clone()], AdamOptions { lr, ..d.clone() }));
+            let groups = params
+                .iter()
+                .zip(lrs)
+                .map(|(p, &lr)| (vec![p.clone()], AdamOptions { lr, ..d.clone() }));
             Box::new(Adam::with_groups(groups.collect::<Vec<_>>(), d).unwrap())
         }
     }
@@ -67,14 +76,19 @@ fn build(kind: &str, c: &Json, opt: &mut dyn Optimizer) -> Box<dyn LrScheduler> 
     match kind {
         "StepLR" => Box::new(StepLR::new(opt, i(c, "step_size"), f(c, "gamma")).unwrap()),
         "MultiStepLR" => {
-            let m: Vec<i64> = c["milestones"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+            let m: Vec<i64> = c["milestones"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_i64().unwrap())
+                .collect();
             Box::new(MultiStepLR::new(opt, &m, f(c, "gamma")).unwrap())
         }
         "ExponentialLR" => Box::new(ExponentialLR::new(opt, f(c, "gamma")).unwrap()),
         "CosineAnnealingLR" => Box::new(CosineAnnealingLR::new(opt, i(c, "T_max"), f(c, "eta_min")).unwrap()),
-        "LinearLR" => Box::new(
-            LinearLR::new(opt, f(c, "start_factor"), f(c, "end_factor"), i(c, "total_iters")).unwrap(),
-        ),
+        "LinearLR" => {
+            Box::new(LinearLR::new(opt, f(c, "start_factor"), f(c, "end_factor"), i(c, "total_iters")).unwrap())
+        }
         "LambdaLR" => match &c["lambda"] {
             Json::String(s) => Box::new(LambdaLR::per_group(opt, vec![lambda(s)]).unwrap()),
             Json::Array(a) => {
@@ -119,7 +133,12 @@ fn build(kind: &str, c: &Json, opt: &mut dyn Optimizer) -> Box<dyn LrScheduler> 
                 .iter()
                 .map(|s| build(s[0].as_str().unwrap(), &s[1], opt))
                 .collect();
-            let m = c["milestones"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+            let m = c["milestones"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_i64().unwrap())
+                .collect();
             Box::new(SequentialLR::new(opt, scheds, m).unwrap())
         }
         other => panic!("scheduler {other}"),
@@ -170,7 +189,9 @@ fn same_json(got: &Value, want: &Json) -> bool {
                     .all(|(k, v)| o.get(&k.to_string()).is_some_and(|w| same_value(v, &value(w))))
         }
         (Value::Dict(d), Json::Object(o)) => same_dict(d, o),
-        (Value::List(items), Json::Array(a)) => items.len() == a.len() && items.iter().zip(a).all(|(x, y)| same_json(x, y)),
+        (Value::List(items), Json::Array(a)) => {
+            items.len() == a.len() && items.iter().zip(a).all(|(x, y)| same_json(x, y))
+        }
         _ => same_value(got, &value(want)),
     }
 }
@@ -196,7 +217,12 @@ fn same_dict(d: &Dict, o: &serde_json::Map<String, Json>) -> bool {
 fn check(case: &Json) -> Result<(), String> {
     let name = case["name"].as_str().unwrap();
     let kind = case["scheduler"].as_str().unwrap();
-    let lrs: Vec<f64> = case["lrs"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let lrs: Vec<f64> = case["lrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
     let mut opt = make_opt(case["optimizer"].as_str().unwrap(), &lrs);
     let opt = opt.as_mut();
     let want_lr = case["lr"].as_array().unwrap();
@@ -209,7 +235,12 @@ fn check(case: &Json) -> Result<(), String> {
         Ok(())
     };
     let sd = if kind == "ReduceLROnPlateau" {
-        let metrics: Vec<f64> = case["metrics"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let metrics: Vec<f64> = case["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
         let mut s = plateau(&case["config"], opt);
         cmp(0, &opt.lrs(), &want_lr[0], "lr")?;
         for (step, m) in metrics.iter().enumerate() {
@@ -261,7 +292,12 @@ fn state_dict_round_trip_continues_the_schedule() {
         if kind == "ReduceLROnPlateau" || kind == "LambdaLR" {
             continue;
         }
-        let lrs: Vec<f64> = case["lrs"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let lrs: Vec<f64> = case["lrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
         let okind = case["optimizer"].as_str().unwrap();
         let mut a = make_opt(okind, &lrs);
         let mut sa = build(kind, &case["config"], a.as_mut());

@@ -50,7 +50,9 @@ pub fn value(v: &Json) -> Value {
         Json::String(s) if !matches!(s.as_str(), "inf" | "-inf" | "nan") => Value::Str(s.clone()),
         Json::Number(_) | Json::String(_) => Value::Float(num(v)),
         Json::Array(a) => Value::List(a.iter().map(value).collect()),
-        Json::Object(o) if o.contains_key("tuple") => Value::Tuple(o["tuple"].as_array().unwrap().iter().map(value).collect()),
+        Json::Object(o) if o.contains_key("tuple") => {
+            Value::Tuple(o["tuple"].as_array().unwrap().iter().map(value).collect())
+        }
         Json::Object(_) if is_tensor(v) => Value::Tensor(tensor(v)),
         Json::Object(o) => Value::Dict(o.iter().map(|(k, v)| (k.clone(), value(v))).collect::<Dict>()),
     }
@@ -94,8 +96,18 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
 /// generator hashes numpy's bytes.
 pub fn fnv1a(t: &Tensor) -> String {
     let bytes: Vec<u8> = match t.dtype() {
-        ferrotorch::DType::F32 => t.to_vec::<f32>().unwrap().iter().flat_map(|x| x.to_le_bytes()).collect(),
-        _ => t.to_vec::<f64>().unwrap().iter().flat_map(|x| x.to_le_bytes()).collect(),
+        ferrotorch::DType::F32 => t
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect(),
+        _ => t
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect(),
     };
     let mut h: u64 = 0xcbf29ce484222325;
     for b in bytes {
@@ -107,6 +119,8 @@ pub fn fnv1a(t: &Tensor) -> String {
 
 /// Reads a JSON file of `tests/data`.
 pub fn data(file: &str) -> Json {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(file);
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
