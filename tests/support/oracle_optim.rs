@@ -41,7 +41,8 @@ fn close(what: &str, got: &Tensor, want: &Tensor) -> Result<bool, String> {
         if a.to_bits() != b.to_bits() {
             exact = false;
         }
-        if !((a - b).abs() <= 1e-6 + 1e-5 * b.abs()) {
+        let within = (a - b).abs() <= 1e-6 + 1e-5 * b.abs();
+        if !within {
             return Err(format!("{what}: element {i}: got {a}, expected {b} (rtol 1e-5)"));
         }
     }

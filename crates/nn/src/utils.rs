@@ -132,7 +132,7 @@ fn scale(grads: &[Tensor], max_norm: f64, total_norm: &Tensor) -> Result<()> {
 /// use ferrotorch_nn::utils::clip_grad_norm_;
 /// let p = Parameter::new(Tensor::zeros([2])?)?;
 /// p.tensor().set_grad(Some(Tensor::new([3.0f32, 4.0])?))?;
-/// let total = clip_grad_norm_(&[p.clone()], 1.0, 2.0, false)?;
+/// let total = clip_grad_norm_([&p], 1.0, 2.0, false)?;
 /// assert_eq!(total.item::<f32>()?, 5.0);
 /// let g = p.grad().unwrap().to_vec::<f32>()?;
 /// assert!((g[0] - 0.6).abs() < 1e-6 && (g[1] - 0.8).abs() < 1e-6);
@@ -162,7 +162,7 @@ pub fn clip_grad_norm_<P: Borrow<Parameter>>(
 /// use ferrotorch_nn::utils::clip_grad_value_;
 /// let p = Parameter::new(Tensor::zeros([3])?)?;
 /// p.tensor().set_grad(Some(Tensor::new([-3.0f32, 0.5, 2.0])?))?;
-/// clip_grad_value_(&[p.clone()], 1.0)?;
+/// clip_grad_value_([&p], 1.0)?;
 /// assert_eq!(p.grad().unwrap().to_vec::<f32>()?, [-1.0, 0.5, 1.0]);
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```

@@ -118,6 +118,8 @@ pub type Adagrad = Optim<AdagradAlgorithm>;
 /// sum = fma(grad, grad, sum)
 /// param = param + (-clr * grad) / (sqrt(sum) + eps)
 /// ```
+// The loops index several slices of one length in step.
+#[allow(clippy::needless_range_loop)]
 fn body<T: Float>(o: &AdagradOptions, clr: f64) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
     let (wd, eps, neg_clr) = (T::of(o.weight_decay), T::of(o.eps), T::of(-clr));
     let (use_wd, maximize) = (o.weight_decay != 0.0, o.maximize);

@@ -279,6 +279,8 @@ impl Scalars {
 /// ```
 ///
 /// with every Python float converted to the element type first.
+// The loops index several slices of one length in step.
+#[allow(clippy::needless_range_loop)]
 fn body<T: Float>(c: &Scalars) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
     let decay = T::of(1.0 - c.lr * c.wd);
     let wd = T::of(c.wd);

@@ -131,6 +131,9 @@ fn check<T: Float>(what: &str, t: &Tensor, n: usize) -> std::result::Result<(), 
     Ok(())
 }
 
+/// One parallel chunk: the parameter's, the gradient's and the states' elements.
+type Chunk<'a, T> = (&'a mut [T], &'a [T], Vec<&'a mut [T]>);
+
 /// The per-chunk body of a fused update: the parameter's elements, the
 /// gradient's, and the state tensors' (in the order they were given).
 pub(crate) trait Body<T>: Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {}
@@ -169,13 +172,12 @@ pub(crate) fn fused<T: Float>(
         return Ok(());
     }
     // A gradient aliasing a written tensor (`p.grad = p`) is read from a copy.
-    let grad_copy;
     let grad_alias = written.iter().any(|w| w.storage().same(grad.storage()));
-    if grad_alias {
-        grad_copy = grad.to_vec::<T>().map_err(|e| e.to_string())?;
+    let grad_copy = if grad_alias {
+        grad.to_vec::<T>().map_err(|e| e.to_string())?
     } else {
-        grad_copy = Vec::new();
-    }
+        Vec::new()
+    };
 
     // Lock in storage address order.
     let mut order: Vec<(usize, &Tensor, bool)> = written.iter().map(|t| (t.storage().id(), *t, true)).collect();
@@ -244,7 +246,7 @@ pub(crate) fn fused<T: Float>(
         body(p, g, &mut s);
     } else {
         let mut state_chunks: Vec<_> = s.iter_mut().map(|x| x.chunks_mut(CHUNK)).collect();
-        let work: Vec<(&mut [T], &[T], Vec<&mut [T]>)> = p
+        let work: Vec<Chunk<'_, T>> = p
             .chunks_mut(CHUNK)
             .zip(g.chunks(CHUNK))
             .map(|(pc, gc)| {

@@ -648,7 +648,7 @@ impl LinearLR {
                 "Starting multiplicative factor expected to be greater than 0 and less or equal to 1.".into(),
             ));
         }
-        if end_factor > 1.0 || end_factor < 0.0 || end_factor.is_nan() {
+        if !(0.0..=1.0).contains(&end_factor) {
             return Err(Error::Scheduler(
                 "Ending multiplicative factor expected to be between 0 and 1.".into(),
             ));

@@ -129,6 +129,8 @@ pub type RMSprop = RmsProp;
 /// buf = buf * momentum + grad / avg;  param = fma(-lr, buf, param)   (momentum)
 /// param = param + (-lr * grad) / avg                   (otherwise)
 /// ```
+// The loops index several slices of one length in step.
+#[allow(clippy::needless_range_loop)]
 fn body<T: Float>(o: &RmsPropOptions) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
     let (lr, wd, alpha, w, eps, mom) = (
         T::of(-o.lr),

@@ -121,6 +121,8 @@ pub type SGD = Sgd;
 /// (ATen's `add` with `alpha`), `buf.mul_(momentum)` is rounded before
 /// `add_(grad, alpha=1 - dampening)`; the first step copies the gradient
 /// into the buffer.
+// The loops index several slices of one length in step.
+#[allow(clippy::needless_range_loop)]
 fn body<T: Float>(o: &SgdOptions, first: bool) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
     let (lr, wd, m, damp1) = (
         T::of(-o.lr),

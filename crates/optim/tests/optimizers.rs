@@ -615,15 +615,15 @@ fn clip_grad_norm_matches_pytorch() {
 fn clip_grad_edge_cases() {
     let p = param(&[0.0, 0.0], &[2]);
     // No gradients: a zero norm, nothing to clip.
-    let total = ferrotorch::optim::clip_grad_norm_(&[p.clone()], 1.0, 2.0, false).unwrap();
+    let total = ferrotorch::optim::clip_grad_norm_([&p], 1.0, 2.0, false).unwrap();
     assert_eq!(total.item::<f32>().unwrap(), 0.0);
     p.tensor()
         .set_grad(Some(Tensor::new([f32::INFINITY, 1.0]).unwrap()))
         .unwrap();
-    let e = ferrotorch::optim::clip_grad_norm_(&[p.clone()], 1.0, 2.0, true).unwrap_err();
+    let e = ferrotorch::optim::clip_grad_norm_([&p], 1.0, 2.0, true).unwrap_err();
     assert!(e.to_string().contains("is non-finite"), "{e}");
     assert_eq!(p.grad().unwrap().to_vec::<f32>().unwrap(), [f32::INFINITY, 1.0]);
-    ferrotorch::optim::clip_grad_value_(&[p.clone()], 0.5).unwrap();
+    ferrotorch::optim::clip_grad_value_([&p], 0.5).unwrap();
     assert_eq!(p.grad().unwrap().to_vec::<f32>().unwrap(), [0.5, 0.5]);
 }
 
