@@ -1,7 +1,8 @@
 //! # ferrotorch
 //!
 //! PyTorch's programming model in Rust. This facade re-exports the crates of
-//! the workspace; today that is the tensor core ([`ferrotorch_core`]).
+//! the workspace: the tensor core ([`ferrotorch_core`], at the root), `nn`
+//! ([`ferrotorch_nn`]) and `optim` ([`ferrotorch_optim`]).
 //!
 //! ```
 //! use ferrotorch::{Tensor, manual_seed};
@@ -17,6 +18,10 @@ pub use ferrotorch_core::*;
 /// Neural-network modules, layers, `functional` and `init`
 /// (`torch.nn`): the [`ferrotorch_nn`] crate.
 pub use ferrotorch_nn as nn;
+
+/// Optimizers, LR schedulers and gradient clipping (`torch.optim`): the
+/// [`ferrotorch_optim`] crate.
+pub use ferrotorch_optim as optim;
 
 /// The README's Rust examples, compiled and run as doc tests so that the
 /// quick start a new user copies keeps working.

@@ -9,6 +9,9 @@
 //! disagrees fails the test. The test ends by printing one line per file:
 //! `oracle unary.json: 57 passed, 2 skipped: name1, name2`.
 //!
+//! The optimizer cases (kind "optim") run through `ferrotorch::optim`
+//! (`tests/support/oracle_optim.rs`).
+//!
 //! The extra suite is stricter: output dtypes must match exactly, and
 //! tolerances follow the output dtype (f16, bf16, f64). Cases listed in
 //! [`KNOWN_FAILING`] (wrong for a cause in code under concurrent change) are
@@ -31,6 +34,8 @@ mod oracle_nn;
 mod oracle_nn_loss;
 #[path = "support/oracle_ops.rs"]
 mod oracle_ops;
+#[path = "support/oracle_optim.rs"]
+mod oracle_optim;
 #[path = "support/oracle_random.rs"]
 mod oracle_random;
 
@@ -918,7 +923,13 @@ fn run_case(case: &Value, suite: Suite) -> Outcome {
                 _ => check_hvp(case, &name, &inputs),
             };
         }
-        _ => return Outcome::Skip(format!("{name} (kind {kind} needs optim)")),
+        ("optim", _) => {
+            return match oracle_optim::check(case, &name) {
+                Ok(()) => Outcome::Pass,
+                Err(e) => Outcome::Fail(e),
+            };
+        }
+        _ => return Outcome::Skip(format!("{name} (unknown kind {kind})")),
     }
     let inputs: Vec<Tensor> = case["inputs"].as_array().unwrap().iter().map(tensor).collect();
     let result = if case.get("steps").is_some() {
@@ -1055,6 +1066,8 @@ fn oracle() {
     let dir = oracle_dir("ORACLE_DIR", "tests/oracle");
     let failures = run_suite("oracle", &dir, Suite::Shared);
     println!("oracle: forward outputs, `grads` and higher-order derivatives are checked");
+    let (bitwise, total) = oracle_optim::bitwise_count();
+    println!("oracle optim.json: {bitwise} of {total} optimizer cases bit for bit (all within rtol 1e-5)");
     assert!(
         failures.is_empty(),
         "{} oracle mismatches:\n{}",

@@ -4,7 +4,7 @@
 //! parameter discovery (`#[derive(Module)]`), [`Parameter`] and [`Buffer`]
 //! handles, containers ([`Sequential`], `Vec<M>` as `ModuleList`,
 //! [`ModuleDict`]), layers with PyTorch's initialisation, [`functional`]
-//! and [`init`]. Names, state-dict keys and their order are PyTorch's, so
+//! [`init`] and [`utils`] (gradient clipping). Names, state-dict keys and their order are PyTorch's, so
 //! a PyTorch checkpoint's keys match a model written the same way.
 //!
 //! The facade re-exports this crate as `ferrotorch::nn`.
@@ -20,6 +20,7 @@ pub mod parameter;
 pub mod repr;
 pub mod state;
 pub mod state_dict;
+pub mod utils;
 
 pub use attention::{MhaForwardOptions, MultiheadAttention, MultiheadAttentionOptions};
 pub use containers::{ModuleDict, Sequential};

@@ -1,0 +1,244 @@
+//! [`Value`] and [`Dict`]: the values of optimizer and scheduler state
+//! dicts, as the Python objects PyTorch pickles (tensors, floats, ints,
+//! bools, strings, tuples, lists, `None`, nested dicts).
+
+use ferrotorch_core::Tensor;
+
+/// One value of a state dict: what PyTorch's optimizer and scheduler
+/// `state_dict()`s hold, so that a checkpoint writer can turn it into
+/// Python's pickle objects one to one.
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// `None`.
+    None,
+    /// A Python `bool`.
+    Bool(bool),
+    /// A Python `int`.
+    Int(i64),
+    /// A Python `float`.
+    Float(f64),
+    /// A Python `str`.
+    Str(String),
+    /// A Python `tuple` (Adam's `betas`).
+    Tuple(Vec<Value>),
+    /// A Python `list` (a group's `params`, a scheduler's `base_lrs`).
+    List(Vec<Value>),
+    /// A Python `dict` with string keys.
+    Dict(Dict),
+    /// A Python `dict` with integer keys, in insertion order (MultiStepLR's
+    /// `milestones`, a `collections.Counter` in PyTorch: milestone -> count).
+    IntKeyDict(Vec<(i64, Value)>),
+    /// A tensor (optimizer state: `step`, `exp_avg`, ...).
+    Tensor(Tensor),
+}
+
+impl Value {
+    /// The number as an `f64` (`Float`, `Int`, a bool, or a one-element
+    /// tensor), `None` for anything else.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Float(x) => Some(*x),
+            Value::Int(i) => Some(*i as f64),
+            Value::Bool(b) => Some(f64::from(u8::from(*b))),
+            Value::Tensor(t) if t.numel() == 1 => t.item::<f64>().ok(),
+            _ => None,
+        }
+    }
+
+    /// The integer (`Int`, or a `Float` with an integer value).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::Float(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => Some(*x as i64),
+            Value::Bool(b) => Some(i64::from(*b)),
+            _ => None,
+        }
+    }
+
+    /// The bool (`Bool`, or an `Int` 0 / 1).
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            Value::Int(0) => Some(false),
+            Value::Int(1) => Some(true),
+            _ => None,
+        }
+    }
+
+    /// The tensor, if this is one.
+    pub fn as_tensor(&self) -> Option<&Tensor> {
+        match self {
+            Value::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The items of a tuple or a list.
+    pub fn as_seq(&self) -> Option<&[Value]> {
+        match self {
+            Value::Tuple(v) | Value::List(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The dict, if this is one.
+    pub fn as_dict(&self) -> Option<&Dict> {
+        match self {
+            Value::Dict(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// A list of floats.
+    pub fn floats(values: &[f64]) -> Value {
+        Value::List(values.iter().copied().map(Value::Float).collect())
+    }
+
+    /// The floats of a tuple or list of numbers.
+    pub fn as_f64_vec(&self) -> Option<Vec<f64>> {
+        self.as_seq()?.iter().map(Value::as_f64).collect()
+    }
+
+    /// Whether two values are equal: numbers by value, tensors by shape,
+    /// dtype and elements.
+    pub fn same(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::None, Value::None) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Tuple(a), Value::Tuple(b)) | (Value::List(a), Value::List(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
+            }
+            (Value::Dict(a), Value::Dict(b)) => a.same(b),
+            (Value::IntKeyDict(a), Value::IntKeyDict(b)) => {
+                a.len() == b.len() && a.iter().all(|(k, v)| b.iter().any(|(l, w)| k == l && v.same(w)))
+            }
+            (Value::Tensor(a), Value::Tensor(b)) => {
+                a.shape() == b.shape()
+                    && a.dtype() == b.dtype()
+                    && matches!((a.to_vec::<f64>(), b.to_vec::<f64>()), (Ok(x), Ok(y)) if x.iter().zip(&y).all(|(p, q)| p == q || (p.is_nan() && q.is_nan())))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl From<f64> for Value {
+    fn from(x: f64) -> Self {
+        Value::Float(x)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(i: i64) -> Self {
+        Value::Int(i)
+    }
+}
+
+impl From<Tensor> for Value {
+    fn from(t: Tensor) -> Self {
+        Value::Tensor(t)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::Str(s.to_string())
+    }
+}
+
+impl From<Dict> for Value {
+    fn from(d: Dict) -> Self {
+        Value::Dict(d)
+    }
+}
+
+/// A Python dict with string keys, in insertion order (the order PyTorch's
+/// dicts have, and so the order a pickle of them lists their items).
+#[derive(Debug, Clone, Default)]
+pub struct Dict(Vec<(String, Value)>);
+
+impl Dict {
+    /// An empty dict.
+    pub fn new() -> Dict {
+        Dict(Vec::new())
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// Sets `key` (in place when present, else appended, as Python's dict).
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<Value>) {
+        let key = key.into();
+        let value = value.into();
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The keys in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// The items in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the dict has no items.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether both dicts have the same keys with [`Value::same`] values
+    /// (in any order).
+    pub fn same(&self, other: &Dict) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k).is_some_and(|w| v.same(w)))
+    }
+}
+
+impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Dict {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut d = Dict::new();
+        for (k, v) in iter {
+            d.insert(k, v);
+        }
+        d
+    }
+}
