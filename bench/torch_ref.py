@@ -347,6 +347,78 @@ def serve():
         print(reply, flush=True)
 
 
+# Training steps of issue 16's examples: forward + loss + backward + AdamW.
+def _train_step(model, x, y):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        out = model(x)
+        loss = loss_fn(out.view(-1, out.shape[-1]), y.view(-1))
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+@figure("train_step_mnist_mlp_b128", inference=False)
+def _train_mlp():
+    nn = torch.nn
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Dropout(0.1), nn.Linear(256, 10))
+    return _train_step(model, torch.randn(128, 1, 28, 28), torch.randint(0, 10, (128,)))
+
+
+@figure("train_step_mnist_cnn_b64", inference=False)
+def _train_cnn():
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10),
+    )
+    return _train_step(model, torch.randn(64, 1, 28, 28), torch.randint(0, 10, (64,)))
+
+
+class _Gpt(torch.nn.Module):
+    """The gpt example's model (examples/gpt/model.rs), nanoGPT's layout."""
+
+    def __init__(self, vocab, block, n_layer, n_head, n_embd):
+        super().__init__()
+        nn = torch.nn
+        self.n_head = n_head
+        self.wte = nn.Embedding(vocab, n_embd)
+        self.wpe = nn.Embedding(block, n_embd)
+        self.h = nn.ModuleList(
+            nn.ModuleDict(dict(
+                ln_1=nn.LayerNorm(n_embd), c_attn=nn.Linear(n_embd, 3 * n_embd), attn_proj=nn.Linear(n_embd, n_embd),
+                ln_2=nn.LayerNorm(n_embd), c_fc=nn.Linear(n_embd, 4 * n_embd), gelu=nn.GELU(),
+                mlp_proj=nn.Linear(4 * n_embd, n_embd),
+            ))
+            for _ in range(n_layer)
+        )
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx):
+        b, t = idx.shape
+        x = self.wte(idx) + self.wpe(torch.arange(t))
+        for blk in self.h:
+            q, k, v = blk.c_attn(blk.ln_1(x)).split(x.shape[2], dim=2)
+            heads = lambda z: z.view(b, t, self.n_head, -1).transpose(1, 2)
+            y = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+            x = x + blk.attn_proj(y.transpose(1, 2).contiguous().view(b, t, -1))
+            x = x + blk.mlp_proj(blk.gelu(blk.c_fc(blk.ln_2(x))))
+        return self.lm_head(self.ln_f(x))
+
+
+@figure("train_step_gpt_4x128_ctx64_b16", inference=False)
+def _train_gpt():
+    model = _Gpt(65, 64, 4, 4, 128)
+    return _train_step(model, torch.randint(0, 65, (16, 64)), torch.randint(0, 65, (16, 64)))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, default=1)

@@ -7,7 +7,8 @@
 //! autograd), `empty1` (creating a 1-element tensor),
 //! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128),
 //! `index_add` (the bench's index_add_1e6_rows), `layer_norm` / `gelu` (their
-//! forward + backward figures on [1024, 768]),
+//! forward + backward figures on [1024, 768]), `train_mlp` / `train_cnn` /
+//! `train_gpt` (the train_step_* figures),
 //! `module_mlp16` (the module-call-overhead figure: a `Sequential` of three
 //! `Linear(16, 16)` with ReLUs, batch 1, no grad) and `module_mlp16_ops`
 //! (the same operators without modules: the difference is the cost of the
@@ -137,6 +138,30 @@ fn run() -> Result<()> {
                 } else {
                     let y = x.layer_norm([768], Some(&w), Some(&b), 1e-5)?;
                     std::hint::black_box(ferrotorch::autograd::grad(&[&y], &[&x, &w, &b], opts.clone())?);
+                }
+            }
+        }
+        "train_mlp" | "train_cnn" | "train_gpt" => {
+            // The bench's train_step_* figures (forward, loss, backward, AdamW).
+            use ferrotorch_bench::train_steps::{cnn_step, gpt_step, mlp_step};
+            match which {
+                "train_mlp" => {
+                    let mut s = mlp_step()?;
+                    for _ in 0..iters {
+                        s.step()?;
+                    }
+                }
+                "train_cnn" => {
+                    let mut s = cnn_step()?;
+                    for _ in 0..iters {
+                        s.step()?;
+                    }
+                }
+                _ => {
+                    let mut s = gpt_step()?;
+                    for _ in 0..iters {
+                        s.step()?;
+                    }
                 }
             }
         }

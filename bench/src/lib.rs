@@ -4,6 +4,7 @@
 use ferrotorch::{Result, Tensor};
 
 pub mod peak;
+pub mod train_steps;
 
 /// The 50-op elementwise chain of the `chain50_backward_1elem` figure:
 /// `* 1.01`, `+ 0.1`, `sin`, `y * y`, `tanh`, ten times over.

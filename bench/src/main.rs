@@ -222,6 +222,18 @@ fn figures() -> Vec<Figure> {
             fwd_bwd(&y, &[&q, &k, &v], Some(&gy))
         }))
     }));
+    v.push(figure("train_step_mnist_mlp_b128", || {
+        let mut s = ferrotorch_bench::train_steps::mlp_step()?;
+        Ok(Box::new(move || s.step()))
+    }));
+    v.push(figure("train_step_mnist_cnn_b64", || {
+        let mut s = ferrotorch_bench::train_steps::cnn_step()?;
+        Ok(Box::new(move || s.step()))
+    }));
+    v.push(figure("train_step_gpt_4x128_ctx64_b16", || {
+        let mut s = ferrotorch_bench::train_steps::gpt_step()?;
+        Ok(Box::new(move || s.step()))
+    }));
     v.push(figure("lstm_2x256_seq64_b32_fwd_bwd", move || {
         use ferrotorch::nn::{Lstm, Module, RnnOptions};
         let lstm = Lstm::with_options(

@@ -279,41 +279,122 @@ impl Scalars {
 /// ```
 ///
 /// with every Python float converted to the element type first.
-// The loops index several slices of one length in step.
-#[allow(clippy::needless_range_loop)]
-fn body<T: Float>(c: &Scalars) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
-    let decay = T::of(1.0 - c.lr * c.wd);
-    let wd = T::of(c.wd);
-    let w1 = T::of(c.one_minus_beta1);
-    let (b2, w2) = (T::of(c.beta2), T::of(c.one_minus_beta2));
-    let (bc2, eps, neg_step) = (T::of(c.bias_correction2_sqrt), T::of(c.eps), T::of(-c.step_size));
-    let (use_wd, decoupled, amsgrad, maximize) = (c.wd != 0.0, c.decoupled, c.amsgrad, c.maximize);
+fn body<T: AdamElem>(c: &Scalars) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
+    let k = Consts {
+        decay: T::of(1.0 - c.lr * c.wd),
+        wd: T::of(c.wd),
+        w1: T::of(c.one_minus_beta1),
+        b2: T::of(c.beta2),
+        w2: T::of(c.one_minus_beta2),
+        bc2: T::of(c.bias_correction2_sqrt),
+        eps: T::of(c.eps),
+        neg_step: T::of(-c.step_size),
+        l2: c.wd != 0.0 && !c.decoupled,
+        decoupled: c.wd != 0.0 && c.decoupled,
+        maximize: c.maximize,
+    };
+    let amsgrad = c.amsgrad;
     move |p, g, s| {
         let [m, v, rest @ ..] = s else { return };
-        let mut vmax = if amsgrad { rest.first_mut() } else { None };
-        for i in 0..p.len() {
-            let mut d = if maximize { -g[i] } else { g[i] };
-            let mut x = p[i];
-            if use_wd {
-                if decoupled {
-                    x = x * decay;
-                } else {
-                    d = wd.fma(x, d);
-                }
+        let vmax = if amsgrad {
+            rest.first_mut().map(|x| &mut **x)
+        } else {
+            None
+        };
+        T::adam(p, g, m, v, vmax, &k);
+    }
+}
+
+/// The update's constants in the element type, and its switches.
+#[derive(Clone, Copy)]
+pub(crate) struct Consts<T> {
+    decay: T,
+    wd: T,
+    w1: T,
+    b2: T,
+    w2: T,
+    bc2: T,
+    eps: T,
+    neg_step: T,
+    /// Weight decay added to the gradient (Adam's L2 form).
+    l2: bool,
+    /// Weight decay applied to the parameter (AdamW's decoupled form).
+    decoupled: bool,
+    maximize: bool,
+}
+
+/// The loop over one chunk (`vmax`: AMSGrad's running maximum), inlined
+/// into each instruction set's version of [`adam_f32`] / [`adam_f64`].
+#[inline(always)]
+fn adam_loop<T: Float>(p: &mut [T], g: &[T], m: &mut [T], v: &mut [T], vmax: Option<&mut [T]>, k: &Consts<T>) {
+    let n = p.len();
+    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+    // One element; `second` maps the new exp_avg_sq to the denominator's
+    // (itself, or AMSGrad's maximum).
+    #[inline(always)]
+    fn one<T: Float>(k: &Consts<T>, p: &mut T, g: T, m: &mut T, v: &mut T, second: impl FnOnce(T) -> T) {
+        let mut d = if k.maximize { -g } else { g };
+        let mut x = *p;
+        if k.decoupled {
+            x = x * k.decay;
+        }
+        if k.l2 {
+            d = k.wd.fma(x, d);
+        }
+        *m = m.lerp(d, k.w1);
+        let sq = (k.w2 * d).fma(d, *v * k.b2);
+        *v = sq;
+        let denom = second(sq).sqrt() / k.bc2 + k.eps;
+        *p = x + (k.neg_step * *m) / denom;
+    }
+    match vmax {
+        None => {
+            for i in 0..n {
+                one(k, &mut p[i], g[i], &mut m[i], &mut v[i], |sq| sq);
             }
-            m[i] = m[i].lerp(d, w1);
-            let sq = (w2 * d).fma(d, v[i] * b2);
-            v[i] = sq;
-            let second = match vmax.as_deref_mut() {
-                Some(mx) => {
+        }
+        Some(mx) => {
+            let mx = &mut mx[..n];
+            for i in 0..n {
+                one(k, &mut p[i], g[i], &mut m[i], &mut v[i], |sq| {
                     mx[i] = mx[i].maximum(sq);
                     mx[i]
-                }
-                None => sq,
-            };
-            let denom = second.sqrt() / bc2 + eps;
-            p[i] = x + (neg_step * m[i]) / denom;
+                });
+            }
         }
+    }
+}
+
+ferrotorch_core::multiversion! {
+    /// [`adam_loop`] in f32, for the best instruction set of this CPU (the
+    /// same bits on every one: each operation is rounded once).
+    fn adam_f32(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], vmax: Option<&mut [f32]>, k: &Consts<f32>) {
+        adam_loop(p, g, m, v, vmax, k)
+    }
+}
+
+ferrotorch_core::multiversion! {
+    /// [`adam_loop`] in f64.
+    fn adam_f64(p: &mut [f64], g: &[f64], m: &mut [f64], v: &mut [f64], vmax: Option<&mut [f64]>, k: &Consts<f64>) {
+        adam_loop(p, g, m, v, vmax, k)
+    }
+}
+
+/// The element types with a compiled Adam loop.
+pub(crate) trait AdamElem: Float {
+    /// Runs the loop over one chunk.
+    fn adam(p: &mut [Self], g: &[Self], m: &mut [Self], v: &mut [Self], vmax: Option<&mut [Self]>, k: &Consts<Self>);
+}
+
+impl AdamElem for f32 {
+    fn adam(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], vmax: Option<&mut [f32]>, k: &Consts<f32>) {
+        adam_f32(p, g, m, v, vmax, k)
+    }
+}
+
+impl AdamElem for f64 {
+    fn adam(p: &mut [f64], g: &[f64], m: &mut [f64], v: &mut [f64], vmax: Option<&mut [f64]>, k: &Consts<f64>) {
+        adam_f64(p, g, m, v, vmax, k)
     }
 }
 

@@ -53,6 +53,9 @@ pub fn isa() -> Isa {
 /// that runs the best version for this CPU. Only the body is duplicated, so
 /// `#[inline(always)]` helpers it calls are vectorised for each instruction
 /// set (closures would not reliably be inlined into a `target_feature` function).
+/// Exported for the workspace's other crates (the optimizers' update loops).
+#[doc(hidden)]
+#[macro_export]
 macro_rules! multiversion {
     ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$m])*
@@ -63,16 +66,16 @@ macro_rules! multiversion {
                 unsafe fn v512($($arg: $ty),*) $(-> $ret)? $body
                 #[target_feature(enable = "avx2,fma,f16c")]
                 unsafe fn v256($($arg: $ty),*) $(-> $ret)? $body
-                match $crate::cpu::simd::isa() {
+                match $crate::backend::cpu::simd::isa() {
                     // SAFETY: the features were detected at runtime.
-                    $crate::cpu::simd::Isa::Avx512 => return unsafe { v512($($arg),*) },
+                    $crate::backend::cpu::simd::Isa::Avx512 => return unsafe { v512($($arg),*) },
                     // SAFETY: AVX2, FMA and F16C were detected at runtime (`isa()` returns Avx2 only then).
-                    $crate::cpu::simd::Isa::Avx2 => return unsafe { v256($($arg),*) },
-                    $crate::cpu::simd::Isa::Baseline => {}
+                    $crate::backend::cpu::simd::Isa::Avx2 => return unsafe { v256($($arg),*) },
+                    $crate::backend::cpu::simd::Isa::Baseline => {}
                 }
             }
             $body
         }
     };
 }
-pub(crate) use multiversion;
+pub(crate) use crate::multiversion;

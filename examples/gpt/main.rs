@@ -1,0 +1,297 @@
+//! A character-level GPT trained on Shakespeare, nanoGPT-style: AdamW
+//! with linear warmup and cosine decay, train/val loss printed as it
+//! goes, the loss curves written as CSV and PNG, and text generated at the
+//! end (temperature, top-k).
+//!
+//! `cargo run --release --example gpt` (the defaults take about two
+//! minutes on 2 cores); `-- --help` lists the flags.
+
+mod model;
+
+#[path = "../common/mod.rs"]
+mod common;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+use ferrotorch::autograd::no_grad;
+use ferrotorch::nn::{Forward, Module};
+use ferrotorch::optim::lr_scheduler::{LambdaLR, LrScheduler};
+use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
+use ferrotorch::{Generator, Reduction, Tensor, TensorOptions, manual_seed};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use common::LossLog;
+use model::{Gpt, GptConfig};
+
+type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Flags (nanoGPT's names where it has them).
+#[derive(Parser, Debug)]
+#[command(about = "Train a character-level GPT on Shakespeare")]
+struct Args {
+    /// The training text (ASCII).
+    #[arg(long, default_value = "data/text/shakespeare_8plays.txt")]
+    data: PathBuf,
+    /// Where the loss CSV and plot go.
+    #[arg(long, default_value = "runs/gpt")]
+    out_dir: PathBuf,
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 600)]
+    max_iters: usize,
+    /// Sequences per step.
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+    /// Context length.
+    #[arg(long, default_value_t = 64)]
+    block_size: usize,
+    /// Transformer blocks.
+    #[arg(long, default_value_t = 4)]
+    n_layer: usize,
+    /// Attention heads.
+    #[arg(long, default_value_t = 4)]
+    n_head: usize,
+    /// Embedding width.
+    #[arg(long, default_value_t = 128)]
+    n_embd: usize,
+    /// Dropout probability.
+    #[arg(long, default_value_t = 0.0)]
+    dropout: f64,
+    /// Peak learning rate.
+    #[arg(long, default_value_t = 3e-3)]
+    learning_rate: f64,
+    /// Linear warmup steps.
+    #[arg(long, default_value_t = 50)]
+    warmup_iters: usize,
+    /// The learning rate reached at the end of the cosine decay.
+    #[arg(long, default_value_t = 3e-4)]
+    min_lr: f64,
+    /// AdamW's weight decay (on weight matrices and embeddings only).
+    #[arg(long, default_value_t = 0.1)]
+    weight_decay: f64,
+    /// Steps between evaluations.
+    #[arg(long, default_value_t = 100)]
+    eval_interval: usize,
+    /// Batches per evaluation.
+    #[arg(long, default_value_t = 10)]
+    eval_iters: usize,
+    /// Seed of the weights, the batches, and the sampling.
+    #[arg(long, default_value_t = 1337)]
+    seed: u64,
+    /// Characters to generate at the end.
+    #[arg(long, default_value_t = 300)]
+    generate: usize,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.8)]
+    temperature: f64,
+    /// Sample among the k most likely characters only (0: all).
+    #[arg(long, default_value_t = 20)]
+    top_k: usize,
+}
+
+/// The corpus as token ids, with its alphabet.
+struct Corpus {
+    chars: Vec<char>,
+    train: Tensor,
+    val: Tensor,
+}
+
+impl Corpus {
+    /// Reads `path`; the alphabet is its sorted distinct characters; the
+    /// first 90% trains, the rest validates.
+    fn load(path: &PathBuf) -> BoxResult<Corpus> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut chars: Vec<char> = text.chars().collect();
+        chars.sort_unstable();
+        chars.dedup();
+        let ids: Vec<i64> = text
+            .chars()
+            .map(|c| chars.binary_search(&c).unwrap_or(0) as i64)
+            .collect();
+        if ids.len() < 1000 {
+            return Err(format!("{}: only {} characters, too few to train on", path.display(), ids.len()).into());
+        }
+        let n = ids.len() * 9 / 10;
+        Ok(Corpus {
+            chars,
+            train: Tensor::from_vec(ids[..n].to_vec(), [n])?,
+            val: Tensor::from_vec(ids[n..].to_vec(), [ids.len() - n])?,
+        })
+    }
+
+    /// A batch of `b` random windows: inputs `[b, t]` and the next
+    /// characters `[b, t]` as targets.
+    fn batch(&self, val: bool, b: usize, t: usize, g: &Generator) -> ferrotorch::Result<(Tensor, Tensor)> {
+        let data = if val { &self.val } else { &self.train };
+        let starts = TensorOptions::new()
+            .generator(g)
+            .randint(0, (data.numel() - t - 1) as i64, [b])?;
+        let starts = starts.to_vec::<i64>()?;
+        let window = |off: i64| -> ferrotorch::Result<Vec<Tensor>> {
+            starts.iter().map(|&s| data.narrow(0, s + off, t as i64)).collect()
+        };
+        let (xs, ys) = (window(0)?, window(1)?);
+        let stack = |v: &[Tensor]| Tensor::stack(&v.iter().collect::<Vec<_>>(), 0);
+        Ok((stack(&xs)?, stack(&ys)?))
+    }
+}
+
+/// The mean cross-entropy of next-character prediction.
+fn loss_of(model: &Gpt, x: &Tensor, y: &Tensor) -> ferrotorch::Result<Tensor> {
+    let logits = model.call(x)?;
+    let v = logits.shape()[2];
+    logits
+        .view([-1, v as i64])?
+        .cross_entropy(&y.view([-1])?, None, Reduction::Mean, -100, 0.0)
+}
+
+/// Mean train and val loss over `iters` batches each, in eval mode.
+fn estimate_loss(model: &Gpt, corpus: &Corpus, args: &Args, g: &Generator) -> BoxResult<(f64, f64)> {
+    model.eval();
+    let mut out = [0.0; 2];
+    no_grad(|| -> BoxResult<()> {
+        for (k, val) in [false, true].into_iter().enumerate() {
+            for _ in 0..args.eval_iters {
+                let (x, y) = corpus.batch(val, args.batch_size, args.block_size, g)?;
+                out[k] += loss_of(model, &x, &y)?.item::<f32>()? as f64 / args.eval_iters as f64;
+            }
+        }
+        Ok(())
+    })?;
+    model.train(true);
+    Ok((out[0], out[1]))
+}
+
+/// `n` characters continuing `context`, sampled with `temperature` among
+/// the `top_k` most likely.
+fn generate(model: &Gpt, corpus: &Corpus, context: &str, n: usize, args: &Args, g: &Generator) -> BoxResult<String> {
+    model.eval();
+    let mut ids: Vec<i64> = context
+        .chars()
+        .map(|c| corpus.chars.binary_search(&c).unwrap_or(0) as i64)
+        .collect();
+    no_grad(|| -> BoxResult<()> {
+        for _ in 0..n {
+            let from = ids.len().saturating_sub(model.block_size());
+            let x = Tensor::from_vec(ids[from..].to_vec(), [1, ids.len() - from])?;
+            let logits = model.call(&x)?;
+            let last = logits.select(1, -1)?.div(args.temperature)?;
+            let last = if args.top_k > 0 && args.top_k < corpus.chars.len() {
+                // logits[logits < v[:, [-1]]] = -inf
+                let (v, _) = last.topk(args.top_k, -1, true)?;
+                let kth = v.narrow(1, args.top_k as i64 - 1, 1)?;
+                last.masked_fill(&last.lt(&kth)?, f64::NEG_INFINITY)?
+            } else {
+                last
+            };
+            let probs = last.softmax(-1)?;
+            ids.push(probs.multinomial_with(1, false, g)?.item::<i64>()?);
+        }
+        Ok(())
+    })?;
+    model.train(true);
+    Ok(ids.iter().map(|&i| corpus.chars[i as usize]).collect())
+}
+
+fn main() -> BoxResult<()> {
+    let args = Args::parse();
+    manual_seed(args.seed);
+    let corpus = Corpus::load(&args.data)?;
+    let config = GptConfig {
+        vocab_size: corpus.chars.len(),
+        block_size: args.block_size,
+        n_layer: args.n_layer,
+        n_head: args.n_head,
+        n_embd: args.n_embd,
+        dropout: args.dropout,
+    };
+    if args.n_embd % args.n_head != 0 {
+        return Err(format!("--n-embd {} is not a multiple of --n-head {}", args.n_embd, args.n_head).into());
+    }
+    let model = Gpt::new(&config)?;
+    let n_params: usize = model.parameters().iter().map(|p| p.tensor().numel()).sum();
+    println!(
+        "{} characters ({} train, {} val), vocabulary {}, model {:.2}M parameters",
+        corpus.train.numel() + corpus.val.numel(),
+        corpus.train.numel(),
+        corpus.val.numel(),
+        corpus.chars.len(),
+        n_params as f64 / 1e6
+    );
+    // nanoGPT's groups: weight decay on matrices and embeddings, none on
+    // biases and norm weights.
+    let (decay, no_decay): (Vec<_>, Vec<_>) = model.parameters().into_iter().partition(|p| p.tensor().ndim() >= 2);
+    let opts = |wd: f64| AdamWOptions {
+        lr: args.learning_rate,
+        betas: (0.9, 0.99),
+        weight_decay: wd,
+        ..Default::default()
+    };
+    let mut opt = AdamW::with_groups([(decay, opts(args.weight_decay)), (no_decay, opts(0.0))], opts(0.0))?;
+    // Linear warmup, then cosine decay to min_lr (as a factor of the peak).
+    let (warmup, total, floor) = (
+        args.warmup_iters as f64,
+        args.max_iters as f64,
+        args.min_lr / args.learning_rate,
+    );
+    let mut sched = LambdaLR::new(&mut opt, move |step| {
+        let s = step as f64;
+        if s < warmup {
+            (s + 1.0) / (warmup + 1.0)
+        } else {
+            let progress = ((s - warmup) / (total - warmup).max(1.0)).min(1.0);
+            floor + (1.0 - floor) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+        }
+    })?;
+
+    let g = Generator::new(args.seed);
+    let mut log = LossLog::default();
+    let bar = ProgressBar::new(args.max_iters as u64);
+    bar.set_style(ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
+    )?);
+    let start = Instant::now();
+    for step in 0..=args.max_iters {
+        if step % args.eval_interval == 0 || step == args.max_iters {
+            let (train, val) = estimate_loss(&model, &corpus, &args, &g)?;
+            log.push("train (eval)", step as f64, train);
+            log.push("val", step as f64, val);
+            bar.suspend(|| println!("step {step:>5}: train loss {train:.4}, val loss {val:.4}"));
+        }
+        if step == args.max_iters {
+            break;
+        }
+        let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
+        let loss = loss_of(&model, &x, &y)?;
+        opt.zero_grad()?;
+        loss.backward()?;
+        opt.step()?;
+        sched.step(&mut opt)?;
+        let l = loss.item::<f32>()? as f64;
+        log.push("train (batch)", step as f64, l);
+        let tokens = ((step + 1) * args.batch_size * args.block_size) as f64;
+        bar.set_message(format!(
+            "loss {l:.4} lr {:.2e} {:.0} tok/s",
+            sched.get_last_lr()[0],
+            tokens / start.elapsed().as_secs_f64()
+        ));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "trained {} steps in {:.1} s ({:.1} ms/step)",
+        args.max_iters,
+        start.elapsed().as_secs_f64(),
+        start.elapsed().as_secs_f64() * 1e3 / args.max_iters.max(1) as f64
+    );
+    log.write_csv(&args.out_dir.join("loss.csv"), "step")?;
+    log.write_png(&args.out_dir.join("loss.png"), "char-level GPT on Shakespeare", "step")?;
+    println!("loss curves: {} and loss.png", args.out_dir.join("loss.csv").display());
+    let text = generate(&model, &corpus, "\n", args.generate, &args, &g)?;
+    println!(
+        "--- sample (temperature {}, top-k {}) ---{text}",
+        args.temperature, args.top_k
+    );
+    Ok(())
+}

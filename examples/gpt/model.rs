@@ -1,0 +1,204 @@
+//! The character-level GPT of the `gpt` example, nanoGPT's model: token
+//! and position embeddings, pre-norm blocks of causal multi-head
+//! self-attention and a GELU MLP, a final LayerNorm and a head whose
+//! weight is the token embedding's (weight tying).
+
+use ferrotorch::nn::functional::{SdpaOptions, scaled_dot_product_attention};
+use ferrotorch::nn::{Dropout, Embedding, Forward, GELU, LayerNorm, Linear, LinearOptions, Module, ModuleState, init};
+use ferrotorch::{Result, Tensor};
+
+/// The model's sizes.
+#[derive(Clone, Copy, Debug)]
+pub struct GptConfig {
+    /// Distinct tokens (characters).
+    pub vocab_size: usize,
+    /// Longest context, in tokens.
+    pub block_size: usize,
+    /// Transformer blocks.
+    pub n_layer: usize,
+    /// Attention heads per block.
+    pub n_head: usize,
+    /// Embedding width.
+    pub n_embd: usize,
+    /// Dropout probability (embeddings, attention output, MLP output).
+    pub dropout: f64,
+}
+
+/// Causal multi-head self-attention: one projection to q, k, v, the
+/// attention of each head over earlier positions, an output projection.
+#[derive(Module)]
+pub struct CausalSelfAttention {
+    c_attn: Linear,
+    c_proj: Linear,
+    resid_dropout: Dropout,
+    n_head: usize,
+    dropout: f64,
+    state: ModuleState,
+}
+
+impl CausalSelfAttention {
+    fn new(c: &GptConfig) -> Result<Self> {
+        Ok(CausalSelfAttention {
+            c_attn: Linear::new(c.n_embd, 3 * c.n_embd)?,
+            c_proj: Linear::new(c.n_embd, c.n_embd)?,
+            resid_dropout: Dropout::new(c.dropout)?,
+            n_head: c.n_head,
+            dropout: c.dropout,
+            state: ModuleState::default(),
+        })
+    }
+}
+
+impl Forward for CausalSelfAttention {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (b, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+        let hs = c / self.n_head;
+        // q, k, v = self.c_attn(x).split(n_embd, dim=2), each [B, nh, T, hs]
+        let qkv = self.c_attn.call(x)?.split(c, 2)?;
+        let heads = |t_: &Tensor| t_.view([b, t, self.n_head, hs])?.transpose(1, 2);
+        let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
+        let opts = SdpaOptions {
+            is_causal: true,
+            dropout_p: if self.is_training() { self.dropout } else { 0.0 },
+            ..Default::default()
+        };
+        let y = scaled_dot_product_attention(&q, &k, &v, &opts)?;
+        let y = y.transpose(1, 2)?.contiguous()?.view([b, t, c])?;
+        self.resid_dropout.call(&self.c_proj.call(&y)?)
+    }
+}
+
+/// The block's MLP: widen 4x, GELU, project back.
+#[derive(Module)]
+pub struct Mlp {
+    c_fc: Linear,
+    gelu: GELU,
+    c_proj: Linear,
+    dropout: Dropout,
+    state: ModuleState,
+}
+
+impl Forward for Mlp {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let h = self.gelu.call(&self.c_fc.call(x)?)?;
+        self.dropout.call(&self.c_proj.call(&h)?)
+    }
+}
+
+/// A pre-norm transformer block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`.
+#[derive(Module)]
+pub struct Block {
+    ln_1: LayerNorm,
+    attn: CausalSelfAttention,
+    ln_2: LayerNorm,
+    mlp: Mlp,
+    state: ModuleState,
+}
+
+impl Block {
+    fn new(c: &GptConfig) -> Result<Self> {
+        Ok(Block {
+            ln_1: LayerNorm::new([c.n_embd])?,
+            attn: CausalSelfAttention::new(c)?,
+            ln_2: LayerNorm::new([c.n_embd])?,
+            mlp: Mlp {
+                c_fc: Linear::new(c.n_embd, 4 * c.n_embd)?,
+                gelu: GELU::new(),
+                c_proj: Linear::new(4 * c.n_embd, c.n_embd)?,
+                dropout: Dropout::new(c.dropout)?,
+                state: ModuleState::default(),
+            },
+            state: ModuleState::default(),
+        })
+    }
+}
+
+impl Forward for Block {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let x = x + self.attn.call(&self.ln_1.call(x)?)?;
+        let mlp = self.mlp.call(&self.ln_2.call(&x)?)?;
+        Ok(x + mlp)
+    }
+}
+
+/// The whole model: `logits = lm_head(ln_f(blocks(wte(idx) + wpe(pos))))`.
+#[derive(Module)]
+pub struct Gpt {
+    wte: Embedding,
+    wpe: Embedding,
+    drop: Dropout,
+    h: Vec<Block>,
+    ln_f: LayerNorm,
+    lm_head: Linear,
+    config_block_size: usize,
+    state: ModuleState,
+}
+
+impl Gpt {
+    /// A model with PyTorch's default initialisation of each layer, the
+    /// head tied to the token embedding.
+    pub fn new(c: &GptConfig) -> Result<Self> {
+        let wte = Embedding::new(c.vocab_size, c.n_embd)?;
+        let mut lm_head = Linear::with_options(
+            c.n_embd,
+            c.vocab_size,
+            LinearOptions {
+                bias: false,
+                ..Default::default()
+            },
+        )?;
+        // self.lm_head.weight = self.transformer.wte.weight
+        lm_head.weight = wte.weight.clone();
+        let model = Gpt {
+            wte,
+            wpe: Embedding::new(c.block_size, c.n_embd)?,
+            drop: Dropout::new(c.dropout)?,
+            h: (0..c.n_layer).map(|_| Block::new(c)).collect::<Result<_>>()?,
+            ln_f: LayerNorm::new([c.n_embd])?,
+            lm_head,
+            config_block_size: c.block_size,
+            state: ModuleState::default(),
+        };
+        model.init_weights(c.n_layer)?;
+        Ok(model)
+    }
+
+    /// nanoGPT's initialisation: weights N(0, 0.02) (the residual output
+    /// projections N(0, 0.02 / sqrt(2 n_layer))), biases zero; LayerNorms
+    /// keep ones and zeros. The tied embedding/head weight is visited once.
+    fn init_weights(&self, n_layer: usize) -> Result<()> {
+        for (name, p) in self.named_parameters() {
+            let t = p.tensor();
+            if name.contains("ln_") {
+                continue;
+            }
+            if name.ends_with("bias") {
+                init::zeros_(&t)?;
+            } else if name.ends_with("c_proj.weight") {
+                init::normal_(&t, 0.0, 0.02 / (2.0 * n_layer as f64).sqrt())?;
+            } else {
+                init::normal_(&t, 0.0, 0.02)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The longest context the position embedding covers.
+    pub fn block_size(&self) -> usize {
+        self.config_block_size
+    }
+}
+
+impl Forward for Gpt {
+    /// `idx`: token ids `[B, T]` (int64), T at most the block size;
+    /// returns the logits `[B, T, vocab]`.
+    fn forward(&self, idx: &Tensor) -> Result<Tensor> {
+        let t = idx.shape()[1];
+        let pos = Tensor::arange(t as i64)?;
+        let mut x = self.drop.call(&(self.wte.call(idx)? + self.wpe.call(&pos)?))?;
+        for block in &self.h {
+            x = block.call(&x)?;
+        }
+        self.lm_head.call(&self.ln_f.call(&x)?)
+    }
+}
