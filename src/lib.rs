@@ -18,6 +18,11 @@ pub use ferrotorch_core::*;
 /// (`torch.nn`): the [`ferrotorch_nn`] crate.
 pub use ferrotorch_nn as nn;
 
+/// Data loading (`torch.utils.data`): datasets, samplers, the
+/// `DataLoader` with worker threads, MNIST and image transforms: the
+/// [`ferrotorch_data`] crate.
+pub use ferrotorch_data as data;
+
 /// The README's Rust examples, compiled and run as doc tests so that the
 /// quick start a new user copies keeps working.
 #[cfg(doctest)]
