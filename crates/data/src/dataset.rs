@@ -392,7 +392,12 @@ pub(crate) fn randperm(n: usize, generator: Option<&Generator>) -> Result<Vec<us
     if let Some(g) = generator {
         opts = opts.generator(g);
     }
-    Ok(opts.randperm(n)?.to_vec::<i64>()?.into_iter().map(|i| i as usize).collect())
+    Ok(opts
+        .randperm(n)?
+        .to_vec::<i64>()?
+        .into_iter()
+        .map(|i| i as usize)
+        .collect())
 }
 
 /// Splits `dataset` into non-overlapping random subsets of the given

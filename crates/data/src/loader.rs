@@ -169,7 +169,9 @@ where
         let indexing = match &self.source {
             Source::Iterable(_) => {
                 if self.shuffle {
-                    return invalid("DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=True");
+                    return invalid(
+                        "DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=True",
+                    );
                 }
                 if self.sampler.is_some() {
                     return invalid("DataLoader with IterableDataset: expected unspecified sampler option");
@@ -341,8 +343,8 @@ where
     C::Output: Send + 'static,
 {
     /// The number of batches of an epoch (`len(loader)`): the batch
-    /// sampler's length, or for a stream its [`len_hint`]
-    /// (IterableDataset::len_hint) divided by the batch size (an error
+    /// sampler's length, or for a stream its
+    /// [`len_hint`](IterableDataset::len_hint) divided by the batch size (an error
     /// when the stream has none, as PyTorch's `TypeError`).
     pub fn len(&self) -> Result<usize> {
         match (&self.indexing, &self.source) {
@@ -446,12 +448,13 @@ where
             limit: self.prefetch_factor * n,
             keep: self
                 .persistent_workers
-                .then_some((&self.pool, |p: Pool<C::Output>| -> Box<dyn Any + Send> { Box::new(p) } as fn(_) -> _)),
+                .then_some((&self.pool, |p: Pool<C::Output>| -> Box<dyn Any + Send> { Box::new(p) }
+                    as fn(_) -> _)),
         };
         w.fill();
         Ok(DataLoaderIter {
             loader: self,
-            inner: Inner::Workers(w),
+            inner: Inner::Workers(Box::new(w)),
             collate: &*self.collate,
         })
     }
@@ -525,7 +528,7 @@ enum Inner<'a, T, O> {
         it: Option<ItemIter<'a, T>>,
         batching: StreamBatching,
     },
-    Workers(Workers<'a, O>),
+    Workers(Box<Workers<'a, O>>),
 }
 
 /// The main thread's side of a worker epoch.
@@ -550,8 +553,11 @@ struct Workers<'a, O> {
     /// Most tasks in flight.
     limit: usize,
     /// Where persistent workers go when the epoch ends, and how to box them.
-    keep: Option<(&'a PoolSlot, fn(Pool<O>) -> Box<dyn Any + Send>)>,
+    keep: Option<(&'a PoolSlot, StashPool<O>)>,
 }
+
+/// Boxes a pool for the loader's slot (made where `O: Send` is known).
+type StashPool<O> = fn(Pool<O>) -> Box<dyn Any + Send>;
 
 /// The loader's slot for its persistent workers (a boxed `Pool<Output>`).
 type PoolSlot = Mutex<Option<Box<dyn Any + Send>>>;
@@ -565,10 +571,7 @@ impl<O> Workers<'_, O> {
     fn fill(&mut self) {
         while !self.exhausted && self.sent - self.received < self.limit {
             let n = self.active.len();
-            let Some(worker) = (0..n)
-                .map(|k| (self.next_worker + k) % n)
-                .find(|&w| self.active[w])
-            else {
+            let Some(worker) = (0..n).map(|k| (self.next_worker + k) % n).find(|&w| self.active[w]) else {
                 self.exhausted = true;
                 return;
             };

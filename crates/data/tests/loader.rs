@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use ferrotorch_core::{DType, Generator, Tensor, manual_seed};
 use ferrotorch_data::{
-    BatchSampler, CollateFn, ConcatDataset, DataError, DataLoader, Dataset, DefaultCollate, ItemIter,
-    IterableDataset, Result, SequentialSampler, Subset, TensorDataset, WeightedRandomSampler, get_worker_info,
+    BatchSampler, CollateFn, ConcatDataset, DataError, DataLoader, Dataset, DefaultCollate, ItemIter, IterableDataset,
+    Result, SequentialSampler, Subset, TensorDataset, WeightedRandomSampler, get_worker_info,
 };
 
 /// The tests that seed the global generator run one at a time.
@@ -126,10 +126,14 @@ fn option_errors() {
     };
     let b = || DataLoader::builder(Numbers::new(4));
     assert!(msg(b().batch_size(0).build()).contains("batch_size should be a positive integer value"));
-    assert!(msg(b().shuffle(true).sampler(SequentialSampler::new(4)).build()).contains("mutually exclusive with shuffle"));
+    assert!(
+        msg(b().shuffle(true).sampler(SequentialSampler::new(4)).build()).contains("mutually exclusive with shuffle")
+    );
     let bs = || BatchSampler::new(SequentialSampler::new(4), 2, false).unwrap();
     assert!(msg(b().batch_size(2).batch_sampler(bs()).build()).contains("batch_sampler option is mutually exclusive"));
-    assert!(msg(b().drop_last(true).batch_sampler(bs()).build()).contains("batch_sampler option is mutually exclusive"));
+    assert!(
+        msg(b().drop_last(true).batch_sampler(bs()).build()).contains("batch_sampler option is mutually exclusive")
+    );
     assert!(msg(b().batch_size(None).drop_last(true).build()).contains("disables auto-batching"));
     assert!(msg(b().prefetch_factor(2).build()).contains("prefetch_factor option could only be specified"));
     assert!(msg(b().persistent_workers(true).build()).contains("persistent_workers option needs num_workers > 0"));
@@ -188,7 +192,9 @@ fn same_bits_with_and_without_workers() {
     let base = run(0, false);
     assert_eq!(base.len(), 14);
     let bits = |v: &Vec<(Vec<f32>, Vec<i64>)>| -> Vec<(Vec<u32>, Vec<i64>)> {
-        v.iter().map(|(a, b)| (a.iter().map(|f| f.to_bits()).collect(), b.clone())).collect()
+        v.iter()
+            .map(|(a, b)| (a.iter().map(|f| f.to_bits()).collect(), b.clone()))
+            .collect()
     };
     assert_eq!(bits(&run(2, false)), bits(&base));
     assert_eq!(bits(&run(0, false)), bits(&base));
@@ -250,7 +256,10 @@ fn a_panicking_worker_is_an_error_naming_it() {
                 assert_eq!(*worker, 0);
                 assert!(message.contains("item 7 is cursed"), "{message}");
             }
-            other => panic!("expected a panic error, got {:?}", other.as_ref().map(|t| t.shape().to_vec())),
+            other => panic!(
+                "expected a panic error, got {:?}",
+                other.as_ref().map(|t| t.shape().to_vec())
+            ),
         }
         assert!(got[2].as_ref().unwrap_err().to_string().contains("worker 0 panicked"));
         assert_eq!(got[3].as_ref().unwrap().to_vec::<i64>().unwrap(), [9, 10, 11]);
@@ -262,11 +271,7 @@ fn dropping_the_iterator_mid_epoch_stops_the_workers() {
     let mut ds = Numbers::new(400);
     ds.slow = Some(|_| 5);
     let calls = ds.calls.clone();
-    let loader = DataLoader::builder(ds)
-        .batch_size(4)
-        .num_workers(2)
-        .build()
-        .unwrap();
+    let loader = DataLoader::builder(ds).batch_size(4).num_workers(2).build().unwrap();
     let mut it = loader.iter().unwrap();
     it.next().unwrap().unwrap();
     let t = Instant::now();
@@ -274,7 +279,11 @@ fn dropping_the_iterator_mid_epoch_stops_the_workers() {
     assert!(t.elapsed() < Duration::from_secs(2), "drop took {:?}", t.elapsed());
     let after = calls.load(Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(calls.load(Ordering::SeqCst), after, "workers still loading after the drop");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        after,
+        "workers still loading after the drop"
+    );
     // At most the prefetched batches were loaded, not the epoch.
     assert!(after <= 4 * (1 + 2 * 2), "{after} items loaded");
     // The loader starts a fresh epoch after that.
@@ -461,7 +470,11 @@ fn streams_batched_with_and_without_workers() {
         .batch_size(None)
         .build()
         .unwrap();
-    let items: Vec<i64> = loader.iter().unwrap().map(|t| t.unwrap().item::<i64>().unwrap()).collect();
+    let items: Vec<i64> = loader
+        .iter()
+        .unwrap()
+        .map(|t| t.unwrap().item::<i64>().unwrap())
+        .collect();
     assert_eq!(items, [0, 1, 2]);
 }
 
@@ -470,7 +483,10 @@ fn default_collate_of_structures() {
     let t = |v: f32| Tensor::full(2, v).unwrap();
     // Tuples of tensors and numbers: float64, int64, own dtypes.
     let (x, a, b, c, d, e) = DefaultCollate
-        .collate(vec![(t(1.0), 1i64, 0.5f64, 1.5f32, true, 7u8), (t(2.0), 2, 0.25, 2.5, false, 8)])
+        .collate(vec![
+            (t(1.0), 1i64, 0.5f64, 1.5f32, true, 7u8),
+            (t(2.0), 2, 0.25, 2.5, false, 8),
+        ])
         .unwrap();
     assert_eq!(x.shape(), [2, 2]);
     assert_eq!(
@@ -479,7 +495,9 @@ fn default_collate_of_structures() {
     );
     assert_eq!(b.to_vec::<f64>().unwrap(), [0.5, 0.25]);
     // Vec items collate position by position.
-    let v = DefaultCollate.collate(vec![vec![1i64, 2], vec![3, 4], vec![5, 6]]).unwrap();
+    let v = DefaultCollate
+        .collate(vec![vec![1i64, 2], vec![3, 4], vec![5, 6]])
+        .unwrap();
     assert_eq!(v[0].to_vec::<i64>().unwrap(), [1, 3, 5]);
     assert!(DefaultCollate.collate(vec![vec![1i64, 2], vec![3]]).is_err());
     // Maps collate key by key.
@@ -492,7 +510,9 @@ fn default_collate_of_structures() {
     let missing = DefaultCollate.collate(vec![bm(1), BTreeMap::from([("label", 1)])]);
     assert!(missing.unwrap_err().to_string().contains("\"id\""));
     // Strings stay a list; tensors of different shapes do not stack.
-    let s = DefaultCollate.collate(vec![("a".to_string(), 1i64), ("b".to_string(), 2)]).unwrap();
+    let s = DefaultCollate
+        .collate(vec![("a".to_string(), 1i64), ("b".to_string(), 2)])
+        .unwrap();
     assert_eq!(s.0, ["a", "b"]);
     assert!(DefaultCollate.collate(vec![t(1.0), Tensor::zeros(3).unwrap()]).is_err());
 }
@@ -517,7 +537,10 @@ fn datasets_subset_concat_and_errors() {
     assert_eq!((c.len(), c.cumulative_sizes()), (8, &[3usize, 8][..]));
     let at = |i| c.get(i).unwrap()[0].item::<i64>().unwrap();
     assert_eq!([at(0), at(2), at(3), at(7)], [0, 2, 10, 14]);
-    assert!(matches!(c.get(8), Err(DataError::IndexOutOfRange { index: 8, len: 8, .. })));
+    assert!(matches!(
+        c.get(8),
+        Err(DataError::IndexOutOfRange { index: 8, len: 8, .. })
+    ));
     assert!(ConcatDataset::<TensorDataset>::new(vec![]).is_err());
 
     let s = Subset::new(c.clone(), vec![7, 0]);
@@ -528,7 +551,10 @@ fn datasets_subset_concat_and_errors() {
     let e = TensorDataset::new((Tensor::zeros((3, 2)).unwrap(), Tensor::zeros(4).unwrap()))
         .unwrap_err()
         .to_string();
-    assert!(e.contains("Size mismatch between tensors") && e.contains("tensor 1 has 4"), "{e}");
+    assert!(
+        e.contains("Size mismatch between tensors") && e.contains("tensor 1 has 4"),
+        "{e}"
+    );
     assert!(TensorDataset::new(vec![]).is_err());
     assert!(TensorDataset::new(Tensor::scalar(1.0f32)).is_err());
     assert!(a.get(3).is_err());

@@ -29,12 +29,17 @@ fn real_mnist_numbers() {
     assert_eq!(labels_of(&test, 10), [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]);
     let counts = train.labels().bincount(None, 10).unwrap().to_vec::<i64>().unwrap();
     assert_eq!(counts, [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]);
-    let mean = train.images().to_dtype(DType::F64).unwrap().mean().unwrap().item::<f64>().unwrap() / 255.0;
+    let mean = train
+        .images()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .mean()
+        .unwrap()
+        .item::<f64>()
+        .unwrap()
+        / 255.0;
     assert_eq!(format!("{mean:.5}"), "0.13066");
-    assert_eq!(
-        train.labels().to_vec::<i64>().unwrap()[..10],
-        labels_of(&train, 10)[..]
-    );
+    assert_eq!(train.labels().to_vec::<i64>().unwrap()[..10], labels_of(&train, 10)[..]);
 }
 
 #[test]
@@ -44,7 +49,10 @@ fn real_mnist_items_and_loader() {
         .unwrap()
         .with_transform(Compose::new().then(ToTensor).then(norm.clone()));
     let (img, label) = train.get(0).unwrap();
-    assert_eq!((img.shape(), img.dtype(), label), (&[1usize, 28, 28][..], DType::F32, 5));
+    assert_eq!(
+        (img.shape(), img.dtype(), label),
+        (&[1usize, 28, 28][..], DType::F32, 5)
+    );
     // The whole-split fast path gives the items' bits.
     let all = train.images_float().unwrap();
     assert_eq!(all.shape(), [60000, 1, 28, 28]);
@@ -165,7 +173,10 @@ fn bad_files_are_errors_naming_the_file() {
     let mut short = images(2);
     short.truncate(short.len() - 1);
     let e = case("truncated", short, labels(2), img);
-    assert!(e.contains(img) && e.contains("truncated") && e.contains("11 bytes"), "{e}");
+    assert!(
+        e.contains(img) && e.contains("truncated") && e.contains("11 bytes"),
+        "{e}"
+    );
 
     let e = case("header", vec![0, 0, 8, 3, 0, 0], labels(2), img);
     assert!(e.contains("truncated") && e.contains("16-byte IDX header"), "{e}");
@@ -191,7 +202,10 @@ fn bad_files_are_errors_naming_the_file() {
     assert!(e.contains("train-images-idx3-ubyte.gz") && e.contains("gzip"), "{e}");
 
     let e = case("not-gzip", images(2), labels(2), "train-images-idx3-ubyte.gz");
-    assert!(e.contains("train-images-idx3-ubyte.gz") && e.contains("no gzip magic"), "{e}");
+    assert!(
+        e.contains("train-images-idx3-ubyte.gz") && e.contains("no gzip magic"),
+        "{e}"
+    );
 
     let d = temp_dir("missing");
     write(&d, "train-images-idx3-ubyte", &images(2));
@@ -216,5 +230,16 @@ fn transform_errors() {
     let hwc = Tensor::from_vec((0u8..12).collect::<Vec<_>>(), (2, 2, 3)).unwrap();
     let chw = ToTensor.apply(&hwc).unwrap();
     assert_eq!(chw.shape(), [3, 2, 2]);
-    assert_eq!(chw.select(0, 1).unwrap().mul(255.0).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.round()).collect::<Vec<_>>(), [1.0, 4.0, 7.0, 10.0]);
+    assert_eq!(
+        chw.select(0, 1)
+            .unwrap()
+            .mul(255.0)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.round())
+            .collect::<Vec<_>>(),
+        [1.0, 4.0, 7.0, 10.0]
+    );
 }

@@ -21,7 +21,11 @@ fn cases(name: &str) -> Vec<Value> {
 }
 
 fn usizes(v: &Value) -> Vec<usize> {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as usize)
+        .collect()
 }
 
 fn nested(v: &Value) -> Vec<Vec<usize>> {
@@ -88,7 +92,13 @@ fn dataloader_shuffle_epochs() {
             let mut batches = Vec::new();
             for batch in loader.iter().unwrap() {
                 let t = batch.unwrap();
-                batches.push(t.to_vec::<i64>().unwrap().into_iter().map(|x| x as usize).collect::<Vec<_>>());
+                batches.push(
+                    t.to_vec::<i64>()
+                        .unwrap()
+                        .into_iter()
+                        .map(|x| x as usize)
+                        .collect::<Vec<_>>(),
+                );
             }
             epochs.push(batches);
         }
@@ -109,7 +119,12 @@ fn random_split_indices() {
         let generator = c["generator"].as_bool().unwrap().then(|| Generator::new(seed_of(&c)));
         manual_seed(seed_of(&c));
         let parts = if c["fractions"].as_bool().unwrap() {
-            let f: Vec<f64> = c["lengths"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+            let f: Vec<f64> = c["lengths"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
             random_split_fractions(&ds, &f, generator.as_ref()).unwrap()
         } else {
             random_split(&ds, &usizes(&c["lengths"]), generator.as_ref()).unwrap()
@@ -146,7 +161,12 @@ fn distributed_sampler_orders() {
 fn weighted_random_sampler_draws() {
     let _g = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
     for c in cases("weighted_sampler.json") {
-        let w: Vec<f64> = c["weights"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let w: Vec<f64> = c["weights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
         let generator = c["generator"].as_bool().unwrap().then(|| Generator::new(seed_of(&c)));
         manual_seed(seed_of(&c));
         let s = WeightedRandomSampler::new(
