@@ -27,11 +27,13 @@ fn main() -> ferrotorch_data::Result<()> {
             n += y.shape()[0];
             assert_eq!(x.shape()[1..], [1, 28, 28]);
         }
-        println!("epoch, {workers} workers: {n} images in {:.3} s", t.elapsed().as_secs_f64());
+        println!(
+            "epoch, {workers} workers: {n} images in {:.3} s",
+            t.elapsed().as_secs_f64()
+        );
     }
     let t = Instant::now();
     let all = train.images_float()?;
     println!("images_float {:?} in {:.3} s", all.shape(), t.elapsed().as_secs_f64());
     Ok(())
 }
-
