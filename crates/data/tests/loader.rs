@@ -581,3 +581,34 @@ fn sampler_checks() {
     // A DistributedSampler of an empty dataset yields nothing.
     assert_eq!(DistributedSampler::new(0, 2, 1).unwrap().iter().count(), 0);
 }
+
+#[test]
+fn loaders_and_iterators_can_move_between_threads() {
+    fn send_sync<X: Send + Sync>(_: &X) {}
+    fn send<X: Send>(_: &X) {}
+    let loader = DataLoader::builder(Numbers::new(8))
+        .batch_size(4)
+        .num_workers(2)
+        .build()
+        .unwrap();
+    send_sync(&loader);
+    let it = loader.iter().unwrap();
+    send(&it);
+    let got = std::thread::scope(|s| {
+        s.spawn(move || it.map(|b| b.unwrap().numel()).sum::<usize>())
+            .join()
+            .unwrap()
+    });
+    assert_eq!(got, 8);
+    // Datasets of different types with one item type, boxed.
+    type Boxed = Box<dyn Dataset<Item = i64> + Send + Sync>;
+    let parts: Vec<Boxed> = vec![
+        Box::new(Numbers::new(2)),
+        Box::new(Subset::new(Numbers::new(10), vec![9])),
+    ];
+    let loader = DataLoader::builder(ConcatDataset::new(parts).unwrap())
+        .batch_size(3)
+        .build()
+        .unwrap();
+    assert_eq!(collect_i64(&loader), [vec![0, 1, 9]]);
+}
