@@ -698,7 +698,9 @@ impl<O> Workers<'_, O> {
 
 /// One epoch of a [`DataLoader`]: yields `Result<Batch>` in sampler order.
 /// Dropping it mid-epoch stops the workers (or returns persistent ones to
-/// the loader).
+/// the loader): each finishes the item it is loading and exits, and the
+/// drop joins them, so a dataset `get` that never returns would block it
+/// (threads cannot be killed as PyTorch kills worker processes).
 pub struct DataLoaderIter<'a, T, C: CollateFn<T>> {
     loader: &'a DataLoader<T, C>,
     inner: Inner<'a, T, C::Output>,
