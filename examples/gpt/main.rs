@@ -100,7 +100,7 @@ struct Corpus {
 impl Corpus {
     /// Reads `path`; the alphabet is its sorted distinct characters; the
     /// first 90% trains, the rest validates.
-    fn load(path: &PathBuf) -> BoxResult<Corpus> {
+    fn load(path: &std::path::Path) -> BoxResult<Corpus> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut chars: Vec<char> = text.chars().collect();
         chars.sort_unstable();
