@@ -19,13 +19,13 @@ pub use ferrotorch_core::*;
 /// (`torch.nn`): the [`ferrotorch_nn`] crate.
 pub use ferrotorch_nn as nn;
 
-/// Optimizers, LR schedulers and gradient clipping (`torch.optim`): the
-/// [`ferrotorch_optim`] crate.
-pub use ferrotorch_optim as optim;
 /// Data loading (`torch.utils.data`): datasets, samplers, the
 /// `DataLoader` with worker threads, MNIST and image transforms: the
 /// [`ferrotorch_data`] crate.
 pub use ferrotorch_data as data;
+/// Optimizers, LR schedulers and gradient clipping (`torch.optim`): the
+/// [`ferrotorch_optim`] crate.
+pub use ferrotorch_optim as optim;
 
 /// The README's Rust examples, compiled and run as doc tests so that the
 /// quick start a new user copies keeps working.
