@@ -134,10 +134,10 @@ fn run() -> Result<()> {
             };
             for _ in 0..iters {
                 if which == "gelu" {
-                    std::hint::black_box(ferrotorch::autograd::grad(&[&x.gelu()?], &[&x], opts.clone())?);
+                    std::hint::black_box(ferrotorch::autograd::grad(&[&x.gelu()?], &[&x], opts)?);
                 } else {
                     let y = x.layer_norm([768], Some(&w), Some(&b), 1e-5)?;
-                    std::hint::black_box(ferrotorch::autograd::grad(&[&y], &[&x, &w, &b], opts.clone())?);
+                    std::hint::black_box(ferrotorch::autograd::grad(&[&y], &[&x, &w, &b], opts)?);
                 }
             }
         }
