@@ -100,3 +100,20 @@ impl DataError {
         DataError::Message(message.into())
     }
 }
+
+/// A data error inside code that returns the tensor crate's
+/// [`ferrotorch_core::Result`]: a tensor error comes back as it was, any
+/// other as [`ferrotorch_core::Error::InvalidArgument`] with the message
+/// (`op` `"data"`), so `?` on a batch works in a training loop returning
+/// `ferrotorch::Result` (as `?` on an optimizer call does).
+impl From<DataError> for ferrotorch_core::Error {
+    fn from(e: DataError) -> Self {
+        match e {
+            DataError::Tensor(e) => e,
+            other => ferrotorch_core::Error::InvalidArgument {
+                op: "data",
+                detail: other.to_string(),
+            },
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use ferrotorch_core::Tensor;
 
 use crate::error::Result;
-use crate::kernel::{Float, update_param};
+use crate::kernel::{Float, update_param, with_flags};
 use crate::optimizer::{Algorithm, GroupOptions, Optim, non_negative, state_io, want_bool, want_f64};
 use crate::value::{Dict, Value};
 
@@ -118,22 +118,83 @@ pub type Adagrad = Optim<AdagradAlgorithm>;
 /// sum = fma(grad, grad, sum)
 /// param = param + (-clr * grad) / (sqrt(sum) + eps)
 /// ```
-// The loops index several slices of one length in step.
-#[allow(clippy::needless_range_loop)]
-fn body<T: Float>(o: &AdagradOptions, clr: f64) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
-    let (wd, eps, neg_clr) = (T::of(o.weight_decay), T::of(o.eps), T::of(-clr));
-    let (use_wd, maximize) = (o.weight_decay != 0.0, o.maximize);
+fn body<T: AdagradElem>(o: &AdagradOptions, clr: f64) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
+    let k = Consts {
+        wd: T::of(o.weight_decay),
+        eps: T::of(o.eps),
+        neg_clr: T::of(-clr),
+        use_wd: o.weight_decay != 0.0,
+        maximize: o.maximize,
+    };
     move |p, g, s| {
         let [sum, ..] = s else { return };
-        for i in 0..p.len() {
-            let mut d = if maximize { -g[i] } else { g[i] };
-            if use_wd {
-                d = wd.fma(p[i], d);
-            }
-            let acc = d.fma(d, sum[i]);
-            sum[i] = acc;
-            p[i] = p[i] + (neg_clr * d) / (acc.sqrt() + eps);
+        T::adagrad(p, g, sum, &k);
+    }
+}
+
+/// The update's constants in the element type, and its switches.
+#[derive(Clone, Copy)]
+pub(crate) struct Consts<T> {
+    wd: T,
+    eps: T,
+    neg_clr: T,
+    use_wd: bool,
+    maximize: bool,
+}
+
+/// The loop for one combination of the switches.
+#[inline(always)]
+fn flagged_loop<T: Float, const MAX: bool, const WD: bool>(p: &mut [T], g: &[T], sum: &mut [T], k: &Consts<T>) {
+    for ((p, &g), sum) in p.iter_mut().zip(g).zip(sum.iter_mut()) {
+        let mut d = if MAX { -g } else { g };
+        if WD {
+            d = k.wd.fma(*p, d);
         }
+        let acc = d.fma(d, *sum);
+        *sum = acc;
+        *p = *p + (k.neg_clr * d) / (acc.sqrt() + k.eps);
+    }
+}
+
+/// The loop over one chunk; inlined into each instruction set's version of
+/// [`adagrad_f32`] / [`adagrad_f64`].
+#[inline(always)]
+fn adagrad_loop<T: Float>(p: &mut [T], g: &[T], sum: &mut [T], k: &Consts<T>) {
+    let n = p.len();
+    let (g, sum) = (&g[..n], &mut sum[..n]);
+    with_flags!(flagged_loop::<T>(p, g, sum, k); [k.maximize, k.use_wd]);
+}
+
+ferrotorch_core::multiversion! {
+    /// [`adagrad_loop`] in f32, for the best instruction set of this CPU
+    /// (the same bits on every one: each operation is rounded once).
+    fn adagrad_f32(p: &mut [f32], g: &[f32], sum: &mut [f32], k: &Consts<f32>) {
+        adagrad_loop(p, g, sum, k)
+    }
+}
+
+ferrotorch_core::multiversion! {
+    /// [`adagrad_loop`] in f64.
+    fn adagrad_f64(p: &mut [f64], g: &[f64], sum: &mut [f64], k: &Consts<f64>) {
+        adagrad_loop(p, g, sum, k)
+    }
+}
+
+/// The element types with a compiled Adagrad loop.
+pub(crate) trait AdagradElem: Float {
+    /// Runs the loop over one chunk.
+    fn adagrad(p: &mut [Self], g: &[Self], sum: &mut [Self], k: &Consts<Self>);
+}
+
+impl AdagradElem for f32 {
+    fn adagrad(p: &mut [f32], g: &[f32], sum: &mut [f32], k: &Consts<f32>) {
+        adagrad_f32(p, g, sum, k)
+    }
+}
+
+impl AdagradElem for f64 {
+    fn adagrad(p: &mut [f64], g: &[f64], sum: &mut [f64], k: &Consts<f64>) {
+        adagrad_f64(p, g, sum, k)
     }
 }
 

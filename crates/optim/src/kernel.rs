@@ -107,6 +107,25 @@ impl Float for f64 {
     }
 }
 
+/// Calls `f::<T.., A, B, ..>(args)` with each of the run-time switches
+/// `[a, b, ..]` turned into a `const bool` parameter, so every combination
+/// gets its own loop without a per-element branch:
+/// `with_flags!(sgd_loop::<f32>(p, g, &k); [k.maximize, k.weight_decay])`
+/// calls `sgd_loop::<f32, true, false>(p, g, &k)` when only `maximize` is set.
+macro_rules! with_flags {
+    ($f:ident::<$($done:tt),*>($($arg:expr),* $(,)?); []) => {
+        $f::<$($done),*>($($arg),*)
+    };
+    ($f:ident::<$($done:tt),*>($($arg:expr),* $(,)?); [$flag:expr $(, $rest:expr)* $(,)?]) => {
+        if $flag {
+            $crate::kernel::with_flags!($f::<$($done,)* true>($($arg),*); [$($rest),*])
+        } else {
+            $crate::kernel::with_flags!($f::<$($done,)* false>($($arg),*); [$($rest),*])
+        }
+    };
+}
+pub(crate) use with_flags;
+
 /// A held storage lock.
 enum Guard<'a> {
     Read(RwLockReadGuard<'a, Buffer>),

@@ -3,7 +3,7 @@
 use ferrotorch_core::Tensor;
 
 use crate::error::Result;
-use crate::kernel::{Float, update_param};
+use crate::kernel::{Float, update_param, with_flags};
 use crate::optimizer::{Algorithm, GroupOptions, Optim, non_negative, state_io, want_bool, want_f64};
 use crate::value::{Dict, Value};
 
@@ -129,52 +129,208 @@ pub type RMSprop = RmsProp;
 /// buf = buf * momentum + grad / avg;  param = fma(-lr, buf, param)   (momentum)
 /// param = param + (-lr * grad) / avg                   (otherwise)
 /// ```
-// The loops index several slices of one length in step.
-#[allow(clippy::needless_range_loop)]
-fn body<T: Float>(o: &RmsPropOptions) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
-    let (lr, wd, alpha, w, eps, mom) = (
-        T::of(-o.lr),
-        T::of(o.weight_decay),
-        T::of(o.alpha),
-        T::of(1.0 - o.alpha),
-        T::of(o.eps),
-        T::of(o.momentum),
-    );
-    let (use_wd, maximize, centered, use_m) = (o.weight_decay != 0.0, o.maximize, o.centered, o.momentum > 0.0);
+fn body<T: RmsPropElem>(o: &RmsPropOptions) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
+    let k = Consts {
+        neg_lr: T::of(-o.lr),
+        wd: T::of(o.weight_decay),
+        alpha: T::of(o.alpha),
+        w: T::of(1.0 - o.alpha),
+        eps: T::of(o.eps),
+        momentum: T::of(o.momentum),
+        use_wd: o.weight_decay != 0.0,
+        maximize: o.maximize,
+    };
+    let (centered, use_m) = (o.centered, o.momentum > 0.0);
     move |p, g, s| {
         let [sq, rest @ ..] = s else { return };
-        let (mut buf, mut ga) = (None, None);
-        let mut rest = rest.iter_mut();
-        if use_m {
-            buf = rest.next();
+        let mut rest = rest.iter_mut().map(|x| &mut **x);
+        let buf = if use_m { rest.next() } else { None };
+        let grad_avg = if centered { rest.next() } else { None };
+        T::rmsprop(p, g, sq, buf, grad_avg, &k);
+    }
+}
+
+/// The update's constants in the element type, and its switches.
+#[derive(Clone, Copy)]
+pub(crate) struct Consts<T> {
+    neg_lr: T,
+    wd: T,
+    alpha: T,
+    /// `1 - alpha`.
+    w: T,
+    eps: T,
+    momentum: T,
+    use_wd: bool,
+    maximize: bool,
+}
+
+/// One element: updates `square_avg` (and `grad_avg` when `CENTERED`) and
+/// returns the gradient as used and `avg` (the denominator).
+#[inline(always)]
+fn moments<T: Float, const MAX: bool, const WD: bool, const CENTERED: bool>(
+    k: &Consts<T>,
+    p: T,
+    g: T,
+    sq: &mut T,
+    ga: &mut T,
+) -> (T, T) {
+    let mut d = if MAX { -g } else { g };
+    if WD {
+        d = k.wd.fma(p, d);
+    }
+    let a = (k.w * d).fma(d, *sq * k.alpha);
+    *sq = a;
+    let avg = if CENTERED {
+        let m = ga.lerp(d, k.w);
+        *ga = m;
+        (-m).fma(m, a).sqrt()
+    } else {
+        a.sqrt()
+    } + k.eps;
+    (d, avg)
+}
+
+/// Without momentum: `param = param + (-lr * grad) / avg`. `ga` is
+/// `grad_avg` when `CENTERED`, else unused.
+#[inline(always)]
+fn plain_loop<T: Float, const MAX: bool, const WD: bool, const CENTERED: bool>(
+    p: &mut [T],
+    g: &[T],
+    sq: &mut [T],
+    ga: &mut [T],
+    k: &Consts<T>,
+) {
+    if CENTERED {
+        for (((p, &g), sq), ga) in p.iter_mut().zip(g).zip(sq.iter_mut()).zip(ga.iter_mut()) {
+            let (d, avg) = moments::<T, MAX, WD, true>(k, *p, g, sq, ga);
+            *p = *p + (k.neg_lr * d) / avg;
         }
-        if centered {
-            ga = rest.next();
+    } else {
+        let mut unused = T::of(0.0);
+        for ((p, &g), sq) in p.iter_mut().zip(g).zip(sq.iter_mut()) {
+            let (d, avg) = moments::<T, MAX, WD, false>(k, *p, g, sq, &mut unused);
+            *p = *p + (k.neg_lr * d) / avg;
         }
-        for i in 0..p.len() {
-            let mut d = if maximize { -g[i] } else { g[i] };
-            if use_wd {
-                d = wd.fma(p[i], d);
-            }
-            let a = (w * d).fma(d, sq[i] * alpha);
-            sq[i] = a;
-            let avg = match ga.as_deref_mut() {
-                Some(ga) => {
-                    let m = ga[i].lerp(d, w);
-                    ga[i] = m;
-                    (-m).fma(m, a).sqrt()
-                }
-                None => a.sqrt(),
-            } + eps;
-            match buf.as_deref_mut() {
-                Some(b) => {
-                    let nb = b[i] * mom + d / avg;
-                    b[i] = nb;
-                    p[i] = lr.fma(nb, p[i]);
-                }
-                None => p[i] = p[i] + (lr * d) / avg,
-            }
+    }
+}
+
+/// With momentum: `buf = buf * momentum + grad / avg` (two roundings),
+/// `param = fma(-lr, buf, param)`.
+#[inline(always)]
+fn momentum_loop<T: Float, const MAX: bool, const WD: bool, const CENTERED: bool>(
+    p: &mut [T],
+    g: &[T],
+    sq: &mut [T],
+    ga: &mut [T],
+    buf: &mut [T],
+    k: &Consts<T>,
+) {
+    #[inline(always)]
+    fn tail<T: Float>(k: &Consts<T>, p: &mut T, buf: &mut T, d: T, avg: T) {
+        let nb = *buf * k.momentum + d / avg;
+        *buf = nb;
+        *p = k.neg_lr.fma(nb, *p);
+    }
+    if CENTERED {
+        let it = p
+            .iter_mut()
+            .zip(g)
+            .zip(sq.iter_mut())
+            .zip(ga.iter_mut())
+            .zip(buf.iter_mut());
+        for ((((p, &g), sq), ga), buf) in it {
+            let (d, avg) = moments::<T, MAX, WD, true>(k, *p, g, sq, ga);
+            tail(k, p, buf, d, avg);
         }
+    } else {
+        let mut unused = T::of(0.0);
+        for (((p, &g), sq), buf) in p.iter_mut().zip(g).zip(sq.iter_mut()).zip(buf.iter_mut()) {
+            let (d, avg) = moments::<T, MAX, WD, false>(k, *p, g, sq, &mut unused);
+            tail(k, p, buf, d, avg);
+        }
+    }
+}
+
+/// The loop over one chunk (`buf`: the momentum buffer, `grad_avg`: the
+/// centered variant's average), the switches turned into separate loops;
+/// inlined into each instruction set's version of [`rmsprop_f32`] /
+/// [`rmsprop_f64`].
+#[inline(always)]
+fn rmsprop_loop<T: Float>(
+    p: &mut [T],
+    g: &[T],
+    sq: &mut [T],
+    buf: Option<&mut [T]>,
+    grad_avg: Option<&mut [T]>,
+    k: &Consts<T>,
+) {
+    let n = p.len();
+    let (g, sq) = (&g[..n], &mut sq[..n]);
+    let centered = grad_avg.is_some();
+    let ga: &mut [T] = match grad_avg {
+        Some(ga) => &mut ga[..n],
+        None => &mut [],
+    };
+    match buf {
+        None => with_flags!(plain_loop::<T>(p, g, sq, ga, k); [k.maximize, k.use_wd, centered]),
+        Some(buf) => {
+            let buf = &mut buf[..n];
+            with_flags!(momentum_loop::<T>(p, g, sq, ga, buf, k); [k.maximize, k.use_wd, centered]);
+        }
+    }
+}
+
+ferrotorch_core::multiversion! {
+    /// [`rmsprop_loop`] in f32, for the best instruction set of this CPU
+    /// (the same bits on every one: each operation is rounded once).
+    fn rmsprop_f32(p: &mut [f32], g: &[f32], sq: &mut [f32], buf: Option<&mut [f32]>, grad_avg: Option<&mut [f32]>, k: &Consts<f32>) {
+        rmsprop_loop(p, g, sq, buf, grad_avg, k)
+    }
+}
+
+ferrotorch_core::multiversion! {
+    /// [`rmsprop_loop`] in f64.
+    fn rmsprop_f64(p: &mut [f64], g: &[f64], sq: &mut [f64], buf: Option<&mut [f64]>, grad_avg: Option<&mut [f64]>, k: &Consts<f64>) {
+        rmsprop_loop(p, g, sq, buf, grad_avg, k)
+    }
+}
+
+/// The element types with a compiled RMSprop loop.
+pub(crate) trait RmsPropElem: Float {
+    /// Runs the loop over one chunk.
+    fn rmsprop(
+        p: &mut [Self],
+        g: &[Self],
+        sq: &mut [Self],
+        buf: Option<&mut [Self]>,
+        grad_avg: Option<&mut [Self]>,
+        k: &Consts<Self>,
+    );
+}
+
+impl RmsPropElem for f32 {
+    fn rmsprop(
+        p: &mut [f32],
+        g: &[f32],
+        sq: &mut [f32],
+        buf: Option<&mut [f32]>,
+        grad_avg: Option<&mut [f32]>,
+        k: &Consts<f32>,
+    ) {
+        rmsprop_f32(p, g, sq, buf, grad_avg, k)
+    }
+}
+
+impl RmsPropElem for f64 {
+    fn rmsprop(
+        p: &mut [f64],
+        g: &[f64],
+        sq: &mut [f64],
+        buf: Option<&mut [f64]>,
+        grad_avg: Option<&mut [f64]>,
+        k: &Consts<f64>,
+    ) {
+        rmsprop_f64(p, g, sq, buf, grad_avg, k)
     }
 }
 

@@ -3,7 +3,7 @@
 use ferrotorch_core::Tensor;
 
 use crate::error::{Error, Result};
-use crate::kernel::{Float, update_param};
+use crate::kernel::{Float, update_param, with_flags};
 use crate::optimizer::{Algorithm, GroupOptions, Optim, non_negative, py_float, state_io, want_bool, want_f64};
 use crate::value::{Dict, Value};
 
@@ -121,37 +121,112 @@ pub type SGD = Sgd;
 /// (ATen's `add` with `alpha`), `buf.mul_(momentum)` is rounded before
 /// `add_(grad, alpha=1 - dampening)`; the first step copies the gradient
 /// into the buffer.
-// The loops index several slices of one length in step.
-#[allow(clippy::needless_range_loop)]
-fn body<T: Float>(o: &SgdOptions, first: bool) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
-    let (lr, wd, m, damp1) = (
-        T::of(-o.lr),
-        T::of(o.weight_decay),
-        T::of(o.momentum),
-        T::of(1.0 - o.dampening),
-    );
-    let (use_wd, nesterov, maximize) = (o.weight_decay != 0.0, o.nesterov, o.maximize);
-    move |p, g, s| {
-        let grad = |i: usize, p: T| {
-            let d = if maximize { -g[i] } else { g[i] };
-            if use_wd { wd.fma(p, d) } else { d }
-        };
-        match s.first_mut() {
-            Some(buf) => {
-                for i in 0..p.len() {
-                    let d = grad(i, p[i]);
-                    let b = if first { d } else { damp1.fma(d, buf[i] * m) };
-                    buf[i] = b;
-                    let d = if nesterov { m.fma(b, d) } else { b };
-                    p[i] = lr.fma(d, p[i]);
-                }
-            }
-            None => {
-                for i in 0..p.len() {
-                    p[i] = lr.fma(grad(i, p[i]), p[i]);
-                }
-            }
+fn body<T: SgdElem>(o: &SgdOptions, first: bool) -> impl Fn(&mut [T], &[T], &mut [&mut [T]]) + Sync {
+    let k = Consts {
+        neg_lr: T::of(-o.lr),
+        wd: T::of(o.weight_decay),
+        momentum: T::of(o.momentum),
+        damp1: T::of(1.0 - o.dampening),
+        use_wd: o.weight_decay != 0.0,
+        maximize: o.maximize,
+        nesterov: o.nesterov,
+        first,
+    };
+    move |p, g, s| T::sgd(p, g, s.first_mut().map(|b| &mut **b), &k)
+}
+
+/// The update's constants in the element type, and its switches.
+#[derive(Clone, Copy)]
+pub(crate) struct Consts<T> {
+    neg_lr: T,
+    wd: T,
+    momentum: T,
+    damp1: T,
+    use_wd: bool,
+    maximize: bool,
+    nesterov: bool,
+    /// The momentum buffer's first step (it takes the gradient as it is).
+    first: bool,
+}
+
+/// The gradient as the update uses it: negated (`maximize`), plus the
+/// weight decay term (`WD`).
+#[inline(always)]
+fn grad<T: Float, const MAX: bool, const WD: bool>(k: &Consts<T>, g: T, p: T) -> T {
+    let d = if MAX { -g } else { g };
+    if WD { k.wd.fma(p, d) } else { d }
+}
+
+/// Without momentum: `param = fma(-lr, grad, param)`.
+#[inline(always)]
+fn plain_loop<T: Float, const MAX: bool, const WD: bool>(p: &mut [T], g: &[T], k: &Consts<T>) {
+    for (p, &g) in p.iter_mut().zip(g) {
+        *p = k.neg_lr.fma(grad::<T, MAX, WD>(k, g, *p), *p);
+    }
+}
+
+/// With momentum: the buffer updated (or set, on its `FIRST` step), then
+/// the parameter moved along it (`NESTEROV`: along `grad + momentum * buf`).
+#[inline(always)]
+fn momentum_loop<T: Float, const MAX: bool, const WD: bool, const FIRST: bool, const NESTEROV: bool>(
+    p: &mut [T],
+    g: &[T],
+    buf: &mut [T],
+    k: &Consts<T>,
+) {
+    for ((p, &g), buf) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
+        let d = grad::<T, MAX, WD>(k, g, *p);
+        let b = if FIRST { d } else { k.damp1.fma(d, *buf * k.momentum) };
+        *buf = b;
+        let d = if NESTEROV { k.momentum.fma(b, d) } else { b };
+        *p = k.neg_lr.fma(d, *p);
+    }
+}
+
+/// The loop over one chunk, the switches turned into separate loops;
+/// inlined into each instruction set's version of [`sgd_f32`] / [`sgd_f64`].
+#[inline(always)]
+fn sgd_loop<T: Float>(p: &mut [T], g: &[T], buf: Option<&mut [T]>, k: &Consts<T>) {
+    let g = &g[..p.len()];
+    match buf {
+        None => with_flags!(plain_loop::<T>(p, g, k); [k.maximize, k.use_wd]),
+        Some(buf) => {
+            let buf = &mut buf[..p.len()];
+            with_flags!(momentum_loop::<T>(p, g, buf, k); [k.maximize, k.use_wd, k.first, k.nesterov]);
         }
+    }
+}
+
+ferrotorch_core::multiversion! {
+    /// [`sgd_loop`] in f32, for the best instruction set of this CPU (the
+    /// same bits on every one: each operation is rounded once).
+    fn sgd_f32(p: &mut [f32], g: &[f32], buf: Option<&mut [f32]>, k: &Consts<f32>) {
+        sgd_loop(p, g, buf, k)
+    }
+}
+
+ferrotorch_core::multiversion! {
+    /// [`sgd_loop`] in f64.
+    fn sgd_f64(p: &mut [f64], g: &[f64], buf: Option<&mut [f64]>, k: &Consts<f64>) {
+        sgd_loop(p, g, buf, k)
+    }
+}
+
+/// The element types with a compiled SGD loop.
+pub(crate) trait SgdElem: Float {
+    /// Runs the loop over one chunk (`buf`: the momentum buffer's).
+    fn sgd(p: &mut [Self], g: &[Self], buf: Option<&mut [Self]>, k: &Consts<Self>);
+}
+
+impl SgdElem for f32 {
+    fn sgd(p: &mut [f32], g: &[f32], buf: Option<&mut [f32]>, k: &Consts<f32>) {
+        sgd_f32(p, g, buf, k)
+    }
+}
+
+impl SgdElem for f64 {
+    fn sgd(p: &mut [f64], g: &[f64], buf: Option<&mut [f64]>, k: &Consts<f64>) {
+        sgd_f64(p, g, buf, k)
     }
 }
 

@@ -92,10 +92,11 @@ impl CompositeReduce {
             CompositeKind::Var { correction } => variance(x, dv, n, correction, keep),
             CompositeKind::Std { correction } => variance(x, dv, n, correction, keep)?.sqrt(),
             CompositeKind::Norm { p } => {
-                let a = x.abs()?;
                 if p == 2.0 {
-                    x.mul(x)?.sum_dim(dv, keep)?.sqrt()
-                } else if p == 1.0 {
+                    return x.mul(x)?.sum_dim(dv, keep)?.sqrt();
+                }
+                let a = x.abs()?;
+                if p == 1.0 {
                     a.sum_dim(dv, keep)
                 } else if p == f64::INFINITY {
                     a.amax(dv, keep)

@@ -133,6 +133,43 @@ fn f64_one(op: &Binary, a: f64, b: f64) -> f64 {
     }
 }
 
+/// [`f64_one`] over a block, the operator chosen once outside the loop
+/// (the same expressions, so the same bits).
+#[inline(always)]
+fn f64_block(op: &Binary, x: &[f64], y: &[f64], o: &mut [f64]) {
+    use BinaryKind::*;
+    macro_rules! each {
+        ($f:expr) => {
+            for ((a, b), c) in x.iter().zip(y).zip(o.iter_mut()) {
+                let (a, b): (f64, f64) = (*a, *b);
+                *c = $f(a, b);
+            }
+        };
+    }
+    let alpha = op.alpha.to_f64();
+    match op.kind {
+        Add => each!(|a, b| a + alpha * b),
+        Sub => {
+            let na = neg_alpha(op);
+            each!(|a, b| a + na * b)
+        }
+        Mul => each!(|a: f64, b: f64| a * b),
+        Div => match op.rounding {
+            Rounding::None => each!(|a: f64, b: f64| a / b),
+            Rounding::Trunc => each!(|a: f64, b: f64| (a / b).trunc()),
+            Rounding::Floor => each!(div_floor_f64),
+        },
+        _ => each!(|a, b| f64_one(op, a, b)),
+    }
+}
+
+multiversion! {
+    /// A block of an f64 binary op, vectorised for the CPU.
+    fn binary_f64(op: &Binary, x: &[f64], y: &[f64], o: &mut [f64]) {
+        f64_block(op, x, y, o)
+    }
+}
+
 /// Integer arithmetic; `None` on division by zero.
 fn int_one(op: &Binary, a: i64, b: i64) -> Option<i64> {
     use BinaryKind::*;
@@ -189,11 +226,7 @@ fn arith(op: &Binary, dt: DType, out: &Tensor, a: &Tensor, b: &Tensor) -> Result
     let c = cost(op.kind);
     match dt {
         DType::F32 => map2::<f32, f32, f32>(name, out, a, b, c, |x, y, o| binary_f32(op, x, y, o)),
-        DType::F64 => map2::<f64, f64, f64>(name, out, a, b, c, |x, y, o| {
-            for ((p, q), r) in x.iter().zip(y).zip(o.iter_mut()) {
-                *r = f64_one(op, *p, *q);
-            }
-        }),
+        DType::F64 => map2::<f64, f64, f64>(name, out, a, b, c, |x, y, o| binary_f64(op, x, y, o)),
         DType::F16 => map2::<f16, f16, f16>(name, out, a, b, c, |x, y, o| via_f32_2(op, x, y, o)),
         DType::BF16 => map2::<bf16, bf16, bf16>(name, out, a, b, c, |x, y, o| via_f32_2(op, x, y, o)),
         dt => {
