@@ -38,7 +38,7 @@ struct Args {
     #[arg(long, default_value = "runs/gpt")]
     out_dir: PathBuf,
     /// Optimizer steps.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 1500)]
     max_iters: usize,
     /// Sequences per step.
     #[arg(long, default_value_t = 16)]
@@ -71,7 +71,7 @@ struct Args {
     #[arg(long, default_value_t = 0.1)]
     weight_decay: f64,
     /// Steps between evaluations.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 250)]
     eval_interval: usize,
     /// Batches per evaluation.
     #[arg(long, default_value_t = 10)]
