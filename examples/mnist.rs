@@ -258,7 +258,10 @@ fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<f64> {
     log.write_csv(&args.out_dir.join("loss.csv"), "epoch")?;
     log.write_png(
         &args.out_dir.join("loss.png"),
-        &format!("MNIST {:?}", args.model),
+        match args.model {
+            Arch::Mlp => "MNIST, MLP",
+            Arch::Cnn => "MNIST, CNN",
+        },
         "epoch",
     )?;
     let data_share = data_wait.as_secs_f64() / step_time.as_secs_f64().max(1e-9) * 100.0;
