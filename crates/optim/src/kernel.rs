@@ -244,14 +244,15 @@ pub(crate) fn fused<T: Float>(
     };
     let s_ptrs: Vec<*mut T> = states.iter().map(|s| base(s)).collect::<std::result::Result<_, _>>()?;
 
-    // SAFETY: each pointer addresses `n` initialised, aligned elements of
-    // type `T` inside its storage's block (checked in `base`; CPU buffers
-    // are always initialised). The written tensors have distinct storages
-    // (checked above), each held under its write lock in `guards` until
-    // this function returns, so the mutable slices are the only access to
-    // that memory and do not overlap each other; the gradient is read
-    // under its read lock (or is the local copy), and does not share a
-    // storage with a written tensor, so it overlaps no mutable slice.
+    // Why the slices below are sound: each pointer addresses `n`
+    // initialised, aligned elements of type `T` inside its storage's block
+    // (checked in `base`; CPU buffers are always initialised). The written
+    // tensors have distinct storages (checked above), each held under its
+    // write lock in `guards` until this function returns, so the mutable
+    // slices are the only access to that memory and do not overlap each
+    // other; the gradient is read under its read lock (or is the local
+    // copy), and does not share a storage with a written tensor.
+    // SAFETY: see above: the parameter's `n` elements, write-locked, unaliased.
     let p: &mut [T] = unsafe { std::slice::from_raw_parts_mut(p_ptr, n) };
     // SAFETY: as above (read-only access to the gradient or its copy).
     let g: &[T] = unsafe { std::slice::from_raw_parts(g_ptr, n) };
