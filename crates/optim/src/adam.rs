@@ -4,7 +4,7 @@
 use ferrotorch_core::Tensor;
 
 use crate::error::{Error, Result};
-use crate::kernel::{Float, update_param};
+use crate::kernel::{Float, update_param, with_flags};
 use crate::optimizer::{
     Algorithm, GroupOptions, Optim, non_negative, py_float, state_io, want_bool, want_f64, want_pair,
 };
@@ -323,45 +323,77 @@ pub(crate) struct Consts<T> {
     maximize: bool,
 }
 
+/// One element of the update. `second` maps the new exp_avg_sq to the
+/// denominator's (itself, or AMSGrad's maximum); the switches are constants
+/// (`MAX`: maximize, `L2`: weight decay on the gradient, `DEC`: decoupled
+/// weight decay on the parameter), so each combination is its own loop.
+#[inline(always)]
+fn adam_one<T: Float, const MAX: bool, const L2: bool, const DEC: bool>(
+    k: &Consts<T>,
+    p: &mut T,
+    g: T,
+    m: &mut T,
+    v: &mut T,
+    second: impl FnOnce(T) -> T,
+) {
+    let mut d = if MAX { -g } else { g };
+    let mut x = *p;
+    if DEC {
+        x = x * k.decay;
+    }
+    if L2 {
+        d = k.wd.fma(x, d);
+    }
+    *m = m.lerp(d, k.w1);
+    let sq = (k.w2 * d).fma(d, *v * k.b2);
+    *v = sq;
+    let denom = second(sq).sqrt() / k.bc2 + k.eps;
+    *p = x + (k.neg_step * *m) / denom;
+}
+
+/// The loop over one chunk without AMSGrad.
+#[inline(always)]
+fn adam_plain<T: Float, const MAX: bool, const L2: bool, const DEC: bool>(
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    v: &mut [T],
+    k: &Consts<T>,
+) {
+    let n = p.len();
+    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+    for i in 0..n {
+        adam_one::<T, MAX, L2, DEC>(k, &mut p[i], g[i], &mut m[i], &mut v[i], |sq| sq);
+    }
+}
+
+/// The loop over one chunk with AMSGrad's running maximum `mx`.
+#[inline(always)]
+fn adam_amsgrad<T: Float, const MAX: bool, const L2: bool, const DEC: bool>(
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    v: &mut [T],
+    mx: &mut [T],
+    k: &Consts<T>,
+) {
+    let n = p.len();
+    let (g, m, v, mx) = (&g[..n], &mut m[..n], &mut v[..n], &mut mx[..n]);
+    for i in 0..n {
+        adam_one::<T, MAX, L2, DEC>(k, &mut p[i], g[i], &mut m[i], &mut v[i], |sq| {
+            mx[i] = mx[i].maximum(sq);
+            mx[i]
+        });
+    }
+}
+
 /// The loop over one chunk (`vmax`: AMSGrad's running maximum), inlined
 /// into each instruction set's version of [`adam_f32`] / [`adam_f64`].
 #[inline(always)]
 fn adam_loop<T: Float>(p: &mut [T], g: &[T], m: &mut [T], v: &mut [T], vmax: Option<&mut [T]>, k: &Consts<T>) {
-    let n = p.len();
-    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
-    // One element; `second` maps the new exp_avg_sq to the denominator's
-    // (itself, or AMSGrad's maximum).
-    #[inline(always)]
-    fn one<T: Float>(k: &Consts<T>, p: &mut T, g: T, m: &mut T, v: &mut T, second: impl FnOnce(T) -> T) {
-        let mut d = if k.maximize { -g } else { g };
-        let mut x = *p;
-        if k.decoupled {
-            x = x * k.decay;
-        }
-        if k.l2 {
-            d = k.wd.fma(x, d);
-        }
-        *m = m.lerp(d, k.w1);
-        let sq = (k.w2 * d).fma(d, *v * k.b2);
-        *v = sq;
-        let denom = second(sq).sqrt() / k.bc2 + k.eps;
-        *p = x + (k.neg_step * *m) / denom;
-    }
     match vmax {
-        None => {
-            for i in 0..n {
-                one(k, &mut p[i], g[i], &mut m[i], &mut v[i], |sq| sq);
-            }
-        }
-        Some(mx) => {
-            let mx = &mut mx[..n];
-            for i in 0..n {
-                one(k, &mut p[i], g[i], &mut m[i], &mut v[i], |sq| {
-                    mx[i] = mx[i].maximum(sq);
-                    mx[i]
-                });
-            }
-        }
+        None => with_flags!(adam_plain::<T>(p, g, m, v, k); [k.maximize, k.l2, k.decoupled]),
+        Some(mx) => with_flags!(adam_amsgrad::<T>(p, g, m, v, mx, k); [k.maximize, k.l2, k.decoupled]),
     }
 }
 
