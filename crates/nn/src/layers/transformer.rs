@@ -512,7 +512,6 @@ pub struct TransformerEncoder {
     pub layers: Vec<TransformerEncoderLayer>,
     /// The final norm.
     pub norm: Option<LayerNorm>,
-    num_layers: usize,
     state: ModuleState,
 }
 
@@ -526,14 +525,13 @@ impl TransformerEncoder {
         Ok(TransformerEncoder {
             layers,
             norm,
-            num_layers,
             state: ModuleState::default(),
         })
     }
 
     /// The number of layers.
     pub fn num_layers(&self) -> usize {
-        self.num_layers
+        self.layers.len()
     }
 
     /// Every layer in turn on `src`, then the norm (PyTorch's math path),
@@ -635,7 +633,6 @@ pub struct TransformerDecoder {
     pub layers: Vec<TransformerDecoderLayer>,
     /// The final norm.
     pub norm: Option<LayerNorm>,
-    num_layers: usize,
     state: ModuleState,
 }
 
@@ -649,14 +646,13 @@ impl TransformerDecoder {
         Ok(TransformerDecoder {
             layers,
             norm,
-            num_layers,
             state: ModuleState::default(),
         })
     }
 
     /// The number of layers.
     pub fn num_layers(&self) -> usize {
-        self.num_layers
+        self.layers.len()
     }
 
     /// Every layer in turn on `tgt` with `memory`, then the norm (PyTorch's
