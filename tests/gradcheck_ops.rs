@@ -499,6 +499,28 @@ fn nn_cases(g: &Generator) -> Vec<Case> {
             true,
             |t| t[0].layer_norm([4], Some(&t[1]), Some(&t[2]), 1e-5),
         ),
+        // Both outputs used, then only hy (no gradient reaches cy), then only cy.
+        case(
+            "_thnn_fused_lstm_cell",
+            vec![r(&[3, 8], -2.0, 2.0), r(&[3, 8], -2.0, 2.0), r(&[3, 2], -1.5, 1.5)],
+            true,
+            |t| {
+                let (hy, cy, _) = t[0].fused_lstm_cell(&t[1], &t[2])?;
+                hy.add(&cy.mul(&cy)?)
+            },
+        ),
+        case(
+            "_thnn_fused_lstm_cell",
+            vec![r(&[2, 4], -2.0, 2.0), r(&[2, 4], -2.0, 2.0), r(&[2, 1], -1.5, 1.5)],
+            true,
+            |t| Ok(t[0].fused_lstm_cell(&t[1], &t[2])?.0),
+        ),
+        case(
+            "_thnn_fused_lstm_cell",
+            vec![r(&[2, 4], -2.0, 2.0), r(&[2, 4], -2.0, 2.0), r(&[2, 1], -1.5, 1.5)],
+            true,
+            |t| Ok(t[0].fused_lstm_cell(&t[1], &t[2])?.1),
+        ),
         case("native_layer_norm", vec![r(&[3, 2, 5], -2.0, 2.0)], true, |t| {
             t[0].layer_norm([2, 5], None, None, 1e-3)
         }),

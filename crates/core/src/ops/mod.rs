@@ -37,6 +37,7 @@ pub mod promote;
 pub mod rearrange;
 pub mod reduce;
 pub mod reduce_composite;
+pub mod rnn_cell;
 pub mod sampling;
 pub mod scans;
 pub mod select;
@@ -84,6 +85,7 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     rearrange::register()?;
     shape_more::register()?;
     norm::register()?;
+    rnn_cell::register()?;
     softmax::register()?;
     loss::register()?;
     embedding::register()?;

@@ -226,6 +226,9 @@ impl Rnn {
         let (mut input, dirs) = (x.clone(), self.dirs());
         let (mut hn, mut cn) = (Vec::new(), Vec::new());
         let len = x.shape()[0];
+        // f16/bf16 go op by op, each rounded to the dtype, as PyTorch's CPU
+        // cell does; the fused cell computes them in f32.
+        let fused = matches!(x.dtype(), DType::F32 | DType::F64);
         for layer in 0..self.opts.num_layers {
             let mut outs = Vec::new();
             for dir in 0..dirs {
@@ -247,6 +250,14 @@ impl Rnn {
                     let xt = xw[t].clone();
                     let hw = F::linear(&h, &w_hh, b_hh.as_ref())?;
                     match self.cell {
+                        Cell::Lstm if fused => {
+                            // One operator for the step's pointwise part (the
+                            // composite's bits, a dozen fewer nodes).
+                            let cx = c.as_ref().ok_or_else(|| Error::invalid("LSTM", "missing cell state"))?;
+                            let (hy, cy, _) = xt.fused_lstm_cell(&hw, cx)?;
+                            h = hy;
+                            c = Some(cy);
+                        }
                         Cell::Lstm => {
                             let gates = hw.add(&xt)?.chunk(4, 1)?;
                             let i = gates[0].sigmoid()?;

@@ -25,6 +25,7 @@ pub(crate) mod norm;
 mod pointwise;
 mod pool;
 mod reduce;
+mod rnn_cell;
 mod sampling;
 mod scans;
 mod select;
@@ -200,6 +201,11 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(
         &crate::ops::embedding::EMBEDDING_RENORM,
         embedding::embedding_renorm_kernel,
+    )?;
+    structured(&crate::ops::rnn_cell::FUSED_LSTM_CELL, rnn_cell::fused_lstm_cell_kernel)?;
+    structured(
+        &crate::ops::rnn_cell::FUSED_LSTM_CELL_BACKWARD,
+        rnn_cell::fused_lstm_cell_backward_kernel,
     )?;
     sampling::register()?;
     Ok(())
