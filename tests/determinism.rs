@@ -208,6 +208,20 @@ fn workloads() -> Result<Vec<(String, Vec<u64>)>> {
     let table = o.randn([1000, 64])?.requires_grad_(true)?;
     let emb = table.embedding(&o.randint(0, 1000, [20_000])?, None, false)?;
     push("embedding_grad", grads(&emb, &[&table])?.remove(0));
+    // A whole LSTM layer, both directions: parallel cell rows, packed recurrent products, the
+    // weight gradient over all steps and the bias gradient's column sums.
+    let xw = o.randn([12, 48, 256])?.requires_grad_(true)?;
+    let w_hh = o.randn([256, 64])?.mul(0.1)?.requires_grad_(true)?;
+    let b_hh = o.randn([256])?.requires_grad_(true)?;
+    let (h0, c0) = (o.randn([48, 64])?, o.randn([48, 64])?);
+    for reverse in [false, true] {
+        let (out, _, c_n) = xw.lstm_layer(&w_hh, Some(&b_hh), &h0, &c0, reverse)?;
+        push(&format!("lstm_layer_{reverse}"), out.detach());
+        let mut g = grads(&out.sum()?.add(&c_n.sum()?)?, &[&xw, &w_hh, &b_hh])?;
+        push(&format!("lstm_layer_{reverse}_dxw"), g.remove(0));
+        push(&format!("lstm_layer_{reverse}_dw"), g.remove(0));
+        push(&format!("lstm_layer_{reverse}_db"), g.remove(0));
+    }
     // index_add: many entries per output row, in index order on every path.
     let rows = o.randint(0, 3000, [200_000])?;
     let src = o.randn([200_000, 16])?;

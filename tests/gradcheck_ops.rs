@@ -499,6 +499,36 @@ fn nn_cases(g: &Generator) -> Vec<Case> {
             true,
             |t| t[0].layer_norm([4], Some(&t[1]), Some(&t[2]), 1e-5),
         ),
+        // A layer over 3 steps, each direction, with and without b_hh; outputs and final states all used.
+        case(
+            "ferrotorch::lstm_layer",
+            vec![
+                r(&[3, 2, 8], -1.5, 1.5),
+                r(&[8, 2], -1.0, 1.0),
+                r(&[8], -0.5, 0.5),
+                r(&[2, 2], -1.0, 1.0),
+                r(&[2, 2], -1.0, 1.0),
+            ],
+            true,
+            |t| {
+                let (out, h, c) = t[0].lstm_layer(&t[1], Some(&t[2]), &t[3], &t[4], false)?;
+                out.sum_dim([0], false)?.add(&h.mul(&c)?)
+            },
+        ),
+        case(
+            "ferrotorch::lstm_layer",
+            vec![
+                r(&[3, 1, 4], -1.5, 1.5),
+                r(&[4, 1], -1.0, 1.0),
+                r(&[1, 1], -1.0, 1.0),
+                r(&[1, 1], -1.0, 1.0),
+            ],
+            true,
+            |t| {
+                let (out, _, c) = t[0].lstm_layer(&t[1], None, &t[2], &t[3], true)?;
+                out.mul(&out)?.sum()?.add(&c.sum()?)
+            },
+        ),
         // Both outputs used, then only hy (no gradient reaches cy), then only cy.
         case(
             "_thnn_fused_lstm_cell",

@@ -38,6 +38,7 @@ pub mod rearrange;
 pub mod reduce;
 pub mod reduce_composite;
 pub mod rnn_cell;
+pub mod rnn_layer;
 pub mod sampling;
 pub mod scans;
 pub mod select;
@@ -86,6 +87,7 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     shape_more::register()?;
     norm::register()?;
     rnn_cell::register()?;
+    rnn_layer::register()?;
     softmax::register()?;
     loss::register()?;
     embedding::register()?;

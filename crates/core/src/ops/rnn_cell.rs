@@ -106,7 +106,7 @@ impl Op for FusedLstmCell {
         let cx = ctx.input(2)?;
         let (dgates, dcx) = if crate::autograd::is_grad_enabled() {
             let (ig, hg) = (ctx.input(0)?, ctx.input(1)?);
-            differentiable_backward(dhy.as_ref(), dcy.as_ref(), &ig, &hg, &cx)?
+            differentiable_cell_backward(dhy.as_ref(), dcy.as_ref(), &ig, &hg, &cx)?
         } else {
             let (cy, ws) = (ctx.output(1)?, ctx.output(2)?);
             let op = FusedLstmCellBackward {
@@ -210,7 +210,7 @@ fn composite_forward(ig: &Tensor, hg: &Tensor, cx: &Tensor) -> Result<(Tensor, T
 
 /// The backward formula in operators, from the activated gates and `cy`:
 /// `(dgates, dcx)`, in the order autograd takes through the composite form.
-fn formula(
+pub(crate) fn cell_formula(
     dhy: Option<&Tensor>,
     dcy: Option<&Tensor>,
     cx: &Tensor,
@@ -248,7 +248,7 @@ fn formula(
 }
 
 /// The derivative recomputed from the inputs in differentiable operators.
-fn differentiable_backward(
+pub(crate) fn differentiable_cell_backward(
     dhy: Option<&Tensor>,
     dcy: Option<&Tensor>,
     ig: &Tensor,
@@ -258,7 +258,7 @@ fn differentiable_backward(
     let [i, f, g, o] = four(&ig.add(hg)?)?;
     let gates = [i.sigmoid()?, f.sigmoid()?, g.tanh()?, o.sigmoid()?];
     let cy = gates[1].mul(cx)?.add(&gates[0].mul(&gates[2])?)?;
-    formula(dhy, dcy, cx, &cy, &gates)
+    cell_formula(dhy, dcy, cx, &cy, &gates)
 }
 
 fn forward_composite_kernel(c: &Call) -> Result<Tensors> {
@@ -274,7 +274,7 @@ fn backward_composite_kernel(c: &Call) -> Result<Tensors> {
     let dhy = op.has_dhy.then_some(c.inputs[0]);
     let dcy = op.has_dcy.then(|| c.inputs[op.has_dhy as usize]);
     let (cx, cy, ws) = (c.inputs[k], c.inputs[k + 1], c.inputs[k + 2]);
-    let (dg, dcx) = formula(dhy, dcy, cx, cy, &four(ws)?)?;
+    let (dg, dcx) = cell_formula(dhy, dcy, cx, cy, &four(ws)?)?;
     Ok(smallvec::smallvec![dg, dcx])
 }
 

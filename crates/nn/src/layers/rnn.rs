@@ -226,8 +226,9 @@ impl Rnn {
         let (mut input, dirs) = (x.clone(), self.dirs());
         let (mut hn, mut cn) = (Vec::new(), Vec::new());
         let len = x.shape()[0];
-        // f16/bf16 go op by op, each rounded to the dtype, as PyTorch's CPU
-        // cell does; the fused cell computes them in f32.
+        // An f32 / f64 LSTM direction is one `lstm_layer` operator; f16 /
+        // bf16 go op by op, each result rounded to the dtype, as PyTorch's
+        // CPU cell does (the fused kernels compute them in f32).
         let fused = matches!(x.dtype(), DType::F32 | DType::F64);
         for layer in 0..self.opts.num_layers {
             let mut outs = Vec::new();
@@ -236,6 +237,15 @@ impl Rnn {
                 let idx = (layer * dirs + dir) as i64;
                 let mut h = h0.select(0, idx)?;
                 let mut c = c0.map(|c| c.select(0, idx)).transpose()?;
+                if let (Cell::Lstm, true, Some(c)) = (self.cell, fused, c.as_ref()) {
+                    // The whole direction as one operator: no graph node per step.
+                    let xw = F::linear(&input, &w_ih, b_ih.as_ref())?;
+                    let (out, h_n, c_n) = xw.lstm_layer(&w_hh, b_hh.as_ref(), &h, c, dir == 1)?;
+                    outs.push(out);
+                    hn.push(h_n);
+                    cn.push(c_n);
+                    continue;
+                }
                 // The whole layer's input projection as one GEMM, unbound
                 // into steps by one node (PyTorch's CPU path): per-step
                 // `select`s would each scatter a full-size gradient.
@@ -250,14 +260,6 @@ impl Rnn {
                     let xt = xw[t].clone();
                     let hw = F::linear(&h, &w_hh, b_hh.as_ref())?;
                     match self.cell {
-                        Cell::Lstm if fused => {
-                            // One operator for the step's pointwise part (the
-                            // composite's bits, a dozen fewer nodes).
-                            let cx = c.as_ref().ok_or_else(|| Error::invalid("LSTM", "missing cell state"))?;
-                            let (hy, cy, _) = xt.fused_lstm_cell(&hw, cx)?;
-                            h = hy;
-                            c = Some(cy);
-                        }
                         Cell::Lstm => {
                             let gates = hw.add(&xt)?.chunk(4, 1)?;
                             let i = gates[0].sigmoid()?;

@@ -26,6 +26,7 @@ mod pointwise;
 mod pool;
 mod reduce;
 mod rnn_cell;
+mod rnn_layer;
 mod sampling;
 mod scans;
 mod select;
@@ -206,6 +207,11 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(
         &crate::ops::rnn_cell::FUSED_LSTM_CELL_BACKWARD,
         rnn_cell::fused_lstm_cell_backward_kernel,
+    )?;
+    structured(&crate::ops::rnn_layer::LSTM_LAYER, rnn_layer::lstm_layer_kernel)?;
+    structured(
+        &crate::ops::rnn_layer::LSTM_LAYER_BACKWARD,
+        rnn_layer::lstm_layer_backward_kernel,
     )?;
     sampling::register()?;
     Ok(())

@@ -16,14 +16,30 @@ use crate::dispatch::{Op, downcast_op};
 use crate::ops::rnn_cell::FusedLstmCellBackward;
 use crate::{DType, Element, Error, Result, Tensor, TensorOptions};
 
-/// The arithmetic of the cell in one float type.
-trait CellFloat:
+/// The arithmetic of the cell in one float type, and its row kernels.
+pub(super) trait CellFloat:
     Element + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Sub<Output = Self>
 {
+    /// 1.
     const ONE: Self;
+    /// 0.
     const ZERO: Self;
+    /// The logistic function, as the `sigmoid` kernel computes it.
     fn sigmoid(self) -> Self;
+    /// tanh, as the `tanh` kernel computes it.
     fn tanh(self) -> Self;
+    /// [`cell_block`], vectorised where the type has a fast path.
+    fn block(h: usize, ig: &[Self], hg: &[Self], cx: &[Self], hy: &mut [Self], cy: &mut [Self], ws: &mut [Self]);
+    /// [`cell_backward_block`], likewise.
+    fn backward_block(
+        h: usize,
+        grads: (Option<&[Self]>, Option<&[Self]>),
+        cx: &[Self],
+        cy: &[Self],
+        ws: &[Self],
+        dg: &mut [Self],
+        dcx: &mut [Self],
+    );
 }
 
 impl CellFloat for f32 {
@@ -36,6 +52,20 @@ impl CellFloat for f32 {
     #[inline(always)]
     fn tanh(self) -> f32 {
         tanh_f32(self)
+    }
+    fn block(h: usize, ig: &[f32], hg: &[f32], cx: &[f32], hy: &mut [f32], cy: &mut [f32], ws: &mut [f32]) {
+        cell_block_f32(h, ig, hg, cx, hy, cy, ws)
+    }
+    fn backward_block(
+        h: usize,
+        grads: (Option<&[f32]>, Option<&[f32]>),
+        cx: &[f32],
+        cy: &[f32],
+        ws: &[f32],
+        dg: &mut [f32],
+        dcx: &mut [f32],
+    ) {
+        cell_backward_block_f32(h, grads, cx, cy, ws, dg, dcx)
     }
 }
 
@@ -50,6 +80,20 @@ impl CellFloat for f64 {
     fn tanh(self) -> f64 {
         f64::tanh(self)
     }
+    fn block(h: usize, ig: &[f64], hg: &[f64], cx: &[f64], hy: &mut [f64], cy: &mut [f64], ws: &mut [f64]) {
+        cell_block(h, ig, hg, cx, hy, cy, ws)
+    }
+    fn backward_block(
+        h: usize,
+        grads: (Option<&[f64]>, Option<&[f64]>),
+        cx: &[f64],
+        cy: &[f64],
+        ws: &[f64],
+        dg: &mut [f64],
+        dcx: &mut [f64],
+    ) {
+        cell_backward_block(h, grads, cx, cy, ws, dg, dcx)
+    }
 }
 
 /// One row of the cell: `ig`, `hg`, `ws` hold `4h` values, the others `h`.
@@ -61,7 +105,11 @@ fn cell_row<T: CellFloat>(ig: &[T], hg: &[T], cx: &[T], hy: &mut [T], cy: &mut [
     }
     let (ifg, o) = ws.split_at_mut(3 * h);
     let (if_, g) = ifg.split_at_mut(2 * h);
-    for v in if_.iter_mut().chain(o.iter_mut()) {
+    // (Separate loops: a chained iterator does not vectorise.)
+    for v in if_.iter_mut() {
+        *v = v.sigmoid();
+    }
+    for v in o.iter_mut() {
         *v = v.sigmoid();
     }
     for v in g.iter_mut() {
@@ -196,7 +244,7 @@ multiversion! {
 /// # Safety
 /// `p` addresses a live contiguous operand of at least `r1` rows of `w`
 /// values of `T`, which nothing writes during the borrow.
-unsafe fn rows_of<'a, T>(p: usize, w: usize, r0: usize, r1: usize) -> &'a [T] {
+pub(super) unsafe fn rows_of<'a, T>(p: usize, w: usize, r0: usize, r1: usize) -> &'a [T] {
     // SAFETY: the caller's contract: rows [r0, r1) lie inside the operand.
     unsafe { std::slice::from_raw_parts((p as *const T).add(r0 * w), (r1 - r0) * w) }
 }
@@ -207,14 +255,14 @@ unsafe fn rows_of<'a, T>(p: usize, w: usize, r0: usize, r1: usize) -> &'a [T] {
 /// As [`rows_of`], and no one else reads or writes those rows during the
 /// borrow.
 #[allow(clippy::mut_from_ref)]
-unsafe fn rows_of_mut<'a, T>(p: usize, w: usize, r0: usize, r1: usize) -> &'a mut [T] {
+pub(super) unsafe fn rows_of_mut<'a, T>(p: usize, w: usize, r0: usize, r1: usize) -> &'a mut [T] {
     // SAFETY: the caller's contract: rows [r0, r1) lie inside the output and are this borrow's alone.
     unsafe { std::slice::from_raw_parts_mut((p as *mut T).add(r0 * w), (r1 - r0) * w) }
 }
 
 /// Runs `rows(r0, r1)` over `n` rows of `work` elements each, in parallel
 /// when there is enough work (about 8192 transcendental elements a task).
-fn over_rows(n: usize, work: usize, rows: impl Fn(usize, usize) + Sync + Send) {
+pub(super) fn over_rows(n: usize, work: usize, rows: impl Fn(usize, usize) + Sync + Send) {
     let per = (8192usize).div_ceil(work.max(1)).max(1);
     let tasks = n.div_ceil(per).min(rayon::current_num_threads()).max(1);
     if tasks <= 1 {
@@ -225,7 +273,7 @@ fn over_rows(n: usize, work: usize, rows: impl Fn(usize, usize) + Sync + Send) {
 }
 
 /// Contiguous copies of `ts` (in f32 for f16/bf16).
-fn prep(ts: &[&Tensor]) -> Result<Vec<Tensor>> {
+pub(super) fn prep(ts: &[&Tensor]) -> Result<Vec<Tensor>> {
     ts.iter()
         .map(|t| match t.dtype() {
             DType::F16 | DType::BF16 => t.to_dtype(DType::F32)?.contiguous(),
@@ -235,7 +283,7 @@ fn prep(ts: &[&Tensor]) -> Result<Vec<Tensor>> {
 }
 
 /// f32 scratch outputs for a half-precision call (else the outputs themselves).
-fn work_outputs(outputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+pub(super) fn work_outputs(outputs: &[&Tensor]) -> Result<Vec<Tensor>> {
     outputs
         .iter()
         .map(|o| match o.dtype() {
@@ -246,7 +294,7 @@ fn work_outputs(outputs: &[&Tensor]) -> Result<Vec<Tensor>> {
 }
 
 /// Copies f32 scratch outputs back into half-precision outputs.
-fn finish(outputs: &[&Tensor], work: &[Tensor]) -> Result<()> {
+pub(super) fn finish(outputs: &[&Tensor], work: &[Tensor]) -> Result<()> {
     for (o, w) in outputs.iter().zip(work) {
         if !o.is_same(w) {
             o.copy_(w)?;
@@ -296,8 +344,8 @@ pub(crate) fn fused_lstm_cell_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: 
             };
         }
         match dtype {
-            DType::F32 => run!(f32, cell_block_f32),
-            DType::F64 => run!(f64, cell_block::<f64>),
+            DType::F32 => run!(f32, f32::block),
+            DType::F64 => run!(f64, f64::block),
             d => return Err(Error::dtype(name, d, "expects floating-point gates")),
         }
     }
@@ -351,8 +399,8 @@ pub(crate) fn fused_lstm_cell_backward_kernel(op: &dyn Op, inputs: &[&Tensor], o
             };
         }
         match dtype {
-            DType::F32 => run!(f32, cell_backward_block_f32),
-            DType::F64 => run!(f64, cell_backward_block::<f64>),
+            DType::F32 => run!(f32, f32::backward_block),
+            DType::F64 => run!(f64, f64::backward_block),
             d => return Err(Error::dtype(name, d, "expects floating-point gates")),
         }
     }

@@ -79,9 +79,12 @@ pub(super) unsafe fn gemm<T, K>(
         for kb in 0..k.div_ceil(kc_blk) {
             let (p0, kc) = (kb * kc_blk, kc_blk.min(k - kb * kc_blk));
             let accumulate = acc || kb > 0;
-            // Panel pj of the block is at bp + (pj - jc) * nr * kc.
-            let bpanel = |pj: usize| bp.get().wrapping_add((pj - jc) * nr * kc) as *const T;
-            let pack_tasks = threads.min(block_panels);
+            // Panel pj of the block is at base + (pj - jc) * nr * kc: in the
+            // source itself when it holds packed panels, else in the buffer.
+            let direct = b.direct(p0, kc, jc, nr);
+            let base = OutPtr(direct.unwrap_or(bp.get()) as *mut T);
+            let bpanel = |pj: usize| base.get().wrapping_add((pj - jc) * nr * kc) as *const T;
+            let pack_tasks = if direct.is_some() { 0 } else { threads.min(block_panels) };
             run(pack_tasks, &|t| {
                 let (lo, hi) = share(t, pack_tasks, block_panels);
                 if lo < hi {

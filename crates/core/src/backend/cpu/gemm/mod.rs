@@ -21,6 +21,9 @@
 
 mod b_resident;
 mod kernels;
+mod prepacked;
+
+pub(crate) use prepacked::PackedB;
 
 use kernels::{Generic, MicroKernel};
 
@@ -101,9 +104,28 @@ pub(crate) trait PackB<T>: Sync {
     /// for `nr * kc` values per panel.
     #[allow(clippy::too_many_arguments)]
     unsafe fn pack(&self, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, nr: usize, dst: *mut T);
+
+    /// Where the panels from `pj0` of depth block `[p0, p0 + kc)` already
+    /// lie in the layout `pack` writes (`nr`-column panels of `kc` rows,
+    /// consecutive), if they do: the loops then read them in place. The
+    /// pointer stays valid while `self` lives.
+    fn direct(&self, p0: usize, kc: usize, pj0: usize, nr: usize) -> Option<*const T> {
+        let _ = (p0, kc, pj0, nr);
+        None
+    }
 }
 
 impl<T> BSrc<'_, T> {
+    /// The packed panels from `pj0` at depth `[p0, p0 + kc)`, when the
+    /// source holds them already (see [`PackB::direct`]).
+    #[inline(always)]
+    fn direct(self, p0: usize, kc: usize, pj0: usize, nr: usize) -> Option<*const T> {
+        match self {
+            BSrc::Mat(_) => None,
+            BSrc::Pack(p) => p.direct(p0, kc, pj0, nr),
+        }
+    }
+
     /// Packs panels `[pj0, pj1)` at depth `[p0, p0 + kc)` (as `Packer::pack_b`).
     ///
     /// # Safety
@@ -365,7 +387,9 @@ unsafe fn gemm_with<T, K>(
                 if by_rows {
                     pack_a_panels::<T, K>(a, m, lo, hi, p0, kc, op);
                 } else {
-                    b.pack::<K>(p0, kc, n, lo, hi, op);
+                    if b.direct(p0, kc, lo, nr).is_none() {
+                        b.pack::<K>(p0, kc, n, lo, hi, op);
+                    }
                     pack_a_panels::<T, K>(a, m, 0, m_panels, p0, kc, ot);
                 }
             }
@@ -375,7 +399,7 @@ unsafe fn gemm_with<T, K>(
             } else {
                 (ot as *const T, 0)
             };
-            let (mut b_base, mut b_first) = (op as *const T, lo);
+            let (mut b_base, mut b_first) = (b.direct(p0, kc, lo, nr).unwrap_or(op as *const T), lo);
             let (i_lo, i_hi) = if by_rows { (lo, hi) } else { (0, m_panels) };
             let (j_lo, j_hi) = if by_rows { (0, n_panels) } else { (lo, hi) };
             // Column blocks of about `nc_blk` keep the B panels of a block in L2
@@ -384,10 +408,15 @@ unsafe fn gemm_with<T, K>(
             while jc < j_hi {
                 let jc_end = (jc + nc_panels).min(j_hi);
                 if by_rows {
-                    // SAFETY: panels [jc, jc_end) at depth [p0, p0 + kc) lie inside B;
-                    // the scratch holds `nc_panels` panels of nr * kc.
-                    unsafe { b.pack::<K>(p0, kc, n, jc, jc_end, ot) };
-                    (b_base, b_first) = (ot as *const T, jc);
+                    (b_base, b_first) = match b.direct(p0, kc, jc, nr) {
+                        Some(ptr) => (ptr, jc),
+                        None => {
+                            // SAFETY: panels [jc, jc_end) at depth [p0, p0 + kc) lie inside B;
+                            // the scratch holds `nc_panels` panels of nr * kc.
+                            unsafe { b.pack::<K>(p0, kc, n, jc, jc_end, ot) };
+                            (ot as *const T, jc)
+                        }
+                    };
                 }
                 for pi in i_lo..i_hi {
                     let rows = mr.min(m - pi * mr);
@@ -574,6 +603,37 @@ macro_rules! float_gemm {
         }
     };
 }
+/// Float types whose B operand can be packed once for many products
+/// ([`PackedB`], passed as `BSrc::Pack`).
+pub(crate) trait Prepack: Gemm + Copy + Default {
+    /// Packs the `k x n` matrix `b` for this machine's kernel.
+    ///
+    /// # Safety
+    /// `b` views a readable `k x n` matrix.
+    unsafe fn prepack_b(b: Mat<Self>, k: usize, n: usize) -> PackedB<Self>;
+}
+
+macro_rules! prepack {
+    ($t:ty, $avx512:ty, $avx2:ty) => {
+        impl Prepack for $t {
+            unsafe fn prepack_b(b: Mat<$t>, k: usize, n: usize) -> PackedB<$t> {
+                #[cfg(target_arch = "x86_64")]
+                match isa() {
+                    // SAFETY: the caller's contract; packing with the kernel `gemm` will run.
+                    Isa::Avx512 => return unsafe { PackedB::new::<$avx512>(b, k, n) },
+                    // SAFETY: as above.
+                    Isa::Avx2 => return unsafe { PackedB::new::<$avx2>(b, k, n) },
+                    Isa::Baseline => {}
+                }
+                // SAFETY: the caller's contract.
+                unsafe { PackedB::new::<Generic>(b, k, n) }
+            }
+        }
+    };
+}
+prepack!(f32, kernels::Avx512F32, kernels::Avx2F32);
+prepack!(f64, kernels::Avx512F64, kernels::Avx2F64);
+
 float_gemm!(f32, kernels::Avx512F32, kernels::Avx2F32);
 float_gemm!(f64, kernels::Avx512F64, kernels::Avx2F64);
 
