@@ -13,7 +13,7 @@ use zip::write::SimpleFileOptions;
 
 use crate::error::{Error, Result};
 use crate::pickle::{reader, writer};
-use crate::tensor_io::{check_host_little_endian, with_storage_bytes};
+use crate::tensor_io::{check_host_little_endian, storage_from_bytes, with_storage_bytes};
 use crate::value::Value;
 
 /// The first bytes of a zip archive (a local file header).
@@ -164,7 +164,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Value> {
                 raw.len()
             )));
         }
-        Ok(Storage::cpu_from_bytes(raw)?)
+        storage_from_bytes(raw, dtype)
     })
 }
 

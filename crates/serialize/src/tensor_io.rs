@@ -114,6 +114,21 @@ pub(crate) fn rebuild_tensor(
     Ok(Tensor::from_parts(storage.clone(), layout, dtype)?)
 }
 
+/// A fresh CPU storage holding a copy of `bytes`, for tensors of `dtype`.
+/// A bool storage is typed for bool here, while this is its only handle
+/// (the core lets bool tensors live only on storages that no other dtype
+/// sees); its bytes must all be 0 or 1.
+pub(crate) fn storage_from_bytes(bytes: &[u8], dtype: DType) -> Result<Storage> {
+    check_host_little_endian()?;
+    let storage = Storage::cpu_from_bytes(bytes)?;
+    if dtype != DType::Bool {
+        return Ok(storage);
+    }
+    let t = Tensor::from_parts(storage, Layout::contiguous(&[bytes.len()]), DType::Bool)
+        .map_err(|e| Error::tensor(format!("bool storage: {e}")))?;
+    Ok(t.storage().clone())
+}
+
 /// A contiguous tensor of `dtype` and `shape` holding a copy of `bytes`
 /// (little-endian elements, row-major), which must be exactly
 /// `numel * element_size` long.
