@@ -23,6 +23,12 @@ pub fn read(name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// The bytes of a file of this crate's `tests/data` (never the oracle's).
+pub fn read_local(name: &str) -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 /// `checkpoints.json`.
 pub fn oracle_json() -> serde_json::Value {
     serde_json::from_slice(&read("checkpoints.json")).unwrap()
