@@ -52,7 +52,7 @@ fn values(dtype: DType) -> Result<Tensor, ferrotorch_core::Error> {
         d if d.is_floating_point() => a.sub(5)?.to_dtype(d)?.div(4)?,
         d => a.sub(5)?.to_dtype(d)?,
     };
-    t.reshape(&[3, 4])
+    t.reshape([3, 4])
 }
 
 /// A checkpoint built in Rust: every dtype, views sharing one storage, and
@@ -62,7 +62,7 @@ fn native() -> Result<Value, Box<dyn std::error::Error>> {
     for d in ferrotorch_core::ALL_DTYPES {
         dtypes.insert(d.name(), values(d)?);
     }
-    let base = Tensor::arange(24)?.to_dtype(DType::F32)?.reshape(&[4, 6])?;
+    let base = Tensor::arange(24)?.to_dtype(DType::F32)?.reshape([4, 6])?;
     let mut views = Dict::new();
     views.insert("base", base.clone());
     views.insert("t", base.t()?);

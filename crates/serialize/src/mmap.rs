@@ -27,11 +27,12 @@ pub(crate) fn map_file(path: &Path) -> Result<Mapped> {
     if len == 0 {
         return Ok(Mapped { map: None });
     }
-    // SAFETY: the map is read-only and private to this process; the bytes
-    // are only read through `&[u8]` while the `Mapped` lives. As for every
-    // file map, another process truncating or rewriting the file meanwhile
-    // would change them underneath: checkpoints are written atomically
-    // (temp file + rename), which leaves a mapped old file intact.
+    // As for every file map, another process truncating or rewriting the
+    // file meanwhile would change the bytes underneath; checkpoints are
+    // written atomically (temp file + rename), which leaves a mapped old
+    // file intact.
+    // SAFETY: the map is read-only, and its bytes are only read, through
+    // `&[u8]` borrowed from the `Mapped`, while the map lives.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
     Ok(Mapped { map: Some(map) })
 }

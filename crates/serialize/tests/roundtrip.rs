@@ -17,7 +17,7 @@ use ferrotorch_serialize::{
 };
 
 fn sample(dtype: DType) -> Tensor {
-    let t = Tensor::arange_step(-7.5, 7.5, 1.25).unwrap().reshape(&[3, 4]).unwrap();
+    let t = Tensor::arange_step(-7.5, 7.5, 1.25).unwrap().reshape([3, 4]).unwrap();
     match dtype {
         DType::Bool => t.gt(0.0).unwrap(),
         DType::U8 => t.abs().unwrap().mul(10).unwrap().to_dtype(DType::U8).unwrap(),

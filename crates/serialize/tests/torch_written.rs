@@ -25,7 +25,7 @@ fn values(dtype: DType) -> Tensor {
         d if d.is_floating_point() => a.sub(5).unwrap().to_dtype(d).unwrap().div(4).unwrap(),
         d => a.sub(5).unwrap().to_dtype(d).unwrap(),
     };
-    t.reshape(&[3, 4]).unwrap()
+    t.reshape([3, 4]).unwrap()
 }
 
 fn get<'a>(v: &'a Value, key: &str) -> &'a Value {
@@ -52,7 +52,7 @@ fn views_share_one_storage_with_strides_and_offsets() {
         .unwrap()
         .to_dtype(DType::F32)
         .unwrap()
-        .reshape(&[4, 6])
+        .reshape([4, 6])
         .unwrap();
     let cases = [
         ("base", base.clone(), vec![6, 1], 0),

@@ -48,7 +48,7 @@ impl StorageTable {
                 storage.device()
             )));
         }
-        if storage.nbytes() % dtype.element_size() != 0 {
+        if !storage.nbytes().is_multiple_of(dtype.element_size()) {
             return Err(Error::tensor(format!(
                 "a storage of {} bytes is not a whole number of {} elements",
                 storage.nbytes(),
