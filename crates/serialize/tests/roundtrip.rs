@@ -66,7 +66,9 @@ fn shared_storages_are_written_once_and_stay_shared() {
     let a = base.narrow(0, 10, 100).unwrap();
     let b = base.narrow(0, 500, 10).unwrap().unsqueeze(0).unwrap();
     let other = Tensor::ones([3]).unwrap();
-    let v = Value::List(vec![a.clone().into(), b.clone().into(), other.into(), a.into()]);
+    // An empty view at the very end of the storage.
+    let end = base.narrow(0, 1000, 0).unwrap();
+    let v = Value::List(vec![a.clone().into(), b.clone().into(), other.into(), a.into(), end.into()]);
     let bytes = save_to_bytes(&v).unwrap();
     // One storage of 8000 bytes and one of 12, not three copies.
     assert!(bytes.len() < 8000 + 2000, "{} bytes", bytes.len());
@@ -75,6 +77,7 @@ fn shared_storages_are_written_once_and_stay_shared() {
     let t = |i: usize| items[i].as_tensor().unwrap();
     assert!(t(0).storage().same(t(1).storage()) && t(0).storage().same(t(3).storage()));
     assert!(!t(0).storage().same(t(2).storage()));
+    assert!(t(4).storage().same(t(0).storage()) && t(4).storage_offset() == 1000 && t(4).numel() == 0);
     assert_eq!(t(1).storage_offset(), 500);
     assert_eq!(t(1).to_vec::<f64>().unwrap()[0], 500.0);
     assert!(back.same(&v));
