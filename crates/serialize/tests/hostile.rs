@@ -226,6 +226,16 @@ fn deep_nesting_and_exponential_sharing_are_bounded() {
     p.push(b'.');
     let e = err(&pt(&p, &[]));
     assert!(e.to_string().contains("too many"), "{e}");
+    // A 1 MB string referenced 200000 times (200 GB if each were a copy).
+    let mut p = b"\x80\x02X\x40\x42\x0f\x00".to_vec();
+    p.extend(std::iter::repeat_n(b'x', 1_000_000));
+    p.extend(b"q\x00(");
+    for _ in 0..200_000 {
+        p.extend(b"h\x00");
+    }
+    p.extend(b"l.");
+    let e = err(&pt(&p, &[]));
+    assert!(e.to_string().contains("too many bytes"), "{e}");
 }
 
 /// Mutations of a real file: flipped bytes, overwritten words (with
@@ -258,7 +268,11 @@ fn pkl_range(bytes: &[u8]) -> std::ops::Range<usize> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    // 512 cases by default; PROPTEST_CASES=n runs a longer fuzz.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn mutated_real_files_never_panic(

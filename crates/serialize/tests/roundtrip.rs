@@ -68,7 +68,13 @@ fn shared_storages_are_written_once_and_stay_shared() {
     let other = Tensor::ones([3]).unwrap();
     // An empty view at the very end of the storage.
     let end = base.narrow(0, 1000, 0).unwrap();
-    let v = Value::List(vec![a.clone().into(), b.clone().into(), other.into(), a.into(), end.into()]);
+    let v = Value::List(vec![
+        a.clone().into(),
+        b.clone().into(),
+        other.into(),
+        a.into(),
+        end.into(),
+    ]);
     let bytes = save_to_bytes(&v).unwrap();
     // One storage of 8000 bytes and one of 12, not three copies.
     assert!(bytes.len() < 8000 + 2000, "{} bytes", bytes.len());

@@ -26,6 +26,14 @@ pub const MAX_DEPTH: usize = 256;
 
 type Id = usize;
 
+/// What turning the arena into values may still build.
+struct Budget {
+    /// Values (each container, scalar and tensor counts one).
+    values: usize,
+    /// Bytes of strings and bytes objects.
+    bytes: usize,
+}
+
 /// One Python object under construction.
 #[derive(Debug)]
 enum Obj {
@@ -95,9 +103,14 @@ where
         loader,
     };
     let root = m.run()?;
-    // A budget on the values built: each arena object a few times over,
-    // enough for shared tensors and dicts, not for exponential expansion.
-    let mut budget = m.arena.len().saturating_mul(16).saturating_add(1 << 16);
+    // Budgets on the values built: each arena object a few times over, and
+    // the bytes of strings a few times the pickle's size; enough for shared
+    // tensors and dicts, not for exponential expansion of shared
+    // references or a long string referenced a million times.
+    let mut budget = Budget {
+        values: m.arena.len().saturating_mul(16).saturating_add(1 << 16),
+        bytes: data.len().saturating_mul(16).saturating_add(1 << 20),
+    };
     m.to_value(root, 0, &mut budget)
 }
 
@@ -702,16 +715,28 @@ where
         Ok(Obj::Storage { storage, dtype })
     }
 
-    fn to_value(&self, id: Id, depth: usize, budget: &mut usize) -> Result<Value> {
+    fn to_value(&self, id: Id, depth: usize, budget: &mut Budget) -> Result<Value> {
         if depth > MAX_DEPTH {
             return Err(self.err(format!(
                 "containers nest deeper than {MAX_DEPTH} levels (or refer to themselves)"
             )));
         }
-        if *budget == 0 {
+        if budget.values == 0 {
             return Err(self.err("shared references expand to too many objects"));
         }
-        *budget -= 1;
+        budget.values -= 1;
+        if let Obj::Str(s) = &self.arena[id] {
+            budget.bytes = budget
+                .bytes
+                .checked_sub(s.len())
+                .ok_or_else(|| self.err("shared references expand to too many bytes"))?;
+        }
+        if let Obj::Bytes(b) = &self.arena[id] {
+            budget.bytes = budget
+                .bytes
+                .checked_sub(b.len())
+                .ok_or_else(|| self.err("shared references expand to too many bytes"))?;
+        }
         Ok(match &self.arena[id] {
             Obj::None => Value::None,
             Obj::Bool(b) => Value::Bool(*b),
@@ -746,7 +771,7 @@ where
         })
     }
 
-    fn values(&self, ids: &[Id], depth: usize, budget: &mut usize) -> Result<Vec<Value>> {
+    fn values(&self, ids: &[Id], depth: usize, budget: &mut Budget) -> Result<Vec<Value>> {
         ids.iter().map(|&i| self.to_value(i, depth + 1, budget)).collect()
     }
 }
