@@ -57,13 +57,16 @@ def write_torch_files(d):
     )
     model = torch.nn.Linear(4, 3)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[30, 80])
     model(torch.randn(2, 4)).sum().backward()
     opt.step()
+    sched.step()
     torch.save(
         {
             "epoch": 3,
             "model_state_dict": model.state_dict(),
             "optimizer_state_dict": opt.state_dict(),
+            "scheduler_state_dict": sched.state_dict(),
             "loss": 0.12,
             "name": "run",
             "flags": [True, False, None],

@@ -71,7 +71,7 @@ pub use ferrotorch_optim::OptimizerStateDict;
 pub use options::{LoadOptions, add_prefix, strip_prefix, to_dtype};
 pub use pickle::reader::MAX_DEPTH;
 pub use safetensors_format::Safetensors;
-pub use value::{Dict, Key, Value};
+pub use value::{Dict, DictKind, Key, Value};
 
 /// Loads a `torch.save` checkpoint as `torch.load(path, weights_only=True)`
 /// does (tensors on the CPU whatever device they were saved from).

@@ -28,7 +28,8 @@ pub enum Value {
     List(Vec<Value>),
     /// A Python `tuple` (also what a `torch.Size` loads as).
     Tuple(Vec<Value>),
-    /// A Python `dict` or `collections.OrderedDict` (see [`Dict::is_ordered_dict`]).
+    /// A Python `dict`, `collections.OrderedDict` or `collections.Counter`
+    /// (see [`Dict::kind`]).
     Dict(Dict),
     /// A tensor (or an `nn.Parameter`: then it requires grad).
     Tensor(Tensor),
@@ -46,8 +47,11 @@ impl Value {
             Value::Bytes(_) => "bytes",
             Value::List(_) => "list",
             Value::Tuple(_) => "tuple",
-            Value::Dict(d) if d.is_ordered_dict() => "OrderedDict",
-            Value::Dict(_) => "dict",
+            Value::Dict(d) => match d.kind() {
+                DictKind::Dict => "dict",
+                DictKind::OrderedDict => "OrderedDict",
+                DictKind::Counter => "Counter",
+            },
             Value::Tensor(_) => "Tensor",
         }
     }
@@ -117,7 +121,8 @@ impl Value {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
             }
             (Value::Dict(a), Value::Dict(b)) => {
-                a.len() == b.len()
+                a.kind() == b.kind()
+                    && a.len() == b.len()
                     && a.iter()
                         .zip(b.iter())
                         .all(|((ka, va), (kb, vb))| ka == kb && va.same(vb))
@@ -224,17 +229,30 @@ impl From<i64> for Key {
     }
 }
 
+/// Which Python class a [`Dict`] is (and is written back as).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DictKind {
+    /// A plain `dict` (optimizer state dicts, training checkpoints).
+    #[default]
+    Dict,
+    /// A `collections.OrderedDict` (what `Module.state_dict()` returns).
+    OrderedDict,
+    /// A `collections.Counter` (MultiStepLR's `milestones`).
+    Counter,
+}
+
 /// A Python dict in insertion order, keyed by strings or integers.
 ///
-/// `is_ordered_dict` records whether it was (or is to be written as) a
-/// `collections.OrderedDict`, the type of `Module.state_dict()`. The
-/// attributes PyTorch attaches to a state dict's `OrderedDict`
-/// (`_metadata`: per-module versions) are not kept on load.
+/// [`Dict::kind`] records whether it was (or is to be written as) a plain
+/// `dict`, a `collections.OrderedDict` (the type of `Module.state_dict()`)
+/// or a `collections.Counter`. The attributes PyTorch attaches to a state
+/// dict's `OrderedDict` (`_metadata`: per-module versions) are not kept on
+/// load.
 #[derive(Debug, Clone, Default)]
 pub struct Dict {
     entries: Vec<(Key, Value)>,
     index: HashMap<Key, usize>,
-    ordered_dict: bool,
+    kind: DictKind,
 }
 
 impl Dict {
@@ -245,15 +263,30 @@ impl Dict {
 
     /// An empty `collections.OrderedDict`.
     pub fn ordered() -> Dict {
+        Dict::with_kind(DictKind::OrderedDict)
+    }
+
+    /// An empty dict of the class `kind`.
+    pub fn with_kind(kind: DictKind) -> Dict {
         Dict {
-            ordered_dict: true,
+            kind,
             ..Dict::default()
         }
     }
 
-    /// Whether this is a `collections.OrderedDict` rather than a plain `dict`.
+    /// The Python class of the dict.
+    pub fn kind(&self) -> DictKind {
+        self.kind
+    }
+
+    /// Changes the Python class the dict is written as.
+    pub fn set_kind(&mut self, kind: DictKind) {
+        self.kind = kind;
+    }
+
+    /// Whether this is a `collections.OrderedDict`.
     pub fn is_ordered_dict(&self) -> bool {
-        self.ordered_dict
+        self.kind == DictKind::OrderedDict
     }
 
     /// Sets `key` (in place when present, else appended, as Python's dict).

@@ -116,6 +116,12 @@ fn training_checkpoint_plain_values() {
     assert_eq!(c[1].as_dict().unwrap().get_str("c").and_then(Value::as_i64), Some(2));
     let model = ferrotorch_serialize::value_to_state_dict(get(&v, "model_state_dict")).unwrap();
     assert_eq!(model.keys().collect::<Vec<_>>(), ["weight", "bias"]);
+    // MultiStepLR's milestones are a collections.Counter.
+    let milestones = get(get(&v, "scheduler_state_dict"), "milestones").as_dict().unwrap();
+    assert_eq!(milestones.kind(), ferrotorch_serialize::DictKind::Counter);
+    assert_eq!(milestones.get_int(30).and_then(Value::as_i64), Some(1));
+    let again = ferrotorch_serialize::load_from_bytes(&save_to_bytes(&v).unwrap()).unwrap();
+    assert!(again.same(&v));
     let opt = value_to_optimizer_state_dict(get(&v, "optimizer_state_dict")).unwrap();
     assert_eq!(opt.state.len(), 2);
     assert_eq!(opt.param_groups[0].params, [0, 1]);

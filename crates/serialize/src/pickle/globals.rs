@@ -13,6 +13,8 @@ use crate::tensor_io::storage_dtype;
 pub(crate) enum Global {
     /// `collections.OrderedDict`.
     OrderedDict,
+    /// `collections.Counter` (loads as a dict of kind Counter).
+    Counter,
     /// `torch._utils._rebuild_tensor_v2`.
     RebuildTensorV2,
     /// `torch._utils._rebuild_parameter`.
@@ -36,6 +38,7 @@ impl Global {
     pub(crate) fn name(self) -> String {
         match self {
             Global::OrderedDict => "collections.OrderedDict".into(),
+            Global::Counter => "collections.Counter".into(),
             Global::RebuildTensorV2 => "torch._utils._rebuild_tensor_v2".into(),
             Global::RebuildParameter => "torch._utils._rebuild_parameter".into(),
             Global::RebuildParameterWithState => "torch._utils._rebuild_parameter_with_state".into(),
@@ -62,7 +65,6 @@ fn python3_module(module: &str) -> &str {
 /// cannot represent as a [`Value`](crate::Value).
 fn allowed_by_torch_only(module: &str, name: &str) -> bool {
     match module {
-        "collections" => name == "Counter",
         "builtins" => matches!(name, "set" | "complex"),
         "torch" => {
             name.ends_with("Storage")
@@ -100,6 +102,7 @@ pub(crate) fn resolve(module: &str, name: &str) -> Result<Global> {
     let module = python3_module(module);
     let g = match (module, name) {
         ("collections", "OrderedDict") => Global::OrderedDict,
+        ("collections", "Counter") => Global::Counter,
         ("torch._utils", "_rebuild_tensor_v2") => Global::RebuildTensorV2,
         ("torch._utils", "_rebuild_parameter") => Global::RebuildParameter,
         ("torch._utils", "_rebuild_parameter_with_state") => Global::RebuildParameterWithState,

@@ -19,7 +19,7 @@ use super::globals::{self, Global};
 use super::op;
 use crate::error::{Error, Result};
 use crate::tensor_io::{rebuild_tensor, to_usize};
-use crate::value::{Dict, Key, Value};
+use crate::value::{Dict, DictKind, Key, Value};
 
 /// How deep containers may nest in a checkpoint.
 pub const MAX_DEPTH: usize = 256;
@@ -45,7 +45,7 @@ enum Obj {
     Bytes(Vec<u8>),
     List(Vec<Id>),
     Tuple(Vec<Id>),
-    Dict { items: Vec<(Id, Id)>, ordered: bool },
+    Dict { items: Vec<(Id, Id)>, kind: DictKind },
     Global(Global),
     Storage { storage: Storage, dtype: DType },
     Tensor(Tensor),
@@ -317,7 +317,7 @@ where
                 op::EMPTY_TUPLE => self.push(Obj::Tuple(Vec::new())),
                 op::EMPTY_DICT => self.push(Obj::Dict {
                     items: Vec::new(),
-                    ordered: false,
+                    kind: DictKind::Dict,
                 }),
                 op::LIST => {
                     let items = self.pop_mark()?;
@@ -340,7 +340,7 @@ where
                     let pairs = self.pairs(items)?;
                     self.push(Obj::Dict {
                         items: pairs,
-                        ordered: false,
+                        kind: DictKind::Dict,
                     });
                 }
                 op::APPEND => {
@@ -557,6 +557,21 @@ where
         let what = g.name();
         let a = self.tuple_items(args, &what)?;
         match g {
+            Global::Counter => {
+                // Counter.__reduce__: (Counter, (dict(self),)) or (Counter, ()).
+                let items = match a.as_slice() {
+                    [] => Vec::new(),
+                    [d] => match &self.arena[*d] {
+                        Obj::Dict { items, .. } => items.clone(),
+                        other => return Err(self.err(format!("Counter of a {}", other.kind()))),
+                    },
+                    _ => return Err(self.err("Counter takes at most one argument")),
+                };
+                Ok(Obj::Dict {
+                    items,
+                    kind: DictKind::Counter,
+                })
+            }
             Global::OrderedDict => {
                 let mut items = Vec::new();
                 if let Some(&list) = a.first() {
@@ -574,7 +589,10 @@ where
                 if a.len() > 1 {
                     return Err(self.err("OrderedDict takes at most one argument"));
                 }
-                Ok(Obj::Dict { items, ordered: true })
+                Ok(Obj::Dict {
+                    items,
+                    kind: DictKind::OrderedDict,
+                })
             }
             Global::RebuildTensorV2 => {
                 if !(6..=7).contains(&a.len()) {
@@ -670,7 +688,10 @@ where
     /// are dropped; a tensor may only get an empty state.
     fn build(&mut self, inst: Id, state: Id) -> Result<()> {
         match &self.arena[inst] {
-            Obj::Dict { ordered: true, .. } => Ok(()),
+            Obj::Dict {
+                kind: DictKind::OrderedDict | DictKind::Counter,
+                ..
+            } => Ok(()),
             Obj::Tensor(_) if self.is_empty_state(state) => Ok(()),
             Obj::Tensor(_) => Err(Error::Unsupported("a tensor with Python attributes".into())),
             other => Err(self.err(format!("BUILD on a {} (only OrderedDict and Tensor)", other.kind()))),
@@ -746,8 +767,8 @@ where
             Obj::Bytes(b) => Value::Bytes(b.clone()),
             Obj::List(v) => Value::List(self.values(v, depth, budget)?),
             Obj::Tuple(v) => Value::Tuple(self.values(v, depth, budget)?),
-            Obj::Dict { items, ordered } => {
-                let mut d = if *ordered { Dict::ordered() } else { Dict::new() };
+            Obj::Dict { items, kind } => {
+                let mut d = Dict::with_kind(*kind);
                 for &(k, v) in items {
                     let key = match &self.arena[k] {
                         Obj::Str(s) => Key::Str(s.clone()),

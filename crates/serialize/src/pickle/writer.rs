@@ -14,7 +14,7 @@ use super::op;
 use super::reader::MAX_DEPTH;
 use crate::error::{Error, Result};
 use crate::tensor_io::storage_type_name;
-use crate::value::{Dict, Key, Value};
+use crate::value::{Dict, DictKind, Key, Value};
 
 /// The storages a pickle refers to, in key order (`"0"`, `"1"`, ...): each
 /// storage once, however many tensors view it.
@@ -187,11 +187,17 @@ impl Writer<'_> {
     }
 
     fn dict(&mut self, d: &Dict, depth: usize) -> Result<()> {
-        if d.is_ordered_dict() {
-            self.global("collections", "OrderedDict");
-            self.out.push(op::EMPTY_TUPLE);
-            self.out.push(op::REDUCE);
-        } else {
+        match d.kind() {
+            DictKind::Dict => self.out.push(op::EMPTY_DICT),
+            DictKind::OrderedDict => {
+                self.global("collections", "OrderedDict");
+                self.out.push(op::EMPTY_TUPLE);
+                self.out.push(op::REDUCE);
+            }
+            // Counter.__reduce__: Counter(dict), the dict's items set below.
+            DictKind::Counter => self.global("collections", "Counter"),
+        }
+        if d.kind() == DictKind::Counter {
             self.out.push(op::EMPTY_DICT);
         }
         if !d.is_empty() {
@@ -204,6 +210,10 @@ impl Writer<'_> {
                 self.value(v, depth + 1)?;
             }
             self.out.push(op::SETITEMS);
+        }
+        if d.kind() == DictKind::Counter {
+            self.out.push(op::TUPLE1);
+            self.out.push(op::REDUCE);
         }
         Ok(())
     }
