@@ -156,6 +156,8 @@ def same(a, b, path, storages):
     if type(a) is not type(b):
         return fail(path, f"type {type(b).__name__} != {type(a).__name__}")
     if isinstance(a, dict):
+        if hasattr(a, "_metadata") or hasattr(b, "_metadata"):
+            same(getattr(a, "_metadata", None), getattr(b, "_metadata", None), f"{path}._metadata", storages)
         if list(a.keys()) != list(b.keys()):
             return fail(path, f"keys {list(b.keys())} != {list(a.keys())}")
         for k in a:

@@ -245,14 +245,15 @@ pub enum DictKind {
 ///
 /// [`Dict::kind`] records whether it was (or is to be written as) a plain
 /// `dict`, a `collections.OrderedDict` (the type of `Module.state_dict()`)
-/// or a `collections.Counter`. The attributes PyTorch attaches to a state
-/// dict's `OrderedDict` (`_metadata`: per-module versions) are not kept on
-/// load.
+/// or a `collections.Counter`. [`Dict::attributes`] are the Python
+/// attributes of an `OrderedDict` or `Counter` (a state dict's
+/// `_metadata`: per-module versions), kept from load to save.
 #[derive(Debug, Clone, Default)]
 pub struct Dict {
     entries: Vec<(Key, Value)>,
     index: HashMap<Key, usize>,
     kind: DictKind,
+    attributes: Option<Box<Dict>>,
 }
 
 impl Dict {
@@ -282,6 +283,18 @@ impl Dict {
     /// Changes the Python class the dict is written as.
     pub fn set_kind(&mut self, kind: DictKind) {
         self.kind = kind;
+    }
+
+    /// The object's Python attributes (its `__dict__`, string keys), if
+    /// it has any: a state dict's `{"_metadata": ...}`.
+    pub fn attributes(&self) -> Option<&Dict> {
+        self.attributes.as_deref()
+    }
+
+    /// Sets the object's Python attributes; they are written only for an
+    /// `OrderedDict` or a `Counter` (a plain dict has none in Python).
+    pub fn set_attributes(&mut self, attributes: Option<Dict>) {
+        self.attributes = attributes.map(Box::new);
     }
 
     /// Whether this is a `collections.OrderedDict`.

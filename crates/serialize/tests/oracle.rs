@@ -85,6 +85,25 @@ fn linear_state_dict_pt() {
     let d = v.as_dict().unwrap();
     assert!(d.is_ordered_dict(), "Module.state_dict() is an OrderedDict");
     check_weights(&value_to_state_dict(&v).unwrap(), &json["weights_before_step"]);
+    // The state dict's `_metadata` attribute is kept, and saved again.
+    let meta = d.attributes().and_then(|a| a.get_str("_metadata")).unwrap();
+    let version = meta
+        .as_dict()
+        .unwrap()
+        .get_str("")
+        .unwrap()
+        .as_dict()
+        .unwrap()
+        .get_str("version");
+    assert_eq!(version.and_then(Value::as_i64), Some(1));
+    let again = load_from_bytes(&ferrotorch_serialize::save_to_bytes(&v).unwrap()).unwrap();
+    let meta2 = again
+        .as_dict()
+        .unwrap()
+        .attributes()
+        .and_then(|a| a.get_str("_metadata"))
+        .unwrap();
+    assert!(meta2.same(meta) && again.same(&v));
     // Plain loads, not parameters: no grad.
     assert!(!d.get_str("weight").unwrap().as_tensor().unwrap().requires_grad());
 }

@@ -45,9 +45,17 @@ enum Obj {
     Bytes(Vec<u8>),
     List(Vec<Id>),
     Tuple(Vec<Id>),
-    Dict { items: Vec<(Id, Id)>, kind: DictKind },
+    Dict {
+        items: Vec<(Id, Id)>,
+        kind: DictKind,
+        /// The state `BUILD` gave it (an OrderedDict's `__dict__`).
+        attrs: Option<Id>,
+    },
     Global(Global),
-    Storage { storage: Storage, dtype: DType },
+    Storage {
+        storage: Storage,
+        dtype: DType,
+    },
     Tensor(Tensor),
 }
 
@@ -318,6 +326,7 @@ where
                 op::EMPTY_DICT => self.push(Obj::Dict {
                     items: Vec::new(),
                     kind: DictKind::Dict,
+                    attrs: None,
                 }),
                 op::LIST => {
                     let items = self.pop_mark()?;
@@ -341,6 +350,7 @@ where
                     self.push(Obj::Dict {
                         items: pairs,
                         kind: DictKind::Dict,
+                        attrs: None,
                     });
                 }
                 op::APPEND => {
@@ -570,6 +580,7 @@ where
                 Ok(Obj::Dict {
                     items,
                     kind: DictKind::Counter,
+                    attrs: None,
                 })
             }
             Global::OrderedDict => {
@@ -592,6 +603,7 @@ where
                 Ok(Obj::Dict {
                     items,
                     kind: DictKind::OrderedDict,
+                    attrs: None,
                 })
             }
             Global::RebuildTensorV2 => {
@@ -684,18 +696,35 @@ where
         }
     }
 
-    /// `BUILD`: an `OrderedDict`'s attributes (a state dict's `_metadata`)
-    /// are dropped; a tensor may only get an empty state.
+    /// `BUILD`: an `OrderedDict`'s or `Counter`'s attributes (a state
+    /// dict's `_metadata`) are kept when the state is a dict of them (a
+    /// `(dict, slots)` state is dropped); a tensor may only get an empty
+    /// state.
     fn build(&mut self, inst: Id, state: Id) -> Result<()> {
-        match &self.arena[inst] {
+        let is_attr_dict = matches!(
+            &self.arena[state],
+            Obj::Dict {
+                kind: DictKind::Dict,
+                ..
+            }
+        );
+        let empty = self.is_empty_state(state);
+        let err = match &mut self.arena[inst] {
             Obj::Dict {
                 kind: DictKind::OrderedDict | DictKind::Counter,
+                attrs,
                 ..
-            } => Ok(()),
-            Obj::Tensor(_) if self.is_empty_state(state) => Ok(()),
-            Obj::Tensor(_) => Err(Error::Unsupported("a tensor with Python attributes".into())),
-            other => Err(self.err(format!("BUILD on a {} (only OrderedDict and Tensor)", other.kind()))),
-        }
+            } => {
+                if is_attr_dict {
+                    *attrs = Some(state);
+                }
+                return Ok(());
+            }
+            Obj::Tensor(_) if empty => return Ok(()),
+            Obj::Tensor(_) => return Err(Error::Unsupported("a tensor with Python attributes".into())),
+            other => format!("BUILD on a {} (only OrderedDict and Tensor)", other.kind()),
+        };
+        Err(self.err(err))
     }
 
     /// `BINPERSID`: `('storage', torch.FloatStorage, key, location, numel)`.
@@ -767,8 +796,14 @@ where
             Obj::Bytes(b) => Value::Bytes(b.clone()),
             Obj::List(v) => Value::List(self.values(v, depth, budget)?),
             Obj::Tuple(v) => Value::Tuple(self.values(v, depth, budget)?),
-            Obj::Dict { items, kind } => {
+            Obj::Dict { items, kind, attrs } => {
                 let mut d = Dict::with_kind(*kind);
+                if let Some(a) = attrs {
+                    match self.to_value(*a, depth + 1, budget)? {
+                        Value::Dict(a) if a.keys().all(|k| matches!(k, Key::Str(_))) => d.set_attributes(Some(a)),
+                        _ => {}
+                    }
+                }
                 for &(k, v) in items {
                     let key = match &self.arena[k] {
                         Obj::Str(s) => Key::Str(s.clone()),

@@ -215,6 +215,16 @@ impl Writer<'_> {
             self.out.push(op::TUPLE1);
             self.out.push(op::REDUCE);
         }
+        if let Some(attrs) = d.attributes()
+            && d.kind() != DictKind::Dict
+            && !attrs.is_empty()
+        {
+            // obj.__dict__.update(attrs), as pickle's BUILD with a dict state.
+            let mut plain = attrs.clone();
+            plain.set_kind(DictKind::Dict);
+            self.dict(&plain, depth + 1)?;
+            self.out.push(op::BUILD);
+        }
         Ok(())
     }
 
