@@ -33,6 +33,6 @@ pub(crate) fn map_file(path: &Path) -> Result<Mapped> {
     // file intact.
     // SAFETY: the map is read-only, and its bytes are only read, through
     // `&[u8]` borrowed from the `Mapped`, while the map lives.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }.map_err(|e| Error::io(path, e))?;
     Ok(Mapped { map: Some(map) })
 }
