@@ -36,8 +36,22 @@ pub fn value_to_state_dict(value: &Value) -> Result<StateDict> {
             return Err(Error::schema(format!("state dict key {k} is not a string")));
         };
         let t = v.as_tensor().ok_or_else(|| {
+            // A training checkpoint: name the dicts in it that could be the state dict.
+            let dicts: Vec<String> = d
+                .iter()
+                .filter(|(_, v)| v.as_dict().is_some())
+                .map(|(k, _)| k.to_string())
+                .collect();
+            let hint = match dicts.first() {
+                Some(first) => format!(
+                    " (a checkpoint holding the dicts {}? LoadOptions::entry({}) picks one)",
+                    dicts.join(", "),
+                    first.replace('\'', "\"")
+                ),
+                None => String::new(),
+            };
             Error::schema(format!(
-                "state dict entry '{name}' is a {}, not a tensor",
+                "state dict entry '{name}' is a Python {}, not a tensor{hint}",
                 v.type_name()
             ))
         })?;

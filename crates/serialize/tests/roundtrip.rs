@@ -119,6 +119,10 @@ fn nested_training_checkpoint() {
     assert_eq!(names, ["ck.pt"]);
     let back = load(&path).unwrap();
     assert!(back.same(&v));
+    let e = load_state_dict(&path, &LoadOptions::new()).unwrap_err().to_string();
+    assert!(e.contains("LoadOptions::entry(\"model_state_dict\")"), "{e}");
+    let sd = load_state_dict(&path, &LoadOptions::new().entry("model_state_dict")).unwrap();
+    assert_eq!(sd.keys().collect::<Vec<_>>(), ["weight", "bias"]);
     let d = back.as_dict().unwrap();
     assert_eq!(d.get_str("epoch").unwrap().as_i64(), Some(3));
 
