@@ -671,9 +671,9 @@ where
             },
             Global::CodecsEncode | Global::Bytearray => match a.as_slice() {
                 [] if g == Global::Bytearray => Ok(Obj::Bytes(Vec::new())),
-                [b] if matches!(self.arena[*b], Obj::Bytes(_)) => match &self.arena[*b] {
+                [b] => match &self.arena[*b] {
                     Obj::Bytes(b) => Ok(Obj::Bytes(b.clone())),
-                    _ => Err(self.err("unreachable")),
+                    other => Err(self.err(format!("{what} of a {}", other.kind()))),
                 },
                 [s, enc] => {
                     let (Obj::Str(s), Obj::Str(enc)) = (&self.arena[*s], &self.arena[*enc]) else {
