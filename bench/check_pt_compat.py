@@ -209,6 +209,22 @@ def check_native(d):
         fail("rust_native.pt", f"plain values {plain} != {want_plain}")
     if not v["grad"].requires_grad:
         fail("rust_native.pt", "requires_grad lost")
+    # Rust's AdamW + MultiStepLR state load into PyTorch's and continue as
+    # PyTorch's own (milestones must be a Counter: epoch 4 is no milestone).
+    p = torch.nn.Parameter(torch.zeros(2))
+    opt = torch.optim.AdamW([p])
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 5], gamma=0.5)
+    opt.load_state_dict(v["optimizer"])
+    sched.load_state_dict(v["scheduler"])
+    if type(sched.milestones) is not collections.Counter:
+        fail("rust_native.pt", f"milestones are a {type(sched.milestones).__name__}")
+    lrs = []
+    for _ in range(3):
+        opt.step()
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    if lrs != [0.0005, 0.00025, 0.00025] or sched.last_epoch != 6:
+        fail("rust_native.pt", f"scheduler continued with lrs {lrs}, last_epoch {sched.last_epoch}")
     st, meta = read_safetensors(f"{d}/rust_native.safetensors")
     if meta != {"format": "pt"}:
         fail("rust_native.safetensors", f"metadata {meta}")

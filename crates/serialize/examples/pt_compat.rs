@@ -9,8 +9,13 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use ferrotorch::optim::lr_scheduler::{LrScheduler, MultiStepLR};
+use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
 use ferrotorch_core::{DType, Tensor};
-use ferrotorch_serialize::{Dict, StateDict, Value, load, load_safetensors, save, save_safetensors};
+use ferrotorch_serialize::{
+    Dict, StateDict, Value, load, load_safetensors, optimizer_state_dict_to_value, save, save_safetensors,
+    scheduler_state_dict_to_value,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = PathBuf::from(std::env::args().nth(1).ok_or("usage: pt_compat DIR")?);
@@ -96,5 +101,15 @@ fn native() -> Result<Value, Box<dyn std::error::Error>> {
     int_keys.insert(7i64, "seven");
     ck.insert("int_keys", int_keys);
     ck.insert("grad", Tensor::from_vec(vec![1.0f32, 2.0], [2])?.requires_grad_(true)?);
+    // A MultiStepLR after 3 steps (milestones 2 and 5), with its optimizer.
+    let p = ferrotorch::nn::Parameter::new(Tensor::zeros([2])?)?;
+    let mut opt = AdamW::new(vec![p], AdamWOptions::default())?;
+    let mut sched = MultiStepLR::new(&mut opt, &[2, 5], 0.5)?;
+    for _ in 0..3 {
+        opt.step()?;
+        sched.step(&mut opt)?;
+    }
+    ck.insert("scheduler", scheduler_state_dict_to_value(&sched.state_dict()));
+    ck.insert("optimizer", optimizer_state_dict_to_value(&opt.state_dict()));
     Ok(Value::Dict(ck))
 }

@@ -11,7 +11,7 @@ use ferrotorch_optim::{Dict as OptimDict, OptimizerStateDict, ParamGroupState, V
 
 use crate::error::{Error, Result};
 use crate::pickle::reader::MAX_DEPTH;
-use crate::value::{Dict, Key, Value};
+use crate::value::{Dict, DictKind, Key, Value};
 
 /// A module state dict as PyTorch's `Module.state_dict()`: an
 /// `OrderedDict` of the tensors, in order.
@@ -71,8 +71,11 @@ pub fn optim_value_to_value(v: &OptimValue) -> Value {
         OptimValue::Tuple(items) => Value::Tuple(items.iter().map(optim_value_to_value).collect()),
         OptimValue::List(items) => Value::List(items.iter().map(optim_value_to_value).collect()),
         OptimValue::Dict(d) => Value::Dict(optim_dict_to_dict(d)),
+        // optim's integer-keyed dicts are PyTorch's Counters (MultiStepLR's
+        // milestones), and must load as one: a plain dict fails on epochs
+        // that are not milestones.
         OptimValue::IntKeyDict(items) => {
-            let mut d = Dict::new();
+            let mut d = Dict::with_kind(DictKind::Counter);
             for (k, v) in items {
                 d.insert(*k, optim_value_to_value(v));
             }
@@ -149,6 +152,25 @@ fn to_optim_dict(d: &Dict, path: &str, depth: usize) -> Result<OptimDict> {
         out.insert(name.clone(), to_optim(v, &format!("{path}['{name}']"), depth + 1)?);
     }
     Ok(out)
+}
+
+/// An LR scheduler's state dict (`LrScheduler::state_dict()`) as
+/// PyTorch's `scheduler.state_dict()`: a dict with PyTorch's keys,
+/// MultiStepLR's `milestones` a `collections.Counter`.
+pub fn scheduler_state_dict_to_value(sd: &OptimDict) -> Value {
+    Value::Dict(optim_dict_to_dict(sd))
+}
+
+/// The LR scheduler state dict in `value` (a dict with string keys), for
+/// `LrScheduler::load_state_dict`.
+pub fn value_to_scheduler_state_dict(value: &Value) -> Result<OptimDict> {
+    let d = value.as_dict().ok_or_else(|| {
+        Error::schema(format!(
+            "a scheduler state dict must be a dict, this is a {}",
+            value.type_name()
+        ))
+    })?;
+    to_optim_dict(d, "scheduler state", 0)
 }
 
 /// An optimizer state dict as PyTorch's `optimizer.state_dict()`:

@@ -15,7 +15,7 @@
 //! - **State dicts**: conversions between [`Value`] and `nn`'s
 //!   [`StateDict`] / `optim`'s [`OptimizerStateDict`] in PyTorch's
 //!   layouts ([`state_dict_to_value`], [`value_to_optimizer_state_dict`],
-//!   ...), and [`load_state_dict`] / [`save_state_dict`] with
+//!   [`scheduler_state_dict_to_value`], ...), and [`load_state_dict`] / [`save_state_dict`] with
 //!   [`LoadOptions`] (a sub-entry, the `module.` prefix, a dtype).
 //!
 //! Writes are atomic (a temporary file beside the target, fsynced, then
@@ -62,8 +62,8 @@ use std::io::{Cursor, Seek, Write};
 use std::path::Path;
 
 pub use convert::{
-    optim_value_to_value, optimizer_state_dict_to_value, state_dict_to_value, value_to_optim_value,
-    value_to_optimizer_state_dict, value_to_state_dict,
+    optim_value_to_value, optimizer_state_dict_to_value, scheduler_state_dict_to_value, state_dict_to_value,
+    value_to_optim_value, value_to_optimizer_state_dict, value_to_scheduler_state_dict, value_to_state_dict,
 };
 pub use error::{Error, Result};
 pub use ferrotorch_nn::StateDict;

@@ -161,3 +161,35 @@ fn safetensors_with_metadata() {
     assert_tensor_eq("b", st.tensors.get("b").unwrap(), &values(DType::I64));
     assert_tensor_eq("c", st.tensors.get("c").unwrap(), &values(DType::BF16));
 }
+
+/// PyTorch's MultiStepLR state dict (in checkpoint.pt: milestones [30, 80],
+/// one step taken) loads into ferrotorch's MultiStepLR, and ferrotorch's
+/// state dict converts back with the milestones as a Counter.
+#[test]
+fn scheduler_state_dict_both_ways() {
+    use ferrotorch::optim::lr_scheduler::{LrScheduler, MultiStepLR};
+    use ferrotorch::optim::{AdamW, AdamWOptions};
+    use ferrotorch_serialize::{DictKind, scheduler_state_dict_to_value, value_to_scheduler_state_dict};
+
+    let v = load(file("checkpoint.pt")).unwrap();
+    let theirs = get(&v, "scheduler_state_dict");
+    let p = ferrotorch::nn::Parameter::new(Tensor::zeros([2]).unwrap()).unwrap();
+    let mut opt = AdamW::new(vec![p], AdamWOptions::default()).unwrap();
+    let mut sched = MultiStepLR::new(&mut opt, &[5], 0.5).unwrap();
+    sched
+        .load_state_dict(&value_to_scheduler_state_dict(theirs).unwrap())
+        .unwrap();
+    assert_eq!(sched.last_epoch(), 1);
+    let ours = scheduler_state_dict_to_value(&sched.state_dict());
+    let m = get(&ours, "milestones").as_dict().unwrap();
+    assert_eq!(m.kind(), DictKind::Counter);
+    assert_eq!(m.keys().cloned().collect::<Vec<_>>(), [30i64.into(), 80i64.into()]);
+    for k in ["milestones", "gamma", "last_epoch", "base_lrs", "_last_lr"] {
+        assert!(
+            get(&ours, k).same(get(theirs, k)),
+            "{k}: {:?} vs {:?}",
+            get(&ours, k),
+            get(theirs, k)
+        );
+    }
+}
