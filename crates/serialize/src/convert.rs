@@ -60,7 +60,9 @@ pub fn value_to_state_dict(value: &Value) -> Result<StateDict> {
     Ok(sd)
 }
 
-/// An optimizer's value (as `optim` holds it) as a checkpoint value.
+/// An optimizer's or scheduler's value (as `optim` holds it) as a
+/// checkpoint value; an integer-keyed dict (`IntKeyDict`) becomes a
+/// `collections.Counter`, the only thing `optim` uses it for.
 pub fn optim_value_to_value(v: &OptimValue) -> Value {
     match v {
         OptimValue::None => Value::None,

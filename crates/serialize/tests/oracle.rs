@@ -191,7 +191,14 @@ fn restored_model_steps_as_pytorch() {
         .load_state_dict(&value_to_optimizer_state_dict(&theirs).unwrap())
         .unwrap();
     assert_eq!(fresh.lrs(), [1e-3]);
-    // A scheduler-style value converts to optim's value and back.
-    let v = value_to_optim_value(&theirs).unwrap();
-    assert!(ferrotorch_serialize::optim_value_to_value(&v).same(&theirs));
+    // A param group (string keys) converts to optim's value and back.
+    let group = &theirs
+        .as_dict()
+        .unwrap()
+        .get_str("param_groups")
+        .unwrap()
+        .as_seq()
+        .unwrap()[0];
+    let v = value_to_optim_value(group).unwrap();
+    assert!(ferrotorch_serialize::optim_value_to_value(&v).same(group));
 }
