@@ -19,8 +19,8 @@
 //!   [`LoadOptions`] (a sub-entry, the `module.` prefix, a dtype).
 //!
 //! Writes are atomic (a temporary file beside the target, fsynced, then
-//! renamed). Bad files are errors ([`Error`]), never panics, and memory
-//! use is bounded by the file's size.
+//! renamed). Bad files are errors ([`Error`]), never panics, and what a
+//! load allocates is at most a small multiple of the file's size.
 //!
 //! ```
 //! use ferrotorch_core::Tensor;
