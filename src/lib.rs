@@ -2,8 +2,8 @@
 //!
 //! PyTorch's programming model in Rust. This facade re-exports the crates of
 //! the workspace: the tensor core ([`ferrotorch_core`], at the root), `nn`
-//! ([`ferrotorch_nn`]), `optim` ([`ferrotorch_optim`]) and `data`
-//! ([`ferrotorch_data`]).
+//! ([`ferrotorch_nn`]), `optim` ([`ferrotorch_optim`]), `data`
+//! ([`ferrotorch_data`]) and `serialize` ([`ferrotorch_serialize`]).
 //!
 //! ```
 //! use ferrotorch::{Tensor, manual_seed};
@@ -67,6 +67,10 @@ pub use ferrotorch_data as data;
 /// Optimizers, LR schedulers and gradient clipping (`torch.optim`): the
 /// [`ferrotorch_optim`] crate.
 pub use ferrotorch_optim as optim;
+/// Checkpoints: `torch.save` files (read as `torch.load(weights_only=True)`
+/// does, and written so that it reads them), safetensors, and state-dict
+/// conversions: the [`ferrotorch_serialize`] crate.
+pub use ferrotorch_serialize as serialize;
 
 /// The README's Rust examples, compiled and run as doc tests so that the
 /// quick start a new user copies keeps working.
