@@ -87,7 +87,9 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &S
     let scale = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
     let root = scale.abs().sqrt();
     let qs = q.mul(if scale < 0.0 { -root } else { root })?;
-    let scores = qs.matmul(&k.transpose(-2, -1)?.mul(root)?)?;
+    // Scaled before the transpose (the same values): the multiply then runs
+    // over k's own layout, not a transposed one.
+    let scores = qs.matmul(&k.mul(root)?.transpose(-2, -1)?)?;
     let bias = if opts.is_causal {
         let keep = TensorOptions::new().dtype(DType::Bool).ones([l, s])?.tril(0)?;
         Some(bool_mask_to_bias(&keep, q.dtype())?)

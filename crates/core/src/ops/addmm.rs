@@ -323,12 +323,20 @@ impl Op for AddProduct {
         let (ga, gb) = match self.kind {
             AddProductKind::Addmm => {
                 let ga = if need_a {
-                    Some(Self::scaled(g.mm(&ctx.input(2)?.t()?)?, alpha)?)
+                    let mat1_cm = ctx.meta(1).column_major;
+                    Some(Self::scaled(
+                        crate::ops::linalg::mm_mat1_grad(&g, mat1_cm, &ctx.input(2)?)?,
+                        alpha,
+                    )?)
                 } else {
                     None
                 };
                 let gb = if need_b {
-                    Some(Self::scaled(ctx.input(1)?.t()?.mm(&g)?, alpha)?)
+                    let mat2_cm = ctx.meta(2).column_major;
+                    Some(Self::scaled(
+                        crate::ops::linalg::mm_mat2_grad(&g, &ctx.input(1)?, mat2_cm)?,
+                        alpha,
+                    )?)
                 } else {
                     None
                 };

@@ -83,16 +83,42 @@ impl Op for Mm {
     fn backward(&self, ctx: &BackwardCtx, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let g = grad0(grads)?;
         let ga = if ctx.needs_grad(0) {
-            Some(g.mm(&ctx.input(1)?.t()?)?)
+            Some(mm_mat1_grad(&g, ctx.meta(0).column_major, &ctx.input(1)?)?)
         } else {
             None
         };
         let gb = if ctx.needs_grad(1) {
-            Some(ctx.input(0)?.t()?.mm(&g)?)
+            Some(mm_mat2_grad(&g, &ctx.input(0)?, ctx.meta(1).column_major)?)
         } else {
             None
         };
         Ok(vec![ga, gb])
+    }
+}
+
+/// The gradient of `mat1` in `mat1 @ mat2` given the output's `g`:
+/// `g @ mat2^T`, laid out like `mat1` (PyTorch's `mm_mat1_backward`):
+/// for a column-major `mat1` it is computed as `(mat2 @ g^T)^T`, whose
+/// transposing view hands its source a contiguous gradient. Both forms
+/// sum every element in the same order, so the values are the same bits.
+pub(crate) fn mm_mat1_grad(g: &Tensor, mat1_column_major: bool, mat2: &Tensor) -> Result<Tensor> {
+    if mat1_column_major {
+        mat2.mm(&g.t()?)?.t()
+    } else {
+        g.mm(&mat2.t()?)
+    }
+}
+
+/// The gradient of `mat2` in `mat1 @ mat2`: `mat1^T @ g`, laid out like
+/// `mat2` (PyTorch's `mm_mat2_backward`): for a column-major `mat2` (a
+/// Linear's `weight.t()`) computed as `(g^T @ mat1)^T`, so the weight's
+/// gradient arrives contiguous (no copy in the optimizer, no strided
+/// accumulation). Same bits either way.
+pub(crate) fn mm_mat2_grad(g: &Tensor, mat1: &Tensor, mat2_column_major: bool) -> Result<Tensor> {
+    if mat2_column_major {
+        g.t()?.mm(mat1)?.t()
+    } else {
+        mat1.t()?.mm(g)
     }
 }
 

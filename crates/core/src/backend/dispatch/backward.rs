@@ -66,15 +66,22 @@ pub struct TensorMeta {
     pub dtype: DType,
     /// Device.
     pub device: Device,
+    /// A 2-D column-major input (a transposed view of a contiguous matrix,
+    /// such as a Linear's `weight.t()`): the matrix products lay out its
+    /// gradient to match (PyTorch keeps its strides for the same reason).
+    pub column_major: bool,
 }
 
 impl TensorMeta {
     /// The metadata of `t`.
     pub(crate) fn of(t: &Tensor) -> Self {
+        let s = t.shape();
+        let column_major = s.len() == 2 && s[0] > 1 && s[1] > 1 && t.strides()[0] == 1 && t.strides()[1] == s[0];
         TensorMeta {
             shape: t.dims(),
             dtype: t.dtype(),
             device: t.device(),
+            column_major,
         }
     }
 }
