@@ -260,6 +260,11 @@ mod tests {
         "native_group_norm_backward",
         "native_batch_norm",
         "native_batch_norm_backward",
+        // Recurrent layers.
+        "_thnn_fused_lstm_cell",
+        "_thnn_fused_lstm_cell_backward",
+        "ferrotorch::lstm_layer",
+        "ferrotorch::lstm_layer_backward",
         "embedding",
         "embedding_renorm_",
         "_softmax_backward_data",
