@@ -89,8 +89,77 @@ impl<T: Copy + Default + Sync> PackB<T> for PackedB<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{BSrc, Gemm, Prepack};
+    use super::super::kernels::{Generic, Packer};
+    use super::super::{BSrc, Gemm, Prepack, gemm_with};
     use super::*;
+
+    /// The portable kernel in the other loop order (`gemm_with`, which only
+    /// AVX-512 kernels choose), so that order's reading of packed panels is
+    /// tested on every machine.
+    struct OtherOrder;
+
+    impl Packer<f32> for OtherOrder {
+        unsafe fn pack_a(a: Mat<f32>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32) {
+            // SAFETY: the same contract, forwarded.
+            unsafe { <Generic as Packer<f32>>::pack_a(a, i0, rows, p0, kc, dst) }
+        }
+        unsafe fn pack_b(b: Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+            // SAFETY: the same contract, forwarded.
+            unsafe { <Generic as Packer<f32>>::pack_b(b, p0, kc, n, pj0, pj1, dst) }
+        }
+    }
+
+    impl MicroKernel<f32> for OtherOrder {
+        const MR: usize = <Generic as MicroKernel<f32>>::MR;
+        const NR: usize = <Generic as MicroKernel<f32>>::NR;
+        const B_RESIDENT: bool = false;
+        unsafe fn run(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
+            // SAFETY: the same contract, forwarded.
+            unsafe { <Generic as MicroKernel<f32>>::run(kc, a, b, c, ldc, accumulate) }
+        }
+    }
+
+    /// Both splits of `gemm_with` (by rows, and by columns when there are
+    /// few rows) read packed panels in place and give the packing path's bits.
+    #[test]
+    fn the_other_loop_order_reads_packed_panels() {
+        for (m, k, n) in [(40, 300, 70), (2, 260, 200), (9, 7, 9)] {
+            let a: Vec<f32> = (0..m * k).map(|i| ((i * 29 % 89) as f32 - 44.0) / 20.0).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| ((i * 31 % 83) as f32 - 41.0) / 20.0).collect();
+            let am = Mat {
+                ptr: a.as_ptr(),
+                rs: k,
+                cs: 1,
+            };
+            let bm = Mat {
+                ptr: b.as_ptr(),
+                rs: n,
+                cs: 1,
+            };
+            // SAFETY: `b` holds k x n values.
+            let packed = unsafe { PackedB::new::<OtherOrder>(bm, k, n) };
+            for parallel in [false, true] {
+                let (mut want, mut got) = (vec![0f32; m * n], vec![0f32; m * n]);
+                // SAFETY: a, b, c hold m x k, k x n and m x n values.
+                unsafe {
+                    gemm_with::<f32, OtherOrder>(m, n, k, am, BSrc::Mat(bm), want.as_mut_ptr(), n, parallel, false);
+                    gemm_with::<f32, OtherOrder>(
+                        m,
+                        n,
+                        k,
+                        am,
+                        BSrc::Pack(&packed),
+                        got.as_mut_ptr(),
+                        n,
+                        parallel,
+                        false,
+                    );
+                }
+                assert_eq!(want, got, "{m}x{k}x{n} parallel={parallel}");
+                assert!(packed.direct(0, k.min(256), 0, OtherOrder::NR).is_some());
+            }
+        }
+    }
 
     /// Products with a packed-once B give the bits of products packing B on
     /// every call (depths over one block, ragged panels, both layouts of B,
