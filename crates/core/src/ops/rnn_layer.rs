@@ -166,7 +166,11 @@ impl Op for LstmLayer {
         let r = if crate::autograd::is_grad_enabled() {
             // Recompute the layer in operators and differentiate that.
             let fwd = composite_forward(*self, &ins[0], &ins[1], b, &ins[k], &ins[k + 1])?;
-            composite_backward(self, &g, &ins[0], &ins[1], &ins[k], &fwd, None)?
+            let cell = |t: usize, dh: Option<&Tensor>, dc: Option<&Tensor>| {
+                let xt = ins[0].select(0, t as i64)?;
+                differentiable_cell_backward(dh, dc, &xt, &fwd.hidden_gates[t], &fwd.c_prev[t])
+            };
+            composite_backward(self, &g, &ins[0], &ins[1], &ins[k], &fwd.out, &cell)?
         } else {
             let op = LstmLayerBackward {
                 layer: *self,
@@ -337,18 +341,32 @@ fn composite_forward(
     })
 }
 
-/// The derivative in operators: gradients of `[xw, w_hh, b_hh, h0, c0]`.
-/// With `saved` (the forward's cells and gates), each step's cell
-/// derivative reads them; otherwise it is recomputed from `fwd`'s
-/// per-step gates in differentiable operators.
+/// Row block `t` of `seq` (`[L, ...]`) as the state step `t` started
+/// from: the previous step's in the direction of the recurrence, or
+/// `init` for the first step.
+fn started_from(op: &LstmLayer, seq: &Tensor, init: &Tensor, t: usize) -> Result<Tensor> {
+    let prev = if op.reverse { t + 1 } else { t.wrapping_sub(1) };
+    if prev < seq.shape()[0] {
+        seq.select(0, prev as i64)
+    } else {
+        Ok(init.clone())
+    }
+}
+
+/// The cell's derivative at step `t` given the gradients reaching its
+/// `h` and `c`: the gates' gradient and `c`'s before the step.
+type CellStep<'a> = dyn Fn(usize, Option<&Tensor>, Option<&Tensor>) -> Result<(Tensor, Tensor)> + 'a;
+
+/// The derivative in operators: gradients of `[xw, w_hh, b_hh, h0, c0]`,
+/// from every step's output `out` and the cell's derivative `cell`.
 fn composite_backward(
     op: &LstmLayer,
     g: &[Option<Tensor>; 3],
     xw: &Tensor,
     w: &Tensor,
     h0: &Tensor,
-    fwd: &Unrolled,
-    saved: Option<(&Tensor, &Tensor, &Tensor)>,
+    out: &Tensor,
+    cell: &CellStep<'_>,
 ) -> Result<Tensors> {
     let len = xw.shape()[0];
     let order = op.order(len);
@@ -361,28 +379,7 @@ fn composite_backward(
             (Some(a), None) => Some(a.clone()),
             (None, b) => b,
         };
-        let (dg, dcx) = match saved {
-            Some((cells, gates, _)) => {
-                let gates = gates.select(0, t as i64)?.chunk(4, 1)?;
-                let gates: [Tensor; 4] = gates
-                    .try_into()
-                    .map_err(|_| Error::invalid(NAME, "gates do not split in four"))?;
-                cell_formula(
-                    dh.as_ref(),
-                    dc.as_ref(),
-                    &fwd.c_prev[t],
-                    &cells.select(0, t as i64)?,
-                    &gates,
-                )?
-            }
-            None => differentiable_cell_backward(
-                dh.as_ref(),
-                dc.as_ref(),
-                &xw.select(0, t as i64)?,
-                &fwd.hidden_gates[t],
-                &fwd.c_prev[t],
-            )?,
-        };
+        let (dg, dcx) = cell(t, dh.as_ref(), dc.as_ref())?;
         dh = Some(dg.matmul(w)?);
         dc = Some(dcx);
         dgs[t] = Some(dg);
@@ -397,17 +394,7 @@ fn composite_backward(
         let r: Vec<&Tensor> = dgs.iter().collect();
         let dxw = Tensor::stack(&r, 0)?;
         // The state each step started from, in time order.
-        let out = saved.map_or(&fwd.out, |s| s.2);
-        let hprev: Vec<Tensor> = (0..len)
-            .map(|t| {
-                let prev = if op.reverse { t + 1 } else { t.wrapping_sub(1) };
-                if prev < len {
-                    out.select(0, prev as i64)
-                } else {
-                    Ok(h0.clone())
-                }
-            })
-            .collect::<Result<_>>()?;
+        let hprev: Vec<Tensor> = (0..len).map(|t| started_from(op, out, h0, t)).collect::<Result<_>>()?;
         let r: Vec<&Tensor> = hprev.iter().collect();
         let hprev = Tensor::cat(&r, 0)?;
         let flat = dxw.reshape([(len * n) as i64, (4 * hd) as i64])?;
@@ -442,27 +429,17 @@ fn backward_composite_kernel(c: &Call) -> Result<Tensors> {
     let k = op.n_grads();
     let g = op.grads(c.inputs).map(|t| t.cloned());
     let [xw, w, h0, c0, out, cs, ws] = [0, 1, 2, 3, 4, 5, 6].map(|i| c.inputs[k + i]);
-    let len = xw.shape()[0];
-    // The cell state each step started from, from the saved cells.
-    let c_prev: Vec<Tensor> = (0..len)
-        .map(|t| {
-            let prev = if op.layer.reverse { t + 1 } else { t.wrapping_sub(1) };
-            if prev < len {
-                cs.select(0, prev as i64)
-            } else {
-                Ok(c0.clone())
-            }
-        })
-        .collect::<Result<_>>()?;
-    let fwd = Unrolled {
-        out: out.clone(),
-        last: (h0.clone(), c0.clone()),
-        cells: cs.clone(),
-        gates: ws.clone(),
-        hidden_gates: Vec::new(),
-        c_prev,
+    let layer = op.layer;
+    let cell = |t: usize, dh: Option<&Tensor>, dc: Option<&Tensor>| {
+        let gates: [Tensor; 4] = ws
+            .select(0, t as i64)?
+            .chunk(4, 1)?
+            .try_into()
+            .map_err(|_| Error::invalid(NAME, "gates do not split in four"))?;
+        let c_prev = started_from(&layer, cs, c0, t)?;
+        cell_formula(dh, dc, &c_prev, &cs.select(0, t as i64)?, &gates)
     };
-    composite_backward(&op.layer, &g, xw, w, h0, &fwd, Some((&fwd.cells, &fwd.gates, out)))
+    composite_backward(&layer, &g, xw, w, h0, out, &cell)
 }
 
 /// Registers the operator forms for backends without kernels.

@@ -42,59 +42,46 @@ pub(super) trait CellFloat:
     );
 }
 
-impl CellFloat for f32 {
-    const ONE: f32 = 1.0;
-    const ZERO: f32 = 0.0;
-    #[inline(always)]
-    fn sigmoid(self) -> f32 {
-        sigmoid_f32(self)
-    }
-    #[inline(always)]
-    fn tanh(self) -> f32 {
-        tanh_f32(self)
-    }
-    fn block(h: usize, ig: &[f32], hg: &[f32], cx: &[f32], hy: &mut [f32], cy: &mut [f32], ws: &mut [f32]) {
-        cell_block_f32(h, ig, hg, cx, hy, cy, ws)
-    }
-    fn backward_block(
-        h: usize,
-        grads: (Option<&[f32]>, Option<&[f32]>),
-        cx: &[f32],
-        cy: &[f32],
-        ws: &[f32],
-        dg: &mut [f32],
-        dcx: &mut [f32],
-    ) {
-        cell_backward_block_f32(h, grads, cx, cy, ws, dg, dcx)
-    }
+/// [`CellFloat`] for one type: its sigmoid and tanh, and its row kernels.
+macro_rules! cell_float {
+    ($t:ty, $sigmoid:expr, $tanh:expr, $block:expr, $backward:expr) => {
+        impl CellFloat for $t {
+            const ONE: $t = 1.0;
+            const ZERO: $t = 0.0;
+            #[inline(always)]
+            fn sigmoid(self) -> $t {
+                $sigmoid(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> $t {
+                $tanh(self)
+            }
+            fn block(h: usize, ig: &[$t], hg: &[$t], cx: &[$t], hy: &mut [$t], cy: &mut [$t], ws: &mut [$t]) {
+                $block(h, ig, hg, cx, hy, cy, ws)
+            }
+            fn backward_block(
+                h: usize,
+                grads: (Option<&[$t]>, Option<&[$t]>),
+                cx: &[$t],
+                cy: &[$t],
+                ws: &[$t],
+                dg: &mut [$t],
+                dcx: &mut [$t],
+            ) {
+                $backward(h, grads, cx, cy, ws, dg, dcx)
+            }
+        }
+    };
 }
 
-impl CellFloat for f64 {
-    const ONE: f64 = 1.0;
-    const ZERO: f64 = 0.0;
-    #[inline(always)]
-    fn sigmoid(self) -> f64 {
-        1.0 / (1.0 + (-self).exp())
-    }
-    #[inline(always)]
-    fn tanh(self) -> f64 {
-        f64::tanh(self)
-    }
-    fn block(h: usize, ig: &[f64], hg: &[f64], cx: &[f64], hy: &mut [f64], cy: &mut [f64], ws: &mut [f64]) {
-        cell_block(h, ig, hg, cx, hy, cy, ws)
-    }
-    fn backward_block(
-        h: usize,
-        grads: (Option<&[f64]>, Option<&[f64]>),
-        cx: &[f64],
-        cy: &[f64],
-        ws: &[f64],
-        dg: &mut [f64],
-        dcx: &mut [f64],
-    ) {
-        cell_backward_block(h, grads, cx, cy, ws, dg, dcx)
-    }
-}
+cell_float!(f32, sigmoid_f32, tanh_f32, cell_block_f32, cell_backward_block_f32);
+cell_float!(
+    f64,
+    |x: f64| 1.0 / (1.0 + (-x).exp()),
+    f64::tanh,
+    cell_block::<f64>,
+    cell_backward_block::<f64>
+);
 
 /// One row of the cell: `ig`, `hg`, `ws` hold `4h` values, the others `h`.
 #[inline(always)]
