@@ -24,6 +24,7 @@ mod dtype;
 mod error;
 pub mod ops;
 pub mod random;
+mod random_state;
 mod scalar;
 mod shape_arg;
 mod spare;
@@ -50,6 +51,7 @@ pub use ops::shape_more::Indexing;
 pub use ops::unique::{UniqueOptions, UniqueOutput};
 pub use ops::{IntoOperand, Operand, Rounding, result_type};
 pub use random::{Generator, manual_seed};
+pub use random_state::{RNG_STATE_BYTES, get_rng_state, set_rng_state};
 pub use scalar::Scalar;
 pub use shape_arg::{IntoShape, ShapeInt, ShapeVec};
 pub use tensor::{

@@ -6,6 +6,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 const N: usize = 624;
+/// Words of the Mersenne-Twister state.
+pub(crate) const MT_WORDS: usize = N;
 const M: usize = 397;
 const MATRIX_A: u32 = 0x9908_b0df;
 const UPPER_MASK: u32 = 0x8000_0000;
@@ -18,11 +20,14 @@ pub const DEFAULT_SEED: u64 = 67280421310721;
 /// second Box-Muller sample PyTorch keeps for scalar normal draws.
 #[derive(Clone, PartialEq)]
 pub struct GeneratorState {
-    seed: u64,
-    state: Box<[u32; N]>,
-    index: usize,
-    next_double_normal: Option<f64>,
-    next_float_normal: Option<f32>,
+    pub(crate) seed: u64,
+    pub(crate) state: Box<[u32; N]>,
+    pub(crate) index: usize,
+    pub(crate) next_double_normal: Option<f64>,
+    pub(crate) next_float_normal: Option<f32>,
+    /// Seeded and not drawn from yet (PyTorch's `next_ == 0` with
+    /// `left_ == 1`), told apart from a state whose 624 words are used up.
+    pub(crate) fresh: bool,
 }
 
 impl fmt::Debug for GeneratorState {
@@ -46,6 +51,7 @@ impl GeneratorState {
             index: N,
             next_double_normal: None,
             next_float_normal: None,
+            fresh: true,
         }
     }
 
@@ -60,6 +66,7 @@ impl GeneratorState {
             s[i] = v;
         }
         self.index = 0;
+        self.fresh = false;
     }
 
     /// The next 32 random bits.
