@@ -388,7 +388,50 @@ where
     /// workers (or, with persistent workers, reuses them) and queues the
     /// first batches. Errors when a thread cannot be started.
     pub fn iter(&self) -> Result<DataLoaderIter<'_, T, C>> {
-        let indices = match &self.indexing {
+        self.iter_from(0)
+    }
+
+    /// The epoch [`iter`](Self::iter) starts, from its batch `start` on:
+    /// the same random draws happen (base seed, shuffle), and the first
+    /// `start` batches' indices are drawn from the sampler but their items
+    /// are not loaded. With the generator's state from before the epoch
+    /// began, this resumes an epoch mid-way exactly (torchdata's
+    /// `StatefulDataLoader` fast-forward). An iterable dataset has no
+    /// indices: its first `start` batches are loaded and dropped. A
+    /// `start` past the epoch's end gives an empty epoch; a sampler error
+    /// met while skipping is returned.
+    ///
+    /// ```
+    /// use ferrotorch_core::{Generator, Tensor};
+    /// use ferrotorch_data::{DataLoader, TensorDataset};
+    ///
+    /// let data = TensorDataset::new(vec![Tensor::arange(10)?])?;
+    /// let gen = Generator::new(0);
+    /// let loader = DataLoader::builder(data).batch_size(3).shuffle(true).generator(gen.clone()).build()?;
+    /// let at_start = gen.get_state();
+    /// let all: Vec<_> = loader.iter()?.map(|b| b.unwrap()[0].to_vec::<i64>().unwrap()).collect();
+    /// gen.set_state(at_start);
+    /// let rest: Vec<_> = loader.iter_from(2)?.map(|b| b.unwrap()[0].to_vec::<i64>().unwrap()).collect();
+    /// assert_eq!(rest, all[2..]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn iter_from(&self, start: usize) -> Result<DataLoaderIter<'_, T, C>> {
+        let mut it = self.start_epoch(start)?;
+        if matches!(self.indexing, Indexing::Stream(_)) {
+            for _ in 0..start {
+                match it.next() {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(e),
+                    None => break,
+                }
+            }
+        }
+        Ok(it)
+    }
+
+    /// [`iter_from`](Self::iter_from) but for the stream skip.
+    fn start_epoch(&self, start: usize) -> Result<DataLoaderIter<'_, T, C>> {
+        let mut indices = match &self.indexing {
             Indexing::Batches(b) => Some(Indices::Batches(b.iter())),
             Indexing::Single(s) => Some(Indices::Single(s.iter())),
             Indexing::Stream(_) => None,
@@ -399,6 +442,7 @@ where
         };
         if self.num_workers == 0 {
             let _base_seed = draw_seed(self.generator.as_ref())?;
+            skip(&mut indices, start)?;
             let inner = match (&self.source, indices) {
                 (Source::Map(ds), Some(indices)) => Inner::Map { ds: &**ds, indices },
                 (Source::Iterable(ds), None) => Inner::Stream {
@@ -432,17 +476,20 @@ where
                 )?
             }
         };
+        // Skipped batches count as sent, so batch `k` still goes to worker
+        // `k % n` (whose seed it is loaded with).
+        let skipped = skip(&mut indices, start)?;
         pool.generation += 1;
         let n = pool.len();
         let mut w = Workers {
             pool: Some(pool),
             indices,
-            sent: 0,
-            received: 0,
+            sent: skipped,
+            received: skipped,
             owner: HashMap::new(),
             ready: HashMap::new(),
             active: vec![true; n],
-            next_worker: 0,
+            next_worker: skipped % n,
             exhausted: false,
             failed: false,
             limit: self.prefetch_factor * n,
@@ -502,6 +549,22 @@ where
             DataLoaderIterOrError::Error(e) => e.take().map(Err),
         }
     }
+}
+
+/// Draws and drops the first `n` tasks' indices (nothing for a stream);
+/// returns how many there were.
+fn skip(indices: &mut Option<Indices<'_>>, n: usize) -> Result<usize> {
+    let mut skipped = 0;
+    if let Some(ix) = indices {
+        while skipped < n {
+            match ix.next() {
+                Some(r) => drop(r?),
+                None => break,
+            }
+            skipped += 1;
+        }
+    }
+    Ok(skipped)
 }
 
 enum Indices<'a> {
