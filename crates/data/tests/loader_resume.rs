@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 
 use ferrotorch_core::{Generator, Tensor, manual_seed};
-use ferrotorch_data::{DataLoader, Dataset, IterableDataset, ItemIter, Result, get_worker_info};
+use ferrotorch_data::{DataLoader, Dataset, ItemIter, IterableDataset, Result, get_worker_info};
 
 /// The tests that draw from the global generator run one at a time.
 static GLOBAL: Mutex<()> = Mutex::new(());
@@ -64,7 +64,10 @@ fn resumed_epochs_continue_the_whole_epoch() {
                 let rest = batches(l.iter_from(start).unwrap());
                 let want = &whole[start.min(whole.len())..];
                 assert_eq!(rest, want, "workers {workers}, n {n}, batch {batch}, start {start}");
-                assert!(g.get_state() == after_whole, "the generator ends where the whole epoch left it");
+                assert!(
+                    g.get_state() == after_whole,
+                    "the generator ends where the whole epoch left it"
+                );
             }
         }
     }

@@ -286,3 +286,27 @@ pub fn value_to_optimizer_state_dict(value: &Value) -> Result<OptimizerStateDict
     }
     Ok(OptimizerStateDict { state, param_groups })
 }
+
+/// `ckpt.insert("model_state_dict", model.state_dict())`: as
+/// [`state_dict_to_value`].
+impl From<StateDict> for Value {
+    fn from(sd: StateDict) -> Value {
+        state_dict_to_value(&sd)
+    }
+}
+
+/// `ckpt.insert("optimizer_state_dict", optimizer.state_dict())`: as
+/// [`optimizer_state_dict_to_value`].
+impl From<OptimizerStateDict> for Value {
+    fn from(sd: OptimizerStateDict) -> Value {
+        optimizer_state_dict_to_value(&sd)
+    }
+}
+
+/// `ckpt.insert("scheduler_state_dict", scheduler.state_dict())`: as
+/// [`scheduler_state_dict_to_value`].
+impl From<OptimDict> for Value {
+    fn from(sd: OptimDict) -> Value {
+        scheduler_state_dict_to_value(&sd)
+    }
+}

@@ -1,0 +1,431 @@
+//! The mnist example's training (see `main.rs`): flags, the networks, the
+//! loop, and its checkpoints. `tests/mnist_resume.rs` runs it too.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use ferrotorch::autograd::no_grad;
+use ferrotorch::data::datasets::MNIST;
+use ferrotorch::data::transforms::{Compose, Normalize, ToTensor};
+use ferrotorch::data::{DataLoader, Dataset};
+use ferrotorch::nn::{
+    Conv2d, ConvLayerOptions, CrossEntropyLoss, Dropout, Flatten, Forward, Linear, MaxPool2d, Module, ModuleState,
+    ReLU, Sequential,
+};
+use ferrotorch::optim::lr_scheduler::{CosineAnnealingLR, LrScheduler};
+use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
+use ferrotorch::serialize::{Dict, Value};
+use ferrotorch::{Generator, Tensor, get_rng_state, manual_seed, set_rng_state};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::common::LossLog;
+
+pub type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Which network to train.
+#[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
+pub enum Arch {
+    /// Flatten, Linear(784, 256), ReLU, Dropout(0.1), Linear(256, 10).
+    Mlp,
+    /// Conv(1, 32, 3, p1)-ReLU-MaxPool2, Conv(32, 64, 3, p1)-ReLU-MaxPool2,
+    /// Flatten, Linear(3136, 128), ReLU, Linear(128, 10).
+    Cnn,
+}
+
+/// Flags (the seed script's constants: batch_size, lr, num_epochs).
+#[derive(Parser, Debug)]
+#[command(about = "Train an MLP or a CNN on MNIST (the seeds' script)")]
+pub struct Args {
+    /// The network.
+    #[arg(long, value_enum, default_value_t = Arch::Mlp)]
+    model: Arch,
+    /// Passes over the training set.
+    #[arg(long, default_value_t = 5)]
+    epochs: usize,
+    /// Images per training batch.
+    #[arg(long, default_value_t = 128)]
+    batch_size: usize,
+    /// AdamW's learning rate.
+    #[arg(long, default_value_t = 1e-3)]
+    lr: f64,
+    /// Seed of the weights, the shuffling and the dropout masks.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// DataLoader worker threads (0: load on the training thread).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Folder with the MNIST IDX files (gzip or raw).
+    #[arg(long, default_value = "data/mnist")]
+    data_dir: PathBuf,
+    /// Where checkpoints, the loss CSV and the plot go.
+    #[arg(long, default_value = "runs/mnist")]
+    out_dir: PathBuf,
+    /// Continue from a checkpoint this example wrote (`ckpt_last.pt`,
+    /// `ckpt_epN.pt`): model, optimizer, scheduler, epoch and step, and the
+    /// random states, so the run goes on as if it had never stopped.
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// Stop after this many optimizer steps in all (counting those before
+    /// `--resume`), writing `ckpt_last.pt`; 0: no limit.
+    #[arg(long, default_value_t = 0)]
+    max_steps: usize,
+    /// Also write `ckpt_last.pt` every this many steps (0: only at the end
+    /// of each epoch and at `--max-steps`).
+    #[arg(long, default_value_t = 0)]
+    checkpoint_every: usize,
+}
+
+/// The seed's `MLP(nn.Module)`: `self.net = nn.Sequential(...)`.
+#[derive(Module)]
+struct Mlp {
+    net: Sequential,
+    state: ModuleState,
+}
+
+impl Mlp {
+    fn new() -> ferrotorch::Result<Self> {
+        Ok(Mlp {
+            net: Sequential::new()
+                .push(Flatten::new())
+                .push(Linear::new(784, 256)?)
+                .push(ReLU::new())
+                .push(Dropout::new(0.1)?)
+                .push(Linear::new(256, 10)?),
+            state: ModuleState::default(),
+        })
+    }
+}
+
+impl Forward for Mlp {
+    fn forward(&self, x: &Tensor) -> ferrotorch::Result<Tensor> {
+        self.net.call(x)
+    }
+}
+
+/// The CNN of `--model cnn`.
+fn cnn() -> ferrotorch::Result<Sequential> {
+    let conv = |i, o| Conv2d::with_options(i, o, 3, ConvLayerOptions::new().padding(1));
+    Ok(Sequential::new()
+        .push(conv(1, 32)?)
+        .push(ReLU::new())
+        .push(MaxPool2d::new(2))
+        .push(conv(32, 64)?)
+        .push(ReLU::new())
+        .push(MaxPool2d::new(2))
+        .push(Flatten::new())
+        .push(Linear::new(3136, 128)?)
+        .push(ReLU::new())
+        .push(Linear::new(128, 10)?))
+}
+
+/// Mean test loss and accuracy (in %) of `model` over `loader`.
+fn evaluate<M: Forward>(model: &M, loader: &DataLoader<(Tensor, i64)>, n: usize) -> BoxResult<(f64, f64)> {
+    let criterion = CrossEntropyLoss::new();
+    model.eval();
+    let (mut loss_sum, mut correct) = (0.0, 0i64);
+    no_grad(|| -> BoxResult<()> {
+        for batch in loader.iter()? {
+            let (images, labels) = batch?;
+            let out = model.call(&images)?;
+            // Summed over the batch, so the mean is over images, not batches.
+            loss_sum += criterion.forward(&out, &labels)?.item::<f32>()? as f64 * labels.shape()[0] as f64;
+            correct += out.argmax(Some(1), false)?.eq(&labels)?.sum()?.item::<i64>()?;
+        }
+        Ok(())
+    })?;
+    model.train(true);
+    Ok((loss_sum / n as f64, correct as f64 / n as f64 * 100.0))
+}
+
+/// Where training stands: what a checkpoint holds besides the model,
+/// optimizer and scheduler state dicts.
+#[derive(Clone, Debug, Default)]
+struct Progress {
+    /// The epoch under way (0-based); at an epoch's end, the next one.
+    epoch: usize,
+    /// Batches of `epoch` already trained on.
+    step_in_epoch: usize,
+    /// Optimizer steps in all.
+    step: usize,
+    /// The sum of `epoch`'s batch losses so far, and its images.
+    loss_sum: f64,
+    seen: usize,
+    /// The shuffling generator's state when `epoch` began.
+    loader_state: Option<Tensor>,
+}
+
+/// The flags a checkpoint must agree with to be resumed (they shape the
+/// model, the batches or the schedule).
+fn run_signature(args: &Args) -> Dict {
+    let mut d = Dict::new();
+    d.insert("model", format!("{:?}", args.model).to_lowercase());
+    d.insert("epochs", args.epochs as i64);
+    d.insert("batch_size", args.batch_size as i64);
+    d.insert("lr", args.lr);
+    d.insert("seed", args.seed as i64);
+    d
+}
+
+/// Writes a training checkpoint as `torch.save` does, atomically: the
+/// seed script's `{"epoch", "model_state_dict", "optimizer_state_dict",
+/// "loss"}` plus what an exact resume needs (the scheduler, the step, the
+/// global generator's state for dropout, the shuffling generator's state
+/// at the epoch's start). PyTorch reads it with `torch.load`.
+fn save_checkpoint<M: Module>(
+    path: &Path,
+    args: &Args,
+    model: &M,
+    optimizer: &AdamW,
+    scheduler: &CosineAnnealingLR,
+    progress: &Progress,
+    loss: f64,
+) -> BoxResult<()> {
+    let mut ckpt = Dict::new();
+    ckpt.insert("epoch", progress.epoch as i64);
+    ckpt.insert("step_in_epoch", progress.step_in_epoch as i64);
+    ckpt.insert("step", progress.step as i64);
+    ckpt.insert("model_state_dict", model.state_dict());
+    ckpt.insert("optimizer_state_dict", optimizer.state_dict());
+    ckpt.insert("scheduler_state_dict", scheduler.state_dict());
+    ckpt.insert("loss", loss);
+    ckpt.insert("epoch_loss_sum", progress.loss_sum);
+    ckpt.insert("epoch_seen", progress.seen as i64);
+    ckpt.insert("rng_state", get_rng_state()?);
+    let loader_state = progress.loader_state.clone().ok_or("no shuffling state to save")?;
+    ckpt.insert("loader_rng_state", loader_state);
+    ckpt.insert("args", run_signature(args));
+    ferrotorch::serialize::save(&Value::Dict(ckpt), path)?;
+    Ok(())
+}
+
+/// Restores a checkpoint of [`save_checkpoint`] into the model, optimizer,
+/// scheduler, the global generator and the shuffling generator; returns
+/// where training stood. Errors name what is missing or does not match.
+fn load_checkpoint<M: Module>(
+    path: &Path,
+    args: &Args,
+    model: &M,
+    optimizer: &mut AdamW,
+    scheduler: &mut CosineAnnealingLR,
+    shuffle: &Generator,
+) -> BoxResult<Progress> {
+    use ferrotorch::serialize::{value_to_optimizer_state_dict, value_to_scheduler_state_dict, value_to_state_dict};
+    let value = ferrotorch::serialize::load(path)?;
+    let ckpt = value.as_dict().ok_or("the checkpoint is not a dict")?;
+    let get = |k: &str| {
+        ckpt.get_str(k)
+            .ok_or_else(|| format!("{}: the checkpoint has no '{k}'", path.display()))
+    };
+    let int = |k: &str| -> BoxResult<usize> {
+        let v = get(k)?.as_i64().ok_or_else(|| format!("'{k}' is not an int"))?;
+        Ok(usize::try_from(v)?)
+    };
+    let tensor = |k: &str| -> BoxResult<Tensor> {
+        Ok(get(k)?
+            .as_tensor()
+            .ok_or_else(|| format!("'{k}' is not a tensor"))?
+            .clone())
+    };
+    if !get("args")?.same(&Value::Dict(run_signature(args))) {
+        return Err(format!(
+            "{} was written by a run with other flags ({:?}); resume with the same --model, --epochs, --batch-size, --lr and --seed",
+            path.display(),
+            get("args")?
+        )
+        .into());
+    }
+    model.load_state_dict(&value_to_state_dict(get("model_state_dict")?)?, true)?;
+    optimizer.load_state_dict(&value_to_optimizer_state_dict(get("optimizer_state_dict")?)?)?;
+    scheduler.load_state_dict(&value_to_scheduler_state_dict(get("scheduler_state_dict")?)?)?;
+    set_rng_state(&tensor("rng_state")?)?;
+    let loader_state = tensor("loader_rng_state")?;
+    shuffle.set_state_tensor(&loader_state)?;
+    Ok(Progress {
+        epoch: int("epoch")?,
+        step_in_epoch: int("step_in_epoch")?,
+        step: int("step")?,
+        loss_sum: get("epoch_loss_sum")?
+            .as_f64()
+            .ok_or("'epoch_loss_sum' is not a float")?,
+        seen: int("epoch_seen")?,
+        loader_state: Some(loader_state),
+    })
+}
+
+/// Trains `model` as the seed script does (from `--resume`'s checkpoint
+/// when given) and returns the final test accuracy (`None` when
+/// `--max-steps` stopped it mid-epoch).
+pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
+    // transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
+    let transform = || Compose::new().then(ToTensor).then(Normalize::new([0.1307], [0.3081]));
+    let train_set = MNIST::new(&args.data_dir, true)?.with_transform(transform());
+    let test_set = MNIST::new(&args.data_dir, false)?.with_transform(transform());
+    let (n_train, n_test) = (train_set.len(), test_set.len());
+    // DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=2)
+    let shuffle = Generator::new(args.seed);
+    let train_loader = DataLoader::builder(train_set)
+        .batch_size(args.batch_size)
+        .shuffle(true)
+        .generator(shuffle.clone())
+        .num_workers(args.workers)
+        .build()?;
+    let test_loader = DataLoader::builder(test_set)
+        .batch_size(1000)
+        .num_workers(args.workers)
+        .build()?;
+    let criterion = CrossEntropyLoss::new();
+    let mut optimizer = AdamW::new(
+        model.parameters(),
+        AdamWOptions {
+            lr: args.lr,
+            ..Default::default()
+        },
+    )?;
+    let mut scheduler = CosineAnnealingLR::new(&mut optimizer, args.epochs as i64, 0.0)?;
+    let mut progress = match &args.resume {
+        Some(path) => {
+            let p = load_checkpoint(path, args, model, &mut optimizer, &mut scheduler, &shuffle)?;
+            println!(
+                "resumed from {}: epoch {}, step {} ({} of the epoch's batches done)",
+                path.display(),
+                p.epoch + 1,
+                p.step,
+                p.step_in_epoch
+            );
+            p
+        }
+        None => Progress::default(),
+    };
+    let n_params: usize = model.parameters().iter().map(|p| p.tensor().numel()).sum();
+    println!(
+        "{:?}: {n_params} parameters; {n_train} training and {n_test} test images; batch {}, {} workers",
+        args.model, args.batch_size, args.workers
+    );
+    std::fs::create_dir_all(&args.out_dir)?;
+    let last = args.out_dir.join("ckpt_last.pt");
+    let mut log = LossLog::default();
+    let batches = train_loader.len()?;
+    let (mut data_wait, mut step_time) = (Duration::ZERO, Duration::ZERO);
+    let mut accuracy = None;
+    while progress.epoch < args.epochs {
+        let epoch = progress.epoch;
+        if progress.step_in_epoch == 0 {
+            progress.loader_state = Some(shuffle.get_state_tensor()?);
+        }
+        model.train(true);
+        let bar = ProgressBar::new(batches as u64);
+        bar.set_style(ProgressStyle::with_template(
+            "epoch {prefix} {bar:30} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
+        )?);
+        bar.set_prefix(format!("{}/{}", epoch + 1, args.epochs));
+        let start = Instant::now();
+        let (first, seen_before) = (progress.step_in_epoch, progress.seen);
+        let mut waited = Instant::now();
+        let mut stopped = false;
+        for (i, batch) in (first..).zip(train_loader.iter_from(first)?) {
+            let (images, labels) = batch?;
+            let got = Instant::now();
+            data_wait += got - waited;
+            // loss = criterion(model(images), labels); loss.backward(); optimizer.step(); optimizer.zero_grad()
+            let loss = criterion.forward(&model.call(&images)?, &labels)?;
+            loss.backward()?;
+            optimizer.step()?;
+            optimizer.zero_grad()?;
+            let l = loss.item::<f32>()? as f64;
+            progress.loss_sum += l;
+            progress.seen += labels.shape()[0];
+            progress.step_in_epoch = i + 1;
+            progress.step += 1;
+            log.push("train (batch)", epoch as f64 + (i + 1) as f64 / batches as f64, l);
+            waited = Instant::now();
+            step_time += waited - got;
+            if i % 10 == 0 || i + 1 == batches {
+                bar.set_message(format!(
+                    "loss {:.4} {:.0} samples/s",
+                    progress.loss_sum / (i + 1) as f64,
+                    (progress.seen - seen_before) as f64 / start.elapsed().as_secs_f64()
+                ));
+                bar.set_position(i as u64 + 1);
+            }
+            let at_limit = args.max_steps > 0 && progress.step >= args.max_steps;
+            let periodic = args.checkpoint_every > 0 && progress.step % args.checkpoint_every == 0;
+            if (at_limit || periodic) && i + 1 < batches {
+                save_checkpoint(&last, args, model, &optimizer, &scheduler, &progress, l)?;
+            }
+            if at_limit {
+                stopped = true;
+                break;
+            }
+        }
+        bar.finish_and_clear();
+        if stopped && progress.step_in_epoch < batches {
+            println!(
+                "stopped after {} steps (epoch {}, batch {}/{batches}); {} resumes",
+                progress.step,
+                epoch + 1,
+                progress.step_in_epoch,
+                last.display()
+            );
+            break;
+        }
+        scheduler.step(&mut optimizer)?;
+        let train_loss = progress.loss_sum / batches as f64;
+        let (test_loss, acc) = evaluate(model, &test_loader, n_test)?;
+        accuracy = Some(acc);
+        log.push("train (epoch mean)", epoch as f64 + 1.0, train_loss);
+        log.push("test", epoch as f64 + 1.0, test_loss);
+        println!(
+            "Epoch {}/{} | Loss: {train_loss:.4} | Test loss: {test_loss:.4} | Acc: {acc:.2}% | {:.1} s, {:.0} samples/s",
+            epoch + 1,
+            args.epochs,
+            start.elapsed().as_secs_f64(),
+            (progress.seen - seen_before) as f64 / start.elapsed().as_secs_f64()
+        );
+        progress = Progress {
+            epoch: epoch + 1,
+            step: progress.step,
+            // The next epoch starts from the generator as this one left it.
+            loader_state: Some(shuffle.get_state_tensor()?),
+            ..Progress::default()
+        };
+        let ckpt = args.out_dir.join(format!("ckpt_ep{}.pt", epoch + 1));
+        save_checkpoint(&ckpt, args, model, &optimizer, &scheduler, &progress, test_loss)?;
+        std::fs::copy(&ckpt, &last)?;
+        if stopped {
+            println!(
+                "stopped after {} steps, at the end of epoch {}",
+                progress.step,
+                epoch + 1
+            );
+            break;
+        }
+    }
+    log.write_csv(&args.out_dir.join("loss.csv"), "epoch")?;
+    log.write_png(
+        &args.out_dir.join("loss.png"),
+        match args.model {
+            Arch::Mlp => "MNIST, MLP",
+            Arch::Cnn => "MNIST, CNN",
+        },
+        "epoch",
+    )?;
+    let data_share = data_wait.as_secs_f64() / step_time.as_secs_f64().max(1e-9) * 100.0;
+    println!(
+        "data wait {:.2} s = {data_share:.1}% of step time ({:.2} s); checkpoints, loss.csv and loss.png in {}",
+        data_wait.as_secs_f64(),
+        step_time.as_secs_f64(),
+        args.out_dir.display()
+    );
+    Ok(accuracy)
+}
+
+/// Seeds the global generator, builds the network `args` names and trains
+/// it; returns the final test accuracy (`None` when stopped mid-epoch).
+pub fn run(args: &Args) -> BoxResult<Option<f64>> {
+    manual_seed(args.seed);
+    match args.model {
+        Arch::Mlp => train(&Mlp::new()?, args),
+        Arch::Cnn => train(&cnn()?, args),
+    }
+}
