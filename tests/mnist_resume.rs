@@ -63,19 +63,19 @@ fn resumed_runs_equal_the_straight_run() {
     // Batch 256: 235 steps an epoch, so step 400 lies in the second epoch.
     let common = "--batch-size 256 --epochs 3 --seed 5 --data-dir data/mnist --out-dir";
     let straight = out("straight");
-    run(&format!("{common} {} --max-steps 400 --workers 2", straight.display()));
+    run(&format!("{common} {} --stop-after 400 --workers 2", straight.display()));
     let (a, b, c) = (out("a"), out("b"), out("c"));
     // Stop mid-epoch 1; resume across the epoch's end to mid-epoch 2; resume to 400.
-    run(&format!("{common} {} --max-steps 100 --workers 0", a.display()));
+    run(&format!("{common} {} --stop-after 100 --workers 0", a.display()));
     let a_last = a.join("ckpt_last.pt");
     run(&format!(
-        "{common} {} --max-steps 300 --workers 1 --resume {}",
+        "{common} {} --stop-after 300 --workers 1 --resume {}",
         b.display(),
         a_last.display()
     ));
     let b_last = b.join("ckpt_last.pt");
     run(&format!(
-        "{common} {} --max-steps 400 --workers 2 --resume {}",
+        "{common} {} --stop-after 400 --workers 2 --resume {}",
         c.display(),
         b_last.display()
     ));
@@ -123,9 +123,9 @@ fn resuming_with_other_flags_is_an_error_naming_them() {
         );
         train::Args::parse_from(std::iter::once("mnist").chain(s.split(' ')))
     };
-    assert!(train::run(&flags("--max-steps 3")).unwrap().is_none());
+    assert!(train::run(&flags("--stop-after 3")).unwrap().is_none());
     let last = dir.path().join("ckpt_last.pt");
-    let resume = format!("--resume {} --max-steps 5", last.display());
+    let resume = format!("--resume {} --stop-after 5", last.display());
     let err = train::run(&flags(&format!("{resume} --lr 0.5")))
         .unwrap_err()
         .to_string();

@@ -1,7 +1,9 @@
 //! A character-level GPT trained on Shakespeare, nanoGPT-style: AdamW
 //! with linear warmup and cosine decay, train/val loss printed as it
-//! goes, the loss curves written as CSV and PNG, and text generated at the
-//! end (temperature, top-k).
+//! goes, a training checkpoint (`ckpt.pt`, a `torch.save` file) at each
+//! evaluation that `--resume` continues from exactly, the loss curves
+//! written as CSV and PNG, and text generated at the end (temperature,
+//! top-k).
 //!
 //! `cargo run --release --example gpt` (the defaults take about two
 //! minutes on 2 cores); `-- --help` lists the flags.
@@ -11,7 +13,7 @@ mod model;
 #[path = "../common/mod.rs"]
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Parser;
@@ -19,7 +21,10 @@ use ferrotorch::autograd::no_grad;
 use ferrotorch::nn::{Forward, Module};
 use ferrotorch::optim::lr_scheduler::{LambdaLR, LrScheduler};
 use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
-use ferrotorch::{Generator, Reduction, Tensor, TensorOptions, manual_seed};
+use ferrotorch::serialize::{
+    Dict, Value, value_to_optimizer_state_dict, value_to_scheduler_state_dict, value_to_state_dict,
+};
+use ferrotorch::{Generator, Reduction, Tensor, TensorOptions, get_rng_state, manual_seed, set_rng_state};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use common::LossLog;
@@ -34,9 +39,18 @@ struct Args {
     /// The training text (ASCII).
     #[arg(long, default_value = "data/text/shakespeare_8plays.txt")]
     data: PathBuf,
-    /// Where the loss CSV and plot go.
+    /// Where the checkpoint, the loss CSV and plot go.
     #[arg(long, default_value = "runs/gpt")]
     out_dir: PathBuf,
+    /// Continue from a checkpoint this example wrote (`ckpt.pt`): model,
+    /// optimizer, schedule, step and random states, so the run goes on as
+    /// if it had never stopped.
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// Stop after this many steps (before `--max-iters`), writing
+    /// `ckpt.pt`; 0: run to the end.
+    #[arg(long, default_value_t = 0)]
+    stop_after: usize,
     /// Optimizer steps.
     #[arg(long, default_value_t = 1500)]
     max_iters: usize,
@@ -194,6 +208,92 @@ fn generate(model: &Gpt, corpus: &Corpus, context: &str, n: usize, args: &Args, 
     Ok(ids.iter().map(|&i| corpus.chars[i as usize]).collect())
 }
 
+/// The flags a checkpoint must agree with to be resumed (they shape the
+/// model, the batches or the schedule).
+fn run_signature(args: &Args) -> Dict {
+    let mut d = Dict::new();
+    for (k, v) in [
+        ("max_iters", args.max_iters),
+        ("batch_size", args.batch_size),
+        ("block_size", args.block_size),
+        ("n_layer", args.n_layer),
+        ("n_head", args.n_head),
+        ("n_embd", args.n_embd),
+        ("warmup_iters", args.warmup_iters),
+        ("eval_interval", args.eval_interval),
+        ("eval_iters", args.eval_iters),
+    ] {
+        d.insert(k, v as i64);
+    }
+    for (k, v) in [
+        ("dropout", args.dropout),
+        ("learning_rate", args.learning_rate),
+        ("min_lr", args.min_lr),
+        ("weight_decay", args.weight_decay),
+    ] {
+        d.insert(k, v);
+    }
+    d.insert("seed", args.seed as i64);
+    d
+}
+
+/// Writes nanoGPT's `ckpt.pt` (model, optimizer, `iter_num`, the run's
+/// flags) plus the schedule and the random states (global: dropout; `g`:
+/// batches and sampling), atomically, as `torch.save` does.
+fn save_checkpoint(
+    path: &Path,
+    args: &Args,
+    model: &Gpt,
+    opt: &AdamW,
+    sched: &LambdaLR,
+    step: usize,
+    g: &Generator,
+) -> BoxResult<()> {
+    let mut ckpt = Dict::new();
+    ckpt.insert("model", model.state_dict());
+    ckpt.insert("optimizer", opt.state_dict());
+    ckpt.insert("scheduler", sched.state_dict());
+    ckpt.insert("iter_num", step as i64);
+    ckpt.insert("config", run_signature(args));
+    ckpt.insert("rng_state", get_rng_state()?);
+    ckpt.insert("batch_rng_state", g.get_state_tensor()?);
+    ferrotorch::serialize::save(&Value::Dict(ckpt), path)?;
+    Ok(())
+}
+
+/// Restores a checkpoint of [`save_checkpoint`]; returns its step.
+fn load_checkpoint(
+    path: &Path,
+    args: &Args,
+    model: &Gpt,
+    opt: &mut AdamW,
+    sched: &mut LambdaLR,
+    g: &Generator,
+) -> BoxResult<usize> {
+    let value = ferrotorch::serialize::load(path)?;
+    let ckpt = value.as_dict().ok_or("the checkpoint is not a dict")?;
+    let get = |k: &str| {
+        ckpt.get_str(k)
+            .ok_or_else(|| format!("{}: the checkpoint has no '{k}'", path.display()))
+    };
+    let tensor = |k: &str| get(k)?.as_tensor().ok_or_else(|| format!("'{k}' is not a tensor"));
+    if !get("config")?.same(&Value::Dict(run_signature(args))) {
+        return Err(format!(
+            "{} was written by a run with other flags ({:?}); resume with the same model, batch, schedule and seed flags",
+            path.display(),
+            get("config")?
+        )
+        .into());
+    }
+    model.load_state_dict(&value_to_state_dict(get("model")?)?, true)?;
+    opt.load_state_dict(&value_to_optimizer_state_dict(get("optimizer")?)?)?;
+    sched.load_state_dict(&value_to_scheduler_state_dict(get("scheduler")?)?)?;
+    set_rng_state(tensor("rng_state")?)?;
+    g.set_state_tensor(tensor("batch_rng_state")?)?;
+    let step = get("iter_num")?.as_i64().ok_or("'iter_num' is not an int")?;
+    Ok(usize::try_from(step)?)
+}
+
 fn main() -> BoxResult<()> {
     let args = Args::parse();
     manual_seed(args.seed);
@@ -246,13 +346,34 @@ fn main() -> BoxResult<()> {
     })?;
 
     let g = Generator::new(args.seed);
+    let first = match &args.resume {
+        Some(path) => {
+            let step = load_checkpoint(path, &args, &model, &mut opt, &mut sched, &g)?;
+            println!("resumed from {} at step {step}", path.display());
+            step
+        }
+        None => 0,
+    };
+    std::fs::create_dir_all(&args.out_dir)?;
+    let ckpt = args.out_dir.join("ckpt.pt");
     let mut log = LossLog::default();
     let bar = ProgressBar::new(args.max_iters as u64);
     bar.set_style(ProgressStyle::with_template(
         "{bar:30} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
     )?);
+    bar.set_position(first as u64);
     let start = Instant::now();
-    for step in 0..=args.max_iters {
+    for step in first..=args.max_iters {
+        // The checkpoint of step `step` holds the state after `step` steps,
+        // before that step's evaluation (which draws batches from `g`).
+        let stop = args.stop_after > 0 && step == args.stop_after && step < args.max_iters;
+        if step > first && (step % args.eval_interval == 0 || step == args.max_iters || stop) {
+            save_checkpoint(&ckpt, &args, &model, &opt, &sched, step, &g)?;
+        }
+        if stop {
+            bar.suspend(|| println!("stopped after {step} steps; --resume {} continues", ckpt.display()));
+            return Ok(());
+        }
         if step % args.eval_interval == 0 || step == args.max_iters {
             let (train, val) = estimate_loss(&model, &corpus, &args, &g)?;
             log.push("train (eval)", step as f64, train);
@@ -270,7 +391,7 @@ fn main() -> BoxResult<()> {
         sched.step(&mut opt)?;
         let l = loss.item::<f32>()? as f64;
         log.push("train (batch)", step as f64, l);
-        let tokens = ((step + 1) * args.batch_size * args.block_size) as f64;
+        let tokens = ((step + 1 - first) * args.batch_size * args.block_size) as f64;
         bar.set_message(format!(
             "loss {l:.4} lr {:.2e} {:.0} tok/s",
             sched.get_last_lr()[0],
@@ -280,10 +401,11 @@ fn main() -> BoxResult<()> {
     }
     bar.finish_and_clear();
     println!(
-        "trained {} steps in {:.1} s ({:.1} ms/step)",
-        args.max_iters,
+        "trained {} steps in {:.1} s ({:.1} ms/step); checkpoint {}",
+        args.max_iters - first,
         start.elapsed().as_secs_f64(),
-        start.elapsed().as_secs_f64() * 1e3 / args.max_iters.max(1) as f64
+        start.elapsed().as_secs_f64() * 1e3 / (args.max_iters - first).max(1) as f64,
+        ckpt.display()
     );
     log.write_csv(&args.out_dir.join("loss.csv"), "step")?;
     log.write_png(&args.out_dir.join("loss.png"), "char-level GPT on Shakespeare", "step")?;

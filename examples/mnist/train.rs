@@ -69,9 +69,9 @@ pub struct Args {
     /// Stop after this many optimizer steps in all (counting those before
     /// `--resume`), writing `ckpt_last.pt`; 0: no limit.
     #[arg(long, default_value_t = 0)]
-    max_steps: usize,
+    stop_after: usize,
     /// Also write `ckpt_last.pt` every this many steps (0: only at the end
-    /// of each epoch and at `--max-steps`).
+    /// of each epoch and at `--stop-after`).
     #[arg(long, default_value_t = 0)]
     checkpoint_every: usize,
 }
@@ -255,7 +255,7 @@ fn load_checkpoint<M: Module>(
 
 /// Trains `model` as the seed script does (from `--resume`'s checkpoint
 /// when given) and returns the final test accuracy (`None` when
-/// `--max-steps` stopped it mid-epoch).
+/// `--stop-after` stopped it mid-epoch).
 pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
     // transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
     let transform = || Compose::new().then(ToTensor).then(Normalize::new([0.1307], [0.3081]));
@@ -348,7 +348,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
                 ));
                 bar.set_position(i as u64 + 1);
             }
-            let at_limit = args.max_steps > 0 && progress.step >= args.max_steps;
+            let at_limit = args.stop_after > 0 && progress.step >= args.stop_after;
             let periodic = args.checkpoint_every > 0 && progress.step % args.checkpoint_every == 0;
             if (at_limit || periodic) && i + 1 < batches {
                 save_checkpoint(&last, args, model, &optimizer, &scheduler, &progress, l)?;
