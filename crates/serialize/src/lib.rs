@@ -61,6 +61,8 @@ use std::collections::HashMap;
 use std::io::{Cursor, Seek, Write};
 use std::path::Path;
 
+use tensor_io::Backing;
+
 pub use convert::{
     optim_value_to_value, optimizer_state_dict_to_value, scheduler_state_dict_to_value, state_dict_to_value,
     value_to_optim_value, value_to_optimizer_state_dict, value_to_scheduler_state_dict, value_to_state_dict,
@@ -76,17 +78,20 @@ pub use value::{Dict, DictKind, Key, Value};
 /// Loads a `torch.save` checkpoint as `torch.load(path, weights_only=True)`
 /// does (tensors on the CPU whatever device they were saved from).
 ///
-/// The file is memory-mapped and each storage copied out of it once.
+/// The file is memory-mapped private and copy-on-write, and each storage
+/// borrows its bytes there (no copy; writes copy the pages they touch and
+/// never reach the file), or is copied out once where it is not aligned
+/// for its dtype.
 /// Legacy files (PyTorch < 1.6) are [`Error::LegacyFormat`].
 pub fn load(path: impl AsRef<Path>) -> Result<Value> {
     let path = path.as_ref();
     let map = mmap::map_file(path)?;
-    pt::read(&map).map_err(|e| with_path(e, path))
+    pt::read(Backing::mapped(&map)).map_err(|e| with_path(e, path))
 }
 
 /// [`load`] from the bytes of a whole checkpoint file.
 pub fn load_from_bytes(bytes: &[u8]) -> Result<Value> {
-    pt::read(bytes)
+    pt::read(Backing::copying(bytes))
 }
 
 /// Saves `value` as `torch.save(value, path)` does (zip format, pickle
@@ -119,14 +124,18 @@ pub fn save_to_bytes(value: &Value) -> Result<Vec<u8>> {
 pub fn load_state_dict(path: impl AsRef<Path>, options: &LoadOptions) -> Result<StateDict> {
     let path = path.as_ref();
     let map = mmap::map_file(path)?;
-    load_state_dict_from_bytes(&map, options).map_err(|e| with_path(e, path))
+    state_dict_from(Backing::mapped(&map), options).map_err(|e| with_path(e, path))
 }
 
 /// [`load_state_dict`] from a whole file's bytes.
 pub fn load_state_dict_from_bytes(bytes: &[u8], options: &LoadOptions) -> Result<StateDict> {
-    match pt::kind(bytes) {
-        pt::Kind::Safetensors => options.apply(safetensors_format::read(bytes)?.tensors),
-        _ => options.state_dict_from(&pt::read(bytes)?),
+    state_dict_from(Backing::copying(bytes), options)
+}
+
+fn state_dict_from(backing: Backing<'_>, options: &LoadOptions) -> Result<StateDict> {
+    match pt::kind(backing.bytes) {
+        pt::Kind::Safetensors => options.apply(safetensors_format::read(backing)?.tensors),
+        _ => options.state_dict_from(&pt::read(backing)?),
     }
 }
 
@@ -136,17 +145,19 @@ pub fn save_state_dict(sd: &StateDict, path: impl AsRef<Path>) -> Result<()> {
     save(&state_dict_to_value(sd), path)
 }
 
-/// Loads a safetensors file (memory-mapped; each tensor copied out once,
-/// since the core's storages own their memory).
+/// Loads a safetensors file, memory-mapped: each tensor borrows the
+/// file's private copy-on-write map (no copy; a write to a tensor copies
+/// only the pages it touches, never changing the file) where its data is
+/// aligned for its dtype, else is copied out once.
 pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Safetensors> {
     let path = path.as_ref();
     let map = mmap::map_file(path)?;
-    safetensors_format::read(&map).map_err(|e| with_path(e, path))
+    safetensors_format::read(Backing::mapped(&map)).map_err(|e| with_path(e, path))
 }
 
 /// [`load_safetensors`] from a whole file's bytes.
 pub fn load_safetensors_from_bytes(bytes: &[u8]) -> Result<Safetensors> {
-    safetensors_format::read(bytes)
+    safetensors_format::read(Backing::copying(bytes))
 }
 
 /// Saves `tensors` as a safetensors file with the optional `__metadata__`,

@@ -1,26 +1,55 @@
-//! Read-only memory maps of checkpoint files (the crate's one `unsafe`).
+//! Memory maps of checkpoint files, and storages that borrow them (the
+//! crate's only `unsafe`).
+//!
+//! A file is mapped private and copy-on-write: reading it costs no copy,
+//! and a tensor written to gets private copies of the pages it writes (the
+//! file never changes). Tensors loaded from it borrow the map (it lives as
+//! long as any of them does) instead of copying their bytes out.
 
 use std::fs::File;
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use ferrotorch_core::DType;
+use ferrotorch_core::Device;
+use ferrotorch_core::backend::storage::{Buffer, CpuBuffer, Storage};
 
 use crate::error::{Error, Result};
+
+/// A file's private mapping: its base address (taken once, from the
+/// mutable map) and length.
+struct PrivateMap {
+    base: usize,
+    len: usize,
+    _map: memmap2::MmapMut,
+}
 
 /// A file's bytes, memory-mapped (or empty for an empty file, which cannot
 /// be mapped).
 pub(crate) struct Mapped {
-    map: Option<memmap2::Mmap>,
+    map: Option<Arc<PrivateMap>>,
 }
 
 impl Deref for Mapped {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        match &self.map {
+            // SAFETY: `base..base + len` is the live mapping the Arc keeps;
+            // nothing writes to it while a `Mapped` exists: storages that
+            // borrow it are only handed out once loading (which reads
+            // through this slice) is over, and each writes only its own
+            // range, never read through this slice again.
+            Some(m) => unsafe { std::slice::from_raw_parts(m.base as *const u8, m.len) },
+            None => &[],
+        }
     }
 }
 
-/// Maps `path` read-only.
+/// Maps `path` private and copy-on-write, and asks the kernel to read it
+/// ahead.
 pub(crate) fn map_file(path: &Path) -> Result<Mapped> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
@@ -31,8 +60,46 @@ pub(crate) fn map_file(path: &Path) -> Result<Mapped> {
     // file meanwhile would change the bytes underneath; checkpoints are
     // written atomically (temp file + rename), which leaves a mapped old
     // file intact.
-    // SAFETY: the map is read-only, and its bytes are only read, through
-    // `&[u8]` borrowed from the `Mapped`, while the map lives.
-    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }.map_err(|e| Error::io(path, e))?;
-    Ok(Mapped { map: Some(map) })
+    // SAFETY: the map is private (writes never reach the file) and its
+    // memory is only accessed through `Mapped` (reads while loading) and
+    // through the storages of `borrowed_storage` (disjoint ranges, each
+    // under its storage's lock).
+    let mut map = unsafe { memmap2::MmapOptions::new().map_copy(&file) }.map_err(|e| Error::io(path, e))?;
+    #[cfg(unix)]
+    let _ = map.advise(memmap2::Advice::WillNeed);
+    let base = map.as_mut_ptr() as usize;
+    Ok(Mapped {
+        map: Some(Arc::new(PrivateMap {
+            base,
+            len: map.len(),
+            _map: map,
+        })),
+    })
+}
+
+impl Mapped {
+    /// A storage over `range` of the map (no copy), for tensors of `dtype`,
+    /// keeping the map alive; `None` when the range cannot be borrowed: an
+    /// empty file or range, a range outside the map, or a start not aligned
+    /// for `dtype`. The caller never borrows overlapping ranges (two
+    /// storages must not share bytes) and types bool storages itself.
+    pub(crate) fn borrowed_storage(&self, range: Range<usize>, dtype: DType) -> Option<Storage> {
+        let m = self.map.as_ref()?;
+        if range.is_empty() || range.end > m.len {
+            return None;
+        }
+        let addr = m.base.checked_add(range.start)?;
+        if addr % dtype.element_size() != 0 {
+            return None;
+        }
+        let ptr = NonNull::new(addr as *mut u8)?;
+        let owner: Arc<dyn Send + Sync> = m.clone();
+        // SAFETY: `range` lies inside the live private mapping, which is
+        // readable, writable (copy-on-write), initialised (file bytes) and
+        // kept alive by `owner`; the caller borrows disjoint ranges only and
+        // nothing reads this one through `Mapped` once it is handed out;
+        // `addr` is aligned for `dtype`.
+        let buffer = unsafe { CpuBuffer::from_external(ptr, range.len(), owner) };
+        Storage::new(Device::Cpu, range.len(), Buffer::Cpu(buffer)).ok()
+    }
 }

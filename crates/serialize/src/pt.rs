@@ -13,7 +13,7 @@ use zip::write::SimpleFileOptions;
 
 use crate::error::{Error, Result};
 use crate::pickle::{reader, writer};
-use crate::tensor_io::{check_host_little_endian, storage_from_bytes, with_storage_bytes};
+use crate::tensor_io::{Backing, check_host_little_endian, with_storage_bytes};
 use crate::value::Value;
 
 /// The first bytes of a zip archive (a local file header).
@@ -80,8 +80,10 @@ fn entry<'a>(archive: &mut zip::ZipArchive<Cursor<&'a [u8]>>, bytes: &'a [u8], n
     Ok(&bytes[range])
 }
 
-/// Reads a `torch.save` checkpoint from its bytes (the whole file).
-pub(crate) fn read(bytes: &[u8]) -> Result<Value> {
+/// Reads a `torch.save` checkpoint (the whole file), its storages
+/// borrowing or copying the bytes as `backing` does.
+pub(crate) fn read(mut backing: Backing<'_>) -> Result<Value> {
+    let bytes = backing.bytes;
     match kind(bytes) {
         Kind::Zip => {}
         Kind::Legacy => return Err(Error::LegacyFormat),
@@ -164,7 +166,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Value> {
                 raw.len()
             )));
         }
-        storage_from_bytes(raw, dtype)
+        backing.storage(raw, dtype)
     })
 }
 

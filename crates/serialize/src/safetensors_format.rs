@@ -2,8 +2,9 @@
 //! header length, a JSON header (dtype, shape and byte range of each
 //! tensor, and an optional `__metadata__` map of strings), then the data.
 //!
-//! Tensors are copied out of the (memory-mapped) file once: the core's
-//! storages own their memory, so a tensor cannot borrow the map.
+//! Tensors loaded from a file borrow its (private, copy-on-write) memory
+//! map where their data is aligned for their dtype, else are copied out
+//! once; tensors read from a byte slice are copies.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -15,7 +16,7 @@ use ferrotorch_nn::StateDict;
 use safetensors::tensor::{Dtype, SafeTensors, View};
 
 use crate::error::{Error, Result};
-use crate::tensor_io::{contiguous_bytes, tensor_from_bytes};
+use crate::tensor_io::{Backing, contiguous_bytes, tensor_from_bytes};
 
 /// The tensors and the `__metadata__` of a safetensors file.
 #[derive(Debug, Clone, Default)]
@@ -57,8 +58,10 @@ fn from_core(dtype: DType) -> Dtype {
     }
 }
 
-/// Parses a safetensors file from its bytes.
-pub(crate) fn read(bytes: &[u8]) -> Result<Safetensors> {
+/// Parses a safetensors file (its tensors borrowing or copying the bytes,
+/// as `backing` does).
+pub(crate) fn read(mut backing: Backing<'_>) -> Result<Safetensors> {
+    let bytes = backing.bytes;
     let st =
         SafeTensors::deserialize(bytes).map_err(|e| Error::format(format!("not a valid safetensors file: {e}")))?;
     let (_, header) =
@@ -69,7 +72,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<Safetensors> {
             .tensor(&name)
             .map_err(|e| Error::format(format!("safetensors tensor {name}: {e}")))?;
         let dtype = to_core(view.dtype())?;
-        let t = tensor_from_bytes(view.data(), dtype, view.shape())
+        let t = tensor_from_bytes(&mut backing, view.data(), dtype, view.shape())
             .map_err(|e| Error::tensor(format!("safetensors tensor {name}: {e}")))?;
         tensors.insert(name, t);
     }

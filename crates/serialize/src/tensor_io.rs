@@ -2,11 +2,14 @@
 //! names, rebuilding a strided tensor on a (shared) storage, and reading a
 //! storage's bytes back for writing.
 
+use std::collections::BTreeMap;
+
 use ferrotorch_core::backend::storage::Storage;
 use ferrotorch_core::backend::{Layout, TensorExt};
 use ferrotorch_core::{DType, Dims, Tensor};
 
 use crate::error::{Error, Result};
+use crate::mmap::Mapped;
 
 /// The legacy storage class name of `dtype` (`FloatStorage`, ...), as
 /// `torch.save` writes it in a persistent id.
@@ -114,25 +117,89 @@ pub(crate) fn rebuild_tensor(
     Ok(Tensor::from_parts(storage.clone(), layout, dtype)?)
 }
 
+/// Where a load gets its storages from: the file's map, borrowed without a
+/// copy where it can be, else copies of the bytes.
+pub(crate) struct Backing<'a> {
+    /// The whole file.
+    pub bytes: &'a [u8],
+    map: Option<&'a Mapped>,
+    /// Ranges of the file already borrowed (start -> end), so no two
+    /// storages share bytes (a crafted zip can point two entries at one).
+    borrowed: BTreeMap<usize, usize>,
+}
+
+impl<'a> Backing<'a> {
+    /// Storages copied out of `bytes`.
+    pub(crate) fn copying(bytes: &'a [u8]) -> Self {
+        Backing {
+            bytes,
+            map: None,
+            borrowed: BTreeMap::new(),
+        }
+    }
+
+    /// Storages borrowing `map` where they can.
+    pub(crate) fn mapped(map: &'a Mapped) -> Self {
+        Backing {
+            bytes: map,
+            map: Some(map),
+            borrowed: BTreeMap::new(),
+        }
+    }
+
+    /// A storage with the bytes of `raw` (a slice of [`Self::bytes`]) for
+    /// tensors of `dtype`: borrowed from the map when `raw` is aligned for
+    /// `dtype` and overlaps nothing borrowed before, else a copy. A bool
+    /// storage's bytes must all be 0 or 1.
+    pub(crate) fn storage(&mut self, raw: &[u8], dtype: DType) -> Result<Storage> {
+        let start = (raw.as_ptr() as usize).wrapping_sub(self.bytes.as_ptr() as usize);
+        let inside = start <= self.bytes.len() && raw.len() <= self.bytes.len() - start;
+        if let Some(map) = self.map
+            && inside
+            && !raw.is_empty()
+        {
+            let end = start + raw.len();
+            let before = self.borrowed.range(..end).next_back();
+            let free = before.is_none_or(|(_, &e)| e <= start);
+            if free && let Some(storage) = map.borrowed_storage(start..end, dtype) {
+                self.borrowed.insert(start, end);
+                return type_for(storage, dtype, raw.len());
+            }
+        }
+        storage_from_bytes(raw, dtype)
+    }
+}
+
+/// `storage` typed for bool tensors when `dtype` is bool (its bytes must
+/// all be 0 or 1).
+fn type_for(storage: Storage, dtype: DType, nbytes: usize) -> Result<Storage> {
+    if dtype != DType::Bool {
+        return Ok(storage);
+    }
+    let t = Tensor::from_parts(storage, Layout::contiguous(&[nbytes]), DType::Bool)
+        .map_err(|e| Error::tensor(format!("bool storage: {e}")))?;
+    Ok(t.storage().clone())
+}
+
 /// A fresh CPU storage holding a copy of `bytes`, for tensors of `dtype`.
 /// A bool storage is typed for bool here, while this is its only handle
 /// (the core lets bool tensors live only on storages that no other dtype
 /// sees); its bytes must all be 0 or 1.
 pub(crate) fn storage_from_bytes(bytes: &[u8], dtype: DType) -> Result<Storage> {
     check_host_little_endian()?;
-    let storage = Storage::cpu_from_bytes(bytes)?;
-    if dtype != DType::Bool {
-        return Ok(storage);
-    }
-    let t = Tensor::from_parts(storage, Layout::contiguous(&[bytes.len()]), DType::Bool)
-        .map_err(|e| Error::tensor(format!("bool storage: {e}")))?;
-    Ok(t.storage().clone())
+    type_for(Storage::cpu_from_bytes(bytes)?, dtype, bytes.len())
 }
 
-/// A contiguous tensor of `dtype` and `shape` holding a copy of `bytes`
-/// (little-endian elements, row-major), which must be exactly
-/// `numel * element_size` long.
-pub(crate) fn tensor_from_bytes(bytes: &[u8], dtype: DType, shape: &[usize]) -> Result<Tensor> {
+/// A contiguous tensor of `dtype` and `shape` over `bytes` (a slice of
+/// `backing`'s file: little-endian elements, row-major), which must be
+/// exactly `numel * element_size` long; borrowed or copied as
+/// [`Backing::storage`] decides.
+pub(crate) fn tensor_from_bytes(
+    backing: &mut Backing<'_>,
+    bytes: &[u8],
+    dtype: DType,
+    shape: &[usize],
+) -> Result<Tensor> {
     let mut numel: usize = 1;
     for &s in shape {
         numel = numel
@@ -151,7 +218,7 @@ pub(crate) fn tensor_from_bytes(bytes: &[u8], dtype: DType, shape: &[usize]) -> 
         )));
     }
     check_host_little_endian()?;
-    let storage = Storage::cpu_from_bytes(bytes)?;
+    let storage = backing.storage(bytes, dtype)?;
     Ok(Tensor::from_parts(storage, Layout::contiguous(shape), dtype)?)
 }
 
@@ -190,4 +257,42 @@ pub(crate) fn check_host_little_endian() -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn external(s: &Storage) -> bool {
+        s.read().as_cpu().is_some_and(|b| b.is_external())
+    }
+
+    #[test]
+    fn overlapping_ranges_are_never_borrowed_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        std::fs::write(&path, (0u8..64).collect::<Vec<_>>()).unwrap();
+        let map = crate::mmap::map_file(&path).unwrap();
+        let mut backing = Backing::mapped(&map);
+        let bytes = backing.bytes;
+        let a = backing.storage(&bytes[16..32], DType::F32).unwrap();
+        let overlapping = [(8, 24), (24, 40), (16, 32), (0, 64), (20, 28)];
+        let b: Vec<Storage> = overlapping
+            .iter()
+            .map(|&(s, e)| backing.storage(&bytes[s..e], DType::F32).unwrap())
+            .collect();
+        let c = backing.storage(&bytes[32..48], DType::F32).unwrap();
+        let d = backing.storage(&bytes[0..16], DType::U8).unwrap();
+        let misaligned = backing.storage(&bytes[50..58], DType::F64).unwrap();
+        assert!(external(&a) && external(&c) && external(&d));
+        assert!(b.iter().all(|s| !external(s)), "an overlapping range was borrowed");
+        assert!(!external(&misaligned));
+        for (s, &(lo, hi)) in b.iter().zip(&overlapping) {
+            let got = s.read().as_cpu().unwrap().bytes().to_vec();
+            assert_eq!(got, (lo as u8..hi as u8).collect::<Vec<_>>());
+        }
+        // Bytes of the copying backing are always copies.
+        let mut copying = Backing::copying(bytes);
+        assert!(!external(&copying.storage(&bytes[0..8], DType::U8).unwrap()));
+    }
 }

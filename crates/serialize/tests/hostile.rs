@@ -293,5 +293,13 @@ proptest! {
         let _ = load_from_bytes(&bytes);
         let _ = load_safetensors_from_bytes(&bytes);
         let _ = load_state_dict_from_bytes(&bytes, &LoadOptions::new());
+        // One case in 16 also through a file: the loaders that borrow its map.
+        if ops[0].2 % 16 == 0 {
+            let path = std::env::temp_dir().join(format!("ferrotorch-fuzz-{}-{:?}.bin", std::process::id(), std::thread::current().id()));
+            std::fs::write(&path, &bytes).unwrap();
+            let _ = ferrotorch_serialize::load(&path);
+            let _ = ferrotorch_serialize::load_safetensors(&path);
+            let _ = std::fs::remove_file(&path);
+        }
     }
 }

@@ -250,12 +250,17 @@ pub struct CpuBuffer {
     ptr: NonNull<u8>,
     nbytes: usize,
     class: usize,
+    /// For memory the allocator does not own (a file's private mapping):
+    /// what keeps it alive. Such a buffer is not counted in the memory
+    /// statistics and is not returned to the allocator.
+    owner: Option<Arc<dyn Send + Sync>>,
 }
 
 // SAFETY: the buffer owns its block exclusively (no other handle to the
-// memory exists), and every access to the bytes goes through the owning
-// storage's RwLock, so moving it to or sharing it with another thread
-// cannot race.
+// memory exists; for external memory, `from_external`'s contract says the
+// same), and every access to the bytes goes through the owning storage's
+// RwLock, so moving it to or sharing it with another thread cannot race.
+// The owner of external memory is itself Send + Sync.
 unsafe impl Send for CpuBuffer {}
 // SAFETY: as for Send: shared references only read, under the storage's lock.
 unsafe impl Sync for CpuBuffer {}
@@ -335,7 +340,41 @@ impl CpuBuffer {
         if now > ALLOC.peak.load(Ordering::Relaxed) {
             ALLOC.peak.fetch_max(now, Ordering::Relaxed);
         }
-        Ok(CpuBuffer { ptr, nbytes, class })
+        Ok(CpuBuffer {
+            ptr,
+            nbytes,
+            class,
+            owner: None,
+        })
+    }
+
+    /// A buffer over `nbytes` of memory the allocator does not own, kept
+    /// alive by `owner` (dropped with the buffer): how a tensor borrows a
+    /// checkpoint file's memory map instead of copying it. The memory is
+    /// not counted in [`memory_stats`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `nbytes` initialised
+    /// bytes for as long as `owner` lives (a private, copy-on-write file
+    /// mapping is: writes go to private pages, never to the file), and
+    /// nothing else may read or write those bytes while the buffer exists
+    /// (the owning storage's lock then orders every access). Tensors of a
+    /// dtype must find its alignment there: `ptr` aligned to the element
+    /// size of every dtype that will view the buffer.
+    pub unsafe fn from_external(ptr: NonNull<u8>, nbytes: usize, owner: Arc<dyn Send + Sync>) -> CpuBuffer {
+        CpuBuffer {
+            ptr,
+            nbytes,
+            class: 0,
+            owner: Some(owner),
+        }
+    }
+
+    /// Whether the memory belongs to something else (see
+    /// [`from_external`](Self::from_external)).
+    pub fn is_external(&self) -> bool {
+        self.owner.is_some()
     }
 
     /// Size in bytes as requested.
@@ -365,6 +404,10 @@ impl CpuBuffer {
 
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
+        if self.owner.is_some() {
+            // Borrowed memory: the owner frees it when its last user goes.
+            return;
+        }
         ALLOC.allocated.fetch_sub(self.class, Ordering::Relaxed);
         if self.class >= CACHE_MIN && ALLOC.cached.load(Ordering::Relaxed) + self.class <= CACHE_LIMIT {
             ALLOC.cached.fetch_add(self.class, Ordering::Relaxed);
