@@ -20,12 +20,27 @@ impl Deref for Mapped {
     }
 }
 
-/// Maps `path` read-only.
+/// Maps `path` read-only, reading the whole file in up front (one
+/// sequential pass instead of a page fault per page: for loading).
 pub(crate) fn map_file(path: &Path) -> Result<Mapped> {
+    map(path, true)
+}
+
+/// Maps `path` read-only without reading anything: only the pages that are
+/// touched are read from the file (for looking at a header or a directory).
+pub(crate) fn map_file_lazy(path: &Path) -> Result<Mapped> {
+    map(path, false)
+}
+
+fn map(path: &Path, populate: bool) -> Result<Mapped> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if len == 0 {
         return Ok(Mapped { map: None });
+    }
+    let mut options = memmap2::MmapOptions::new();
+    if populate {
+        options.populate();
     }
     // As for every file map, another process truncating or rewriting the
     // file meanwhile would change the bytes underneath; checkpoints are
@@ -33,6 +48,6 @@ pub(crate) fn map_file(path: &Path) -> Result<Mapped> {
     // file intact.
     // SAFETY: the map is read-only, and its bytes are only read, through
     // `&[u8]` borrowed from the `Mapped`, while the map lives.
-    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }.map_err(|e| Error::io(path, e))?;
+    let map = unsafe { options.map(&file) }.map_err(|e| Error::io(path, e))?;
     Ok(Mapped { map: Some(map) })
 }

@@ -2,9 +2,9 @@
 //! names, rebuilding a strided tensor on a (shared) storage, and reading a
 //! storage's bytes back for writing.
 
-use ferrotorch_core::backend::storage::Storage;
+use ferrotorch_core::backend::storage::{Buffer, Storage};
 use ferrotorch_core::backend::{Layout, TensorExt};
-use ferrotorch_core::{DType, Dims, Tensor};
+use ferrotorch_core::{DType, Device, Dims, Tensor};
 
 use crate::error::{Error, Result};
 
@@ -125,6 +125,19 @@ pub(crate) fn storage_from_bytes(bytes: &[u8], dtype: DType) -> Result<Storage> 
         return Ok(storage);
     }
     let t = Tensor::from_parts(storage, Layout::contiguous(&[bytes.len()]), DType::Bool)
+        .map_err(|e| Error::tensor(format!("bool storage: {e}")))?;
+    Ok(t.storage().clone())
+}
+
+/// A meta storage (no memory) of `nbytes` bytes, for tensors of `dtype`:
+/// it stands in for a storage whose bytes are not read (typed for bool as
+/// [`storage_from_bytes`] types a real one).
+pub(crate) fn meta_storage(nbytes: usize, dtype: DType) -> Result<Storage> {
+    let storage = Storage::new(Device::Meta, nbytes, Buffer::Meta)?;
+    if dtype != DType::Bool {
+        return Ok(storage);
+    }
+    let t = Tensor::from_parts(storage, Layout::contiguous(&[nbytes]), DType::Bool)
         .map_err(|e| Error::tensor(format!("bool storage: {e}")))?;
     Ok(t.storage().clone())
 }
