@@ -467,6 +467,8 @@ fn bad_input_is_a_message_and_an_exit_status() {
     let err = fails(&[&"inspect", &missing], 1);
     assert!(err.contains("missing.pt") && err.contains("No such file"), "{err}");
     fails(&[&"convert", &missing, &dir.join("x.safetensors")], 1);
+    let err = fails(&[&"inspect", &dir.0], 1);
+    assert!(err.contains("is a directory"), "{err}");
 
     let text = dir.join("notes.pt");
     std::fs::write(&text, "these are not tensors\n").unwrap();

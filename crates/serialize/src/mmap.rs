@@ -34,7 +34,11 @@ pub(crate) fn map_file_lazy(path: &Path) -> Result<Mapped> {
 
 fn map(path: &Path, populate: bool) -> Result<Mapped> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if meta.is_dir() {
+        return Err(Error::io(path, std::io::ErrorKind::IsADirectory.into()));
+    }
+    let len = meta.len();
     if len == 0 {
         return Ok(Mapped { map: None });
     }
