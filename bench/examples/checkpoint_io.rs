@@ -48,9 +48,9 @@ fn timed<T>(f: impl FnOnce() -> BoxResult<T>) -> BoxResult<T> {
 fn main() -> BoxResult<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| -> BoxResult<&str> {
-        args.get(i)
-            .map(String::as_str)
-            .ok_or_else(|| "usage: checkpoint_io make DIR MB | save-pt PATH MB | load-st PATH [touch] | load-pt PATH [touch]".into())
+        args.get(i).map(String::as_str).ok_or_else(|| {
+            "usage: checkpoint_io make DIR MB | save-pt PATH MB | load-st PATH [touch] | load-pt PATH [touch]".into()
+        })
     };
     let touching = args.get(2).is_some_and(|a| a == "touch");
     match arg(0)? {

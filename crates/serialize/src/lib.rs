@@ -17,6 +17,9 @@
 //!   layouts ([`state_dict_to_value`], [`value_to_optimizer_state_dict`],
 //!   [`scheduler_state_dict_to_value`], ...), and [`load_state_dict`] / [`save_state_dict`] with
 //!   [`LoadOptions`] (a sub-entry, the `module.` prefix, a dtype).
+//! - **Inspection**: [`inspect`] lists a file's tensors (dotted name,
+//!   dtype, shape, bytes) and other values without reading tensor data
+//!   (the `ferrotorch inspect` command of the facade's binary).
 //!
 //! Writes are atomic (a temporary file beside the target, fsynced, then
 //! renamed). Bad files are errors ([`Error`]), never panics, and what a
@@ -49,10 +52,13 @@
 mod atomic;
 mod convert;
 mod error;
+mod inspect;
+mod leaves;
 mod mmap;
 mod options;
 mod pickle;
 mod pt;
+mod repr;
 mod safetensors_format;
 mod tensor_io;
 mod value;
@@ -70,6 +76,7 @@ pub use convert::{
 pub use error::{Error, Result};
 pub use ferrotorch_nn::StateDict;
 pub use ferrotorch_optim::OptimizerStateDict;
+pub use inspect::{Entry, Format, Inspection, Item, Location, StorageInfo, TensorInfo};
 pub use options::{LoadOptions, add_prefix, strip_prefix, to_dtype};
 pub use pickle::reader::MAX_DEPTH;
 pub use safetensors_format::Safetensors;
@@ -169,6 +176,54 @@ pub fn save_safetensors(
     path: impl AsRef<Path>,
 ) -> Result<()> {
     atomic::write_atomic(path.as_ref(), |tmp| safetensors_format::write(tensors, metadata, tmp))
+}
+
+/// Lists the entries of a `torch.save` checkpoint or a safetensors file
+/// (told apart by their first bytes) without reading the tensors' data:
+/// each tensor's dotted name, dtype, shape and size, the values that are
+/// not tensors, the storages of a `torch.save` file and the `__metadata__`
+/// of a safetensors file.
+///
+/// For a `torch.save` file only the zip directory and the pickle are read
+/// (through the same weights-only reader as [`load`], so a file that
+/// inspects cleanly names only allowed globals); the storage entries are
+/// never looked at, so their bytes are not checked either (a file whose
+/// storages are damaged inspects, and fails to [`load`]). For a
+/// safetensors file only the header is read, and checked against the
+/// file's size.
+///
+/// ```
+/// use ferrotorch_core::Tensor;
+/// use ferrotorch_serialize::{Dict, Item, Value, inspect, save};
+///
+/// let dir = std::env::temp_dir().join(format!("ferrotorch-inspect-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("checkpoint.pt");
+/// let mut model = Dict::ordered();
+/// model.insert("fc.weight", Tensor::zeros([3, 4])?);
+/// let mut ckpt = Dict::new();
+/// ckpt.insert("epoch", 3i64);
+/// ckpt.insert("model_state_dict", model);
+/// save(&Value::Dict(ckpt), &path)?;
+///
+/// let info = inspect(&path)?;
+/// let names: Vec<&str> = info.entries.iter().map(|e| e.name.as_str()).collect();
+/// assert_eq!(names, ["epoch", "model_state_dict.fc.weight"]);
+/// let Item::Tensor(w) = &info.entries[1].item else { panic!() };
+/// assert_eq!((w.dtype.as_str(), w.shape.as_slice(), w.nbytes), ("float32", &[3, 4][..], 48));
+/// assert_eq!(info.entries[0].item.to_string(), "3");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn inspect(path: impl AsRef<Path>) -> Result<Inspection> {
+    let path = path.as_ref();
+    let map = mmap::map_file_lazy(path)?;
+    inspect::inspect_bytes(&map).map_err(|e| with_path(e, path))
+}
+
+/// [`inspect`] of the bytes of a whole file.
+pub fn inspect_bytes(bytes: &[u8]) -> Result<Inspection> {
+    inspect::inspect_bytes(bytes)
 }
 
 /// Prefixes format errors with the file's path (I/O errors carry it already).

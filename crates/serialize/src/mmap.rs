@@ -49,10 +49,24 @@ impl Deref for Mapped {
 }
 
 /// Maps `path` private and copy-on-write, and asks the kernel to read it
-/// ahead.
+/// ahead (for loading).
 pub(crate) fn map_file(path: &Path) -> Result<Mapped> {
+    map(path, true)
+}
+
+/// Maps `path` without reading anything ahead: only the pages that are
+/// touched are read from the file (for looking at a header or a directory).
+pub(crate) fn map_file_lazy(path: &Path) -> Result<Mapped> {
+    map(path, false)
+}
+
+fn map(path: &Path, read_ahead: bool) -> Result<Mapped> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if meta.is_dir() {
+        return Err(Error::io(path, std::io::ErrorKind::IsADirectory.into()));
+    }
+    let len = meta.len();
     if len == 0 {
         return Ok(Mapped { map: None });
     }
@@ -66,7 +80,9 @@ pub(crate) fn map_file(path: &Path) -> Result<Mapped> {
     // under its storage's lock).
     let mut map = unsafe { memmap2::MmapOptions::new().map_copy(&file) }.map_err(|e| Error::io(path, e))?;
     #[cfg(unix)]
-    let _ = map.advise(memmap2::Advice::WillNeed);
+    if read_ahead {
+        let _ = map.advise(memmap2::Advice::WillNeed);
+    }
     let base = map.as_mut_ptr() as usize;
     Ok(Mapped {
         map: Some(Arc::new(PrivateMap {

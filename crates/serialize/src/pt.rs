@@ -13,7 +13,7 @@ use zip::write::SimpleFileOptions;
 
 use crate::error::{Error, Result};
 use crate::pickle::{reader, writer};
-use crate::tensor_io::{Backing, check_host_little_endian, with_storage_bytes};
+use crate::tensor_io::{Backing, check_host_little_endian, meta_storage, with_storage_bytes};
 use crate::value::Value;
 
 /// The first bytes of a zip archive (a local file header).
@@ -80,10 +80,18 @@ fn entry<'a>(archive: &mut zip::ZipArchive<Cursor<&'a [u8]>>, bytes: &'a [u8], n
     Ok(&bytes[range])
 }
 
-/// Reads a `torch.save` checkpoint (the whole file), its storages
-/// borrowing or copying the bytes as `backing` does.
-pub(crate) fn read(mut backing: Backing<'_>) -> Result<Value> {
-    let bytes = backing.bytes;
+/// An opened `torch.save` archive: its zip directory, the folder name
+/// prefix of its entries (`archive/`) and the pickle.
+struct Opened<'a> {
+    archive: zip::ZipArchive<Cursor<&'a [u8]>>,
+    prefix: String,
+    pickle: &'a [u8],
+}
+
+/// Checks the format of `bytes` (the whole file), opens the zip directory
+/// and locates and checks `data.pkl`, `byteorder` and `version`. Reads no
+/// storage entry.
+fn open(bytes: &[u8]) -> Result<Opened<'_>> {
     match kind(bytes) {
         Kind::Zip => {}
         Kind::Legacy => return Err(Error::LegacyFormat),
@@ -125,7 +133,7 @@ pub(crate) fn read(mut backing: Backing<'_>) -> Result<Value> {
             "the zip archive has no <name>/data.pkl: not a torch.save checkpoint".to_string()
         }));
     };
-    let prefix = &pkl[..pkl.len() - "data.pkl".len()];
+    let prefix = pkl[..pkl.len() - "data.pkl".len()].to_string();
     if archive.index_for_name(&format!("{prefix}byteorder")).is_some() {
         let order = entry(&mut archive, bytes, &format!("{prefix}byteorder"))?;
         match order {
@@ -149,16 +157,43 @@ pub(crate) fn read(mut backing: Backing<'_>) -> Result<Value> {
         }
     }
     check_host_little_endian()?;
-    let data = entry(&mut archive, bytes, &pkl)?;
-    reader::read(data, |key: &str, dtype: DType, numel: usize| -> Result<Storage> {
-        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(Error::format(format!("storage key {key:?} is not a plain name")));
-        }
+    let pickle = entry(&mut archive, bytes, &pkl)?;
+    Ok(Opened {
+        archive,
+        prefix,
+        pickle,
+    })
+}
+
+/// Checks that a persistent id's storage key is a plain name.
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(Error::format(format!("storage key {key:?} is not a plain name")));
+    }
+    Ok(())
+}
+
+/// The byte size of a storage of `numel` elements of `dtype`.
+fn storage_nbytes(key: &str, dtype: DType, numel: usize) -> Result<usize> {
+    numel
+        .checked_mul(dtype.element_size())
+        .ok_or_else(|| Error::tensor(format!("storage {key}: {numel} elements overflow")))
+}
+
+/// Reads a `torch.save` checkpoint (the whole file), its storages
+/// borrowing or copying the bytes as `backing` does.
+pub(crate) fn read(mut backing: Backing<'_>) -> Result<Value> {
+    let bytes = backing.bytes;
+    let Opened {
+        mut archive,
+        prefix,
+        pickle,
+    } = open(bytes)?;
+    reader::read(pickle, |key: &str, dtype: DType, numel: usize| -> Result<Storage> {
+        check_key(key)?;
         let name = format!("{prefix}data/{key}");
         let raw = entry(&mut archive, bytes, &name)?;
-        let want = numel
-            .checked_mul(dtype.element_size())
-            .ok_or_else(|| Error::tensor(format!("storage {key}: {numel} elements overflow")))?;
+        let want = storage_nbytes(key, dtype, numel)?;
         if raw.len() != want {
             return Err(Error::tensor(format!(
                 "storage {key} should hold {numel} elements of {} ({want} bytes), the entry has {} bytes",
@@ -168,6 +203,37 @@ pub(crate) fn read(mut backing: Backing<'_>) -> Result<Value> {
         }
         backing.storage(raw, dtype)
     })
+}
+
+/// A storage the pickle refers to, as [`read_pickle_only`] saw it.
+pub(crate) struct StorageRef {
+    /// Its key (the archive entry `data/<key>`).
+    pub(crate) key: String,
+    /// The meta storage standing in for it.
+    pub(crate) storage: Storage,
+}
+
+/// Reads only the pickle of a `torch.save` checkpoint (`bytes` is the whole
+/// file, whose storage entries are never looked at): every tensor of the
+/// value lies on a meta storage of the size the pickle declares, with the
+/// dtype, shape, strides, offset and `requires_grad` of the file. Also
+/// returns the storages in the order the pickle first refers to them.
+pub(crate) fn read_pickle_only(bytes: &[u8]) -> Result<(Value, Vec<StorageRef>)> {
+    let opened = open(bytes)?;
+    let mut storages = Vec::new();
+    let value = reader::read(
+        opened.pickle,
+        |key: &str, dtype: DType, numel: usize| -> Result<Storage> {
+            check_key(key)?;
+            let storage = meta_storage(storage_nbytes(key, dtype, numel)?, dtype)?;
+            storages.push(StorageRef {
+                key: key.to_string(),
+                storage: storage.clone(),
+            });
+            Ok(storage)
+        },
+    )?;
+    Ok((value, storages))
 }
 
 /// Writes `value` as `torch.save` does to `out` (a file or a buffer).

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use ferrotorch_core::backend::storage::Storage;
+use ferrotorch_core::backend::storage::{Buffer, Storage};
 use ferrotorch_core::backend::{Layout, TensorExt};
-use ferrotorch_core::{DType, Dims, Tensor};
+use ferrotorch_core::{DType, Device, Dims, Tensor};
 
 use crate::error::{Error, Result};
 use crate::mmap::Mapped;
@@ -188,6 +188,13 @@ fn type_for(storage: Storage, dtype: DType, nbytes: usize) -> Result<Storage> {
 pub(crate) fn storage_from_bytes(bytes: &[u8], dtype: DType) -> Result<Storage> {
     check_host_little_endian()?;
     type_for(Storage::cpu_from_bytes(bytes)?, dtype, bytes.len())
+}
+
+/// A meta storage (no memory) of `nbytes` bytes, for tensors of `dtype`:
+/// it stands in for a storage whose bytes are not read (typed for bool as
+/// [`storage_from_bytes`] types a real one).
+pub(crate) fn meta_storage(nbytes: usize, dtype: DType) -> Result<Storage> {
+    type_for(Storage::new(Device::Meta, nbytes, Buffer::Meta)?, dtype, nbytes)
 }
 
 /// A contiguous tensor of `dtype` and `shape` over `bytes` (a slice of

@@ -9,7 +9,7 @@ mod common;
 use std::io::{Cursor, Write};
 
 use ferrotorch_serialize::{
-    Error, LoadOptions, load_from_bytes, load_safetensors_from_bytes, load_state_dict_from_bytes,
+    Error, Item, LoadOptions, inspect_bytes, load_from_bytes, load_safetensors_from_bytes, load_state_dict_from_bytes,
 };
 use proptest::prelude::*;
 
@@ -79,11 +79,13 @@ fn every_truncation_of_a_real_file_is_an_error() {
         let bytes = common::read(name);
         for n in 0..bytes.len() {
             assert!(load_from_bytes(&bytes[..n]).is_err(), "{name} cut at {n}");
+            assert!(inspect_bytes(&bytes[..n]).is_err(), "inspect {name} cut at {n}");
         }
     }
     let st = common::read("linear.safetensors");
     for n in 0..st.len() {
         assert!(load_safetensors_from_bytes(&st[..n]).is_err(), "cut at {n}");
+        assert!(inspect_bytes(&st[..n]).is_err(), "inspect cut at {n}");
     }
 }
 
@@ -174,6 +176,27 @@ fn views_must_fit_their_storage() {
     // is refused before anything is allocated.
     for numel in [13, 11, 1 << 60, i64::MAX] {
         let e = err(&pt(&tensor_pkl("FloatStorage", numel, 0, &[1], &[1]), &[("0", &data)]));
+        assert!(matches!(e, Error::InvalidTensor(_)), "{numel}: {e}");
+    }
+    // Inspection checks the same layouts, against the storage size the
+    // pickle declares, and allocates nothing for it: a 4 EiB storage is
+    // described (and cannot load: the archive has no such entry).
+    let huge = pt(
+        &tensor_pkl("FloatStorage", 1 << 60, 0, &[1 << 30, 1 << 30], &[1 << 30, 1]),
+        &[],
+    );
+    let info = inspect_bytes(&huge).unwrap();
+    let Item::Tensor(t) = &info.entries[0].item else {
+        panic!("{info:?}")
+    };
+    assert_eq!(
+        (t.shape.as_slice(), t.nbytes),
+        (&[1usize << 30, 1 << 30][..], 1u64 << 62)
+    );
+    assert_eq!(info.data_bytes(), 1 << 62);
+    assert!(load_from_bytes(&huge).is_err());
+    for (numel, size) in [(12, vec![13]), (i64::MAX, vec![1]), (1 << 62, vec![1])] {
+        let e = inspect_bytes(&pt(&tensor_pkl("FloatStorage", numel, 0, &size, &[1]), &[])).unwrap_err();
         assert!(matches!(e, Error::InvalidTensor(_)), "{numel}: {e}");
     }
     // A bool storage may only hold 0 and 1.
@@ -293,12 +316,14 @@ proptest! {
         let _ = load_from_bytes(&bytes);
         let _ = load_safetensors_from_bytes(&bytes);
         let _ = load_state_dict_from_bytes(&bytes, &LoadOptions::new());
+        let _ = inspect_bytes(&bytes);
         // One case in 16 also through a file: the loaders that borrow its map.
         if ops[0].2 % 16 == 0 {
             let path = std::env::temp_dir().join(format!("ferrotorch-fuzz-{}-{:?}.bin", std::process::id(), std::thread::current().id()));
             std::fs::write(&path, &bytes).unwrap();
             let _ = ferrotorch_serialize::load(&path);
             let _ = ferrotorch_serialize::load_safetensors(&path);
+            let _ = ferrotorch_serialize::inspect(&path);
             let _ = std::fs::remove_file(&path);
         }
     }
