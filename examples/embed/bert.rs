@@ -68,7 +68,7 @@ impl BertConfig {
             type_vocab_size: size("type_vocab_size")?,
             layer_norm_eps: v.get("layer_norm_eps").and_then(Value::as_f64).unwrap_or(1e-12),
         };
-        if c.hidden_size % c.num_attention_heads != 0 {
+        if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
             return Err(format!(
                 "`hidden_size` {} is not a multiple of `num_attention_heads` {}",
                 c.hidden_size, c.num_attention_heads

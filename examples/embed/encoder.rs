@@ -129,7 +129,7 @@ impl SentenceEncoder {
     }
 
     /// Tokenizes `sentences` as one batch (special tokens added, at most
-    /// [`MAX_LENGTH`] tokens each, padded to the longest).
+    /// `MAX_LENGTH` tokens each, padded to the longest).
     pub fn tokenize(&self, sentences: &[&str]) -> Result<Batch, EmbedError> {
         let encodings = self
             .tokenizer

@@ -107,12 +107,12 @@ fn run(args: Args) -> BoxResult<()> {
         print!("{:>7}", format!("[{j}]"));
     }
     println!();
-    for i in 0..sentences.len() {
+    for (i, s) in sentences.iter().enumerate() {
         print!("{:>5}", format!("[{i}]"));
         for v in cos.select(0, i as i64)?.to_vec::<f32>()? {
             print!("{v:>7.3}");
         }
-        println!("  {}", sentences[i]);
+        println!("  {s}");
     }
     Ok(())
 }
