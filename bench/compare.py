@@ -9,7 +9,7 @@ several times (rounds appended by hand), each side keeps its fastest. For
 sgemm figures the GFLOP/s and the share of the machine's fp32 peak are shown
 too: threads x one core's measured FMA peak from peak.tsv (`ferrotorch-bench
 --peak`), else threads x nominal GHz x flop per cycle (64 with AVX-512, 32
-with AVX2 + FMA).
+with AVX2 + FMA). For embed_*_bN figures the sentences per second are shown.
 """
 import re
 import sys
@@ -73,6 +73,10 @@ def main():
             gf_o, gf_r = 2 * n**3 / o / 1e9, (2 * n**3 / r / 1e9 if r else 0)
             peak = peak_per_thread * threads
             note = f"{gf_o:.0f} vs {gf_r:.0f} GFLOP/s; ours {100 * gf_o / peak:.0f}% of {peak_kind}"
+        m = re.match(r"embed_.*_b(\d+)$", name)
+        if m and r:
+            batch = int(m.group(1))
+            note = f"{batch / o:.0f} vs {batch / r:.0f} sentences/s"
         ratio = f"{paired.get(key, o / r):.2f}" if r else "-"
         print(f"| {name} | {threads} | {fmt_time(o)} | {fmt_time(r) if r else '-'} | {ratio} | {note} |")
     if measured:

@@ -7,6 +7,21 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 filter="${1:-}"
 "$here/setup_venv.sh"
+# The embed figure's model (PyPI, into the git-ignored models/), when the
+# filter selects that figure (as interleave.py matches names).
+IFS=',' read -r -a parts <<< "$filter"
+selected=0
+if [ -z "$filter" ]; then
+  selected=1
+fi
+for f in "${parts[@]}"; do
+  if [[ "embed_minilm_b32" == *"$f"* ]]; then
+    selected=1
+  fi
+done
+if [ "$selected" = 1 ]; then
+  "$root/scripts/fetch_minilm.sh"
+fi
 (cd "$root" && cargo build --release -p ferrotorch-bench --quiet)
 # The bench binary, in the target folder cargo used (CARGO_TARGET_DIR when set).
 bin="${CARGO_TARGET_DIR:-$root/target}/release/ferrotorch-bench"

@@ -307,6 +307,43 @@ def _module_mlp16():
     return lambda: net(x)
 
 
+@figure("embed_minilm_b32")
+def _embed_minilm():
+    # The embed example's pipeline in Hugging Face's stack: tokenizers
+    # (tokenizer.json, truncation to 256, padding to the longest), BertModel
+    # (transformers' default attention, SDPA), mean pooling over the
+    # attention mask, L2 normalisation; the 32 sentences of
+    # embed_sentences.txt, one batch.
+    import os
+
+    import transformers
+    from tokenizers import Tokenizer
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    # The tokenizer's thread pool as large as torch's (ours tokenizes in the
+    # bench's pool); read when the pool starts, at the first batch.
+    os.environ["RAYON_NUM_THREADS"] = str(torch.get_num_threads())
+    here = os.path.dirname(os.path.abspath(__file__))
+    model_dir = os.environ.get("MINILM_DIR") or os.path.join(here, "..", "models", "all-MiniLM-L6-v2")
+    tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+    tok.enable_truncation(max_length=256)
+    tok.enable_padding()
+    model = transformers.BertModel.from_pretrained(model_dir).eval()
+    with open(os.path.join(here, "embed_sentences.txt")) as f:
+        sentences = [line.rstrip("\n") for line in f if line.strip()]
+
+    def embed():
+        enc = tok.encode_batch(sentences)
+        ids = torch.tensor([e.ids for e in enc])
+        mask = torch.tensor([e.attention_mask for e in enc])
+        hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        return F.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9), p=2, dim=1)
+
+    return embed
+
+
 def serve():
     """One command per stdin line, one reply line: `list` (the figure names,
     tab-separated), `setup NAME` (build and warm up; `ok` or `unknown`),

@@ -10,7 +10,11 @@
 //! `oracle unary.json: 57 passed, 2 skipped: name1, name2`.
 //!
 //! The optimizer cases (kind "optim") run through `ferrotorch::optim`
-//! (`tests/support/oracle_optim.rs`).
+//! (`tests/support/oracle_optim.rs`). The model-level file
+//! `minilm_embeddings.json` runs the `embed` example's pipeline on the real
+//! all-MiniLM-L6-v2 weights, one case per sentence
+//! (`tests/support/oracle_minilm.rs`); it is skipped, saying so, when
+//! `scripts/fetch_minilm.sh` has not fetched the model.
 //!
 //! The extra suite is stricter: output dtypes must match exactly, and
 //! tolerances follow the output dtype (f16, bf16, f64). Cases listed in
@@ -28,6 +32,8 @@ use serde_json::Value;
 mod oracle_json;
 #[path = "support/oracle_linalg.rs"]
 mod oracle_linalg;
+#[path = "support/oracle_minilm.rs"]
+mod oracle_minilm;
 #[path = "support/oracle_nn.rs"]
 mod oracle_nn;
 #[path = "support/oracle_nn_loss.rs"]
@@ -1023,6 +1029,7 @@ fn run_suite(label: &str, dir: &std::path::Path, suite: Suite) -> Vec<String> {
         let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let fname = f.file_name().unwrap().to_string_lossy().to_string();
         let (mut passed, mut skipped, mut known) = (0, Vec::new(), Vec::new());
+        let mut note = String::new();
         match doc.get("cases").and_then(Value::as_array) {
             Some(cases) => {
                 for case in cases {
@@ -1039,10 +1046,22 @@ fn run_suite(label: &str, dir: &std::path::Path, suite: Suite) -> Vec<String> {
                     }
                 }
             }
-            None => skipped.push("whole file (no `cases`: model-level reference, needs nn)".to_string()),
+            None if fname == "minilm_embeddings.json" => match oracle_minilm::check(&doc) {
+                oracle_minilm::Checked::Passed { sentences, detail } => {
+                    passed += sentences;
+                    note = format!(" ({detail})");
+                }
+                oracle_minilm::Checked::NotFetched(why) => skipped.push(format!("whole file ({why})")),
+                oracle_minilm::Checked::Failed(msgs) => {
+                    failures.extend(msgs.into_iter().map(|m| format!("{fname}: {m}")))
+                }
+            },
+            None => {
+                skipped.push("whole file (no `cases`: a model-level reference this test does not know)".to_string())
+            }
         }
         let mut line = if skipped.is_empty() {
-            format!("{label} {fname}: {passed} passed, 0 skipped")
+            format!("{label} {fname}: {passed} passed, 0 skipped{note}")
         } else {
             format!(
                 "{label} {fname}: {passed} passed, {} skipped: {}",

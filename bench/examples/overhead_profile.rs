@@ -8,7 +8,8 @@
 //! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128),
 //! `index_add` (the bench's index_add_1e6_rows), `layer_norm` / `gelu` (their
 //! forward + backward figures on [1024, 768]), `train_mlp` / `train_cnn` /
-//! `train_gpt` (the train_step_* figures),
+//! `train_gpt` (the train_step_* figures), `embed` (the embed_minilm_b32
+//! figure: the MiniLM example's pipeline on 32 sentences),
 //! `module_mlp16` (the module-call-overhead figure: a `Sequential` of three
 //! `Linear(16, 16)` with ReLUs, batch 1, no grad) and `module_mlp16_ops`
 //! (the same operators without modules: the difference is the cost of the
@@ -163,6 +164,14 @@ fn run() -> Result<()> {
                         s.step()?;
                     }
                 }
+            }
+        }
+        "embed" => {
+            // The bench's embed_minilm_b32 figure (needs scripts/fetch_minilm.sh).
+            let embed_err = |e: ferrotorch_bench::embed::EmbedError| ferrotorch::Error::invalid("embed", e.to_string());
+            let s = ferrotorch_bench::embed::EmbedStep::new().map_err(embed_err)?;
+            for _ in 0..iters {
+                std::hint::black_box(s.step().map_err(embed_err)?);
             }
         }
         "index_add" => {

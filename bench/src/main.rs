@@ -254,6 +254,17 @@ fn figures() -> Vec<Figure> {
             fwd_bwd(&y, &xs, Some(&gy))
         }))
     }));
+    v.push(figure("embed_minilm_b32", || {
+        let step = ferrotorch_bench::embed::EmbedStep::new()
+            .map_err(|e| ferrotorch::Error::invalid("embed_minilm_b32", e.to_string()))?;
+        Ok(Box::new(move || {
+            let e = step
+                .step()
+                .map_err(|e| ferrotorch::Error::invalid("embed_minilm_b32", e.to_string()))?;
+            drop(black_box(e));
+            Ok(())
+        }))
+    }));
     v.push(figure("module_mlp16_b1_forward", || {
         use ferrotorch::nn::{Forward, Linear, ReLU, Sequential};
         let net = Sequential::new()
