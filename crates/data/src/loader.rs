@@ -406,11 +406,11 @@ where
     /// use ferrotorch_data::{DataLoader, TensorDataset};
     ///
     /// let data = TensorDataset::new(vec![Tensor::arange(10)?])?;
-    /// let gen = Generator::new(0);
-    /// let loader = DataLoader::builder(data).batch_size(3).shuffle(true).generator(gen.clone()).build()?;
-    /// let at_start = gen.get_state();
+    /// let g = Generator::new(0);
+    /// let loader = DataLoader::builder(data).batch_size(3).shuffle(true).generator(g.clone()).build()?;
+    /// let at_start = g.get_state();
     /// let all: Vec<_> = loader.iter()?.map(|b| b.unwrap()[0].to_vec::<i64>().unwrap()).collect();
-    /// gen.set_state(at_start);
+    /// g.set_state(at_start);
     /// let rest: Vec<_> = loader.iter_from(2)?.map(|b| b.unwrap()[0].to_vec::<i64>().unwrap()).collect();
     /// assert_eq!(rest, all[2..]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
