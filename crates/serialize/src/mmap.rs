@@ -36,12 +36,12 @@ impl Deref for Mapped {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
+        // Storages borrowing the map are handed out only once loading
+        // (which reads through this slice) is over; each then writes only
+        // its own range, never read through this slice again.
         match &self.map {
-            // SAFETY: `base..base + len` is the live mapping the Arc keeps;
-            // nothing writes to it while a `Mapped` exists: storages that
-            // borrow it are only handed out once loading (which reads
-            // through this slice) is over, and each writes only its own
-            // range, never read through this slice again.
+            // SAFETY: `base..base + len` is the live mapping the Arc keeps,
+            // and nothing writes to it while this slice is in use (above).
             Some(m) => unsafe { std::slice::from_raw_parts(m.base as *const u8, m.len) },
             None => &[],
         }
@@ -110,11 +110,10 @@ impl Mapped {
         }
         let ptr = NonNull::new(addr as *mut u8)?;
         let owner: Arc<dyn Send + Sync> = m.clone();
-        // SAFETY: `range` lies inside the live private mapping, which is
-        // readable, writable (copy-on-write), initialised (file bytes) and
-        // kept alive by `owner`; the caller borrows disjoint ranges only and
-        // nothing reads this one through `Mapped` once it is handed out;
-        // `addr` is aligned for `dtype`.
+        // The caller borrows disjoint ranges only, and nothing reads this one
+        // through `Mapped` once it is handed out; `addr` is aligned for `dtype`.
+        // SAFETY: `range` lies inside the live private mapping: readable,
+        // writable (copy-on-write), initialised, kept alive by `owner`.
         let buffer = unsafe { CpuBuffer::from_external(ptr, range.len(), owner) };
         Storage::new(Device::Cpu, range.len(), Buffer::Cpu(buffer)).ok()
     }

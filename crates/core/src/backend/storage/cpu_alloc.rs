@@ -256,11 +256,10 @@ pub struct CpuBuffer {
     owner: Option<Arc<dyn Send + Sync>>,
 }
 
-// SAFETY: the buffer owns its block exclusively (no other handle to the
-// memory exists; for external memory, `from_external`'s contract says the
-// same), and every access to the bytes goes through the owning storage's
-// RwLock, so moving it to or sharing it with another thread cannot race.
 // The owner of external memory is itself Send + Sync.
+// SAFETY: the buffer owns its block exclusively (for external memory, by
+// `from_external`'s contract), and every access to the bytes goes through
+// the owning storage's RwLock, so moving it across threads cannot race.
 unsafe impl Send for CpuBuffer {}
 // SAFETY: as for Send: shared references only read, under the storage's lock.
 unsafe impl Sync for CpuBuffer {}
