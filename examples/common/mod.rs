@@ -1,6 +1,6 @@
 //! What the training examples share: the loss log, written as CSV and as a
 //! PNG plot (plotters, bitmap backend, with a bundled DejaVu Sans Mono so
-//! no system font is needed), and atomic file writes.
+//! no system font is needed), atomic file writes, and reading training checkpoints back.
 
 #![allow(dead_code)] // each example uses the part it needs
 
@@ -121,4 +121,59 @@ fn temp_path(path: &Path, suffix: &str) -> std::path::PathBuf {
     let _ = std::fs::create_dir_all(dir);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     dir.join(format!(".{name}.tmp{}{suffix}", std::process::id()))
+}
+
+/// A training checkpoint an example wrote, read back: its entries by name,
+/// with errors naming the file and the entry.
+pub struct Checkpoint {
+    path: std::path::PathBuf,
+    dict: ferrotorch::serialize::Dict,
+}
+
+impl Checkpoint {
+    /// Loads `path` and checks that its entry `key` equals `signature` (the
+    /// flags the run must share); otherwise an error showing the file's
+    /// flags and telling to resume with `same_flags`.
+    pub fn load(
+        path: &Path,
+        key: &str,
+        signature: ferrotorch::serialize::Dict,
+        same_flags: &str,
+    ) -> Result<Checkpoint, Box<dyn std::error::Error>> {
+        use ferrotorch::serialize::Value;
+        let Value::Dict(dict) = ferrotorch::serialize::load(path)? else {
+            return Err("the checkpoint is not a dict".into());
+        };
+        let ckpt = Checkpoint {
+            path: path.to_path_buf(),
+            dict,
+        };
+        let written = ckpt.get(key)?;
+        if !written.same(&Value::Dict(signature)) {
+            return Err(format!(
+                "{} was written by a run with other flags ({written:?}); resume with the same {same_flags}",
+                path.display()
+            )
+            .into());
+        }
+        Ok(ckpt)
+    }
+
+    /// The entry `k`.
+    pub fn get(&self, k: &str) -> Result<&ferrotorch::serialize::Value, String> {
+        self.dict
+            .get_str(k)
+            .ok_or_else(|| format!("{}: the checkpoint has no '{k}'", self.path.display()))
+    }
+
+    /// The entry `k`, a non-negative int.
+    pub fn int(&self, k: &str) -> Result<usize, Box<dyn std::error::Error>> {
+        let v = self.get(k)?.as_i64().ok_or_else(|| format!("'{k}' is not an int"))?;
+        Ok(usize::try_from(v)?)
+    }
+
+    /// The entry `k`, a tensor.
+    pub fn tensor(&self, k: &str) -> Result<&ferrotorch::Tensor, String> {
+        self.get(k)?.as_tensor().ok_or_else(|| format!("'{k}' is not a tensor"))
+    }
 }

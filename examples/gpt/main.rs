@@ -27,7 +27,7 @@ use ferrotorch::serialize::{
 use ferrotorch::{Generator, Reduction, Tensor, TensorOptions, get_rng_state, manual_seed, set_rng_state};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use common::LossLog;
+use common::{Checkpoint, LossLog};
 use model::{Gpt, GptConfig};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -270,28 +270,19 @@ fn load_checkpoint(
     sched: &mut LambdaLR,
     g: &Generator,
 ) -> BoxResult<usize> {
-    let value = ferrotorch::serialize::load(path)?;
-    let ckpt = value.as_dict().ok_or("the checkpoint is not a dict")?;
-    let get = |k: &str| {
-        ckpt.get_str(k)
-            .ok_or_else(|| format!("{}: the checkpoint has no '{k}'", path.display()))
-    };
-    let tensor = |k: &str| get(k)?.as_tensor().ok_or_else(|| format!("'{k}' is not a tensor"));
-    if !get("config")?.same(&Value::Dict(run_signature(args))) {
-        return Err(format!(
-            "{} was written by a run with other flags ({:?}); resume with the same model, batch, schedule and seed flags",
-            path.display(),
-            get("config")?
-        )
-        .into());
-    }
+    let ckpt = Checkpoint::load(
+        path,
+        "config",
+        run_signature(args),
+        "model, batch, schedule and seed flags",
+    )?;
+    let (get, tensor) = (|k: &str| ckpt.get(k), |k: &str| ckpt.tensor(k));
     model.load_state_dict(&value_to_state_dict(get("model")?)?, true)?;
     opt.load_state_dict(&value_to_optimizer_state_dict(get("optimizer")?)?)?;
     sched.load_state_dict(&value_to_scheduler_state_dict(get("scheduler")?)?)?;
     set_rng_state(tensor("rng_state")?)?;
     g.set_state_tensor(tensor("batch_rng_state")?)?;
-    let step = get("iter_num")?.as_i64().ok_or("'iter_num' is not an int")?;
-    Ok(usize::try_from(step)?)
+    ckpt.int("iter_num")
 }
 
 fn main() -> BoxResult<()> {

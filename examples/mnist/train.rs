@@ -19,7 +19,7 @@ use ferrotorch::serialize::{Dict, Value};
 use ferrotorch::{Generator, Tensor, get_rng_state, manual_seed, set_rng_state};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::common::LossLog;
+use crate::common::{Checkpoint, LossLog};
 
 pub type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -211,30 +211,14 @@ fn load_checkpoint<M: Module>(
     shuffle: &Generator,
 ) -> BoxResult<Progress> {
     use ferrotorch::serialize::{value_to_optimizer_state_dict, value_to_scheduler_state_dict, value_to_state_dict};
-    let value = ferrotorch::serialize::load(path)?;
-    let ckpt = value.as_dict().ok_or("the checkpoint is not a dict")?;
-    let get = |k: &str| {
-        ckpt.get_str(k)
-            .ok_or_else(|| format!("{}: the checkpoint has no '{k}'", path.display()))
-    };
-    let int = |k: &str| -> BoxResult<usize> {
-        let v = get(k)?.as_i64().ok_or_else(|| format!("'{k}' is not an int"))?;
-        Ok(usize::try_from(v)?)
-    };
-    let tensor = |k: &str| -> BoxResult<Tensor> {
-        Ok(get(k)?
-            .as_tensor()
-            .ok_or_else(|| format!("'{k}' is not a tensor"))?
-            .clone())
-    };
-    if !get("args")?.same(&Value::Dict(run_signature(args))) {
-        return Err(format!(
-            "{} was written by a run with other flags ({:?}); resume with the same --model, --epochs, --batch-size, --lr and --seed",
-            path.display(),
-            get("args")?
-        )
-        .into());
-    }
+    let ckpt = Checkpoint::load(
+        path,
+        "args",
+        run_signature(args),
+        "--model, --epochs, --batch-size, --lr and --seed",
+    )?;
+    let (get, int) = (|k: &str| ckpt.get(k), |k: &str| ckpt.int(k));
+    let tensor = |k: &str| ckpt.tensor(k).cloned();
     model.load_state_dict(&value_to_state_dict(get("model_state_dict")?)?, true)?;
     optimizer.load_state_dict(&value_to_optimizer_state_dict(get("optimizer_state_dict")?)?)?;
     scheduler.load_state_dict(&value_to_scheduler_state_dict(get("scheduler_state_dict")?)?)?;
