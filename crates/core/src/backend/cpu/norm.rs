@@ -83,16 +83,24 @@ impl Real for f64 {
 /// Lanes of the in-row sums.
 const L: usize = 16;
 
-#[inline(always)]
-fn fold<T: Real>(mut acc: [T; L]) -> T {
+/// Adds the tail's terms `t[..r]` to the first lanes, then folds the
+/// lanes pairwise, halving. Kept out of line: inlined, LLVM's SLP
+/// vectoriser regroups the whole sum's lanes around the tail and the fold
+/// (scalar and 2-wide pieces in the main loop, several times slower).
+#[inline(never)]
+fn finish<T: Real>(acc: &[T; L], t: &[T; L], r: usize) -> T {
+    let mut a = *acc;
+    for k in 0..r {
+        a[k] = a[k] + t[k];
+    }
     let mut w = L / 2;
     while w > 0 {
         for k in 0..w {
-            acc[k] = acc[k] + acc[k + w];
+            a[k] = a[k] + a[k + w];
         }
         w /= 2;
     }
-    acc[0]
+    a[0]
 }
 
 /// `sum(f(a[i]))` in [`L`] fixed lanes.
@@ -106,10 +114,11 @@ pub(crate) fn sum1<T: Real>(a: &[T], f: impl Fn(T) -> T) -> T {
             acc[k] = acc[k] + f(c[k]);
         }
     }
-    for (k, &v) in ra.iter().enumerate() {
-        acc[k] = acc[k] + f(v);
+    let mut t = [T::ZERO; L];
+    for (o, &v) in t.iter_mut().zip(ra) {
+        *o = f(v);
     }
-    fold(acc)
+    finish(&acc, &t, ra.len())
 }
 
 /// `sum(f(a[i], b[i]))` in [`L`] fixed lanes.
@@ -123,10 +132,11 @@ pub(crate) fn sum2<T: Real>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
             acc[k] = acc[k] + f(ca[k], cb[k]);
         }
     }
-    for (k, (&x, &y)) in a[split..n].iter().zip(&b[split..n]).enumerate() {
-        acc[k] = acc[k] + f(x, y);
+    let mut t = [T::ZERO; L];
+    for (o, (&x, &y)) in t.iter_mut().zip(a[split..n].iter().zip(&b[split..n])) {
+        *o = f(x, y);
     }
-    fold(acc)
+    finish(&acc, &t, n - split)
 }
 
 /// `sum(f(a[i], b[i], c[i]))` in [`L`] fixed lanes.
@@ -144,10 +154,11 @@ fn sum3<T: Real>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T) -> T {
             acc[k] = acc[k] + f(ca[k], cb[k], cc[k]);
         }
     }
-    for (k, ((&x, &y), &z)) in a[split..n].iter().zip(&b[split..n]).zip(&c[split..n]).enumerate() {
-        acc[k] = acc[k] + f(x, y, z);
+    let mut t = [T::ZERO; L];
+    for (o, ((&x, &y), &z)) in t.iter_mut().zip(a[split..n].iter().zip(&b[split..n]).zip(&c[split..n])) {
+        *o = f(x, y, z);
     }
-    fold(acc)
+    finish(&acc, &t, n - split)
 }
 
 /// The mean as `shift + delta` (`shift` the first element, `delta` the

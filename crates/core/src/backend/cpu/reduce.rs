@@ -325,15 +325,32 @@ multiversion! {
                 lanes[i] = if max { if v > lanes[i] { v } else { lanes[i] } } else if v < lanes[i] { v } else { lanes[i] };
             }
         }
-        for &v in c.remainder() {
-            nan |= v.is_nan();
-            lanes[0] = if max { if v > lanes[0] { v } else { lanes[0] } } else if v < lanes[0] { v } else { lanes[0] };
-        }
-        if nan {
-            f32::NAN
+        finish_extreme(&lanes, c.remainder(), max, nan)
+    }
+}
+
+/// [`extreme_f32`]'s end: the tail into lane 0, then the lanes in order.
+/// Kept out of line: inlined, LLVM's SLP vectoriser regroups the main
+/// loop's lanes around it (several shuffles per 16 elements).
+#[inline(never)]
+fn finish_extreme(lanes: &[f32; 16], rest: &[f32], max: bool, mut nan: bool) -> f32 {
+    let mut lanes = *lanes;
+    for &v in rest {
+        nan |= v.is_nan();
+        lanes[0] = if max {
+            if v > lanes[0] { v } else { lanes[0] }
+        } else if v < lanes[0] {
+            v
         } else {
-            lanes.iter().fold(lanes[0], |a, &b| if max { a.max(b) } else { a.min(b) })
-        }
+            lanes[0]
+        };
+    }
+    if nan {
+        f32::NAN
+    } else {
+        lanes
+            .iter()
+            .fold(lanes[0], |a, &b| if max { a.max(b) } else { a.min(b) })
     }
 }
 
