@@ -499,6 +499,32 @@ fn nn_cases(g: &Generator) -> Vec<Case> {
             true,
             |t| t[0].layer_norm([4], Some(&t[1]), Some(&t[2]), 1e-5),
         ),
+        // Fused attention: causal with more queries than keys (rows past the
+        // keys see them all), and not causal over two query blocks with Ev != E.
+        case(
+            "_scaled_dot_product_flash_attention_for_cpu",
+            vec![
+                r(&[2, 5, 3], -1.5, 1.5),
+                r(&[2, 4, 3], -1.5, 1.5),
+                r(&[2, 4, 2], -1.0, 1.0),
+            ],
+            true,
+            |t| Ok(t[0].scaled_dot_product_flash_attention(&t[1], &t[2], true, None)?.0),
+        ),
+        case(
+            "_scaled_dot_product_flash_attention_for_cpu",
+            vec![
+                r(&[1, 34, 2], -1.0, 1.0),
+                r(&[1, 3, 2], -1.0, 1.0),
+                r(&[1, 3, 3], -1.0, 1.0),
+            ],
+            false,
+            |t| {
+                Ok(t[0]
+                    .scaled_dot_product_flash_attention(&t[1], &t[2], false, Some(0.7))?
+                    .0)
+            },
+        ),
         // A layer over 3 steps, each direction, with and without b_hh; outputs and final states all used.
         case(
             "ferrotorch::lstm_layer",

@@ -7,7 +7,7 @@
 //! autograd), `empty1` (creating a 1-element tensor),
 //! `mlp` (forward + backward of the bench's 784-256-256-10 MLP at batch 128),
 //! `index_add` (the bench's index_add_1e6_rows), `layer_norm` / `gelu` (their
-//! forward + backward figures on [1024, 768]), `train_mlp` / `train_cnn` /
+//! forward + backward figures on [1024, 768]), `sdpa` (the causal attention figure), `train_mlp` / `train_cnn` /
 //! `train_gpt` (the train_step_* figures), `embed` (the embed_minilm_b32
 //! figure: the MiniLM example's pipeline on 32 sentences),
 //! `module_mlp16` (the module-call-overhead figure: a `Sequential` of three
@@ -140,6 +140,32 @@ fn run() -> Result<()> {
                     let y = x.layer_norm([768], Some(&w), Some(&b), 1e-5)?;
                     std::hint::black_box(ferrotorch::autograd::grad(&[&y], &[&x, &w, &b], opts)?);
                 }
+            }
+        }
+        "sdpa" | "sdpa_math" => {
+            // The bench's sdpa_causal_fwd_bwd_16x4x64x32 figure (`sdpa_math`:
+            // the same as 3-d inputs [64, 64, 32], which take the math path).
+            use ferrotorch::nn::functional::{SdpaOptions, scaled_dot_product_attention};
+            let shape: &[usize] = if which == "sdpa" {
+                &[16, 4, 64, 32]
+            } else {
+                &[64, 64, 32]
+            };
+            let qkv: Vec<Tensor> = (0..3)
+                .map(|_| Tensor::randn(shape)?.requires_grad_(true))
+                .collect::<Result<_>>()?;
+            let gy = [Tensor::randn(shape)?];
+            let opts = ferrotorch::autograd::GradOptions {
+                grad_outputs: Some(&gy),
+                ..Default::default()
+            };
+            let causal = SdpaOptions {
+                is_causal: true,
+                ..Default::default()
+            };
+            for _ in 0..iters {
+                let y = scaled_dot_product_attention(&qkv[0], &qkv[1], &qkv[2], &causal)?;
+                std::hint::black_box(ferrotorch::autograd::grad(&[&y], &[&qkv[0], &qkv[1], &qkv[2]], opts)?);
             }
         }
         "train_mlp" | "train_cnn" | "train_gpt" => {

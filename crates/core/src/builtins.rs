@@ -265,6 +265,8 @@ mod tests {
         "_thnn_fused_lstm_cell_backward",
         "ferrotorch::lstm_layer",
         "ferrotorch::lstm_layer_backward",
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
         "embedding",
         "embedding_renorm_",
         "_softmax_backward_data",

@@ -1,6 +1,9 @@
-//! Attention: `scaled_dot_product_attention` (PyTorch's math path: the
-//! scale split as `sqrt(scale)` on the query and on the key, an additive
-//! mask, a "safe" softmax that gives 0 for fully masked rows, dropout) and
+//! Attention: `scaled_dot_product_attention` (where PyTorch's CPU dispatch
+//! picks its fused kernel, the core's fused operator
+//! `_scaled_dot_product_flash_attention_for_cpu`; otherwise PyTorch's
+//! math path: the scale split as `sqrt(scale)` on the query and on the
+//! key, an additive mask, a "safe" softmax that gives 0 for fully masked
+//! rows, dropout) and
 //! `MultiheadAttention` (PyTorch's parameters, initialisation and
 //! `multi_head_attention_forward`).
 
@@ -85,6 +88,11 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &S
         ));
     }
     let scale = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
+    if fused_applies(q, k, v, opts) {
+        return Ok(q
+            .scaled_dot_product_flash_attention(k, v, opts.is_causal, Some(scale))?
+            .0);
+    }
     let root = scale.abs().sqrt();
     let qs = q.mul(if scale < 0.0 { -root } else { root })?;
     // Scaled before the transpose (the same values): the multiply then runs
@@ -114,6 +122,25 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &S
         attn = F::dropout(&attn, opts.dropout_p, true)?;
     }
     attn.matmul(v)
+}
+
+/// Whether PyTorch's CPU dispatch would pick the fused (flash) kernel:
+/// 4-d floating-point inputs with one batch size and head count, no mask,
+/// no dropout, non-empty sequences, and one head dim for keys and values.
+/// Everything else takes the math path.
+fn fused_applies(q: &Tensor, k: &Tensor, v: &Tensor, opts: &SdpaOptions) -> bool {
+    let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
+    q.ndim() == 4
+        && k.ndim() == 4
+        && v.ndim() == 4
+        && opts.attn_mask.is_none()
+        && opts.dropout_p == 0.0
+        && q.dtype().is_floating_point()
+        && qs[..2] == ks[..2]
+        && qs[..2] == vs[..2]
+        && qs[2] > 0
+        && ks[2] > 0
+        && qs[3] == vs[3]
 }
 
 /// A boolean "attend" mask as an additive bias: 0 where true, -inf where false.

@@ -9,6 +9,7 @@
 pub mod activation;
 pub mod activation_backward;
 pub mod addmm;
+pub mod attention;
 pub mod binary;
 pub mod binary_math;
 pub mod bucket;
@@ -88,6 +89,7 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     norm::register()?;
     rnn_cell::register()?;
     rnn_layer::register()?;
+    attention::register()?;
     softmax::register()?;
     loss::register()?;
     embedding::register()?;

@@ -8,6 +8,7 @@
 
 mod access;
 mod activation;
+mod attention;
 mod binary;
 mod binary_math;
 mod bucket;
@@ -212,6 +213,11 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(
         &crate::ops::rnn_layer::LSTM_LAYER_BACKWARD,
         rnn_layer::lstm_layer_backward_kernel,
+    )?;
+    structured(&crate::ops::attention::SDPA_FLASH, attention::sdpa_flash_kernel)?;
+    structured(
+        &crate::ops::attention::SDPA_FLASH_BACKWARD,
+        attention::sdpa_flash_backward_kernel,
     )?;
     sampling::register()?;
     Ok(())

@@ -1,0 +1,591 @@
+//! CPU kernels of fused scaled dot-product attention
+//! (`_scaled_dot_product_flash_attention_for_cpu`) and its derivative.
+//!
+//! Forward: independent tasks of one batch entry and one block of
+//! [`QB`] query rows. Each multiplies its queries by the keys it can see
+//! (a causal block stops at its last row) into a scratch block, takes the
+//! softmax of the rows there (the maximum subtracted, sums in fixed
+//! lanes), multiplies by the values and divides each row by its sum; the
+//! row's log-sum-exp is saved. Backward: one task per batch entry, its
+//! query blocks in order: the probabilities recomputed from the saved
+//! log-sum-exp, `dP = dO vᵀ`, `dS = P (dP - rowsum(dO · O)) · scale`,
+//! then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated block by
+//! block in order, so the result does not depend on the thread count.
+//! Queries, keys and values are read in place with any strides.
+//! f16 / bf16 compute in f32.
+
+use super::access::access;
+use super::gemm::{BSrc, Gemm, Mat};
+use super::math::exp_f32_fma;
+use super::norm::{Real, sum1, sum2};
+use super::simd::multiversion;
+use super::warm::par_for_each;
+use crate::dispatch::{Op, downcast_op};
+use crate::ops::attention::{SdpaFlash, SdpaFlashBackward};
+use crate::{DType, Error, Result, Tensor, TensorOptions};
+
+/// Query rows per block.
+const QB: usize = 32;
+
+/// Products of at least this many multiply-adds may use several threads
+/// when the operator has a single task.
+const PARALLEL_GEMM: usize = 1 << 22;
+
+const NAME: &str = "scaled_dot_product_attention";
+
+/// The row kernels of one float type.
+pub(crate) trait AttnFloat: Real + Gemm {
+    /// Softmax of the first `m` score rows of `sc` (rows of `ncols`, block
+    /// starting at query row `i0`) after the scale: the unnormalised
+    /// probabilities in place (0 for keys a causal row cannot see), each
+    /// row's log-sum-exp into `lse` and the reciprocal of its sum into
+    /// `inv` (0 for a row that sees no key).
+    #[allow(clippy::too_many_arguments)]
+    fn softmax_rows(
+        sc: &mut [Self],
+        ncols: usize,
+        i0: usize,
+        causal: bool,
+        scale: Self,
+        lse: &mut [Self],
+        inv: &mut [Self],
+    );
+    /// The probabilities `exp(s · scale - lse)` of the score rows, in place
+    /// (0 where a causal row cannot see the key).
+    fn prob_rows(sc: &mut [Self], ncols: usize, i0: usize, causal: bool, scale: Self, lse: &[Self]);
+    /// `dp ← p (dp - d[r]) · scale`, per row of `ncols`.
+    fn grad_score_rows(p: &[Self], dp: &mut [Self], ncols: usize, d: &[Self], scale: Self);
+    /// `d[r] = sum(g[r] · o[r])` over rows of `n`.
+    fn row_dots(g: &[Self], o: &[Self], n: usize, d: &mut [Self]);
+}
+
+/// Keys row `i` of a block can see.
+#[inline(always)]
+fn live(i: usize, ncols: usize, causal: bool) -> usize {
+    if causal { (i + 1).min(ncols) } else { ncols }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn softmax_rows_generic<T: Real>(
+    sc: &mut [T],
+    ncols: usize,
+    i0: usize,
+    causal: bool,
+    scale: T,
+    lse: &mut [T],
+    inv: &mut [T],
+    exp: impl Fn(T) -> T,
+) {
+    let neg_inf = T::of(f64::NEG_INFINITY);
+    if ncols == 0 {
+        lse.fill(neg_inf);
+        inv.fill(T::ZERO);
+        return;
+    }
+    for (r, row) in sc.chunks_exact_mut(ncols).enumerate() {
+        let (seen, hidden) = row.split_at_mut(live(i0 + r, ncols, causal));
+        hidden.fill(T::ZERO);
+        let mut mx = neg_inf;
+        for v in seen.iter_mut() {
+            *v = *v * scale;
+            if *v > mx {
+                mx = *v;
+            }
+        }
+        if mx == neg_inf {
+            // No key, or every score -inf: the row attends to nothing.
+            seen.fill(T::ZERO);
+            lse[r] = neg_inf;
+            inv[r] = T::ZERO;
+            continue;
+        }
+        for v in seen.iter_mut() {
+            *v = exp(*v - mx);
+        }
+        let sum = sum1(seen, |v| v);
+        lse[r] = mx + T::of(sum.wide().ln());
+        inv[r] = T::ONE / sum;
+    }
+}
+
+#[inline(always)]
+fn prob_rows_generic<T: Real>(
+    sc: &mut [T],
+    ncols: usize,
+    i0: usize,
+    causal: bool,
+    scale: T,
+    lse: &[T],
+    exp: impl Fn(T) -> T,
+) {
+    let neg_inf = T::of(f64::NEG_INFINITY);
+    if ncols == 0 {
+        return;
+    }
+    for (r, row) in sc.chunks_exact_mut(ncols).enumerate() {
+        let (seen, hidden) = row.split_at_mut(live(i0 + r, ncols, causal));
+        hidden.fill(T::ZERO);
+        let l = lse[r];
+        if l == neg_inf {
+            seen.fill(T::ZERO);
+            continue;
+        }
+        for v in seen.iter_mut() {
+            *v = exp(*v * scale - l);
+        }
+    }
+}
+
+#[inline(always)]
+fn grad_score_rows_generic<T: Real>(p: &[T], dp: &mut [T], ncols: usize, d: &[T], scale: T) {
+    for ((pr, dr), &dv) in p.chunks_exact(ncols).zip(dp.chunks_exact_mut(ncols)).zip(d) {
+        for (o, &pv) in dr.iter_mut().zip(pr) {
+            // A hidden key (p = 0) gets exactly 0, even beside an infinite dP.
+            *o = if pv == T::ZERO { T::ZERO } else { pv * (*o - dv) * scale };
+        }
+    }
+}
+
+#[inline(always)]
+fn row_dots_generic<T: Real>(g: &[T], o: &[T], n: usize, d: &mut [T]) {
+    for ((gr, or), dv) in g.chunks_exact(n).zip(o.chunks_exact(n)).zip(d.iter_mut()) {
+        *dv = sum2(gr, or, |a, b| a * b);
+    }
+}
+
+/// The multiversioned row kernels of one float type and its
+/// [`AttnFloat`] impl.
+macro_rules! attn_float {
+    ($t:ty, $exp:expr, $soft:ident, $prob:ident, $gs:ident, $dots:ident) => {
+        multiversion! {
+            #[allow(clippy::too_many_arguments)]
+            fn $soft(sc: &mut [$t], ncols: usize, i0: usize, causal: bool, scale: $t, lse: &mut [$t], inv: &mut [$t]) {
+                softmax_rows_generic(sc, ncols, i0, causal, scale, lse, inv, $exp)
+            }
+        }
+        multiversion! {
+            fn $prob(sc: &mut [$t], ncols: usize, i0: usize, causal: bool, scale: $t, lse: &[$t]) {
+                prob_rows_generic(sc, ncols, i0, causal, scale, lse, $exp)
+            }
+        }
+        multiversion! {
+            fn $gs(p: &[$t], dp: &mut [$t], ncols: usize, d: &[$t], scale: $t) {
+                grad_score_rows_generic(p, dp, ncols, d, scale)
+            }
+        }
+        multiversion! {
+            fn $dots(g: &[$t], o: &[$t], n: usize, d: &mut [$t]) {
+                row_dots_generic(g, o, n, d)
+            }
+        }
+        impl AttnFloat for $t {
+            fn softmax_rows(
+                sc: &mut [$t],
+                ncols: usize,
+                i0: usize,
+                causal: bool,
+                scale: $t,
+                lse: &mut [$t],
+                inv: &mut [$t],
+            ) {
+                $soft(sc, ncols, i0, causal, scale, lse, inv)
+            }
+            fn prob_rows(sc: &mut [$t], ncols: usize, i0: usize, causal: bool, scale: $t, lse: &[$t]) {
+                $prob(sc, ncols, i0, causal, scale, lse)
+            }
+            fn grad_score_rows(p: &[$t], dp: &mut [$t], ncols: usize, d: &[$t], scale: $t) {
+                $gs(p, dp, ncols, d, scale)
+            }
+            fn row_dots(g: &[$t], o: &[$t], n: usize, d: &mut [$t]) {
+                $dots(g, o, n, d)
+            }
+        }
+    };
+}
+
+attn_float!(
+    f32,
+    exp_f32_fma,
+    softmax_rows_f32,
+    prob_rows_f32,
+    grad_score_rows_f32,
+    row_dots_f32
+);
+attn_float!(
+    f64,
+    f64::exp,
+    softmax_rows_f64,
+    prob_rows_f64,
+    grad_score_rows_f64,
+    row_dots_f64
+);
+
+/// One operand's geometry: element offsets of each batch entry (any
+/// strides) and its row / column strides.
+struct Geo {
+    batch: Vec<usize>,
+    rs: usize,
+    cs: usize,
+}
+
+impl Geo {
+    fn of(t: &Tensor) -> Geo {
+        let nd = t.ndim();
+        let (shape, strides) = (&t.shape()[..nd - 2], &t.strides()[..nd - 2]);
+        let nb: usize = shape.iter().product();
+        let mut batch = Vec::with_capacity(nb);
+        let mut idx = vec![0usize; shape.len()];
+        for _ in 0..nb {
+            batch.push(idx.iter().zip(strides).map(|(i, s)| i * s).sum());
+            for d in (0..shape.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        Geo {
+            batch,
+            rs: t.strides()[nd - 2],
+            cs: t.strides()[nd - 1],
+        }
+    }
+
+    /// Rows `r0..` of batch entry `b` at `base`.
+    fn rows<T>(&self, base: usize, b: usize, r0: usize) -> Mat<T> {
+        Mat {
+            ptr: (base as *const T).wrapping_add(self.batch[b] + r0 * self.rs),
+            rs: self.rs,
+            cs: self.cs,
+        }
+    }
+
+    /// The transpose of batch entry `b`'s matrix at `base`.
+    fn transposed<T>(&self, base: usize, b: usize) -> Mat<T> {
+        Mat {
+            ptr: (base as *const T).wrapping_add(self.batch[b]),
+            rs: self.cs,
+            cs: self.rs,
+        }
+    }
+}
+
+/// A row-major `_ x cols` matrix at `ptr` (or its transpose).
+fn dense<T>(ptr: *const T, cols: usize, transposed: bool) -> Mat<T> {
+    if transposed {
+        Mat { ptr, rs: 1, cs: cols }
+    } else {
+        Mat { ptr, rs: cols, cs: 1 }
+    }
+}
+
+/// `C = A B` (`+=` with `acc`), row-major `c` of row stride `ldc`.
+///
+/// # Safety
+/// `a` and `b` view readable `m x k` / `k x n` matrices and `c` a
+/// writable `m x n` one not overlapping them, all alive for the call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm<T: Gemm>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<T>,
+    b: Mat<T>,
+    c: *mut T,
+    ldc: usize,
+    acc: bool,
+    par: bool,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !acc {
+            for r in 0..m {
+                // SAFETY: row r of c has n writable elements (the contract).
+                unsafe { std::slice::from_raw_parts_mut(c.add(r * ldc), n) }.fill(T::default());
+            }
+        }
+        return;
+    }
+    let parallel = par && m * n * k >= PARALLEL_GEMM;
+    // SAFETY: the caller's contract.
+    unsafe { T::gemm(m, n, k, a, BSrc::Mat(b), c, ldc, parallel, acc) }
+}
+
+/// Runs `f(task)` for `tasks` tasks, in parallel when there are several
+/// and the work is large.
+fn run_tasks(tasks: usize, work: usize, f: impl Fn(usize) + Sync + Send) {
+    if tasks <= 1 || work < 1 << 15 {
+        (0..tasks).for_each(f);
+    } else {
+        par_for_each(tasks, f);
+    }
+}
+
+/// The sizes of an attention call: batch entries, L, S, E, Ev.
+fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> (usize, usize, usize, usize, usize) {
+    let nd = q.ndim();
+    let nb = q.shape()[..nd - 2].iter().product();
+    (
+        nb,
+        q.shape()[nd - 2],
+        k.shape()[nd - 2],
+        q.shape()[nd - 1],
+        v.shape()[nd - 1],
+    )
+}
+
+/// Inputs widened to f32 for f16 / bf16.
+fn widen(ts: &[&Tensor]) -> Result<Vec<Tensor>> {
+    ts.iter().map(|t| t.to_dtype(DType::F32)).collect()
+}
+
+pub(crate) fn sdpa_flash_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = *downcast_op::<SdpaFlash>(op)?;
+    match inputs[0].dtype() {
+        DType::F32 => forward_typed::<f32>(op, inputs, outputs),
+        DType::F64 => forward_typed::<f64>(op, inputs, outputs),
+        DType::F16 | DType::BF16 => {
+            let w = widen(inputs)?;
+            let out = TensorOptions::new().dtype(DType::F32).zeros(outputs[0].shape())?;
+            forward_typed::<f32>(op, &[&w[0], &w[1], &w[2]], &[&out, outputs[1]])?;
+            outputs[0].copy_(&out)?;
+            Ok(())
+        }
+        d => Err(Error::dtype(NAME, d, "expects floating-point query, key and value")),
+    }
+}
+
+fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
+    let (nb, l, s, e, ev) = sizes(q, k, v);
+    if nb * l == 0 {
+        return Ok(());
+    }
+    let (gq, gk, gv) = (Geo::of(q), Geo::of(k), Geo::of(v));
+    let acc = access(NAME, &[q, k, v], outputs)?;
+    let (qp, kp, vp) = (acc.ins[0] as usize, acc.ins[1] as usize, acc.ins[2] as usize);
+    let (op_, lp) = (acc.outs[0] as usize, acc.outs[1] as usize);
+    let blocks = l.div_ceil(QB);
+    let tasks = nb * blocks;
+    let scale = T::of(op.scale);
+    run_tasks(tasks, nb * l * s * (e + ev), |t| {
+        let (b, blk) = (t / blocks, t % blocks);
+        let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
+        let m = i1 - i0;
+        let ncols = if op.causal { s.min(i1) } else { s };
+        let row0 = b * l + i0;
+        let out = (op_ as *mut T).wrapping_add(row0 * ev);
+        // SAFETY: this task alone writes rows row0..row0+m of the result
+        // and entries row0.. of the log-sum-exp, both contiguous outputs
+        // locked by `acc`.
+        let (out_rows, lse) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(out, m * ev),
+                std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m),
+            )
+        };
+        let mut sc = vec![T::ZERO; m * ncols];
+        let mut inv = vec![T::ZERO; m];
+        if ncols > 0 {
+            // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
+            // readable (locked inputs, in bounds); sc is m x ncols.
+            unsafe {
+                gemm(
+                    m,
+                    ncols,
+                    e,
+                    gq.rows(qp, b, i0),
+                    gk.transposed(kp, b),
+                    sc.as_mut_ptr(),
+                    ncols,
+                    false,
+                    tasks == 1,
+                )
+            };
+        }
+        T::softmax_rows(&mut sc, ncols, i0, op.causal, scale, lse, &mut inv);
+        // SAFETY: sc is m x ncols, v's first ncols rows of entry b are
+        // readable, the result rows are this task's (above).
+        unsafe {
+            gemm(
+                m,
+                ev,
+                ncols,
+                dense(sc.as_ptr(), ncols, false),
+                gv.rows(vp, b, 0),
+                out,
+                ev,
+                false,
+                tasks == 1,
+            )
+        };
+        if ev > 0 {
+            for (row, &f) in out_rows.chunks_exact_mut(ev).zip(&inv) {
+                for x in row {
+                    *x = *x * f;
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+pub(crate) fn sdpa_flash_backward_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let op = *downcast_op::<SdpaFlashBackward>(op)?;
+    match inputs[1].dtype() {
+        DType::F32 => backward_typed::<f32>(op, inputs, outputs),
+        DType::F64 => backward_typed::<f64>(op, inputs, outputs),
+        DType::F16 | DType::BF16 => {
+            let w = widen(inputs)?;
+            let tmp: Vec<Tensor> = outputs
+                .iter()
+                .map(|o| TensorOptions::new().dtype(DType::F32).zeros(o.shape()))
+                .collect::<Result<_>>()?;
+            let wr: Vec<&Tensor> = w.iter().collect();
+            backward_typed::<f32>(op, &wr, &[&tmp[0], &tmp[1], &tmp[2]])?;
+            for (o, t) in outputs.iter().zip(&tmp) {
+                o.copy_(t)?;
+            }
+            Ok(())
+        }
+        d => Err(Error::dtype(
+            "_scaled_dot_product_flash_attention_for_cpu_backward",
+            d,
+            "expects floating-point query, key and value",
+        )),
+    }
+}
+
+fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let (q, k, v) = (inputs[1], inputs[2], inputs[3]);
+    let (nb, l, s, e, ev) = sizes(q, k, v);
+    if outputs.iter().all(|o| o.numel() == 0) {
+        return Ok(());
+    }
+    // The result's gradient, the result and the log-sum-exp row by row.
+    let (g, o, lse) = (
+        inputs[0].contiguous()?,
+        inputs[4].contiguous()?,
+        inputs[5].contiguous()?,
+    );
+    let (gq, gk, gv) = (Geo::of(q), Geo::of(k), Geo::of(v));
+    let acc = access(
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+        &[q, k, v, &g, &o, &lse],
+        outputs,
+    )?;
+    let p = |i: usize| acc.ins[i] as usize;
+    let (qp, kp, vp, gp, opp, lp) = (p(0), p(1), p(2), p(3), p(4), p(5));
+    let (dqp, dkp, dvp) = (acc.outs[0] as usize, acc.outs[1] as usize, acc.outs[2] as usize);
+    let blocks = l.div_ceil(QB);
+    let scale = T::of(op.scale);
+    run_tasks(nb, nb * l * s * (e + ev), |b| {
+        let (dk, dv) = (
+            (dkp as *mut T).wrapping_add(b * s * e),
+            (dvp as *mut T).wrapping_add(b * s * ev),
+        );
+        // SAFETY: entry b's blocks of dk and dv are this task's alone
+        // (contiguous outputs locked by `acc`).
+        unsafe {
+            std::slice::from_raw_parts_mut(dk, s * e).fill(T::ZERO);
+            std::slice::from_raw_parts_mut(dv, s * ev).fill(T::ZERO);
+        }
+        let par = nb == 1;
+        for blk in 0..blocks {
+            let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
+            let m = i1 - i0;
+            let ncols = if op.causal { s.min(i1) } else { s };
+            let row0 = b * l + i0;
+            let dq = (dqp as *mut T).wrapping_add(row0 * e);
+            // SAFETY: rows row0..row0+m of the contiguous g, o and lse are
+            // readable (locked inputs, in bounds).
+            let (gr, or, lr) = unsafe {
+                (
+                    std::slice::from_raw_parts((gp as *const T).add(row0 * ev), m * ev),
+                    std::slice::from_raw_parts((opp as *const T).add(row0 * ev), m * ev),
+                    std::slice::from_raw_parts((lp as *const T).add(row0), m),
+                )
+            };
+            let mut pr = vec![T::ZERO; m * ncols];
+            let mut ds = vec![T::ZERO; m * ncols];
+            let mut d = vec![T::ZERO; m];
+            if ncols > 0 {
+                // SAFETY: as in the forward: q's rows, k's and v's first ncols
+                // rows of entry b and the gradient rows are readable; the
+                // scratch blocks are m x ncols.
+                unsafe {
+                    gemm(
+                        m,
+                        ncols,
+                        e,
+                        gq.rows(qp, b, i0),
+                        gk.transposed(kp, b),
+                        pr.as_mut_ptr(),
+                        ncols,
+                        false,
+                        par,
+                    );
+                    gemm(
+                        m,
+                        ncols,
+                        ev,
+                        dense(gr.as_ptr(), ev, false),
+                        gv.transposed(vp, b),
+                        ds.as_mut_ptr(),
+                        ncols,
+                        false,
+                        par,
+                    );
+                }
+            }
+            T::prob_rows(&mut pr, ncols, i0, op.causal, scale, lr);
+            if ev > 0 {
+                T::row_dots(gr, or, ev, &mut d);
+            }
+            T::grad_score_rows(&pr, &mut ds, ncols.max(1), &d, scale);
+            // SAFETY: dq's rows of this block, and dk's / dv's first ncols
+            // rows of entry b, are this task's; the sources are the scratch
+            // blocks, k, q and the gradient rows (readable, in bounds).
+            unsafe {
+                gemm(
+                    m,
+                    e,
+                    ncols,
+                    dense(ds.as_ptr(), ncols, false),
+                    gk.rows(kp, b, 0),
+                    dq,
+                    e,
+                    false,
+                    par,
+                );
+                gemm(
+                    ncols,
+                    e,
+                    m,
+                    dense(ds.as_ptr(), ncols, true),
+                    gq.rows(qp, b, i0),
+                    dk,
+                    e,
+                    true,
+                    par,
+                );
+                gemm(
+                    ncols,
+                    ev,
+                    m,
+                    dense(pr.as_ptr(), ncols, true),
+                    dense(gr.as_ptr(), ev, false),
+                    dv,
+                    ev,
+                    true,
+                    par,
+                );
+            }
+        }
+    });
+    Ok(())
+}
