@@ -65,6 +65,39 @@ fn live(i: usize, ncols: usize, causal: bool) -> usize {
     if causal { (i + 1).min(ncols) } else { ncols }
 }
 
+/// Lanes of the rows' maximum.
+const ML: usize = 16;
+
+/// Multiplies `xs` by `scale` in place and returns the maximum (NaN
+/// ignored: it reaches the result through the exponentials), in [`ML`]
+/// lanes so the loop vectorises.
+#[inline(always)]
+fn scale_max<T: Real>(xs: &mut [T], scale: T) -> T {
+    let mut acc = [T::of(f64::NEG_INFINITY); ML];
+    let mut chunks = xs.chunks_exact_mut(ML);
+    for c in &mut chunks {
+        for k in 0..ML {
+            let v = c[k] * scale;
+            c[k] = v;
+            acc[k] = if v > acc[k] { v } else { acc[k] };
+        }
+    }
+    let rest = chunks.into_remainder();
+    for v in rest.iter_mut() {
+        *v = *v * scale;
+    }
+    max_finish(&acc, rest)
+}
+
+/// [`scale_max`]'s end: the lanes and the tail. Out of line, as
+/// `norm::finish`, so the main loop keeps whole vectors.
+#[inline(never)]
+fn max_finish<T: Real>(acc: &[T; ML], rest: &[T]) -> T {
+    acc.iter()
+        .chain(rest)
+        .fold(T::of(f64::NEG_INFINITY), |m, &v| if v > m { v } else { m })
+}
+
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn softmax_rows_generic<T: Real>(
@@ -86,13 +119,7 @@ fn softmax_rows_generic<T: Real>(
     for (r, row) in sc.chunks_exact_mut(ncols).enumerate() {
         let (seen, hidden) = row.split_at_mut(live(i0 + r, ncols, causal));
         hidden.fill(T::ZERO);
-        let mut mx = neg_inf;
-        for v in seen.iter_mut() {
-            *v = *v * scale;
-            if *v > mx {
-                mx = *v;
-            }
-        }
+        let mx = scale_max(seen, scale);
         if mx == neg_inf {
             // No key, or every score -inf: the row attends to nothing.
             seen.fill(T::ZERO);
@@ -495,6 +522,9 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
             std::slice::from_raw_parts_mut(dv, s * ev).fill(T::ZERO);
         }
         let par = nb == 1;
+        // Scratch for the largest block, reused (every block overwrites what it reads).
+        let most = QB.min(l) * s;
+        let (mut pr_buf, mut ds_buf, mut d_buf) = (vec![T::ZERO; most], vec![T::ZERO; most], vec![T::ZERO; QB]);
         for blk in 0..blocks {
             let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
             let m = i1 - i0;
@@ -510,9 +540,7 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                     std::slice::from_raw_parts((lp as *const T).add(row0), m),
                 )
             };
-            let mut pr = vec![T::ZERO; m * ncols];
-            let mut ds = vec![T::ZERO; m * ncols];
-            let mut d = vec![T::ZERO; m];
+            let (pr, ds, d) = (&mut pr_buf[..m * ncols], &mut ds_buf[..m * ncols], &mut d_buf[..m]);
             if ncols > 0 {
                 // SAFETY: as in the forward: q's rows, k's and v's first ncols
                 // rows of entry b and the gradient rows are readable; the
@@ -542,11 +570,13 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                     );
                 }
             }
-            T::prob_rows(&mut pr, ncols, i0, op.causal, scale, lr);
+            T::prob_rows(pr, ncols, i0, op.causal, scale, lr);
             if ev > 0 {
-                T::row_dots(gr, or, ev, &mut d);
+                T::row_dots(gr, or, ev, d);
+            } else {
+                d.fill(T::ZERO);
             }
-            T::grad_score_rows(&pr, &mut ds, ncols.max(1), &d, scale);
+            T::grad_score_rows(pr, ds, ncols.max(1), d, scale);
             // SAFETY: dq's rows of this block, and dk's / dv's first ncols
             // rows of entry b, are this task's; the sources are the scratch
             // blocks, k, q and the gradient rows (readable, in bounds).

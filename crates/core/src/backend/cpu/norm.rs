@@ -161,6 +161,31 @@ fn sum3<T: Real>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T) -> T {
     finish(&acc, &t, n - split)
 }
 
+/// `(sum(f(a, b, c).0), sum(f(a, b, c).1))` in one pass, each in [`L`]
+/// fixed lanes (the same bits as two separate sums).
+#[inline(always)]
+fn sum3_pair<T: Real>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> (T, T)) -> (T, T) {
+    let (mut acc0, mut acc1) = ([T::ZERO; L], [T::ZERO; L]);
+    let n = a.len().min(b.len()).min(c.len());
+    let split = n - n % L;
+    for ((ca, cb), cc) in a[..split]
+        .chunks_exact(L)
+        .zip(b[..split].chunks_exact(L))
+        .zip(c[..split].chunks_exact(L))
+    {
+        for k in 0..L {
+            let (u, v) = f(ca[k], cb[k], cc[k]);
+            acc0[k] = acc0[k] + u;
+            acc1[k] = acc1[k] + v;
+        }
+    }
+    let (mut t0, mut t1) = ([T::ZERO; L], [T::ZERO; L]);
+    for (k, ((&x, &y), &z)) in a[split..n].iter().zip(&b[split..n]).zip(&c[split..n]).enumerate() {
+        (t0[k], t1[k]) = f(x, y, z);
+    }
+    (finish(&acc0, &t0, n - split), finish(&acc1, &t1, n - split))
+}
+
 /// The mean as `shift + delta` (`shift` the first element, `delta` the
 /// mean of the offsets from it, so a large mean costs no precision: `x -
 /// mean` is computed as `(x - shift) - delta`) and the reciprocal standard
@@ -234,6 +259,32 @@ fn ln_bwd_rows<T: Real>(
     for r in 0..mean.len() {
         let (dyr, xr) = (&dy[r * n..(r + 1) * n], &x[r * n..(r + 1) * n]);
         let (m, a) = (mean[r], rstd[r]);
+        if let (Some(w), Some(dx), Some(dw), Some(db)) = (w, dx.as_deref_mut(), dw.as_deref_mut(), db.as_deref_mut()) {
+            // Every gradient (the usual case): one pass writes the row's dx
+            // and adds its terms to dw and db (the same operations as the
+            // separate loops below, so the same bits).
+            let dxr = &mut dx[r * n..(r + 1) * n];
+            let (ds, dbs) = sum3_pair(dyr, xr, w, |d, x, w| {
+                let dw = d * w;
+                (dw * x, dw)
+            });
+            let b = (dbs * m - ds) * a * a * a * scale;
+            let c = -b * m - dbs * a * scale;
+            let sh = -a * m;
+            for (((((o, &d), &xv), &wv), gw), gb) in dxr
+                .iter_mut()
+                .zip(dyr)
+                .zip(xr)
+                .zip(w)
+                .zip(dw.iter_mut())
+                .zip(db.iter_mut())
+            {
+                *o = a * d * wv + b * xv + c;
+                *gw = *gw + d * (a * xv + sh);
+                *gb = *gb + d;
+            }
+            continue;
+        }
         if let Some(dx) = dx.as_deref_mut() {
             let dxr = &mut dx[r * n..(r + 1) * n];
             let (ds, dbs) = match w {
