@@ -342,6 +342,44 @@ unsafe fn gemm<T: Gemm>(
     unsafe { T::gemm(m, n, k, a, BSrc::Mat(b), c, ldc, parallel, acc) }
 }
 
+/// `sc = q kᵀ` for batch entry `b`, query rows `i0..` (as many as `sc`
+/// holds rows of `ncols`) and the first `ncols` keys, over `e` dims; nothing
+/// when `ncols` is 0.
+///
+/// # Safety
+/// `qp` / `kp` are the locked data of the tensors `gq` / `gk` describe,
+/// with those rows in bounds.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scores_into<T: Gemm>(
+    gq: &Geo,
+    qp: usize,
+    gk: &Geo,
+    kp: usize,
+    (b, i0, e): (usize, usize, usize),
+    sc: &mut [T],
+    ncols: usize,
+    par: bool,
+) {
+    if ncols == 0 {
+        return;
+    }
+    let m = sc.len() / ncols;
+    // SAFETY: the caller's contract; `sc` is m x ncols.
+    unsafe {
+        gemm(
+            m,
+            ncols,
+            e,
+            gq.rows(qp, b, i0),
+            gk.transposed(kp, b),
+            sc.as_mut_ptr(),
+            ncols,
+            false,
+            par,
+        )
+    }
+}
+
 /// Runs `f(task)` for `tasks` tasks, in parallel when there are several
 /// and the work is large.
 fn run_tasks(tasks: usize, work: usize, f: impl Fn(usize) + Sync + Send) {
@@ -417,23 +455,9 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
         };
         let mut sc = vec![T::ZERO; m * ncols];
         let mut inv = vec![T::ZERO; m];
-        if ncols > 0 {
-            // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
-            // readable (locked inputs, in bounds); sc is m x ncols.
-            unsafe {
-                gemm(
-                    m,
-                    ncols,
-                    e,
-                    gq.rows(qp, b, i0),
-                    gk.transposed(kp, b),
-                    sc.as_mut_ptr(),
-                    ncols,
-                    false,
-                    tasks == 1,
-                )
-            };
-        }
+        // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
+        // readable (locked inputs, in bounds).
+        unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, e), &mut sc, ncols, tasks == 1) };
         T::softmax_rows(&mut sc, ncols, i0, op.causal, scale, lse, &mut inv);
         // SAFETY: sc is m x ncols, v's first ncols rows of entry b are
         // readable, the result rows are this task's (above).
@@ -546,17 +570,7 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                 // rows of entry b and the gradient rows are readable; the
                 // scratch blocks are m x ncols.
                 unsafe {
-                    gemm(
-                        m,
-                        ncols,
-                        e,
-                        gq.rows(qp, b, i0),
-                        gk.transposed(kp, b),
-                        pr.as_mut_ptr(),
-                        ncols,
-                        false,
-                        par,
-                    );
+                    scores_into(&gq, qp, &gk, kp, (b, i0, e), pr, ncols, par);
                     gemm(
                         m,
                         ncols,
