@@ -139,28 +139,6 @@ pub(crate) fn sum2<T: Real>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
     finish(&acc, &t, n - split)
 }
 
-/// `sum(f(a[i], b[i], c[i]))` in [`L`] fixed lanes.
-#[inline(always)]
-fn sum3<T: Real>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T) -> T {
-    let mut acc = [T::ZERO; L];
-    let n = a.len().min(b.len()).min(c.len());
-    let split = n - n % L;
-    for ((ca, cb), cc) in a[..split]
-        .chunks_exact(L)
-        .zip(b[..split].chunks_exact(L))
-        .zip(c[..split].chunks_exact(L))
-    {
-        for k in 0..L {
-            acc[k] = acc[k] + f(ca[k], cb[k], cc[k]);
-        }
-    }
-    let mut t = [T::ZERO; L];
-    for (o, ((&x, &y), &z)) in t.iter_mut().zip(a[split..n].iter().zip(&b[split..n]).zip(&c[split..n])) {
-        *o = f(x, y, z);
-    }
-    finish(&acc, &t, n - split)
-}
-
 /// `(sum(f(a, b, c).0), sum(f(a, b, c).1))` in one pass, each in [`L`]
 /// fixed lanes (the same bits as two separate sums).
 #[inline(always)]
@@ -240,6 +218,22 @@ fn ln_row<T: Real>(x: &[T], y: &mut [T], w: Option<&[T]>, b: Option<&[T]>, eps: 
     (shift + delta, rstd)
 }
 
+/// The coefficients `(b, c)` of a layer-norm row's input gradient
+/// `dx = a * dy * w + b * x + c` (`a` the row's rstd, `m` its mean), from
+/// the row's sums of `dy * w * x` and `dy * w` (`w` = 1 when absent).
+#[inline(always)]
+fn dx_coefficients<T: Real>(dyr: &[T], xr: &[T], w: Option<&[T]>, m: T, a: T, scale: T) -> (T, T) {
+    let (ds, dbs) = match w {
+        Some(w) => sum3_pair(dyr, xr, w, |d, x, w| {
+            let dw = d * w;
+            (dw * x, dw)
+        }),
+        None => (sum2(dyr, xr, |d, x| d * x), sum1(dyr, |d| d)),
+    };
+    let b = (dbs * m - ds) * a * a * a * scale;
+    (b, -b * m - dbs * a * scale)
+}
+
 /// The rows' part of a layer norm's backward: `dx` of each row, and the
 /// rows' sums of `dy * xhat` and `dy` into `dw` / `db`.
 #[inline(always)]
@@ -264,12 +258,7 @@ fn ln_bwd_rows<T: Real>(
             // and adds its terms to dw and db (the same operations as the
             // separate loops below, so the same bits).
             let dxr = &mut dx[r * n..(r + 1) * n];
-            let (ds, dbs) = sum3_pair(dyr, xr, w, |d, x, w| {
-                let dw = d * w;
-                (dw * x, dw)
-            });
-            let b = (dbs * m - ds) * a * a * a * scale;
-            let c = -b * m - dbs * a * scale;
+            let (b, c) = dx_coefficients(dyr, xr, Some(w), m, a, scale);
             let sh = -a * m;
             for (((((o, &d), &xv), &wv), gw), gb) in dxr
                 .iter_mut()
@@ -287,12 +276,7 @@ fn ln_bwd_rows<T: Real>(
         }
         if let Some(dx) = dx.as_deref_mut() {
             let dxr = &mut dx[r * n..(r + 1) * n];
-            let (ds, dbs) = match w {
-                Some(w) => (sum3(dyr, xr, w, |d, x, w| d * w * x), sum2(dyr, w, |d, w| d * w)),
-                None => (sum2(dyr, xr, |d, x| d * x), sum1(dyr, |d| d)),
-            };
-            let b = (dbs * m - ds) * a * a * a * scale;
-            let c = -b * m - dbs * a * scale;
+            let (b, c) = dx_coefficients(dyr, xr, w, m, a, scale);
             match w {
                 Some(w) => {
                     for (((o, &d), &xv), &wv) in dxr.iter_mut().zip(dyr).zip(xr).zip(w) {
