@@ -75,6 +75,12 @@ fn run() -> Result<()> {
     let which = args.get(1).map(String::as_str).unwrap_or("chain50");
     let iters: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     COUNTING.store(std::env::var_os("FT_COUNT_ALLOCS").is_some(), Ordering::Relaxed);
+    // FT_PROFILE=1: the loop runs under a recording profiler (what
+    // recording costs per op; bench/profiler_overhead.sh).
+    let profiler = match std::env::var_os("FT_PROFILE") {
+        Some(_) => Some(ferrotorch::profiler::start(Default::default())?),
+        None => None,
+    };
     let a0 = ALLOCS.load(Ordering::Relaxed);
     let t0 = std::time::Instant::now();
     match which {
@@ -289,6 +295,9 @@ fn run() -> Result<()> {
         }
     }
     let per = t0.elapsed().as_secs_f64() / iters as f64;
+    if let Some(p) = profiler {
+        eprintln!("{which}: {} events recorded", p.stop().events().len());
+    }
     let allocs = (ALLOCS.load(Ordering::Relaxed) - a0) as f64 / iters as f64;
     if COUNTING.load(Ordering::Relaxed) {
         println!("{which}: {:.3} us per iteration, {allocs:.1} allocations", per * 1e6);

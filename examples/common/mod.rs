@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each example uses the part it needs
 
+pub mod profile;
+
 use std::path::Path;
 
 use plotters::prelude::*;

@@ -102,6 +102,10 @@ struct Args {
     /// Sample among the k most likely characters only (0: all).
     #[arg(long, default_value_t = 20)]
     top_k: usize,
+    /// Profile a few training steps after warm-up instead of training:
+    /// print the operators by self CPU time, write the Chrome trace here.
+    #[arg(long)]
+    profile: Option<PathBuf>,
 }
 
 /// The corpus as token ids, with its alphabet.
@@ -337,6 +341,17 @@ fn main() -> BoxResult<()> {
     })?;
 
     let g = Generator::new(args.seed);
+    if let Some(path) = &args.profile {
+        return common::profile::profile_steps(path, || {
+            let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
+            let loss = loss_of(&model, &x, &y)?;
+            opt.zero_grad()?;
+            loss.backward()?;
+            opt.step()?;
+            sched.step(&mut opt)?;
+            Ok(())
+        });
+    }
     let first = match &args.resume {
         Some(path) => {
             let step = load_checkpoint(path, &args, &model, &mut opt, &mut sched, &g)?;

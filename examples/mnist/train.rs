@@ -74,6 +74,10 @@ pub struct Args {
     /// of each epoch and at `--stop-after`).
     #[arg(long, default_value_t = 0)]
     checkpoint_every: usize,
+    /// Profile a few training steps after warm-up instead of training:
+    /// print the operators by self CPU time, write the Chrome trace here.
+    #[arg(long)]
+    profile: Option<PathBuf>,
 }
 
 /// The seed's `MLP(nn.Module)`: `self.net = nn.Sequential(...)`.
@@ -281,6 +285,20 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         }
         None => Progress::default(),
     };
+    if let Some(path) = &args.profile {
+        let mut batches = train_loader.iter()?;
+        crate::common::profile::profile_steps(path, || {
+            let (images, labels) = batches
+                .next()
+                .ok_or("--profile: the training set has too few batches")??;
+            let loss = criterion.forward(&model.call(&images)?, &labels)?;
+            loss.backward()?;
+            optimizer.step()?;
+            optimizer.zero_grad()?;
+            Ok(())
+        })?;
+        return Ok(None);
+    }
     let n_params: usize = model.parameters().iter().map(|p| p.tensor().numel()).sum();
     println!(
         "{:?}: {n_params} parameters; {n_train} training and {n_test} test images; batch {}, {} workers",

@@ -31,6 +31,9 @@ pub(crate) fn register() -> Result<()> {
     crate::cpu::register_kernels()?;
     crate::ops::register_composites()?;
     dispatch::register_fallback_builtin(DispatchKey::Autograd, crate::autograd::layer::autograd_layer)?;
+    #[cfg(not(ferrotorch_no_profiler))]
+    dispatch::register_fallback_builtin(DispatchKey::Profiler, crate::profiler::profiler_layer)?;
+    crate::amp::register_autocast_kernels()?;
     dispatch::set_out_copy(crate::ops::copy_into)?;
     Ok(())
 }

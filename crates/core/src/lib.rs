@@ -16,13 +16,16 @@
 
 #![warn(missing_docs)]
 
+pub mod amp;
 pub mod autograd;
 pub mod backend;
 mod builtins;
 mod device;
 mod dtype;
 mod error;
+pub mod memory;
 pub mod ops;
+pub mod profiler;
 pub mod random;
 mod random_state;
 mod scalar;

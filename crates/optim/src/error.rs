@@ -64,6 +64,11 @@ pub enum Error {
     /// A learning-rate scheduler's bad argument or use (PyTorch's message).
     #[error("{0}")]
     Scheduler(String),
+    /// A `GradScaler` used out of order or given bad options (PyTorch's
+    /// message: `unscale_() has already been called on this optimizer
+    /// since the last update().`).
+    #[error("{0}")]
+    GradScaler(String),
     /// An error of a tensor operation.
     #[error(transparent)]
     Tensor(#[from] ferrotorch_core::Error),

@@ -239,6 +239,8 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
         // A node that received no gradient at all (upstream formulas gave
         // none, as PyTorch's norm of order 0) passes none on, unrun.
         let mut outputs = if runs(i) && grads.iter().any(Option::is_some) {
+            // The node as one event of a running profiler (nothing otherwise).
+            let _scope = crate::profiler::node_scope(|| node.name());
             let mut out = node.backward_fn().apply(node, &grads).map_err(|e| {
                 if super::is_anomaly_enabled() {
                     Error::invalid(

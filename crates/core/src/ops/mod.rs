@@ -10,6 +10,7 @@ pub mod activation;
 pub mod activation_backward;
 pub mod addmm;
 pub mod attention;
+pub mod autocast_lists;
 pub mod binary;
 pub mod binary_math;
 pub mod bucket;

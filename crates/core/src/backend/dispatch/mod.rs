@@ -27,6 +27,7 @@ pub(crate) use backend::{CpuBackend, MetaBackend, register_backend_builtin};
 pub(crate) use backward::SavedValues;
 pub use backward::{BackwardCtx, Saves, TensorMeta};
 pub use key::{ALL_KEYS, DispatchKey, DispatchKeySet, NUM_KEYS};
+pub(crate) use op::find_op_builtin;
 pub use op::{
     Call, FunctionalFn, Kernel, LayerFn, Op, OpClone, OpEntry, OutSpec, OutSpecs, Slot, StructuredFn, Tensors,
     downcast_op, find_op, registered_ops,
@@ -141,6 +142,23 @@ pub fn include_keys(keys: DispatchKeySet) -> KeyGuard {
 pub fn exclude_keys(keys: DispatchKeySet) -> KeyGuard {
     let g = guard();
     TLS_EXCLUDED.with(|c| c.set(c.get().union(keys)));
+    g
+}
+
+/// Switches `key` on (included, and no longer excluded) or off (excluded,
+/// and no longer included) for every call on this thread until the guard
+/// drops: how a nested `autocast(enabled=...)` overrides an outer one.
+pub fn set_key_enabled(key: DispatchKey, on: bool) -> KeyGuard {
+    let g = guard();
+    let k = DispatchKeySet::of(key);
+    let (inc, exc) = (TLS_INCLUDED.with(Cell::get), TLS_EXCLUDED.with(Cell::get));
+    if on {
+        TLS_INCLUDED.with(|c| c.set(inc.union(k)));
+        TLS_EXCLUDED.with(|c| c.set(exc.minus(k)));
+    } else {
+        TLS_INCLUDED.with(|c| c.set(inc.minus(k)));
+        TLS_EXCLUDED.with(|c| c.set(exc.union(k)));
+    }
     g
 }
 

@@ -454,6 +454,12 @@ pub fn registered_ops() -> Vec<&'static OpEntry> {
 /// ```
 pub fn find_op(name: &str) -> Option<&'static OpEntry> {
     let _ = super::ensure_init();
+    find_op_builtin(name)
+}
+
+/// [`find_op`] during start-up registration (which `find_op` would wait for):
+/// finds the operators registered so far.
+pub(crate) fn find_op_builtin(name: &str) -> Option<&'static OpEntry> {
     let name = name.strip_prefix("aten::").unwrap_or(name);
     let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(e) = registry.iter().find(|e| e.name == name) {

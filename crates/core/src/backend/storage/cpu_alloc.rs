@@ -19,9 +19,10 @@
 //! block; allocation counts per thread, added up when read.
 
 use std::alloc::{self, Layout as AllocLayout};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::{Device, Error, Result};
@@ -119,57 +120,116 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
 }
 
 /// Counters of the CPU allocator (bytes unless named otherwise).
+///
+/// Byte figures count whole size classes (a 20-byte request holds a
+/// 32-byte block), as PyTorch's caching allocators count their blocks.
+/// Memory borrowed from a file mapping is not counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryStats {
-    /// Bytes in live buffers.
+    /// Bytes in live buffers (`torch.cuda.memory_allocated`'s figure).
     pub allocated: usize,
     /// Highest `allocated` since the last [`reset_peak_memory_stats`].
     pub peak_allocated: usize,
     /// Bytes held from the system: live buffers plus cached free blocks.
     pub reserved: usize,
+    /// Highest `reserved` since the last [`reset_peak_memory_stats`].
+    pub peak_reserved: usize,
     /// Bytes in cached free blocks.
     pub cached: usize,
     /// Number of allocations served.
     pub num_allocs: usize,
-    /// How many of them were served from the cache.
+    /// Number of buffers freed.
+    pub num_frees: usize,
+    /// How many of the allocations were served from the cache.
     pub num_cache_hits: usize,
+    /// Bytes allocated in total (every allocation's block, summed).
+    pub total_allocated: u64,
+    /// Bytes freed in total.
+    pub total_freed: u64,
+    /// Requests that failed for want of memory.
+    pub num_ooms: usize,
+}
+
+impl MemoryStats {
+    /// Buffers alive now (`num_allocs - num_frees`; buffers allocated
+    /// before a thread's counters were read may make it lag by a few).
+    pub fn active_allocs(&self) -> usize {
+        self.num_allocs.saturating_sub(self.num_frees)
+    }
 }
 
 struct Allocator {
     free: Mutex<BTreeMap<usize, Vec<usize>>>,
     allocated: AtomicUsize,
     peak: AtomicUsize,
+    peak_reserved: AtomicUsize,
     cached: AtomicUsize,
     hits: AtomicUsize,
+    ooms: AtomicUsize,
 }
 
 static ALLOC: Allocator = Allocator {
     free: Mutex::new(BTreeMap::new()),
     allocated: AtomicUsize::new(0),
     peak: AtomicUsize::new(0),
+    peak_reserved: AtomicUsize::new(0),
     cached: AtomicUsize::new(0),
     hits: AtomicUsize::new(0),
+    ooms: AtomicUsize::new(0),
 };
 
-/// Allocation counts are kept per thread (one shared counter would be one
-/// more read-modify-write on every tensor) and added up by `memory_stats`:
-/// the live threads' counters, plus what exited threads counted.
+/// Allocation counts and byte totals are kept per thread (shared counters
+/// would be more read-modify-writes on every tensor) and added up by
+/// `memory_stats`: the live threads' counters, plus what exited threads
+/// counted.
 struct AllocCounts {
-    live: Mutex<Vec<Arc<AtomicUsize>>>,
-    retired: AtomicUsize,
+    live: Mutex<Vec<Arc<ThreadCounters>>>,
+    retired: ThreadCounters,
+}
+
+/// One thread's counters (only that thread writes them).
+#[derive(Default)]
+struct ThreadCounters {
+    allocs: AtomicUsize,
+    frees: AtomicUsize,
+    bytes_allocated: AtomicU64,
+    bytes_freed: AtomicU64,
+}
+
+impl ThreadCounters {
+    const fn new() -> Self {
+        ThreadCounters {
+            allocs: AtomicUsize::new(0),
+            frees: AtomicUsize::new(0),
+            bytes_allocated: AtomicU64::new(0),
+            bytes_freed: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds `other`'s counts with read-modify-writes (the exited threads' total).
+    fn absorb(&self, other: &ThreadCounters) {
+        self.allocs
+            .fetch_add(other.allocs.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.frees
+            .fetch_add(other.frees.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.bytes_allocated
+            .fetch_add(other.bytes_allocated.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.bytes_freed
+            .fetch_add(other.bytes_freed.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
 }
 
 static COUNTS: AllocCounts = AllocCounts {
     live: Mutex::new(Vec::new()),
-    retired: AtomicUsize::new(0),
+    retired: ThreadCounters::new(),
 };
 
-/// This thread's allocation counter, registered in [`COUNTS`] while it lives.
-struct ThreadCount(Arc<AtomicUsize>);
+/// This thread's counters, registered in [`COUNTS`] while it lives.
+struct ThreadCount(Arc<ThreadCounters>);
 
 impl ThreadCount {
     fn register() -> ThreadCount {
-        let c = Arc::new(AtomicUsize::new(0));
+        let c = Arc::new(ThreadCounters::default());
         COUNTS.live.lock().unwrap_or_else(|e| e.into_inner()).push(c.clone());
         ThreadCount(c)
     }
@@ -177,33 +237,102 @@ impl ThreadCount {
 
 impl Drop for ThreadCount {
     fn drop(&mut self) {
-        // Under the lock, so a reader never sees the count twice or not at all.
+        // Under the lock, so a reader never sees the counts twice or not at all.
         let mut live = COUNTS.live.lock().unwrap_or_else(|e| e.into_inner());
-        COUNTS
-            .retired
-            .fetch_add(self.0.load(Ordering::Relaxed), Ordering::Relaxed);
+        COUNTS.retired.absorb(&self.0);
         live.retain(|c| !Arc::ptr_eq(c, &self.0));
     }
 }
 
 thread_local! {
     static THREAD_COUNT: ThreadCount = ThreadCount::register();
+    /// Whether this thread's allocations and frees are also added to
+    /// [`TRACE_BYTES`] (while a profiler with `profile_memory` runs on it).
+    static TRACE_ON: Cell<bool> = const { Cell::new(false) };
+    /// Bytes allocated and freed on this thread while tracing was on.
+    static TRACE_BYTES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
-/// Counts one allocation on this thread's counter (only this thread writes
-/// it: a plain load and store, no locked instruction).
-fn count_alloc() {
-    let counted = THREAD_COUNT.try_with(|c| c.0.store(c.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed));
+/// Counts one allocation of `class` bytes on this thread.
+fn count_alloc(class: usize) {
+    let counted = THREAD_COUNT.try_with(|c| {
+        let c = &c.0;
+        // Only this thread writes them: plain loads and stores, no locked instruction.
+        c.allocs.store(c.allocs.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        c.bytes_allocated.store(
+            c.bytes_allocated.load(Ordering::Relaxed) + class as u64,
+            Ordering::Relaxed,
+        );
+    });
     if counted.is_err() {
         // At thread exit: straight into the exited threads' total.
-        COUNTS.retired.fetch_add(1, Ordering::Relaxed);
+        COUNTS.retired.allocs.fetch_add(1, Ordering::Relaxed);
+        COUNTS
+            .retired
+            .bytes_allocated
+            .fetch_add(class as u64, Ordering::Relaxed);
+    }
+    trace(class, true);
+}
+
+/// Counts one freed block of `class` bytes on this thread.
+fn count_free(class: usize) {
+    let counted = THREAD_COUNT.try_with(|c| {
+        let c = &c.0;
+        c.frees.store(c.frees.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        c.bytes_freed
+            .store(c.bytes_freed.load(Ordering::Relaxed) + class as u64, Ordering::Relaxed);
+    });
+    if counted.is_err() {
+        COUNTS.retired.frees.fetch_add(1, Ordering::Relaxed);
+        COUNTS.retired.bytes_freed.fetch_add(class as u64, Ordering::Relaxed);
+    }
+    trace(class, false);
+}
+
+/// Adds a block to this thread's traced bytes when tracing is on.
+#[inline]
+fn trace(class: usize, allocated: bool) {
+    if cfg!(not(ferrotorch_no_profiler)) && TRACE_ON.try_with(Cell::get).unwrap_or(false) {
+        TRACE_BYTES.with(|t| {
+            let (a, f) = t.get();
+            t.set(if allocated {
+                (a + class as u64, f)
+            } else {
+                (a, f + class as u64)
+            });
+        });
     }
 }
 
-/// Allocations served so far, on every thread.
-fn num_allocs() -> usize {
+/// Switches the tracing of this thread's allocated and freed bytes on or
+/// off (the profiler's `profile_memory`); returns the previous setting.
+pub(crate) fn set_thread_memory_tracing(on: bool) -> bool {
+    TRACE_ON.with(|t| t.replace(on))
+}
+
+/// Bytes allocated and freed on this thread while tracing was on.
+pub(crate) fn thread_traced_bytes() -> (u64, u64) {
+    TRACE_BYTES.with(Cell::get)
+}
+
+/// The per-thread counters added up: (allocations, frees, bytes allocated, bytes freed).
+fn counter_totals() -> (usize, usize, u64, u64) {
     let live = COUNTS.live.lock().unwrap_or_else(|e| e.into_inner());
-    live.iter().map(|c| c.load(Ordering::Relaxed)).sum::<usize>() + COUNTS.retired.load(Ordering::Relaxed)
+    let r = &COUNTS.retired;
+    let mut t = (
+        r.allocs.load(Ordering::Relaxed),
+        r.frees.load(Ordering::Relaxed),
+        r.bytes_allocated.load(Ordering::Relaxed),
+        r.bytes_freed.load(Ordering::Relaxed),
+    );
+    for c in live.iter() {
+        t.0 += c.allocs.load(Ordering::Relaxed);
+        t.1 += c.frees.load(Ordering::Relaxed);
+        t.2 += c.bytes_allocated.load(Ordering::Relaxed);
+        t.3 += c.bytes_freed.load(Ordering::Relaxed);
+    }
+    t
 }
 
 /// The size class of a request: whole pages from 64 KiB up, else a multiple
@@ -234,6 +363,7 @@ fn layout_of_allocated(class: usize) -> AllocLayout {
 
 /// The error for a request the allocator cannot serve.
 fn out_of_memory(nbytes: usize) -> Error {
+    ALLOC.ooms.fetch_add(1, Ordering::Relaxed);
     Error::OutOfMemory {
         op: "allocate",
         nbytes,
@@ -333,11 +463,15 @@ impl CpuBuffer {
                 ptr
             }
         };
-        count_alloc();
+        count_alloc(class);
         let now = ALLOC.allocated.fetch_add(class, Ordering::Relaxed) + class;
         // A plain load first: the read-modify-write only when a new peak is set.
         if now > ALLOC.peak.load(Ordering::Relaxed) {
             ALLOC.peak.fetch_max(now, Ordering::Relaxed);
+        }
+        let reserved = now + ALLOC.cached.load(Ordering::Relaxed);
+        if reserved > ALLOC.peak_reserved.load(Ordering::Relaxed) {
+            ALLOC.peak_reserved.fetch_max(reserved, Ordering::Relaxed);
         }
         Ok(CpuBuffer {
             ptr,
@@ -408,6 +542,7 @@ impl Drop for CpuBuffer {
             return;
         }
         ALLOC.allocated.fetch_sub(self.class, Ordering::Relaxed);
+        count_free(self.class);
         if self.class >= CACHE_MIN && ALLOC.cached.load(Ordering::Relaxed) + self.class <= CACHE_LIMIT {
             ALLOC.cached.fetch_add(self.class, Ordering::Relaxed);
             ALLOC
@@ -429,24 +564,63 @@ impl Drop for CpuBuffer {
 }
 
 /// Current CPU allocator statistics.
+///
+/// ```
+/// use ferrotorch_core::{Tensor, memory_stats};
+/// let before = memory_stats();
+/// let t = Tensor::zeros([1024, 1024])?;
+/// let after = memory_stats();
+/// assert!(after.total_allocated >= before.total_allocated + 4 << 20);
+/// assert!(after.peak_allocated >= 4 << 20);
+/// # drop(t);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
 pub fn memory_stats() -> MemoryStats {
     let allocated = ALLOC.allocated.load(Ordering::Relaxed);
     let cached = ALLOC.cached.load(Ordering::Relaxed);
+    let (num_allocs, num_frees, total_allocated, total_freed) = counter_totals();
     MemoryStats {
         allocated,
         peak_allocated: ALLOC.peak.load(Ordering::Relaxed),
         reserved: allocated + cached,
+        peak_reserved: ALLOC.peak_reserved.load(Ordering::Relaxed).max(allocated + cached),
         cached,
-        num_allocs: num_allocs(),
+        num_allocs,
+        num_frees,
         num_cache_hits: ALLOC.hits.load(Ordering::Relaxed),
+        total_allocated,
+        total_freed,
+        num_ooms: ALLOC.ooms.load(Ordering::Relaxed),
     }
 }
 
-/// Resets `peak_allocated` to the current `allocated`.
+/// Bytes in live CPU buffers (`torch.cuda.memory_allocated`'s figure for
+/// the CPU allocator).
+pub fn memory_allocated() -> usize {
+    ALLOC.allocated.load(Ordering::Relaxed)
+}
+
+/// The highest [`memory_allocated`] since the last [`reset_peak_memory_stats`].
+pub fn max_memory_allocated() -> usize {
+    ALLOC.peak.load(Ordering::Relaxed)
+}
+
+/// Bytes held from the system: live buffers plus cached free blocks.
+pub fn memory_reserved() -> usize {
+    ALLOC.allocated.load(Ordering::Relaxed) + ALLOC.cached.load(Ordering::Relaxed)
+}
+
+/// The highest [`memory_reserved`] since the last [`reset_peak_memory_stats`].
+pub fn max_memory_reserved() -> usize {
+    ALLOC.peak_reserved.load(Ordering::Relaxed).max(memory_reserved())
+}
+
+/// Resets `peak_allocated` and `peak_reserved` to the current figures.
 pub fn reset_peak_memory_stats() {
     ALLOC
         .peak
         .store(ALLOC.allocated.load(Ordering::Relaxed), Ordering::Relaxed);
+    ALLOC.peak_reserved.store(memory_reserved(), Ordering::Relaxed);
 }
 
 /// Returns every cached free block to the system.

@@ -7,7 +7,11 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
-pub use cpu_alloc::{CpuBuffer, MemoryStats, empty_cache, memory_stats, reset_peak_memory_stats};
+pub use cpu_alloc::{
+    CpuBuffer, MemoryStats, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
+    memory_stats, reset_peak_memory_stats,
+};
+pub(crate) use cpu_alloc::{set_thread_memory_tracing, thread_traced_bytes};
 
 use crate::{DType, Device, Error, Result};
 
