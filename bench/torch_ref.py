@@ -385,14 +385,15 @@ def serve():
 
 
 # Training steps of issue 16's examples: forward + loss + backward + AdamW.
-def _train_step(model, x, y):
+def _train_step(model, x, y, amp=None):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
         opt.zero_grad()
-        out = model(x)
-        loss = loss_fn(out.view(-1, out.shape[-1]), y.view(-1))
+        with torch.autocast("cpu", dtype=amp or torch.bfloat16, enabled=amp is not None):
+            out = model(x)
+            loss = loss_fn(out.view(-1, out.shape[-1]), y.view(-1))
         loss.backward()
         opt.step()
 
@@ -454,6 +455,19 @@ class _Gpt(torch.nn.Module):
 def _train_gpt():
     model = _Gpt(65, 64, 4, 4, 128)
     return _train_step(model, torch.randint(0, 65, (16, 64)), torch.randint(0, 65, (16, 64)))
+
+
+@figure("train_step_mnist_mlp_b128_amp_bf16", inference=False)
+def _train_mlp_bf16():
+    nn = torch.nn
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Dropout(0.1), nn.Linear(256, 10))
+    return _train_step(model, torch.randn(128, 1, 28, 28), torch.randint(0, 10, (128,)), torch.bfloat16)
+
+
+@figure("train_step_gpt_4x128_ctx64_b16_amp_bf16", inference=False)
+def _train_gpt_bf16():
+    model = _Gpt(65, 64, 4, 4, 128)
+    return _train_step(model, torch.randint(0, 65, (16, 64)), torch.randint(0, 65, (16, 64)), torch.bfloat16)
 
 
 def main():

@@ -234,6 +234,14 @@ fn figures() -> Vec<Figure> {
         let mut s = ferrotorch_bench::train_steps::gpt_step()?;
         Ok(Box::new(move || s.step()))
     }));
+    v.push(figure("train_step_mnist_mlp_b128_amp_bf16", || {
+        let mut s = ferrotorch_bench::train_steps::mlp_step()?.with_autocast(ferrotorch::DType::BF16);
+        Ok(Box::new(move || s.step()))
+    }));
+    v.push(figure("train_step_gpt_4x128_ctx64_b16_amp_bf16", || {
+        let mut s = ferrotorch_bench::train_steps::gpt_step()?.with_autocast(ferrotorch::DType::BF16);
+        Ok(Box::new(move || s.step()))
+    }));
     v.push(figure("lstm_2x256_seq64_b32_fwd_bwd", move || {
         use ferrotorch::nn::{Lstm, Module, RnnOptions};
         let lstm = Lstm::with_options(

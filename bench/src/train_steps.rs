@@ -1,11 +1,13 @@
 //! Training steps of the examples (forward, loss, backward, AdamW step),
 //! as `bench/torch_ref.py`'s `train_step_*` figures: the mnist MLP at
 //! batch 128, the mnist CNN at batch 64, and the gpt example's model
-//! (4 layers, width 128, 4 heads, context 64, vocabulary 65) at batch 16.
+//! (4 layers, width 128, 4 heads, context 64, vocabulary 65) at batch 16;
+//! each also with the forward pass under bf16 autocast.
 
+use ferrotorch::amp::autocast;
 use ferrotorch::nn::{Conv2d, ConvLayerOptions, Dropout, Flatten, Forward, Linear, MaxPool2d, ReLU, Sequential};
 use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
-use ferrotorch::{Reduction, Result, Tensor};
+use ferrotorch::{DType, Device, Reduction, Result, Tensor};
 
 #[path = "../../examples/gpt/model.rs"]
 #[allow(dead_code)]
@@ -19,22 +21,39 @@ pub struct TrainStep<M> {
     opt: AdamW,
     x: Tensor,
     y: Tensor,
+    /// The forward pass and the loss under CPU autocast in this dtype.
+    autocast: Option<DType>,
 }
 
 impl<M: Forward> TrainStep<M> {
     fn new(model: M, x: Tensor, y: Tensor) -> Result<Self> {
         let opt = AdamW::new(model.parameters(), AdamWOptions::default())?;
-        Ok(TrainStep { model, opt, x, y })
+        Ok(TrainStep {
+            model,
+            opt,
+            x,
+            y,
+            autocast: None,
+        })
+    }
+
+    /// The same step with the forward pass and the loss under
+    /// `autocast(Device::Cpu, dtype)` (the `*_amp_bf16` figures).
+    pub fn with_autocast(mut self, dtype: DType) -> Self {
+        self.autocast = Some(dtype);
+        self
     }
 
     /// `opt.zero_grad(); loss = cross_entropy(model(x), y); loss.backward(); opt.step()`.
     pub fn step(&mut self) -> Result<()> {
         self.opt.zero_grad()?;
-        let out = self.model.call(&self.x)?;
-        let classes = *out.shape().last().unwrap_or(&1) as i64;
-        let loss = out
-            .view([-1, classes])?
-            .cross_entropy(&self.y.view([-1])?, None, Reduction::Mean, -100, 0.0)?;
+        let loss = {
+            let _region = self.autocast.map(|d| autocast(Device::Cpu, d)).transpose()?;
+            let out = self.model.call(&self.x)?;
+            let classes = *out.shape().last().unwrap_or(&1) as i64;
+            out.view([-1, classes])?
+                .cross_entropy(&self.y.view([-1])?, None, Reduction::Mean, -100, 0.0)?
+        };
         loss.backward()?;
         self.opt.step()?;
         Ok(())

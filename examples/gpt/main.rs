@@ -27,6 +27,7 @@ use ferrotorch::serialize::{
 use ferrotorch::{Generator, Reduction, Tensor, TensorOptions, get_rng_state, manual_seed, set_rng_state};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use common::amp::{Amp, backward_and_step, peak_mib};
 use common::{Checkpoint, LossLog};
 use model::{Gpt, GptConfig};
 
@@ -102,6 +103,10 @@ struct Args {
     /// Sample among the k most likely characters only (0: all).
     #[arg(long, default_value_t = 20)]
     top_k: usize,
+    /// Mixed precision: the forward pass in bf16 or f16 under autocast
+    /// (f16 with a GradScaler).
+    #[arg(long, value_enum, default_value_t = Amp::Off)]
+    amp: Amp,
     /// Profile a few training steps after warm-up instead of training:
     /// print the operators by self CPU time, write the Chrome trace here.
     #[arg(long)]
@@ -156,7 +161,10 @@ impl Corpus {
 }
 
 /// The mean cross-entropy of next-character prediction.
-fn loss_of(model: &Gpt, x: &Tensor, y: &Tensor) -> ferrotorch::Result<Tensor> {
+fn loss_of(model: &Gpt, x: &Tensor, y: &Tensor, amp: Amp) -> ferrotorch::Result<Tensor> {
+    // The forward pass and the loss under autocast (with `--amp`); the
+    // backward pass runs outside the region, as PyTorch recommends.
+    let _region = amp.region()?;
     let logits = model.call(x)?;
     let v = logits.shape()[2];
     logits
@@ -172,7 +180,7 @@ fn estimate_loss(model: &Gpt, corpus: &Corpus, args: &Args, g: &Generator) -> Bo
         for (k, val) in [false, true].into_iter().enumerate() {
             for _ in 0..args.eval_iters {
                 let (x, y) = corpus.batch(val, args.batch_size, args.block_size, g)?;
-                out[k] += loss_of(model, &x, &y)?.item::<f32>()? as f64 / args.eval_iters as f64;
+                out[k] += loss_of(model, &x, &y, args.amp)?.item::<f32>()? as f64 / args.eval_iters as f64;
             }
         }
         Ok(())
@@ -341,13 +349,13 @@ fn main() -> BoxResult<()> {
     })?;
 
     let g = Generator::new(args.seed);
+    let mut scaler = args.amp.scaler()?;
     if let Some(path) = &args.profile {
         return common::profile::profile_steps(path, || {
             let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
-            let loss = loss_of(&model, &x, &y)?;
+            let loss = loss_of(&model, &x, &y, args.amp)?;
             opt.zero_grad()?;
-            loss.backward()?;
-            opt.step()?;
+            backward_and_step(&mut scaler, &mut opt, &loss)?;
             sched.step(&mut opt)?;
             Ok(())
         });
@@ -390,10 +398,9 @@ fn main() -> BoxResult<()> {
             break;
         }
         let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
-        let loss = loss_of(&model, &x, &y)?;
+        let loss = loss_of(&model, &x, &y, args.amp)?;
         opt.zero_grad()?;
-        loss.backward()?;
-        opt.step()?;
+        backward_and_step(&mut scaler, &mut opt, &loss)?;
         sched.step(&mut opt)?;
         let l = loss.item::<f32>()? as f64;
         log.push("train (batch)", step as f64, l);
@@ -407,10 +414,12 @@ fn main() -> BoxResult<()> {
     }
     bar.finish_and_clear();
     println!(
-        "trained {} steps in {:.1} s ({:.1} ms/step); checkpoint {}",
+        "trained {} steps in {:.1} s ({:.1} ms/step, amp {:?}, peak memory {:.1} MiB); checkpoint {}",
         args.max_iters - first,
         start.elapsed().as_secs_f64(),
         start.elapsed().as_secs_f64() * 1e3 / (args.max_iters - first).max(1) as f64,
+        args.amp,
+        peak_mib(),
         ckpt.display()
     );
     log.write_csv(&args.out_dir.join("loss.csv"), "step")?;

@@ -14,11 +14,12 @@ use ferrotorch::nn::{
     ReLU, Sequential,
 };
 use ferrotorch::optim::lr_scheduler::{CosineAnnealingLR, LrScheduler};
-use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
+use ferrotorch::optim::{AdamW, AdamWOptions, GradScaler, Optimizer};
 use ferrotorch::serialize::{Dict, Value};
 use ferrotorch::{Generator, Tensor, get_rng_state, manual_seed, set_rng_state};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::common::amp::{Amp, backward_and_step, peak_mib};
 use crate::common::{Checkpoint, LossLog};
 
 pub type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -74,6 +75,10 @@ pub struct Args {
     /// of each epoch and at `--stop-after`).
     #[arg(long, default_value_t = 0)]
     checkpoint_every: usize,
+    /// Mixed precision: the forward pass and the loss in bf16 or f16 under
+    /// autocast (f16 with a GradScaler).
+    #[arg(long, value_enum, default_value_t = Amp::Off)]
+    amp: Amp,
     /// Profile a few training steps after warm-up instead of training:
     /// print the operators by self CPU time, write the Chrome trace here.
     #[arg(long)]
@@ -124,14 +129,17 @@ fn cnn() -> ferrotorch::Result<Sequential> {
 }
 
 /// Mean test loss and accuracy (in %) of `model` over `loader`.
-fn evaluate<M: Forward>(model: &M, loader: &DataLoader<(Tensor, i64)>, n: usize) -> BoxResult<(f64, f64)> {
+fn evaluate<M: Forward>(model: &M, loader: &DataLoader<(Tensor, i64)>, n: usize, amp: Amp) -> BoxResult<(f64, f64)> {
     let criterion = CrossEntropyLoss::new();
     model.eval();
     let (mut loss_sum, mut correct) = (0.0, 0i64);
     no_grad(|| -> BoxResult<()> {
         for batch in loader.iter()? {
             let (images, labels) = batch?;
-            let out = model.call(&images)?;
+            let out = {
+                let _region = amp.region()?;
+                model.call(&images)?
+            };
             // Summed over the batch, so the mean is over images, not batches.
             loss_sum += criterion.forward(&out, &labels)?.item::<f32>()? as f64 * labels.shape()[0] as f64;
             correct += out.argmax(Some(1), false)?.eq(&labels)?.sum()?.item::<i64>()?;
@@ -180,8 +188,7 @@ fn save_checkpoint<M: Module>(
     path: &Path,
     args: &Args,
     model: &M,
-    optimizer: &AdamW,
-    scheduler: &CosineAnnealingLR,
+    (optimizer, scheduler, scaler): (&AdamW, &CosineAnnealingLR, &GradScaler),
     progress: &Progress,
     loss: f64,
 ) -> BoxResult<()> {
@@ -192,6 +199,8 @@ fn save_checkpoint<M: Module>(
     ckpt.insert("model_state_dict", model.state_dict());
     ckpt.insert("optimizer_state_dict", optimizer.state_dict());
     ckpt.insert("scheduler_state_dict", scheduler.state_dict());
+    // Empty unless --amp f16 scales the loss (PyTorch's disabled scaler saves {}).
+    ckpt.insert("scaler_state_dict", scaler.state_dict());
     ckpt.insert("loss", loss);
     ckpt.insert("epoch_loss_sum", progress.loss_sum);
     ckpt.insert("epoch_seen", progress.seen as i64);
@@ -212,6 +221,7 @@ fn load_checkpoint<M: Module>(
     model: &M,
     optimizer: &mut AdamW,
     scheduler: &mut CosineAnnealingLR,
+    scaler: &mut GradScaler,
     shuffle: &Generator,
 ) -> BoxResult<Progress> {
     use ferrotorch::serialize::{value_to_optimizer_state_dict, value_to_scheduler_state_dict, value_to_state_dict};
@@ -226,6 +236,9 @@ fn load_checkpoint<M: Module>(
     model.load_state_dict(&value_to_state_dict(get("model_state_dict")?)?, true)?;
     optimizer.load_state_dict(&value_to_optimizer_state_dict(get("optimizer_state_dict")?)?)?;
     scheduler.load_state_dict(&value_to_scheduler_state_dict(get("scheduler_state_dict")?)?)?;
+    if scaler.is_enabled() {
+        scaler.load_state_dict(&value_to_scheduler_state_dict(get("scaler_state_dict")?)?)?;
+    }
     set_rng_state(&tensor("rng_state")?)?;
     let loader_state = tensor("loader_rng_state")?;
     shuffle.set_state_tensor(&loader_state)?;
@@ -271,9 +284,10 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         },
     )?;
     let mut scheduler = CosineAnnealingLR::new(&mut optimizer, args.epochs as i64, 0.0)?;
+    let mut scaler = args.amp.scaler()?;
     let mut progress = match &args.resume {
         Some(path) => {
-            let p = load_checkpoint(path, args, model, &mut optimizer, &mut scheduler, &shuffle)?;
+            let p = load_checkpoint(path, args, model, &mut optimizer, &mut scheduler, &mut scaler, &shuffle)?;
             println!(
                 "resumed from {}: epoch {}, step {} ({} of the epoch's batches done)",
                 path.display(),
@@ -291,9 +305,11 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
             let (images, labels) = batches
                 .next()
                 .ok_or("--profile: the training set has too few batches")??;
-            let loss = criterion.forward(&model.call(&images)?, &labels)?;
-            loss.backward()?;
-            optimizer.step()?;
+            let loss = {
+                let _region = args.amp.region()?;
+                criterion.forward(&model.call(&images)?, &labels)?
+            };
+            backward_and_step(&mut scaler, &mut optimizer, &loss)?;
             optimizer.zero_grad()?;
             Ok(())
         })?;
@@ -330,9 +346,12 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
             let got = Instant::now();
             data_wait += got - waited;
             // loss = criterion(model(images), labels); loss.backward(); optimizer.step(); optimizer.zero_grad()
-            let loss = criterion.forward(&model.call(&images)?, &labels)?;
-            loss.backward()?;
-            optimizer.step()?;
+            // (the forward pass under autocast with --amp, backward outside it; a GradScaler with f16)
+            let loss = {
+                let _region = args.amp.region()?;
+                criterion.forward(&model.call(&images)?, &labels)?
+            };
+            backward_and_step(&mut scaler, &mut optimizer, &loss)?;
             optimizer.zero_grad()?;
             let l = loss.item::<f32>()? as f64;
             progress.loss_sum += l;
@@ -353,7 +372,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
             let at_limit = args.stop_after > 0 && progress.step >= args.stop_after;
             let periodic = args.checkpoint_every > 0 && progress.step % args.checkpoint_every == 0;
             if (at_limit || periodic) && i + 1 < batches {
-                save_checkpoint(&last, args, model, &optimizer, &scheduler, &progress, l)?;
+                save_checkpoint(&last, args, model, (&optimizer, &scheduler, &scaler), &progress, l)?;
             }
             if at_limit {
                 stopped = true;
@@ -373,7 +392,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         }
         scheduler.step(&mut optimizer)?;
         let train_loss = progress.loss_sum / batches as f64;
-        let (test_loss, acc) = evaluate(model, &test_loader, n_test)?;
+        let (test_loss, acc) = evaluate(model, &test_loader, n_test, args.amp)?;
         accuracy = Some(acc);
         log.push("train (epoch mean)", epoch as f64 + 1.0, train_loss);
         log.push("test", epoch as f64 + 1.0, test_loss);
@@ -392,7 +411,8 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
             ..Progress::default()
         };
         let ckpt = args.out_dir.join(format!("ckpt_ep{}.pt", epoch + 1));
-        save_checkpoint(&ckpt, args, model, &optimizer, &scheduler, &progress, test_loss)?;
+        let stepper = (&optimizer, &scheduler, &scaler);
+        save_checkpoint(&ckpt, args, model, stepper, &progress, test_loss)?;
         std::fs::copy(&ckpt, &last)?;
         if stopped {
             println!(
@@ -414,9 +434,12 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
     )?;
     let data_share = data_wait.as_secs_f64() / step_time.as_secs_f64().max(1e-9) * 100.0;
     println!(
-        "data wait {:.2} s = {data_share:.1}% of step time ({:.2} s); checkpoints, loss.csv and loss.png in {}",
+        "data wait {:.2} s = {data_share:.1}% of step time ({:.2} s); peak memory {:.1} MiB (amp {:?}); checkpoints, \
+         loss.csv and loss.png in {}",
         data_wait.as_secs_f64(),
         step_time.as_secs_f64(),
+        peak_mib(),
+        args.amp,
         args.out_dir.display()
     );
     Ok(accuracy)

@@ -250,10 +250,23 @@ pub(crate) fn activation_grad_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &
     }
 }
 
+/// f16 / bf16 derivatives: each block widened to f32, run through the
+/// vectorised f32 kernel, and rounded once (as PyTorch's reduced-precision
+/// kernels compute in f32).
 fn half_grad<H: Element>(name: &'static str, act: Act, g: &Tensor, x: &Tensor, out: &Tensor) -> Result<()> {
+    const CHUNK: usize = 256;
     map2::<H, H, H>(name, out, g, x, cost(act), |gs, xs, os| {
-        for ((o, gv), xv) in os.iter_mut().zip(gs).zip(xs) {
-            *o = H::from_f64(grad_one(act, gv.to_f64() as f32, xv.to_f64() as f32) as f64);
+        let (mut gf, mut xf, mut of) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
+        for ((gc, xc), oc) in gs.chunks(CHUNK).zip(xs.chunks(CHUNK)).zip(os.chunks_mut(CHUNK)) {
+            let n = gc.len();
+            for ((d, s), (e, t)) in gf.iter_mut().zip(gc).zip(xf.iter_mut().zip(xc)) {
+                *d = s.to_f64() as f32;
+                *e = t.to_f64() as f32;
+            }
+            grad_block_f32(act, &gf[..n], &xf[..n], &mut of[..n]);
+            for (o, &v) in oc.iter_mut().zip(&of[..n]) {
+                *o = H::from_f64(v as f64);
+            }
         }
     })
 }
