@@ -18,12 +18,30 @@ impl AccumulateGrad {
     }
 }
 
+/// Whether the incoming gradient `g` may become the leaf's `.grad` as it is
+/// instead of a copy (PyTorch's AccumulateGrad "steals" it on the same
+/// terms): nothing else holds it (the engine's buffer and this node's
+/// handle are its only handles, and no other tensor shares its memory),
+/// it is writable, and it is laid out as the leaf (so later in-place
+/// accumulation and the optimizer see the leaf's layout).
+fn stealable(g: &Tensor, leaf: &Tensor) -> bool {
+    std::sync::Arc::strong_count(&g.0) <= 2
+        && g.storage().ref_count() == 1
+        && !g.storage().is_read_only()
+        && g.dtype() == leaf.dtype()
+        && g.device() == leaf.device()
+        && g.shape() == leaf.shape()
+        && g.strides() == leaf.strides()
+        && g.storage().nbytes() == g.numel() * g.dtype().element_size()
+}
+
 /// Adds `g` to the leaf's `.grad` (in place when the graph of the gradient
 /// is not kept, as PyTorch does).
-fn accumulate(m: &mut AutogradMeta, g: Tensor, create_graph: bool) -> Result<()> {
+fn accumulate(m: &mut AutogradMeta, leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
     m.grad = Some(match m.grad.take() {
         // Keep the graph of the gradient only with create_graph.
         None if create_graph => g,
+        None if stealable(&g, leaf) => g.detach(),
         None => g.detach().clone_tensor()?,
         Some(old) if create_graph || old.requires_grad() => old.add(&g)?,
         Some(old) => {
@@ -49,7 +67,7 @@ impl Backward for AccumulateGrad {
             let mut meta = self.leaf.autograd_meta();
             let m = meta.get_or_insert_with(Default::default);
             if m.leaf_hooks.is_empty() && m.post_hooks.is_empty() {
-                return accumulate(m, g, create_graph).map(|()| Vec::new());
+                return accumulate(m, &self.leaf, g, create_graph).map(|()| Vec::new());
             }
         }
         for hook in self.leaf.leaf_hooks() {
@@ -59,7 +77,7 @@ impl Backward for AccumulateGrad {
         }
         {
             let mut meta = self.leaf.autograd_meta();
-            accumulate(meta.get_or_insert_with(Default::default), g, create_graph)?;
+            accumulate(meta.get_or_insert_with(Default::default), &self.leaf, g, create_graph)?;
         }
         for hook in self.leaf.post_hooks() {
             hook(&self.leaf);

@@ -259,14 +259,10 @@ fn half_grad<H: Element>(name: &'static str, act: Act, g: &Tensor, x: &Tensor, o
         let (mut gf, mut xf, mut of) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
         for ((gc, xc), oc) in gs.chunks(CHUNK).zip(xs.chunks(CHUNK)).zip(os.chunks_mut(CHUNK)) {
             let n = gc.len();
-            for ((d, s), (e, t)) in gf.iter_mut().zip(gc).zip(xf.iter_mut().zip(xc)) {
-                *d = s.to_f64() as f32;
-                *e = t.to_f64() as f32;
-            }
+            super::copy::cast_block::<H, f32>(gc, &mut gf[..n]);
+            super::copy::cast_block::<H, f32>(xc, &mut xf[..n]);
             grad_block_f32(act, &gf[..n], &xf[..n], &mut of[..n]);
-            for (o, &v) in oc.iter_mut().zip(&of[..n]) {
-                *o = H::from_f64(v as f64);
-            }
+            super::copy::cast_block::<f32, H>(&of[..n], oc);
         }
     })
 }

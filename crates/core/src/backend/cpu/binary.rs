@@ -202,14 +202,10 @@ fn via_f32_2<H: Element>(op: &Binary, x: &[H], y: &[H], o: &mut [H]) {
     let mut b = [0f32; BLOCK];
     let mut c = [0f32; BLOCK];
     let n = x.len();
-    for i in 0..n {
-        a[i] = x[i].to_f64() as f32;
-        b[i] = y[i].to_f64() as f32;
-    }
+    super::copy::cast_block::<H, f32>(x, &mut a[..n]);
+    super::copy::cast_block::<H, f32>(y, &mut b[..n]);
     binary_f32(op, &a[..n], &b[..n], &mut c[..n]);
-    for i in 0..n {
-        o[i] = H::from_f64(c[i] as f64);
-    }
+    super::copy::cast_block::<f32, H>(&c[..n], o);
 }
 
 fn cost(kind: BinaryKind) -> Cost {

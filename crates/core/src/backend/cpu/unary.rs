@@ -122,13 +122,9 @@ pub(crate) fn via_f32<H: Element>(x: &[H], y: &mut [H], f: impl Fn(&[f32], &mut 
     let mut b = [0f32; BLOCK];
     for (xs, ys) in x.chunks(BLOCK).zip(y.chunks_mut(BLOCK)) {
         let n = xs.len();
-        for (d, s) in a.iter_mut().zip(xs) {
-            *d = s.to_f64() as f32;
-        }
+        super::copy::cast_block::<H, f32>(xs, &mut a[..n]);
         f(&a[..n], &mut b[..n]);
-        for (d, s) in ys.iter_mut().zip(&b[..n]) {
-            *d = H::from_f64(*s as f64);
-        }
+        super::copy::cast_block::<f32, H>(&b[..n], ys);
     }
 }
 
