@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each example uses the part it needs
 
 pub mod amp;
+pub mod plan;
 pub mod profile;
 
 use std::path::Path;

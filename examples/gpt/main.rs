@@ -107,6 +107,10 @@ struct Args {
     /// (f16 with a GradScaler).
     #[arg(long, value_enum, default_value_t = Amp::Off)]
     amp: Amp,
+    /// Instead of training, predict the peak memory of one training step on
+    /// the meta device and measure it on the CPU.
+    #[arg(long)]
+    predict_memory: bool,
     /// Profile a few training steps after warm-up instead of training:
     /// print the operators by self CPU time, write the Chrome trace here.
     #[arg(long)]
@@ -311,6 +315,22 @@ fn main() -> BoxResult<()> {
     };
     if args.n_embd % args.n_head != 0 {
         return Err(format!("--n-embd {} is not a multiple of --n-head {}", args.n_embd, args.n_head).into());
+    }
+    if args.predict_memory {
+        let what = format!(
+            "gpt training step, batch {} x {}, amp {:?}",
+            args.batch_size, args.block_size, args.amp
+        );
+        return common::plan::predict_and_measure(&what, || {
+            manual_seed(args.seed);
+            let model = Gpt::new(&config)?;
+            let mut opt = AdamW::new(model.parameters(), AdamWOptions::default())?;
+            let x = Tensor::randint(0, config.vocab_size as i64, [args.batch_size, args.block_size])?;
+            let y = Tensor::randint(0, config.vocab_size as i64, [args.batch_size, args.block_size])?;
+            loss_of(&model, &x, &y, args.amp)?.backward()?;
+            opt.step()?;
+            Ok(())
+        });
     }
     let model = Gpt::new(&config)?;
     let n_params: usize = model.parameters().iter().map(|p| p.tensor().numel()).sum();

@@ -79,6 +79,10 @@ pub struct Args {
     /// autocast (f16 with a GradScaler).
     #[arg(long, value_enum, default_value_t = Amp::Off)]
     amp: Amp,
+    /// Instead of training, predict the peak memory of one training step on
+    /// the meta device and measure it on the CPU.
+    #[arg(long)]
+    predict_memory: bool,
     /// Profile a few training steps after warm-up instead of training:
     /// print the operators by self CPU time, write the Chrome trace here.
     #[arg(long)]
@@ -445,9 +449,47 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
     Ok(accuracy)
 }
 
+/// `--predict-memory`: one training step on a random batch (model and
+/// optimizer built inside it), predicted on the meta device and measured.
+fn predict_memory(args: &Args) -> BoxResult<()> {
+    fn step<M: Forward>(model: M, args: &Args) -> ferrotorch::Result<()> {
+        let mut optimizer = AdamW::new(
+            model.parameters(),
+            AdamWOptions {
+                lr: args.lr,
+                ..Default::default()
+            },
+        )?;
+        let images = Tensor::randn([args.batch_size, 1, 28, 28])?;
+        let labels = Tensor::randint(0, 10, [args.batch_size])?;
+        let loss = {
+            let _region = args.amp.region()?;
+            CrossEntropyLoss::new().forward(&model.call(&images)?, &labels)?
+        };
+        loss.backward()?;
+        optimizer.step()?;
+        Ok(())
+    }
+    let what = format!(
+        "{:?} training step, batch {}, amp {:?}",
+        args.model, args.batch_size, args.amp
+    );
+    crate::common::plan::predict_and_measure(&what, || {
+        manual_seed(args.seed);
+        match args.model {
+            Arch::Mlp => step(Mlp::new()?, args),
+            Arch::Cnn => step(cnn()?, args),
+        }
+    })
+}
+
 /// Seeds the global generator, builds the network `args` names and trains
 /// it; returns the final test accuracy (`None` when stopped mid-epoch).
 pub fn run(args: &Args) -> BoxResult<Option<f64>> {
+    if args.predict_memory {
+        predict_memory(args)?;
+        return Ok(None);
+    }
     manual_seed(args.seed);
     match args.model {
         Arch::Mlp => train(&Mlp::new()?, args),

@@ -43,6 +43,7 @@ pub use half;
 pub use backend::layout::Dims;
 pub use backend::storage::{MemoryStats, empty_cache, memory_stats, reset_peak_memory_stats};
 pub use device::Device;
+
 pub use dtype::{ALL_DTYPES, DType, Element};
 pub use error::{Error, Result};
 pub use ops::bucket::SearchSortedOptions;
@@ -61,6 +62,52 @@ pub use tensor::{
     Ellipsis, IndexSpec, IntoTensorIndex, NewAxis, PrintOptions, Step, Tensor, TensorData, TensorIndex, TensorOptions,
     VersionCounter, set_print_options,
 };
+
+thread_local! {
+    /// The device creation functions use when none is given.
+    static DEFAULT_DEVICE: std::cell::Cell<Device> = const { std::cell::Cell::new(Device::Cpu) };
+}
+
+/// The device creation functions (`Tensor::zeros`, `randn`, the layers'
+/// parameters) use when none is given: the CPU, unless a
+/// [`default_device_scope`] is open on this thread.
+pub fn default_device() -> Device {
+    DEFAULT_DEVICE.with(std::cell::Cell::get)
+}
+
+/// Makes `device` this thread's default device until the returned guard
+/// drops (`with torch.device("meta"):`): modules built inside have their
+/// parameters there.
+///
+/// ```
+/// use ferrotorch_core::{Device, Tensor, default_device_scope};
+/// let t = {
+///     let _meta = default_device_scope(Device::Meta);
+///     Tensor::zeros([1 << 20, 1024])? // 4 GiB of shape, no memory
+/// };
+/// assert_eq!(t.device(), Device::Meta);
+/// assert_eq!(Tensor::zeros([2])?.device(), Device::Cpu);
+/// # Ok::<(), ferrotorch_core::Error>(())
+/// ```
+pub fn default_device_scope(device: Device) -> DefaultDeviceScope {
+    DefaultDeviceScope {
+        previous: DEFAULT_DEVICE.with(|d| d.replace(device)),
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+/// Restores the previous default device when dropped (see [`default_device_scope`]).
+#[must_use = "the default device is restored when this guard is dropped"]
+pub struct DefaultDeviceScope {
+    previous: Device,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for DefaultDeviceScope {
+    fn drop(&mut self) {
+        let _ = DEFAULT_DEVICE.try_with(|d| d.set(self.previous));
+    }
+}
 
 /// The default dtype, as its discriminant (`ALL_DTYPES` is in declaration order).
 static DEFAULT_DTYPE: AtomicU8 = AtomicU8::new(DType::F32 as u8);

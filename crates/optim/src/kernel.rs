@@ -13,7 +13,7 @@ use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 use ferrotorch_core::backend::TensorExt;
 use ferrotorch_core::backend::storage::Buffer;
-use ferrotorch_core::{DType, Element, Tensor};
+use ferrotorch_core::{DType, Device, Element, Tensor};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -141,7 +141,7 @@ fn check<T: Float>(what: &str, t: &Tensor, n: usize) -> std::result::Result<(), 
     if t.numel() != n {
         return Err(format!("{what} has {} elements, expected {n}", t.numel()));
     }
-    if !t.device().is_cpu() {
+    if !t.device().is_cpu() && t.device() != Device::Meta {
         return Err(format!("{what} is on {}; the optimizers run on the CPU", t.device()));
     }
     if !t.is_contiguous() {
@@ -188,6 +188,20 @@ pub(crate) fn fused<T: Float>(
         }
     }
     if n == 0 {
+        return Ok(());
+    }
+    // Meta tensors (memory planning): the state exists, nothing is computed.
+    if let Some(t) = std::iter::once(grad)
+        .chain(written.iter().copied())
+        .find(|t| t.device() != param.device())
+    {
+        return Err(format!(
+            "tensors on {} and {} in one update",
+            param.device(),
+            t.device()
+        ));
+    }
+    if param.device() == Device::Meta {
         return Ok(());
     }
     // A gradient aliasing a written tensor (`p.grad = p`) is read from a copy.

@@ -18,15 +18,27 @@ use crate::{DType, Device, Error, IntoShape, Result, Scalar, Tensor};
 /// assert_eq!(m.shape(), &[1024, 1024]); // shape only, no memory
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TensorOptions {
     dtype: Option<DType>,
     device: Device,
     generator: Option<Generator>,
 }
 
+impl Default for TensorOptions {
+    fn default() -> Self {
+        TensorOptions {
+            dtype: None,
+            device: crate::default_device(),
+            generator: None,
+        }
+    }
+}
+
 impl TensorOptions {
-    /// Defaults: the default dtype, the CPU, the global generator.
+    /// Defaults: the default dtype, the default device (the CPU unless a
+    /// [`default_device_scope`](crate::default_device_scope) says
+    /// otherwise), the global generator.
     pub fn new() -> Self {
         Self::default()
     }

@@ -329,6 +329,9 @@ impl Tensor {
     }
 
     fn alloc_for_spec(op: &'static str, spec: &OutSpec, device: Device, zeroed: bool) -> Result<Tensor> {
+        if device == Device::Meta {
+            crate::memory::plan::note_op(op);
+        }
         let es = spec.dtype.element_size();
         let reuse = device == Device::Cpu && !zeroed;
         let (layout, numel, contiguous, nbytes) = match &spec.strides {

@@ -35,7 +35,7 @@ impl Default for EmbeddingLayerOptions {
             norm_type: 2.0,
             scale_grad_by_freq: false,
             dtype: None,
-            device: Device::Cpu,
+            device: ferrotorch_core::default_device(),
         }
     }
 }

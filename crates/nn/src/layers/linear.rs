@@ -13,7 +13,8 @@ pub struct LinearOptions {
     pub bias: bool,
     /// The parameters' dtype (default: the default dtype).
     pub dtype: Option<DType>,
-    /// The parameters' device (default: the CPU).
+    /// The parameters' device (default: [`ferrotorch_core::default_device`], the CPU
+    /// unless a `default_device_scope` is open).
     pub device: Device,
 }
 
@@ -22,7 +23,7 @@ impl Default for LinearOptions {
         LinearOptions {
             bias: true,
             dtype: None,
-            device: Device::Cpu,
+            device: ferrotorch_core::default_device(),
         }
     }
 }

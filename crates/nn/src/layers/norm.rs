@@ -59,7 +59,7 @@ impl Default for LayerNormOptions {
             elementwise_affine: true,
             bias: true,
             dtype: None,
-            device: Device::Cpu,
+            device: ferrotorch_core::default_device(),
         }
     }
 }
@@ -196,7 +196,7 @@ impl Default for GroupNormOptions {
             affine: true,
             bias: true,
             dtype: None,
-            device: Device::Cpu,
+            device: ferrotorch_core::default_device(),
         }
     }
 }
@@ -307,7 +307,7 @@ impl Default for RmsNormOptions {
             eps: None,
             elementwise_affine: true,
             dtype: None,
-            device: Device::Cpu,
+            device: ferrotorch_core::default_device(),
         }
     }
 }
@@ -413,7 +413,7 @@ impl Default for BatchNormLayerOptions {
             bias: true,
             track_running_stats: true,
             dtype: None,
-            device: Device::Cpu,
+            device: ferrotorch_core::default_device(),
         }
     }
 }

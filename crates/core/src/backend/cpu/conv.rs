@@ -1122,6 +1122,27 @@ fn widened(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor], wide: DType) ->
     Ok(())
 }
 
+/// The meta-device kernel of the operators whose CPU kernels compute f16 /
+/// bf16 by widening (matrix products, convolutions): it makes the same
+/// temporaries (the widened inputs and the widened op's outputs) without
+/// computing, so that a memory plan (`memory::predict_peak_memory`) sees
+/// the bytes the CPU kernel holds while it runs.
+pub(crate) fn widened_meta_kernel(op: &dyn Op, inputs: &[&Tensor], _outputs: &[&Tensor]) -> Result<()> {
+    if !inputs
+        .first()
+        .is_some_and(|t| matches!(t.dtype(), DType::F16 | DType::BF16))
+    {
+        return Ok(());
+    }
+    if inputs.iter().any(|t| t.numel() == 0) {
+        return Ok(());
+    }
+    let ins: Vec<Tensor> = inputs.iter().map(|t| t.to_dtype(DType::F32)).collect::<Result<_>>()?;
+    let refs: Vec<&Tensor> = ins.iter().collect();
+    let _results = call(op, &refs)?;
+    Ok(())
+}
+
 /// The type the kernels compute `dt` in, or `None` for a direct one.
 fn wide_type(op: &'static str, dt: DType) -> Result<Option<DType>> {
     match dt {

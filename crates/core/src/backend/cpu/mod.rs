@@ -107,6 +107,19 @@ pub(crate) fn register_kernels() -> Result<()> {
     )?;
     structured(&linalg::MM, gemm::matmul_kernel)?;
     structured(&linalg::BMM, gemm::matmul_kernel)?;
+    // The meta device mirrors the f16 / bf16 products' and convolutions'
+    // temporaries (for memory plans).
+    for entry in [
+        &linalg::MM,
+        &linalg::BMM,
+        &crate::ops::conv::CONVOLUTION,
+        &crate::ops::conv::CONVOLUTION_BACKWARD,
+    ] {
+        entry.register_builtin(
+            Slot::Key(DispatchKey::Meta),
+            Kernel::Structured(conv::widened_meta_kernel),
+        )?;
+    }
     structured(&idx::GATHER, index::gather_kernel)?;
     structured(&idx::SCATTER, index::scatter_kernel)?;
     structured(&idx::SCATTER_ADD, index::scatter_kernel)?;

@@ -337,7 +337,7 @@ fn counter_totals() -> (usize, usize, u64, u64) {
 
 /// The size class of a request: whole pages from 64 KiB up, else a multiple
 /// of 16 bytes (at least 16); `None` when rounding up overflows.
-fn class_of(nbytes: usize) -> Option<usize> {
+pub(crate) fn class_of(nbytes: usize) -> Option<usize> {
     if nbytes >= CACHE_MIN {
         nbytes.div_ceil(PAGE).checked_mul(PAGE)
     } else {

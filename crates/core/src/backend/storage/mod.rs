@@ -11,7 +11,7 @@ pub use cpu_alloc::{
     CpuBuffer, MemoryStats, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
     memory_stats, reset_peak_memory_stats,
 };
-pub(crate) use cpu_alloc::{set_thread_memory_tracing, thread_traced_bytes};
+pub(crate) use cpu_alloc::{class_of, set_thread_memory_tracing, thread_traced_bytes};
 
 use crate::{DType, Device, Error, Result};
 
@@ -91,6 +91,17 @@ struct StorageImpl {
     /// The version counter of every tensor on this storage.
     version: AtomicU64,
     data: RwLock<Buffer>,
+    /// Bytes this meta storage charged to a memory prediction running on
+    /// its thread (`memory::predict_peak_memory`); 0 otherwise.
+    meta_charge: usize,
+}
+
+impl Drop for StorageImpl {
+    fn drop(&mut self) {
+        if self.meta_charge > 0 {
+            crate::memory::plan::release(self.meta_charge);
+        }
+    }
 }
 
 /// Reference-counted bytes on one device. Cloning a `Storage` shares it.
@@ -135,6 +146,11 @@ impl Storage {
     }
 
     fn wrap(device: Device, nbytes: usize, buffer: Buffer, bool_typed: bool) -> Storage {
+        let meta_charge = if device == Device::Meta {
+            crate::memory::plan::charge(nbytes)
+        } else {
+            0
+        };
         Storage(Arc::new(StorageImpl {
             device,
             nbytes,
@@ -142,6 +158,7 @@ impl Storage {
             read_only: false,
             version: AtomicU64::new(0),
             data: RwLock::new(buffer),
+            meta_charge,
         }))
     }
 

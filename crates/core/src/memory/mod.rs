@@ -3,6 +3,9 @@
 //! reserved now and at their peak, totals, allocation counts, and
 //! [`memory_summary`], a table laid out like PyTorch's `memory_summary()`.
 //!
+//! [`predict_peak_memory`] predicts the peak of a closure (a training
+//! step) by running it on the meta device.
+//!
 //! ```
 //! use ferrotorch_core::{Tensor, memory};
 //! memory::reset_peak_memory_stats();
@@ -13,6 +16,10 @@
 //! assert!(table.contains("Allocated memory"));
 //! # Ok::<(), ferrotorch_core::Error>(())
 //! ```
+
+pub(crate) mod plan;
+
+pub use plan::{MemoryPrediction, TimelineEntry, predict_peak_memory};
 
 pub use crate::backend::storage::{
     MemoryStats, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
