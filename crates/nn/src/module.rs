@@ -226,6 +226,22 @@ pub trait Module: Send + Sync {
         convert(self.as_dyn(), &|t| t.to_device(device).map(Some))
     }
 
+    /// Replaces every parameter and buffer (and gradient) with an
+    /// uninitialised tensor of the same shape and dtype on `device`
+    /// (`module.to_empty(device=...)`), inside the existing handles: how a
+    /// model built on the meta device (under
+    /// `ferrotorch_core::default_device_scope(Device::Meta)`) gets memory.
+    /// Initialise it afterwards (`reset_parameters`, or `apply` with
+    /// `nn::init`); the values are unspecified until then.
+    fn to_empty(&self, device: Device) -> Result<()> {
+        convert(self.as_dyn(), &|t| {
+            ferrotorch_core::TensorOptions::like(t)
+                .device(device)
+                .empty(t.shape())
+                .map(Some)
+        })
+    }
+
     /// Calls `f` on every descendant, children first, then on the module
     /// itself (`model.apply(init_weights)`); stops at the first error.
     fn apply(&self, f: &mut dyn FnMut(&dyn Module) -> Result<()>) -> Result<()> {

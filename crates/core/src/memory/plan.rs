@@ -106,11 +106,14 @@ pub(crate) fn release(bytes: usize) {
 /// ```
 /// use ferrotorch_core::{Tensor, memory::predict_peak_memory};
 /// let (_, p) = predict_peak_memory(|| {
-///     let x = Tensor::randn([1024, 256])?.requires_grad_(true)?; // 1 MiB
-///     let y = x.matmul(&x.t()?)?; // 4 MiB
-///     y.sum()?.backward() // x.grad: 1 MiB
+///     let x = Tensor::randn([1024, 256])?; // 1 MiB
+///     let y = x.matmul(&x.t()?)?; // 4 MiB more
+///     drop(y);
+///     x.exp() // 1 MiB, kept: returned
 /// })?;
-/// assert!(p.peak_bytes >= 5 << 20 && p.peak_bytes < 8 << 20);
+/// assert_eq!(p.peak_bytes, 5 << 20);
+/// assert_eq!(p.final_bytes, 1 << 20); // the returned tensor
+/// assert_eq!(p.peak_op, "mm");
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 pub fn predict_peak_memory<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, MemoryPrediction)> {

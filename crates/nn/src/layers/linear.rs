@@ -38,6 +38,18 @@ impl LinearOptions {
     }
 }
 
+/// PyTorch's `Linear.reset_parameters`: `kaiming_uniform_(a=sqrt(5))` for
+/// the weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias.
+fn init_linear(weight: &Tensor, bias: Option<&Tensor>) -> Result<()> {
+    init::kaiming_uniform_(weight, FanMode::FanIn, Nonlinearity::LeakyRelu(Some(5f64.sqrt())))?;
+    if let Some(b) = bias {
+        let (fan_in, _) = init::calculate_fan_in_and_fan_out(weight)?;
+        let bound = if fan_in > 0 { 1.0 / (fan_in as f64).sqrt() } else { 0.0 };
+        init::uniform_(b, -bound, bound)?;
+    }
+    Ok(())
+}
+
 /// `y = x Wᵀ + b` over the last dim (PyTorch's `nn.Linear`): weight
 /// `[out_features, in_features]`, initialised as PyTorch's
 /// (`kaiming_uniform_(a=sqrt(5))`, bias U(-1/sqrt(in), 1/sqrt(in))).
@@ -60,6 +72,13 @@ impl Linear {
         Self::with_options(in_features, out_features, LinearOptions::default())
     }
 
+    /// Initialises the weight and bias again as the constructor does
+    /// (`reset_parameters()`): after `to_empty`, or to start over.
+    pub fn reset_parameters(&self) -> Result<()> {
+        let bias = self.bias.as_ref().map(Parameter::tensor);
+        ferrotorch_core::autograd::no_grad(|| init_linear(&self.weight.tensor(), bias.as_ref()))
+    }
+
     /// A layer with the given bias, dtype and device.
     pub fn with_options(in_features: usize, out_features: usize, opts: LinearOptions) -> Result<Self> {
         let o = opts.tensor_options();
@@ -69,12 +88,7 @@ impl Linear {
         } else {
             None
         };
-        init::kaiming_uniform_(&weight, FanMode::FanIn, Nonlinearity::LeakyRelu(Some(5f64.sqrt())))?;
-        if let Some(b) = &bias {
-            let (fan_in, _) = init::calculate_fan_in_and_fan_out(&weight)?;
-            let bound = if fan_in > 0 { 1.0 / (fan_in as f64).sqrt() } else { 0.0 };
-            init::uniform_(b, -bound, bound)?;
-        }
+        init_linear(&weight, bias.as_ref())?;
         Ok(Linear {
             weight: Parameter::new(weight)?,
             bias: bias.map(Parameter::new).transpose()?,
