@@ -5,16 +5,14 @@
 //! device and once on the CPU with the allocator's statistics. One test
 //! in its own binary, so no other test allocates while it measures.
 
-#[path = "../examples/gpt/model.rs"]
+// The bench's training steps (the examples' models at the bench's sizes).
+#[path = "../bench/src/train_steps.rs"]
 #[allow(dead_code)]
-mod gpt_model;
+mod train_steps;
 
-use ferrotorch::amp::autocast;
 use ferrotorch::memory;
-use ferrotorch::nn::{Conv2d, ConvLayerOptions, Flatten, Forward, Linear, MaxPool2d, ReLU, Sequential};
-use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
-use ferrotorch::{DType, Device, Reduction, Result, Tensor, manual_seed};
-use gpt_model::{Gpt, GptConfig};
+use ferrotorch::{DType, Result, manual_seed};
+use train_steps::TrainStep;
 
 #[derive(Clone, Copy, Debug)]
 enum Model {
@@ -23,70 +21,19 @@ enum Model {
     Gpt,
 }
 
-fn train_step<M: Forward>(model: M, x: Tensor, y: Tensor, amp: bool) -> Result<()> {
-    let mut opt = AdamW::new(model.parameters(), AdamWOptions::default())?;
-    let loss = {
-        let _region = amp.then(|| autocast(Device::Cpu, DType::BF16)).transpose()?;
-        let out = model.call(&x)?;
-        let classes = *out.shape().last().unwrap_or(&1) as i64;
-        out.view([-1, classes])?
-            .cross_entropy(&y.view([-1])?, None, Reduction::Mean, -100, 0.0)?
-    };
-    opt.zero_grad()?;
-    loss.backward()?;
-    opt.step()?;
-    Ok(())
+/// Runs a step, under bf16 autocast with `amp`.
+fn run<M: ferrotorch::nn::Forward>(s: TrainStep<M>, amp: bool) -> Result<()> {
+    let mut s = if amp { s.with_autocast(DType::BF16) } else { s };
+    s.step()
 }
 
 /// One whole step, model creation included.
 fn step(model: Model, amp: bool) -> Result<()> {
     manual_seed(0);
     match model {
-        Model::Mlp => {
-            let net = Sequential::new()
-                .push(Flatten::new())
-                .push(Linear::new(784, 256)?)
-                .push(ReLU::new())
-                .push(Linear::new(256, 10)?);
-            train_step(
-                net,
-                Tensor::randn([128, 1, 28, 28])?,
-                Tensor::randint(0, 10, [128])?,
-                amp,
-            )
-        }
-        Model::Cnn => {
-            let pad1 = || ConvLayerOptions::new().padding(1);
-            let net = Sequential::new()
-                .push(Conv2d::with_options(1, 32, 3, pad1())?)
-                .push(ReLU::new())
-                .push(MaxPool2d::new(2))
-                .push(Conv2d::with_options(32, 64, 3, pad1())?)
-                .push(ReLU::new())
-                .push(MaxPool2d::new(2))
-                .push(Flatten::new())
-                .push(Linear::new(3136, 128)?)
-                .push(ReLU::new())
-                .push(Linear::new(128, 10)?);
-            train_step(net, Tensor::randn([64, 1, 28, 28])?, Tensor::randint(0, 10, [64])?, amp)
-        }
-        Model::Gpt => {
-            let config = GptConfig {
-                vocab_size: 65,
-                block_size: 64,
-                n_layer: 4,
-                n_head: 4,
-                n_embd: 128,
-                dropout: 0.0,
-            };
-            let net = Gpt::new(&config)?;
-            train_step(
-                net,
-                Tensor::randint(0, 65, [16, 64])?,
-                Tensor::randint(0, 65, [16, 64])?,
-                amp,
-            )
-        }
+        Model::Mlp => run(train_steps::mlp_step()?, amp),
+        Model::Cnn => run(train_steps::cnn_step()?, amp),
+        Model::Gpt => run(train_steps::gpt_step()?, amp),
     }
 }
 

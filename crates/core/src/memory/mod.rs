@@ -29,37 +29,39 @@ pub use crate::backend::storage::{
 /// Width of the table between its outer bars.
 const WIDTH: usize = 75;
 
-/// A byte count as PyTorch's summary writes it: six digits and a binary
-/// unit, the unit chosen by `pref` (the row's first figure) so that a
-/// row's columns share it.
-fn format_size(mut n: u64, pref: u64) -> String {
-    const UNITS: [&str; 6] = ["B  ", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut unit = UNITS[0];
+/// `n` scaled down by `step` while `pref` (scaled alongside) reaches
+/// `limit`, with the unit reached: PyTorch's summary picks units this way.
+fn scaled(mut n: u64, pref: u64, step: u64, limit: f64, units: &[&'static str]) -> (u64, &'static str) {
+    let mut unit = units[0];
     let mut pref = pref as f64;
-    for u in &UNITS[1..] {
-        if pref < 768.0 * 1024.0 {
+    for u in &units[1..] {
+        if pref < limit {
             break;
         }
         unit = u;
-        n /= 1024;
-        pref /= 1024.0;
+        n /= step;
+        pref /= step as f64;
     }
+    (n, unit)
+}
+
+/// A byte count as PyTorch's summary writes it: six digits and a binary
+/// unit, the unit chosen by `pref` (in PyTorch, the column's first sub-row,
+/// so that sub-rows share it).
+fn format_size(n: u64, pref: u64) -> String {
+    let (n, unit) = scaled(
+        n,
+        pref,
+        1024,
+        768.0 * 1024.0,
+        &["B  ", "KiB", "MiB", "GiB", "TiB", "PiB"],
+    );
     format!("{n:6} {unit}")
 }
 
 /// A count as PyTorch's summary writes it: seven digits and a decimal unit.
-fn format_count(mut n: u64, pref: u64) -> String {
-    const UNITS: [&str; 3] = [" ", "K", "M"];
-    let mut unit = UNITS[0];
-    let mut pref = pref as f64;
-    for u in &UNITS[1..] {
-        if pref < 750.0 * 1000.0 {
-            break;
-        }
-        unit = u;
-        n /= 1000;
-        pref /= 1000.0;
-    }
+fn format_count(n: u64, pref: u64) -> String {
+    let (n, unit) = scaled(n, pref, 1000, 750.0 * 1000.0, &[" ", "K", "M"]);
     format!("{n:7} {unit} ")
 }
 

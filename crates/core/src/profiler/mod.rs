@@ -292,8 +292,13 @@ pub struct RecordFunction {
 
 /// Opens a named scope; it ends when the returned guard drops.
 pub fn record_function(name: impl Into<Cow<'static, str>>) -> RecordFunction {
+    scope(EventKind::UserScope, || name.into())
+}
+
+/// An event of `kind` named by `name` (called only when a profiler runs).
+fn scope(kind: EventKind, name: impl FnOnce() -> Cow<'static, str>) -> RecordFunction {
     let token = if session::is_on() {
-        session::begin(EventName::Text(name.into()), EventKind::UserScope, &[])
+        session::begin(EventName::Text(name()), kind, &[])
     } else {
         None
     };
@@ -319,13 +324,5 @@ pub fn is_profiling() -> bool {
 /// The autograd engine's scope around one node's backward (named after
 /// the node), when a profiler runs.
 pub(crate) fn node_scope(name: impl FnOnce() -> String) -> RecordFunction {
-    let token = if session::is_on() {
-        session::begin(EventName::Text(Cow::Owned(name())), EventKind::BackwardNode, &[])
-    } else {
-        None
-    };
-    RecordFunction {
-        token,
-        _not_send: PhantomData,
-    }
+    scope(EventKind::BackwardNode, || Cow::Owned(name()))
 }

@@ -254,15 +254,7 @@ pub(crate) fn activation_grad_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &
 /// vectorised f32 kernel, and rounded once (as PyTorch's reduced-precision
 /// kernels compute in f32).
 fn half_grad<H: Element>(name: &'static str, act: Act, g: &Tensor, x: &Tensor, out: &Tensor) -> Result<()> {
-    const CHUNK: usize = 256;
     map2::<H, H, H>(name, out, g, x, cost(act), |gs, xs, os| {
-        let (mut gf, mut xf, mut of) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
-        for ((gc, xc), oc) in gs.chunks(CHUNK).zip(xs.chunks(CHUNK)).zip(os.chunks_mut(CHUNK)) {
-            let n = gc.len();
-            super::copy::cast_block::<H, f32>(gc, &mut gf[..n]);
-            super::copy::cast_block::<H, f32>(xc, &mut xf[..n]);
-            grad_block_f32(act, &gf[..n], &xf[..n], &mut of[..n]);
-            super::copy::cast_block::<f32, H>(&of[..n], oc);
-        }
+        super::unary::via_f32_2(gs, xs, os, |g, x, o| grad_block_f32(act, g, x, o))
     })
 }

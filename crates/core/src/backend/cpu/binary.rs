@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use half::{bf16, f16};
 
-use super::pointwise::{BLOCK, Cost, map2, map3};
+use super::pointwise::{Cost, map2, map3};
 use super::simd::multiversion;
+use super::unary::via_f32_2;
 use crate::dispatch::{Op, downcast_op};
 use crate::ops::activation_backward::{ActivationBackward, ActivationKind};
 use crate::ops::{Binary, BinaryKind, Rounding};
@@ -197,17 +198,6 @@ fn int_one(op: &Binary, a: i64, b: i64) -> Option<i64> {
     })
 }
 
-fn via_f32_2<H: Element>(op: &Binary, x: &[H], y: &[H], o: &mut [H]) {
-    let mut a = [0f32; BLOCK];
-    let mut b = [0f32; BLOCK];
-    let mut c = [0f32; BLOCK];
-    let n = x.len();
-    super::copy::cast_block::<H, f32>(x, &mut a[..n]);
-    super::copy::cast_block::<H, f32>(y, &mut b[..n]);
-    binary_f32(op, &a[..n], &b[..n], &mut c[..n]);
-    super::copy::cast_block::<f32, H>(&c[..n], o);
-}
-
 fn cost(kind: BinaryKind) -> Cost {
     if kind == BinaryKind::Pow {
         Cost::Heavy
@@ -223,8 +213,12 @@ fn arith(op: &Binary, dt: DType, out: &Tensor, a: &Tensor, b: &Tensor) -> Result
     match dt {
         DType::F32 => map2::<f32, f32, f32>(name, out, a, b, c, |x, y, o| binary_f32(op, x, y, o)),
         DType::F64 => map2::<f64, f64, f64>(name, out, a, b, c, |x, y, o| binary_f64(op, x, y, o)),
-        DType::F16 => map2::<f16, f16, f16>(name, out, a, b, c, |x, y, o| via_f32_2(op, x, y, o)),
-        DType::BF16 => map2::<bf16, bf16, bf16>(name, out, a, b, c, |x, y, o| via_f32_2(op, x, y, o)),
+        DType::F16 => map2::<f16, f16, f16>(name, out, a, b, c, |x, y, o| {
+            via_f32_2(x, y, o, |a, b, c| binary_f32(op, a, b, c))
+        }),
+        DType::BF16 => map2::<bf16, bf16, bf16>(name, out, a, b, c, |x, y, o| {
+            via_f32_2(x, y, o, |a, b, c| binary_f32(op, a, b, c))
+        }),
         dt => {
             let zero_div = AtomicBool::new(false);
             with_dtype!(dt, T => {

@@ -128,6 +128,19 @@ pub(crate) fn via_f32<H: Element>(x: &[H], y: &mut [H], f: impl Fn(&[f32], &mut 
     }
 }
 
+/// [`via_f32`] for two operands: `o = f(x, y)` over f32 copies of the
+/// elements, rounded back once.
+pub(crate) fn via_f32_2<H: Element>(x: &[H], y: &[H], o: &mut [H], f: impl Fn(&[f32], &[f32], &mut [f32])) {
+    let (mut a, mut b, mut c) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
+    for ((xs, ys), os) in x.chunks(BLOCK).zip(y.chunks(BLOCK)).zip(o.chunks_mut(BLOCK)) {
+        let n = xs.len();
+        super::copy::cast_block::<H, f32>(xs, &mut a[..n]);
+        super::copy::cast_block::<H, f32>(ys, &mut b[..n]);
+        f(&a[..n], &b[..n], &mut c[..n]);
+        super::copy::cast_block::<f32, H>(&c[..n], os);
+    }
+}
+
 fn cost(kind: UnaryKind) -> Cost {
     use UnaryKind::*;
     match kind {
