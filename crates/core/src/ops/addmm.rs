@@ -242,26 +242,37 @@ impl AddProduct {
         if s == 1.0 { Ok(t) } else { t.mul(s) }
     }
 
-    /// The forward, in other ops (runs below autograd).
-    fn compute(&self, input: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let dt = a.dtype();
-        if matches!(dt, DType::F16 | DType::BF16) {
-            // One rounding, as PyTorch's CPU kernels accumulate in f32.
-            let up = |t: &Tensor| t.to_dtype(DType::F32);
-            return self.compute(&up(input)?, &up(a)?, &up(b)?)?.to_dtype(dt);
-        }
-        let prod = match self.kind {
-            AddProductKind::Addmm => a.mm(b)?,
-            AddProductKind::Addmv => a.mv(b)?,
+    /// The product, in other ops; f32 for f16 / bf16 operands (their
+    /// accumulators, before any rounding).
+    fn product(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let half = matches!(a.dtype(), DType::F16 | DType::BF16);
+        let mm = |x: &Tensor, y: &Tensor| {
+            if half {
+                call1(&crate::ops::linalg::MatMulF32, &[x, y])
+            } else {
+                x.mm(y)
+            }
+        };
+        match self.kind {
+            AddProductKind::Addmm => mm(a, b),
+            AddProductKind::Addmv if half => a.to_dtype(DType::F32)?.mv(&b.to_dtype(DType::F32)?),
+            AddProductKind::Addmv => a.mv(b),
             AddProductKind::Addbmm => {
                 let (nb, n, k) = (a.shape()[0] as i64, a.shape()[1] as i64, a.shape()[2] as i64);
                 let m = b.shape()[2] as i64;
-                a.permute([1, 0, 2])?
-                    .reshape([n, nb * k])?
-                    .mm(&b.reshape([nb * k, m])?)?
+                mm(&a.permute([1, 0, 2])?.reshape([n, nb * k])?, &b.reshape([nb * k, m])?)
             }
-            AddProductKind::Baddbmm => a.bmm(b)?,
-        };
+            AddProductKind::Baddbmm if half => call1(&crate::ops::linalg::MatMulF32, &[a, b]),
+            AddProductKind::Baddbmm => a.bmm(b),
+        }
+    }
+
+    /// The forward, in other ops (runs below autograd). f16 and bf16 add
+    /// in f32 and round once, as PyTorch's CPU kernels.
+    fn compute(&self, input: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let dt = a.dtype();
+        let half = matches!(dt, DType::F16 | DType::BF16);
+        let prod = self.product(a, b)?;
         let scalar = |s: f64| -> Scalar {
             if dt.is_floating_point() {
                 Scalar::Float(s)
@@ -279,9 +290,13 @@ impl AddProduct {
             prod.mul_(alpha)?;
         }
         if !is(beta, 0) {
-            prod.add_scaled_(input, beta)?;
+            if half {
+                prod.add_scaled_(&input.to_dtype(DType::F32)?, beta)?;
+            } else {
+                prod.add_scaled_(input, beta)?;
+            }
         }
-        Ok(prod)
+        if half { prod.to_dtype(dt) } else { Ok(prod) }
     }
 }
 

@@ -51,6 +51,38 @@ impl Op for MatMul {
     }
 }
 
+/// Dispatch table of `bmm.dtype`.
+pub static BMM_DTYPE: OpEntry = OpEntry::new("bmm.dtype");
+
+/// `a @ b` of two f16 or two bf16 operands with an f32 result (PyTorch's
+/// `torch.bmm(a, b, out_dtype=torch.float32)`): the product's f32
+/// accumulators, not rounded to the operands' dtype. Shapes as
+/// [`MatMul`]. Not differentiable: it runs below autograd, in the f16 /
+/// bf16 forms of `mm` / `bmm` (which round its result once) and `addmm`
+/// (which adds the bias before rounding).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MatMulF32;
+
+impl Op for MatMulF32 {
+    fn entry(&self) -> &'static OpEntry {
+        &BMM_DTYPE
+    }
+
+    fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
+        let mut specs = infer_matmul("bmm", inputs)?;
+        let dt = inputs[0].dtype();
+        if !matches!(dt, crate::DType::F16 | crate::DType::BF16) {
+            return Err(Error::dtype(
+                "bmm",
+                dt,
+                "out_dtype float32 is only supported for float16 and bfloat16 inputs",
+            ));
+        }
+        specs[0].dtype = crate::DType::F32;
+        Ok(specs)
+    }
+}
+
 /// The 2-D case, its own operator as in PyTorch.
 #[derive(Debug, Clone, Copy)]
 pub struct Mm;

@@ -107,14 +107,20 @@ pub(crate) fn register_kernels() -> Result<()> {
     )?;
     structured(&linalg::MM, gemm::matmul_kernel)?;
     structured(&linalg::BMM, gemm::matmul_kernel)?;
+    structured(&linalg::BMM_DTYPE, gemm::matmul_f32_kernel)?;
     // The meta device mirrors the f16 / bf16 products' and convolutions'
     // temporaries (for memory plans).
-    for entry in [
-        &linalg::MM,
-        &linalg::BMM,
-        &crate::ops::conv::CONVOLUTION,
-        &crate::ops::conv::CONVOLUTION_BACKWARD,
-    ] {
+    for entry in [&linalg::MM, &linalg::BMM] {
+        entry.register_builtin(
+            Slot::Key(DispatchKey::Meta),
+            Kernel::Structured(gemm::matmul_meta_kernel),
+        )?;
+    }
+    linalg::BMM_DTYPE.register_builtin(
+        Slot::Key(DispatchKey::Meta),
+        Kernel::Structured(gemm::matmul_f32_meta_kernel),
+    )?;
+    for entry in [&crate::ops::conv::CONVOLUTION, &crate::ops::conv::CONVOLUTION_BACKWARD] {
         entry.register_builtin(
             Slot::Key(DispatchKey::Meta),
             Kernel::Structured(conv::widened_meta_kernel),

@@ -365,7 +365,7 @@ mod x86 {
 
     /// Transposes a 16 x 16 block held as 16 row vectors into 16 column vectors.
     #[inline(always)]
-    unsafe fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
+    pub(crate) unsafe fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
         // SAFETY: register-only shuffles; the caller runs with AVX-512F (this is only called from AVX-512 functions).
         unsafe {
             let mut t = [_mm512_setzero_ps(); 16];

@@ -20,6 +20,7 @@
 //! identical for any number of threads.
 
 mod b_resident;
+pub(crate) mod bf16;
 mod kernels;
 mod prepacked;
 
@@ -718,16 +719,79 @@ pub(crate) fn matmul_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
     }
     match a.dtype() {
         DType::F16 | DType::BF16 => {
-            // Compute in f32 (PyTorch accumulates half products in f32 on the CPU).
-            let (a32, b32) = (a.to_dtype(DType::F32)?, b.to_dtype(DType::F32)?);
-            let tmp = crate::dispatch::call1(&crate::ops::MatMul, &[&a32, &b32])?;
+            // Accumulate in f32 and round once (as PyTorch's CPU kernels).
+            let tmp = crate::dispatch::call1(&crate::ops::linalg::MatMulF32, &[a, b])?;
             super::copy::cast_into(out, &tmp)
         }
-        dt => with_dtype!(dt, T => batched::<T>(a, b, out)),
+        dt => with_dtype!(dt, T => batched::<T, T>(a, b, out, |m, n, k, am, bm, c, parallel| {
+            // SAFETY: `batched`'s contract for the callback: the views and the
+            // output block are inside the locked storages, disjoint per batch.
+            unsafe {
+                match T::DTYPE {
+                    DType::F32 => sgemm(m, n, k, cast_mat(am), cast_mat(bm), c.cast(), n, parallel, false),
+                    DType::F64 => dgemm(m, n, k, cast_mat(am), cast_mat(bm), c.cast(), n, parallel, false),
+                    _ => igemm(m, n, k, am, bm, c, n),
+                }
+            }
+        })),
     }
 }
 
-fn batched<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+/// Kernel of `bmm.dtype` ([`crate::ops::linalg::MatMulF32`]): f16 / bf16
+/// operands, f32 result. bf16 runs the native product where the CPU has
+/// AVX512-BF16; otherwise (and for f16) the operands are widened to f32
+/// first.
+pub(crate) fn matmul_f32_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    let (a, b, out) = (inputs[0], inputs[1], outputs[0]);
+    if a.numel() == 0 || b.numel() == 0 {
+        out.zero_()?;
+        return Ok(());
+    }
+    if a.dtype() == DType::BF16 && bf16::native() {
+        return batched::<half::bf16, f32>(a, b, out, |m, n, k, am, bm, c, parallel| {
+            // SAFETY: as in `matmul_kernel`; native() was checked above.
+            unsafe { bf16::gemm(m, n, k, am, bm, c, n, parallel) }
+        });
+    }
+    let (a32, b32) = (a.to_dtype(DType::F32)?, b.to_dtype(DType::F32)?);
+    batched::<f32, f32>(&a32, &b32, out, |m, n, k, am, bm, c, parallel| {
+        // SAFETY: as in `matmul_kernel`.
+        unsafe { sgemm(m, n, k, am, bm, c, n, parallel, false) }
+    })
+}
+
+/// Meta-device kernel of `mm` and `bmm`: for f16 / bf16 operands it makes
+/// the CPU kernel's temporary (the f32 product, through `bmm.dtype`), so
+/// that a memory plan sees the bytes the CPU holds while it runs.
+pub(crate) fn matmul_meta_kernel(_op: &dyn Op, inputs: &[&Tensor], _outputs: &[&Tensor]) -> Result<()> {
+    let (a, b) = (inputs[0], inputs[1]);
+    if matches!(a.dtype(), DType::F16 | DType::BF16) && a.numel() > 0 && b.numel() > 0 {
+        crate::dispatch::call1(&crate::ops::linalg::MatMulF32, &[a, b])?;
+    }
+    Ok(())
+}
+
+/// Meta-device kernel of `bmm.dtype`: where the CPU widens the operands
+/// (f16, or bf16 without AVX512-BF16) it makes the same f32 copies.
+pub(crate) fn matmul_f32_meta_kernel(_op: &dyn Op, inputs: &[&Tensor], _outputs: &[&Tensor]) -> Result<()> {
+    let (a, b) = (inputs[0], inputs[1]);
+    if a.numel() > 0 && b.numel() > 0 && !(a.dtype() == DType::BF16 && bf16::native()) {
+        let _widened = (a.to_dtype(DType::F32)?, b.to_dtype(DType::F32)?);
+    }
+    Ok(())
+}
+
+/// Runs `gemm(m, n, k, a_i, b_i, c_i, parallel)` for every batch `i` of
+/// `a [..., m, k] @ b [..., k, n]` into the contiguous `out`, the batches in
+/// parallel when each is small. The callback's views and `c_i` (an `m x n`
+/// block with row stride `n`) lie inside the storages, locked for the call,
+/// and batches write disjoint blocks.
+fn batched<I: Element, O: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    gemm: impl Fn(usize, usize, usize, Mat<I>, Mat<I>, *mut O, bool) + Sync,
+) -> Result<()> {
     let nd = a.ndim();
     let (m, k, n) = (a.shape()[nd - 2], a.shape()[nd - 1], b.shape()[nd - 1]);
     let batch_shape = &a.shape()[..nd - 2];
@@ -748,26 +812,19 @@ fn batched<T: Element>(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     let small = m * n * k < 1 << 22;
     let one = |bi: usize, parallel: bool| {
         let am = Mat {
-            ptr: (ap as *const T).wrapping_add(offset(bi, ast)),
+            ptr: (ap as *const I).wrapping_add(offset(bi, ast)),
             rs: ast[nd - 2],
             cs: ast[nd - 1],
         };
         let bm = Mat {
-            ptr: (bp as *const T).wrapping_add(offset(bi, bst)),
+            ptr: (bp as *const I).wrapping_add(offset(bi, bst)),
             rs: bst[nd - 2],
             cs: bst[nd - 1],
         };
-        let c = (cp as *mut T).wrapping_add(bi * m * n);
-        // SAFETY: batch bi of `a` and `b` is inside their storages (locked for
+        // Batch bi of `a` and `b` is inside their storages (locked for
         // reading by `acc`), its m x n block of the contiguous output is inside
         // `out` (locked for writing), and batches write disjoint blocks.
-        unsafe {
-            match T::DTYPE {
-                DType::F32 => sgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f32, n, parallel, false),
-                DType::F64 => dgemm(m, n, k, cast_mat(am), cast_mat(bm), c as *mut f64, n, parallel, false),
-                _ => igemm(m, n, k, am, bm, c, n),
-            }
-        }
+        gemm(m, n, k, am, bm, (cp as *mut O).wrapping_add(bi * m * n), parallel);
     };
     if small && nb > 1 && rayon::current_num_threads() > 1 {
         super::warm::par_for_each(nb, |bi| one(bi, false));
