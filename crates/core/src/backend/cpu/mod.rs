@@ -116,10 +116,6 @@ pub(crate) fn register_kernels() -> Result<()> {
             Kernel::Structured(gemm::matmul_meta_kernel),
         )?;
     }
-    linalg::BMM_DTYPE.register_builtin(
-        Slot::Key(DispatchKey::Meta),
-        Kernel::Structured(gemm::matmul_f32_meta_kernel),
-    )?;
     for entry in [&crate::ops::conv::CONVOLUTION, &crate::ops::conv::CONVOLUTION_BACKWARD] {
         entry.register_builtin(
             Slot::Key(DispatchKey::Meta),

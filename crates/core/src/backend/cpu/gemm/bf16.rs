@@ -1,24 +1,19 @@
-//! bf16 matrix products with f32 accumulation on CPUs with AVX512-BF16
-//! (`vdpbf16ps`: 16 f32 lanes, each adding two bf16 products per
-//! instruction; Cooper Lake, Sapphire Rapids, Zen 4 and later).
+//! The native bf16 product kernel for CPUs with AVX512-BF16 (`vdpbf16ps`:
+//! 16 f32 lanes, each adding two bf16 products per instruction; Cooper
+//! Lake, Sapphire Rapids, Zen 4 and later), run by `half::gemm`.
 //!
-//! Same loop order as `gemm_with` (an A micro-panel in L1 streaming over a
-//! column block of B panels in L2; threads split the rows of C, or its
-//! columns when there are few rows), but the operands stay bf16 and are
-//! packed in depth pairs: A's panel holds, per pair `q`, the `MR` rows'
-//! values at depths `2q` and `2q + 1` side by side (one 32-bit word per
-//! row, broadcast by the kernel), and B's panel, per pair, the `NR`
-//! columns' two values side by side (two vectors of 16 words). An odd
-//! depth is padded with a zero. C is f32.
-//!
-//! Like every GEMM here, the depth is never split across threads and each
-//! output element adds its `KC` blocks in order, so the bits do not depend
-//! on the thread count. `vdpbf16ps` treats subnormal inputs and results as
-//! zero (as oneDNN's bf16 products, which PyTorch runs, do).
+//! The operands stay bf16 and are packed in depth pairs: A's panel holds,
+//! per pair `q`, the `MR` rows' values at depths `2q` and `2q + 1` side by
+//! side (one 32-bit word per row, broadcast by the kernel), and B's panel,
+//! per pair, the `NR` columns' two values side by side (two vectors of 16
+//! words). An odd depth is padded with a zero. `vdpbf16ps` treats
+//! subnormal inputs and results as zero (as oneDNN's bf16 products, which
+//! PyTorch runs, do).
 
 use half::bf16;
 
-use super::{Mat, OutPtr, Scratch};
+use super::Mat;
+use super::half::HalfKernel;
 
 /// Rows of the register tile.
 const MR: usize = 12;
@@ -127,165 +122,50 @@ unsafe fn pack_b(b: Mat<bf16>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: 
     }
 }
 
-/// `C = A * B` for bf16 `A: m x k`, `B: k x n` into the f32 `C: m x n`
-/// (row stride `ldc`, unit column stride), accumulating in f32.
-///
-/// # Safety
-/// `a` and `b` view readable `m x k` and `k x n` matrices, `c` is writable
-/// for `m` rows of `n` values `ldc` apart, nothing else accesses them during
-/// the call, and `native()` holds.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gemm(
-    m: usize,
-    n: usize,
-    k: usize,
-    a: Mat<bf16>,
-    b: Mat<bf16>,
-    c: *mut f32,
-    ldc: usize,
-    parallel: bool,
-) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    let c = OutPtr(c);
-    if k == 0 {
-        for i in 0..m {
-            // SAFETY: row i of C holds n values.
-            unsafe { std::ptr::write_bytes(c.get().add(i * ldc), 0, n) };
-        }
-        return;
-    }
-    let threads = if parallel { rayon::current_num_threads() } else { 1 };
-    let (m_panels, n_panels) = (m.div_ceil(MR), n.div_ceil(NR));
-    let kblocks = k.div_ceil(KC);
-    let by_rows = m_panels >= threads || m_panels >= n_panels;
-    let tasks = threads.min(if by_rows { m_panels } else { n_panels }).max(1);
-    let nc_panels = (NC / NR).max(1);
-    let depth2 = KC.min(k).div_ceil(2) * 2;
-    let task = |t: usize| {
-        let split = if by_rows { m_panels } else { n_panels };
-        let per = split.div_ceil(tasks);
-        let (lo, hi) = ((t * per).min(split), ((t + 1) * per).min(split));
-        if lo >= hi {
-            return;
-        }
-        let own_len = (hi - lo) * if by_rows { MR } else { NR };
-        let mut own = Scratch::<u16>::new(own_len * depth2);
-        let op = own.as_mut_ptr();
-        let other_len = if by_rows {
-            nc_panels.min(n_panels) * NR
-        } else {
-            m_panels * MR
-        };
-        let mut other = Scratch::<u16>::new(other_len * depth2);
-        let ot = other.as_mut_ptr();
-        let mut edge = [0f32; MR * NR];
-        for kb in 0..kblocks {
-            let (p0, kc) = (kb * KC, KC.min(k - kb * KC));
-            let kc2 = kc.div_ceil(2);
-            let accumulate = kb > 0;
-            let (a_base, a_first);
-            // SAFETY: the panels packed lie inside A / B (this function's
-            // contract), and the scratch buffers hold `own_len` / `other_len`
-            // values per depth (`depth2 >= 2 * kc2`).
-            unsafe {
-                if by_rows {
-                    for pi in lo..hi {
-                        pack_a(
-                            a,
-                            pi * MR,
-                            MR.min(m - pi * MR),
-                            p0,
-                            kc,
-                            op.add((pi - lo) * MR * 2 * kc2),
-                        );
-                    }
-                    (a_base, a_first) = (op as *const u16, lo);
-                } else {
-                    pack_b(b, p0, kc, n, lo, hi, op);
-                    for pi in 0..m_panels {
-                        pack_a(a, pi * MR, MR.min(m - pi * MR), p0, kc, ot.add(pi * MR * 2 * kc2));
-                    }
-                    (a_base, a_first) = (ot as *const u16, 0);
-                }
-            }
-            let (i_lo, i_hi) = if by_rows { (lo, hi) } else { (0, m_panels) };
-            let (j_lo, j_hi) = if by_rows { (0, n_panels) } else { (lo, hi) };
-            let mut jc = j_lo;
-            while jc < j_hi {
-                let jc_end = (jc + nc_panels).min(j_hi);
-                let (b_base, b_first) = if by_rows {
-                    // SAFETY: panels [jc, jc_end) at depth [p0, p0 + kc) lie inside B; the scratch holds
-                    // `nc_panels` panels of NR * 2 * kc2.
-                    unsafe { pack_b(b, p0, kc, n, jc, jc_end, ot) };
-                    (ot as *const u16, jc)
-                } else {
-                    (op as *const u16, lo)
-                };
-                for pi in i_lo..i_hi {
-                    let rows = MR.min(m - pi * MR);
-                    let apanel = a_base.wrapping_add((pi - a_first) * MR * 2 * kc2);
-                    for pj in jc..jc_end {
-                        let cols = NR.min(n - pj * NR);
-                        let bpanel = b_base.wrapping_add((pj - b_first) * NR * 2 * kc2);
-                        // SAFETY: the panels hold MR x 2 kc2 and 2 kc2 x NR values; the tile at
-                        // (pi * MR, pj * NR), rows x cols, lies inside C, and no other task writes it.
-                        unsafe {
-                            let cptr = c.get().add(pi * MR * ldc + pj * NR);
-                            tile(kc2, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge);
-                        }
-                    }
-                }
-                jc = jc_end;
-            }
-        }
-    };
-    if tasks > 1 {
-        super::super::warm::par_for_each(tasks, task);
-    } else {
-        task(0);
-    }
-}
+/// The AVX512-BF16 kernel: a 12 x 32 tile of `vdpbf16ps` accumulators.
+pub(crate) struct Native;
 
-/// One `rows x cols` tile of C (a partial one through the `edge` scratch).
-///
-/// # Safety
-/// As `x86::kernel`, with `cptr` writable (and readable) for `rows x cols`.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-unsafe fn tile(
-    kc2: usize,
-    apanel: *const u16,
-    bpanel: *const u16,
-    cptr: *mut f32,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
-    accumulate: bool,
-    edge: &mut [f32; MR * NR],
-) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the caller's contract; the edge tile holds MR x NR values.
-    unsafe {
-        if rows == MR && cols == NR {
-            return x86::kernel(kc2, apanel, bpanel, cptr, ldc, accumulate);
-        }
-        let e = edge.as_mut_ptr();
-        for r in 0..rows {
-            if accumulate {
-                std::ptr::copy_nonoverlapping(cptr.add(r * ldc), e.add(r * NR), cols);
-            }
-        }
-        x86::kernel(kc2, apanel, bpanel, e, NR, accumulate);
-        for r in 0..rows {
-            std::ptr::copy_nonoverlapping(e.add(r * NR), cptr.add(r * ldc), cols);
-        }
+impl HalfKernel<bf16> for Native {
+    type P = u16;
+    const MR: usize = MR;
+    const NR: usize = NR;
+    const KC: usize = KC;
+    const NC: usize = NC;
+
+    fn span(kc: usize) -> usize {
+        kc.div_ceil(2) * 2
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (kc2, apanel, bpanel, cptr, ldc, rows, cols, accumulate, edge);
-        unreachable!("the bf16 kernel runs only where native() holds");
+
+    unsafe fn pack_a(a: Mat<bf16>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut u16, _tmp: *mut f32) {
+        // SAFETY: the same contract (the panel of MR * span(kc) values).
+        unsafe { pack_a(a, i0, rows, p0, kc, dst) }
+    }
+
+    unsafe fn pack_b(
+        b: Mat<bf16>,
+        p0: usize,
+        kc: usize,
+        n: usize,
+        pj0: usize,
+        pj1: usize,
+        dst: *mut u16,
+        _tmp: *mut f32,
+    ) {
+        // SAFETY: the same contract (panels of NR * span(kc) values).
+        unsafe { pack_b(b, p0, kc, n, pj0, pj1, dst) }
+    }
+
+    unsafe fn run(kc: usize, a: *const u16, b: *const u16, c: *mut f32, ldc: usize, accumulate: bool) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the same contract; the kernel takes the depth in pairs.
+        unsafe {
+            x86::kernel(kc.div_ceil(2), a, b, c, ldc, accumulate)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (kc, a, b, c, ldc, accumulate);
+            unreachable!("the native bf16 kernel runs only where native() holds");
+        }
     }
 }
 
@@ -489,98 +369,14 @@ mod x86 {
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests {
-    use half::bf16;
-
-    use super::{Mat, gemm, native};
-
-    /// Small integers: every product and partial sum is exact in f32, so
-    /// any summation order gives the same bits as the plain triple loop.
-    fn ints(len: usize, seed: u64) -> Vec<bf16> {
-        let mut s = seed;
-        (0..len)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                bf16::from_f32(((s >> 33) % 17) as f32 - 8.0)
-            })
-            .collect()
-    }
-
-    fn reference(m: usize, n: usize, k: usize, a: Mat<bf16>, b: Mat<bf16>) -> Vec<f32> {
-        let mut c = vec![0f32; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let mut s = 0f32;
-                for p in 0..k {
-                    // SAFETY: (i, p) and (p, j) are inside the test's matrices.
-                    unsafe {
-                        s += f32::from(*a.ptr.add(i * a.rs + p * a.cs)) * f32::from(*b.ptr.add(p * b.rs + j * b.cs))
-                    };
-                }
-                c[i * n + j] = s;
-            }
-        }
-        c
-    }
-
     #[test]
-    fn every_layout_and_edge_matches_the_exact_product() {
-        if !native() {
-            eprintln!("SKIPPED: this CPU has no AVX512-BF16; the native bf16 product is not tested here");
+    fn native_kernel_matches_the_exact_product() {
+        if !super::native() {
+            eprintln!("SKIPPED: this CPU has no AVX512-BF16; the native bf16 kernel is not tested here");
             return;
         }
-        // Shapes around the tile (12 x 32), the pair (odd k), the transposing packers' 32-deep blocks and the
-        // depth block (512).
-        for &(m, n, k) in &[
-            (1, 1, 1),
-            (12, 32, 2),
-            (13, 33, 3),
-            (25, 70, 37),
-            (40, 64, 64),
-            (24, 96, 600),
-            (7, 300, 1031),
-        ] {
-            let a_data = ints(m * k, 1 + m as u64);
-            let b_data = ints(k * n, 2 + n as u64);
-            for (a_rm, b_rm) in [(true, true), (true, false), (false, true), (false, false)] {
-                let a = if a_rm {
-                    Mat {
-                        ptr: a_data.as_ptr(),
-                        rs: k,
-                        cs: 1,
-                    }
-                } else {
-                    Mat {
-                        ptr: a_data.as_ptr(),
-                        rs: 1,
-                        cs: m,
-                    }
-                };
-                let b = if b_rm {
-                    Mat {
-                        ptr: b_data.as_ptr(),
-                        rs: n,
-                        cs: 1,
-                    }
-                } else {
-                    Mat {
-                        ptr: b_data.as_ptr(),
-                        rs: 1,
-                        cs: k,
-                    }
-                };
-                let want = reference(m, n, k, a, b);
-                for parallel in [false, true] {
-                    let mut got = vec![f32::NAN; m * n];
-                    // SAFETY: native() holds; the views cover the m x k and k x n data; `got` holds m x n.
-                    unsafe { gemm(m, n, k, a, b, got.as_mut_ptr(), n, parallel) };
-                    assert_eq!(
-                        got, want,
-                        "m {m} n {n} k {k} a_rm {a_rm} b_rm {b_rm} parallel {parallel}"
-                    );
-                }
-            }
-        }
+        crate::backend::cpu::gemm::half::tests::check_kernel::<half::bf16, super::Native>();
     }
 }

@@ -20,7 +20,8 @@
 //! identical for any number of threads.
 
 mod b_resident;
-pub(crate) mod bf16;
+mod bf16;
+mod half;
 mod kernels;
 mod prepacked;
 
@@ -738,26 +739,30 @@ pub(crate) fn matmul_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
 }
 
 /// Kernel of `bmm.dtype` ([`crate::ops::linalg::MatMulF32`]): f16 / bf16
-/// operands, f32 result. bf16 runs the native product where the CPU has
-/// AVX512-BF16; otherwise (and for f16) the operands are widened to f32
-/// first.
+/// operands, f32 result, through `half::half_gemm` (the native bf16
+/// product where the CPU has AVX512-BF16, else tiles widened while they
+/// are packed: no widened copy of an operand).
 pub(crate) fn matmul_f32_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let (a, b, out) = (inputs[0], inputs[1], outputs[0]);
     if a.numel() == 0 || b.numel() == 0 {
         out.zero_()?;
         return Ok(());
     }
-    if a.dtype() == DType::BF16 && bf16::native() {
-        return batched::<half::bf16, f32>(a, b, out, |m, n, k, am, bm, c, parallel| {
-            // SAFETY: as in `matmul_kernel`; native() was checked above.
-            unsafe { bf16::gemm(m, n, k, am, bm, c, n, parallel) }
-        });
+    match a.dtype() {
+        DType::BF16 => batched::<::half::bf16, f32>(a, b, out, |m, n, k, am, bm, c, parallel| {
+            // SAFETY: as in `matmul_kernel`.
+            unsafe { half::half_gemm(m, n, k, am, bm, c, n, parallel) }
+        }),
+        DType::F16 => batched::<::half::f16, f32>(a, b, out, |m, n, k, am, bm, c, parallel| {
+            // SAFETY: as in `matmul_kernel`.
+            unsafe { half::half_gemm(m, n, k, am, bm, c, n, parallel) }
+        }),
+        dt => Err(crate::Error::dtype(
+            "bmm",
+            dt,
+            "out_dtype float32 needs float16 or bfloat16 operands",
+        )),
     }
-    let (a32, b32) = (a.to_dtype(DType::F32)?, b.to_dtype(DType::F32)?);
-    batched::<f32, f32>(&a32, &b32, out, |m, n, k, am, bm, c, parallel| {
-        // SAFETY: as in `matmul_kernel`.
-        unsafe { sgemm(m, n, k, am, bm, c, n, parallel, false) }
-    })
 }
 
 /// Meta-device kernel of `mm` and `bmm`: for f16 / bf16 operands it makes
@@ -767,16 +772,6 @@ pub(crate) fn matmul_meta_kernel(_op: &dyn Op, inputs: &[&Tensor], _outputs: &[&
     let (a, b) = (inputs[0], inputs[1]);
     if matches!(a.dtype(), DType::F16 | DType::BF16) && a.numel() > 0 && b.numel() > 0 {
         crate::dispatch::call1(&crate::ops::linalg::MatMulF32, &[a, b])?;
-    }
-    Ok(())
-}
-
-/// Meta-device kernel of `bmm.dtype`: where the CPU widens the operands
-/// (f16, or bf16 without AVX512-BF16) it makes the same f32 copies.
-pub(crate) fn matmul_f32_meta_kernel(_op: &dyn Op, inputs: &[&Tensor], _outputs: &[&Tensor]) -> Result<()> {
-    let (a, b) = (inputs[0], inputs[1]);
-    if a.numel() > 0 && b.numel() > 0 && !(a.dtype() == DType::BF16 && bf16::native()) {
-        let _widened = (a.to_dtype(DType::F32)?, b.to_dtype(DType::F32)?);
     }
     Ok(())
 }
