@@ -497,3 +497,46 @@ fn reductions_over_an_empty_dim_give_the_identity() {
     assert_eq!(x.sum_dim(1, false).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 5]);
     assert_eq!(x.prod_dim(1, false).unwrap().to_vec::<f32>().unwrap(), vec![1.0; 5]);
 }
+
+/// f16 / bf16 column sums (a bias gradient's reduction) accumulate in f32
+/// and round once: the same bits as summing the widened tensor in f32 and
+/// rounding, for contiguous and strided rows, over several row chunks.
+#[test]
+fn half_column_sums_round_the_f32_sums_once() {
+    for dt in [DType::BF16, DType::F16] {
+        for &(rows, cols) in &[(3usize, 5usize), (1024, 384), (20_000, 7)] {
+            let x = Tensor::randn([rows, cols + 3]).unwrap().to_dtype(dt).unwrap();
+            // A strided view: rows cols + 3 apart, cols kept.
+            let v = x.narrow(1, 1, cols as i64).unwrap();
+            let got = v.sum_dim([0], false).unwrap();
+            let want = v
+                .to_dtype(DType::F32)
+                .unwrap()
+                .sum_dim([0], false)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap();
+            assert_eq!(got.dtype(), dt);
+            let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+            assert_eq!(g.len(), cols);
+            for (j, (a, b)) in g.iter().zip(&w).enumerate() {
+                assert_eq!(a.to_bits(), b.to_bits(), "{dt:?} {rows}x{cols} column {j}: {a} vs {b}");
+            }
+            // And close to the exact sum (f64 over the rounded inputs).
+            let xs = v
+                .to_dtype(DType::F64)
+                .unwrap()
+                .sum_dim([0], false)
+                .unwrap()
+                .to_vec::<f64>()
+                .unwrap();
+            let tol = if dt == DType::BF16 { 1.0 / 128.0 } else { 1.0 / 1024.0 };
+            for (a, e) in g.iter().zip(&xs) {
+                assert!(
+                    ((*a as f64) - e).abs() <= tol * e.abs() + 1e-3 * (rows as f64).sqrt(),
+                    "{a} vs {e}"
+                );
+            }
+        }
+    }
+}

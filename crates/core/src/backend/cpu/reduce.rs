@@ -513,10 +513,21 @@ multiversion! {
     }
 }
 
-/// Sum of f32 over the leading (reduced) dim of a matrix whose kept dim is
-/// contiguous: `out[j] = sum_i x[i * stride + j]`, rows added in order, in
-/// chunks of [`CHUNK`] rows merged in order; vectorised across columns.
-fn column_sum_f32(name: &'static str, x: &Tensor, out: &Tensor, rows: usize, cols: usize, stride: usize) -> Result<()> {
+/// Sum over the leading (reduced) dim of a matrix whose kept dim is
+/// contiguous: `out[j] = sum_i x[i * stride + j]`, accumulated in f32
+/// (f16 / bf16 rows widened first, the sums rounded once by `finish`),
+/// rows added in order, in chunks of [`CHUNK`] rows merged in order;
+/// vectorised across columns.
+#[allow(clippy::too_many_arguments)]
+fn column_sum<T: Element, O: Element>(
+    name: &'static str,
+    x: &Tensor,
+    out: &Tensor,
+    rows: usize,
+    cols: usize,
+    stride: usize,
+    finish: fn(f32) -> O,
+) -> Result<()> {
     let acc = access(name, &[x], &[out])?;
     let (xp, op) = (acc.ins[0] as usize, acc.outs[0] as usize);
     const COLS: usize = 256;
@@ -530,16 +541,25 @@ fn column_sum_f32(name: &'static str, x: &Tensor, out: &Tensor, rows: usize, col
         while r0 < rows {
             let r1 = (r0 + CHUNK).min(rows);
             part[..w].fill(0.0);
+            let mut wide = [0f32; COLS];
             for i in r0..r1 {
                 // SAFETY: row i, columns j0..j1 are inside x.
-                let row = unsafe { std::slice::from_raw_parts((xp as *const f32).add(i * stride + j0), w) };
-                add_row_f32(&mut part[..w], row);
+                let row = unsafe { std::slice::from_raw_parts((xp as *const T).add(i * stride + j0), w) };
+                if T::DTYPE == DType::F32 {
+                    // SAFETY: T is f32 here.
+                    add_row_f32(&mut part[..w], unsafe { &*(row as *const [T] as *const [f32]) });
+                } else {
+                    super::copy::cast_block(row, &mut wide[..w]);
+                    add_row_f32(&mut part[..w], &wide[..w]);
+                }
             }
             add_row_f32(&mut total[..w], &part[..w]);
             r0 = r1;
         }
-        // SAFETY: columns j0..j1 of the contiguous output.
-        unsafe { std::ptr::copy_nonoverlapping(total.as_ptr(), (op as *mut f32).add(j0), w) };
+        for (j, t) in total[..w].iter().enumerate() {
+            // SAFETY: columns j0..j1 of the contiguous output.
+            unsafe { *(op as *mut O).add(j0 + j) = finish(*t) };
+        }
     };
     let blocks = cols.div_ceil(COLS);
     if rows * cols < PAR_MIN || rayon::current_num_threads() == 1 {
@@ -555,7 +575,11 @@ pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
     let (x, out) = (inputs[0], outputs[0]);
     let name = op.entry().base_name();
     let dims = op.dims.as_deref();
-    if op.kind == ReduceKind::Sum && x.dtype() == DType::F32 && dims.is_some() {
+    if op.kind == ReduceKind::Sum
+        && matches!(x.dtype(), DType::F32 | DType::F16 | DType::BF16)
+        && out.dtype() == x.dtype()
+        && dims.is_some()
+    {
         // Column sums (e.g. a bias gradient): vectorise across the kept columns.
         let p = plan(x.layout(), dims);
         if let ([cols], [1], [rows], [stride]) = (
@@ -565,7 +589,12 @@ pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
             p.inner_strides.as_slice(),
         ) && *stride >= *cols
         {
-            return column_sum_f32(name, x, out, *rows, *cols, *stride);
+            let (rows, cols, stride) = (*rows, *cols, *stride);
+            return match x.dtype() {
+                DType::F16 => column_sum::<f16, f16>(name, x, out, rows, cols, stride, f16::from_f32),
+                DType::BF16 => column_sum::<bf16, bf16>(name, x, out, rows, cols, stride, bf16::from_f32),
+                _ => column_sum::<f32, f32>(name, x, out, rows, cols, stride, |v| v),
+            };
         }
     }
     match op.kind {
