@@ -168,6 +168,7 @@ mod tests {
         // Linear algebra, joins, composites.
         "mm",
         "bmm",
+        "bmm.dtype",
         "addmm",
         "addmv",
         "addbmm",
