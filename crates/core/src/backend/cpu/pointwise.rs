@@ -310,15 +310,29 @@ unsafe fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end:
     let base_buf = scratch.as_mut_ptr() as *mut u64;
     let buf = |k: usize| base_buf.wrapping_add(k * BLOCK) as *mut u8;
     let mut in_ptrs: SmallVec<[*const u8; MAX_INPUTS]> = SmallVec::new();
+    // An input that is the output itself (an in-place op's `self`: same
+    // address, same strides): in the direct rows below, each of its rows is
+    // copied to its buffer just before the row runs.
+    let exact_alias: SmallVec<[bool; MAX_INPUTS]> = ins
+        .iter()
+        .enumerate()
+        .map(|(k, op)| {
+            op.aliases_out
+                && !out.aliases_out
+                && op.ptr == out.ptr
+                && op.esize == out.esize
+                && op.cast.is_none()
+                && p.in_strides[k] == p.out_strides
+        })
+        .collect();
     // Rows long enough to be run one by one in place when every operand's
     // rows are contiguous runs (a gather would copy each row anyway).
     let direct_rows = inner >= DIRECT_ROWS
         && out.cast.is_none()
         && (p.out_dense || p.out_strides[nd - 1] == 1)
-        && ins
-            .iter()
-            .enumerate()
-            .all(|(k, op)| (p.in_dense[k] || p.in_strides[k][nd - 1] == 1) && op.cast.is_none() && !op.aliases_out);
+        && ins.iter().enumerate().all(|(k, op)| {
+            (p.in_dense[k] || p.in_strides[k][nd - 1] == 1) && op.cast.is_none() && (!op.aliases_out || exact_alias[k])
+        });
     let mut pos = start;
     while pos < end {
         // Multi-index of `pos`.
@@ -333,6 +347,9 @@ unsafe fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end:
         // A block is either a piece of one row, or several whole rows.
         let (n, rows_mode) = if in_row > 0 || inner >= BLOCK || remaining < inner {
             ((inner - in_row).min(BLOCK).min(remaining), false)
+        } else if direct_rows && remaining / inner > 1 {
+            // Direct rows use no block buffer across rows: take them all.
+            (remaining / inner * inner, true)
         } else {
             let rows = (BLOCK / inner).min(remaining / inner);
             (rows * inner, rows > 1)
@@ -341,20 +358,52 @@ unsafe fn run_range(p: &Plan, out: &Operand, ins: &[Operand], start: usize, end:
         if rows_mode && direct_rows {
             // Whole rows whose every operand is a contiguous run: the function
             // runs on each row in place, with no gather and no scatter.
+            // The rows' offsets are carried from row to row (one add per
+            // operand, more only where an outer index wraps).
             let mut ridx = idx.clone();
+            let mut in_offs: SmallVec<[usize; MAX_INPUTS]> =
+                (0..ins.len()).map(|k| offset_of(&p.in_strides[k], &ridx)).collect();
+            let mut out_off = offset_of(&p.out_strides, &ridx);
             let mut done = 0;
             while done < n {
                 in_ptrs.clear();
                 for (k, op) in ins.iter().enumerate() {
-                    in_ptrs.push((op.ptr + offset_of(&p.in_strides[k], &ridx) * op.esize) as *const u8);
+                    let row = (op.ptr + in_offs[k] * op.esize) as *const u8;
+                    if exact_alias[k] {
+                        // SAFETY: the row is `inner` contiguous elements inside the
+                        // input; rows mode has inner < BLOCK, so they fit buffer k
+                        // (BLOCK slots of 8 >= esize bytes), which overlaps nothing.
+                        unsafe { std::ptr::copy_nonoverlapping(row, buf(k), inner * op.esize) };
+                        in_ptrs.push(buf(k) as *const u8);
+                    } else {
+                        in_ptrs.push(row);
+                    }
                 }
-                let ob = out.ptr + offset_of(&p.out_strides, &ridx) * out.esize;
+                let ob = out.ptr + out_off * out.esize;
                 // SAFETY: in-bounds by construction of the plan; each input row
                 // is a contiguous run of `inner` elements (stride 1, no cast,
-                // not sharing the output's memory), and so is the output row.
+                // not sharing the output's memory: the output's own rows were
+                // copied to their buffers), and so is the output row.
                 unsafe { f.run(&in_ptrs, ob as *mut u8, inner) };
                 done += inner;
-                advance_row(&mut ridx, &p.shape);
+                let mut d = nd - 1;
+                while d > 0 {
+                    d -= 1;
+                    ridx[d] += 1;
+                    if ridx[d] < p.shape[d] {
+                        out_off += p.out_strides[d];
+                        for (k, o) in in_offs.iter_mut().enumerate() {
+                            *o += p.in_strides[k][d];
+                        }
+                        break;
+                    }
+                    // Index d wraps to 0: take back its whole span.
+                    ridx[d] = 0;
+                    out_off -= p.out_strides[d] * (p.shape[d] - 1);
+                    for (k, o) in in_offs.iter_mut().enumerate() {
+                        *o -= p.in_strides[k][d] * (p.shape[d] - 1);
+                    }
+                }
             }
             pos += n;
             continue;
