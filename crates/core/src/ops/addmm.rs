@@ -394,7 +394,8 @@ impl Op for AddProduct {
     }
 }
 
-fn add_product_kernel(c: &Call) -> Result<Tensors> {
+/// The composite kernel (every backend): `infer`'s checks, then `compute`.
+pub(crate) fn add_product_kernel(c: &Call) -> Result<Tensors> {
     let op: &AddProduct = downcast_op(c.op)?;
     op.infer(c.inputs)?;
     let (input, a, b) = (c.inputs[0], c.inputs[1], c.inputs[2]);

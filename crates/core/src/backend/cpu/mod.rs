@@ -108,6 +108,8 @@ pub(crate) fn register_kernels() -> Result<()> {
     structured(&linalg::MM, gemm::matmul_kernel)?;
     structured(&linalg::BMM, gemm::matmul_kernel)?;
     structured(&linalg::BMM_DTYPE, gemm::matmul_f32_kernel)?;
+    // A Linear's addmm adds its bias inside the GEMM (other cases run the composite).
+    crate::ops::addmm::ADDMM.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Functional(gemm::addmm_kernel))?;
     // The meta device mirrors the f16 / bf16 products' and convolutions'
     // temporaries (for memory plans).
     for entry in [&linalg::MM, &linalg::BMM] {

@@ -18,7 +18,7 @@
 //! the bits are the same for any number of threads and in both orders.
 
 use super::kernels::MicroKernel;
-use super::{BSrc, EDGE, Mat, OutPtr, Scratch, blocking, pack_a_panels, tile};
+use super::{BSrc, EDGE, Mat, OutPtr, Scratch, blocking, pack_a_panels, tile, tile_bias};
 use crate::cpu::warm::par_for_each;
 
 /// Depth of one packed block (a `KC x NR` B panel stays in L1).
@@ -59,8 +59,9 @@ pub(super) unsafe fn gemm<T, K>(
     ldc: usize,
     parallel: bool,
     acc: bool,
+    bias: Option<Mat<T>>,
 ) where
-    T: Copy + Default + Send + Sync,
+    T: Copy + Default + Send + Sync + super::BiasAdd,
     K: MicroKernel<T>,
 {
     let (mr, nr) = (K::MR, K::NR);
@@ -79,6 +80,7 @@ pub(super) unsafe fn gemm<T, K>(
         for kb in 0..k.div_ceil(kc_blk) {
             let (p0, kc) = (kb * kc_blk, kc_blk.min(k - kb * kc_blk));
             let accumulate = acc || kb > 0;
+            let last = kb + 1 == k.div_ceil(kc_blk);
             // Panel pj of the block is at base + (pj - jc) * nr * kc: in the
             // source itself when it holds packed panels, else in the buffer.
             let direct = b.direct(p0, kc, jc, nr);
@@ -109,7 +111,8 @@ pub(super) unsafe fn gemm<T, K>(
                         unsafe {
                             let apanel = ap.add((pi - i_lo) * mr * kc);
                             let cptr = c.get().add(pi * mr * ldc + pj * nr);
-                            tile::<T, K>(kc, apanel, bpanel(pj), cptr, ldc, rows, cols, accumulate, &mut edge);
+                            let tb = tile_bias(bias, last, pj * nr);
+                            tile::<T, K>(kc, apanel, bpanel(pj), cptr, ldc, rows, cols, accumulate, &mut edge, tb);
                         }
                     }
                 }

@@ -323,8 +323,9 @@ unsafe fn gemm_with<T, K>(
     ldc: usize,
     parallel: bool,
     acc: bool,
+    bias: Option<Mat<T>>,
 ) where
-    T: Copy + Default + Send + Sync + std::ops::Add<Output = T>,
+    T: Copy + Default + Send + Sync + BiasAdd,
     K: MicroKernel<T>,
 {
     let (mr, nr) = (K::MR, K::NR);
@@ -333,20 +334,24 @@ unsafe fn gemm_with<T, K>(
     }
     let c = OutPtr(c);
     if k == 0 {
-        if acc {
-            return;
-        }
         for i in 0..m {
             for j in 0..n {
-                // SAFETY: inside C.
-                unsafe { *c.get().add(i * ldc + j) = T::default() };
+                // SAFETY: inside C; the bias holds n values.
+                unsafe {
+                    let at = c.get().add(i * ldc + j);
+                    let old = if acc { *at } else { T::default() };
+                    *at = match bias {
+                        Some(v) => old + *v.ptr.add(j * v.cs),
+                        None => old,
+                    };
+                }
             }
         }
         return;
     }
     if K::B_RESIDENT {
         // SAFETY: this function's contract, forwarded (k > 0 here).
-        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel, acc) };
+        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel, acc, bias) };
     }
     let (kc_blk, nc_blk, _) = blocking((KC, NC, 0));
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
@@ -428,12 +433,13 @@ unsafe fn gemm_with<T, K>(
                         let cols = nr.min(n - pj * nr);
                         // SAFETY: panel pj of this column block was packed at b_base + (pj - b_first) * nr * kc.
                         let bpanel = unsafe { b_base.add((pj - b_first) * nr * kc) };
+                        let tb = tile_bias(bias, kb + 1 == kblocks, pj * nr);
                         // SAFETY: the A and B panels hold mr x kc and kc x nr values; the tile at (pi * mr, pj * nr)
                         // with rows x cols <= mr x nr lies inside C (m x n, row stride ldc), and no other thread
                         // writes it.
                         unsafe {
                             let cptr = c.get().add(pi * mr * ldc + pj * nr);
-                            tile::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge);
+                            tile::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge, tb);
                         }
                     }
                 }
@@ -477,7 +483,7 @@ unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
 /// As `MicroKernel::run`, with `cptr` writable for `rows x cols`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<T: Copy, K: MicroKernel<T>>(
+unsafe fn tile<T: BiasAdd, K: MicroKernel<T>>(
     kc: usize,
     apanel: *const T,
     bpanel: *const T,
@@ -487,29 +493,108 @@ unsafe fn tile<T: Copy, K: MicroKernel<T>>(
     cols: usize,
     accumulate: bool,
     edge: &mut [T; EDGE],
+    bias: Option<Mat<T>>,
 ) {
     let nr = K::NR;
     // SAFETY: per the contract; the edge tile holds MR x NR <= EDGE values.
     unsafe {
         if rows == K::MR && cols == nr {
             K::run(kc, apanel, bpanel, cptr, ldc, accumulate);
-            return;
-        }
-        let e = edge.as_mut_ptr();
-        if accumulate {
+        } else {
+            let e = edge.as_mut_ptr();
+            if accumulate {
+                for r in 0..rows {
+                    for q in 0..cols {
+                        *e.add(r * nr + q) = *cptr.add(r * ldc + q);
+                    }
+                }
+            }
+            K::run(kc, apanel, bpanel, e, nr, accumulate);
             for r in 0..rows {
                 for q in 0..cols {
-                    *e.add(r * nr + q) = *cptr.add(r * ldc + q);
+                    *cptr.add(r * ldc + q) = *e.add(r * nr + q);
                 }
             }
         }
-        K::run(kc, apanel, bpanel, e, nr, accumulate);
-        for r in 0..rows {
-            for q in 0..cols {
-                *cptr.add(r * ldc + q) = *e.add(r * nr + q);
+        if let Some(v) = bias {
+            // The finished tile, still in L1: add the bias to each row.
+            if v.cs == 1 {
+                T::add_to_rows(cptr, ldc, rows, cols, v.ptr);
+            } else {
+                for r in 0..rows {
+                    for q in 0..cols {
+                        let at = cptr.add(r * ldc + q);
+                        *at = *at + *v.ptr.add(q * v.cs);
+                    }
+                }
             }
         }
     }
+}
+
+/// Elements whose GEMM can add a bias row to a finished tile.
+pub(crate) trait BiasAdd: Copy + std::ops::Add<Output = Self> {
+    /// `c[r * ldc + j] += bias[j]` for `r < rows`, `j < cols`.
+    ///
+    /// # Safety
+    /// The rows of `c` and the `cols` values of `bias` are valid, and
+    /// nothing else accesses those rows' `cols` values meanwhile.
+    #[inline(always)]
+    unsafe fn add_to_rows(c: *mut Self, ldc: usize, rows: usize, cols: usize, bias: *const Self) {
+        for r in 0..rows {
+            for q in 0..cols {
+                // SAFETY: the caller's contract.
+                unsafe {
+                    let at = c.add(r * ldc + q);
+                    *at = *at + *bias.add(q);
+                }
+            }
+        }
+    }
+}
+
+impl BiasAdd for i64 {}
+impl BiasAdd for f64 {}
+
+impl BiasAdd for f32 {
+    #[inline(always)]
+    unsafe fn add_to_rows(c: *mut f32, ldc: usize, rows: usize, cols: usize, bias: *const f32) {
+        #[cfg(target_arch = "x86_64")]
+        if isa() == Isa::Avx512 {
+            /// The loop compiled for AVX-512.
+            ///
+            /// # Safety
+            /// As `add_to_rows`, on a CPU with AVX-512F.
+            #[target_feature(enable = "avx512f")]
+            unsafe fn wide(c: *mut f32, ldc: usize, rows: usize, cols: usize, bias: *const f32) {
+                for r in 0..rows {
+                    for q in 0..cols {
+                        // SAFETY: the caller's contract.
+                        unsafe { *c.add(r * ldc + q) += *bias.add(q) };
+                    }
+                }
+            }
+            // SAFETY: the caller's contract; AVX-512F was detected (isa()).
+            return unsafe { wide(c, ldc, rows, cols, bias) };
+        }
+        for r in 0..rows {
+            for q in 0..cols {
+                // SAFETY: the caller's contract.
+                unsafe { *c.add(r * ldc + q) += *bias.add(q) };
+            }
+        }
+    }
+}
+
+/// The bias of the tile whose columns start at `j0`, on the last depth
+/// block only (`last`): the product is then complete, and the bias is
+/// added once, as a separate `+ bias` would.
+#[inline(always)]
+fn tile_bias<T>(bias: Option<Mat<T>>, last: bool, j0: usize) -> Option<Mat<T>> {
+    bias.filter(|_| last).map(|v| Mat {
+        ptr: v.ptr.wrapping_add(j0 * v.cs),
+        ..v
+    })
 }
 
 /// Size of the scratch tile for partial tiles (the largest `MR x NR`).
@@ -573,6 +658,29 @@ pub(crate) trait Gemm: Element {
         ldc: usize,
         parallel: bool,
         acc: bool,
+    ) {
+        // SAFETY: the same contract.
+        unsafe { Self::gemm_bias(m, n, k, a, b, c, ldc, parallel, acc, None) }
+    }
+
+    /// As [`Gemm::gemm`], then `bias` (element `j` at `bias.ptr + j *
+    /// bias.cs`, `n` of them) added to every row of C once the product is
+    /// complete: the bits of a separate `C + bias`, without its pass over C.
+    ///
+    /// # Safety
+    /// As `gemm`, and `bias` (when given) is readable for `n` values.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_bias(
+        m: usize,
+        n: usize,
+        k: usize,
+        a: Mat<Self>,
+        b: BSrc<'_, Self>,
+        c: *mut Self,
+        ldc: usize,
+        parallel: bool,
+        acc: bool,
+        bias: Option<Mat<Self>>,
     );
 }
 
@@ -580,7 +688,7 @@ macro_rules! float_gemm {
     ($t:ty, $avx512:ty, $avx2:ty) => {
         impl Gemm for $t {
             #[allow(clippy::too_many_arguments)]
-            unsafe fn gemm(
+            unsafe fn gemm_bias(
                 m: usize,
                 n: usize,
                 k: usize,
@@ -590,17 +698,20 @@ macro_rules! float_gemm {
                 ldc: usize,
                 parallel: bool,
                 acc: bool,
+                bias: Option<Mat<$t>>,
             ) {
                 #[cfg(target_arch = "x86_64")]
                 match isa() {
+                    Isa::Avx512 => {
+                        // SAFETY: the caller's contract; the kernel's instruction set was detected.
+                        return unsafe { gemm_with::<$t, $avx512>(m, n, k, a, b, c, ldc, parallel, acc, bias) };
+                    }
                     // SAFETY: the caller's contract; the kernel's instruction set was detected.
-                    Isa::Avx512 => return unsafe { gemm_with::<$t, $avx512>(m, n, k, a, b, c, ldc, parallel, acc) },
-                    // SAFETY: the caller's contract; the kernel's instruction set was detected.
-                    Isa::Avx2 => return unsafe { gemm_with::<$t, $avx2>(m, n, k, a, b, c, ldc, parallel, acc) },
+                    Isa::Avx2 => return unsafe { gemm_with::<$t, $avx2>(m, n, k, a, b, c, ldc, parallel, acc, bias) },
                     Isa::Baseline => {}
                 }
                 // SAFETY: the caller's contract, forwarded.
-                unsafe { gemm_with::<$t, Generic>(m, n, k, a, b, c, ldc, parallel, acc) }
+                unsafe { gemm_with::<$t, Generic>(m, n, k, a, b, c, ldc, parallel, acc, bias) }
             }
         }
     };
@@ -643,7 +754,7 @@ impl Gemm for i64 {
     /// Wrapping arithmetic, summing in k order; a packing B is first
     /// written out as one dense panel.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm(
+    unsafe fn gemm_bias(
         m: usize,
         n: usize,
         k: usize,
@@ -653,6 +764,7 @@ impl Gemm for i64 {
         ldc: usize,
         _parallel: bool,
         acc: bool,
+        bias: Option<Mat<i64>>,
     ) {
         if m == 0 || n == 0 {
             return;
@@ -679,10 +791,14 @@ impl Gemm for i64 {
                     let (x, y) = unsafe { (*a.ptr.add(i * a.rs + p * a.cs), *b.ptr.add(p * b.rs + j * b.cs)) };
                     s = s.wrapping_add(x.wrapping_mul(y));
                 }
-                // SAFETY: inside C (the caller's contract).
+                // SAFETY: inside C and the bias (the caller's contract).
                 unsafe {
                     let at = c.add(i * ldc + j);
-                    *at = if acc { (*at).wrapping_add(s) } else { s };
+                    let v = if acc { (*at).wrapping_add(s) } else { s };
+                    *at = match bias {
+                        Some(bv) => v.wrapping_add(*bv.ptr.add(j * bv.cs)),
+                        None => v,
+                    };
                 }
             }
         }
@@ -736,6 +852,74 @@ pub(crate) fn matmul_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor
             }
         })),
     }
+}
+
+/// CPU kernel of `addmm`: an f32 / f64 `input + a @ b` whose `input` is a
+/// contiguous row vector (`[m]` or `[1, m]`, a Linear's bias) with `beta =
+/// alpha = 1` adds the bias to each finished tile of the product (the bits
+/// of the composite's separate add, without its pass over the result);
+/// every other case runs the composite.
+pub(crate) fn addmm_kernel(c: &crate::dispatch::Call) -> Result<crate::dispatch::Tensors> {
+    use crate::ops::addmm::{AddProduct, AddProductKind};
+    let op: &AddProduct = crate::dispatch::downcast_op(c.op)?;
+    let (input, a, b) = (c.inputs[0], c.inputs[1], c.inputs[2]);
+    let dt = a.dtype();
+    let fused = op.kind == AddProductKind::Addmm
+        && op.alpha == 1.0
+        && op.beta == 1.0
+        && matches!(dt, DType::F32 | DType::F64)
+        && b.dtype() == dt
+        && input.dtype() == dt
+        && a.ndim() == 2
+        && b.ndim() == 2
+        && a.shape()[1] == b.shape()[0]
+        && a.shape()[1] > 0
+        && input.is_contiguous()
+        && input.numel() == b.shape()[1]
+        && (input.ndim() == 1 || (input.ndim() == 2 && input.shape()[0] == 1));
+    if !fused {
+        return crate::ops::addmm::add_product_kernel(c);
+    }
+    let specs = crate::dispatch::Op::infer(op, c.inputs)?;
+    // SAFETY: the product below writes every element of the output (k > 0).
+    let out = unsafe { Tensor::uninit_for_spec("addmm", &specs[0], crate::Device::Cpu)? };
+    match dt {
+        DType::F32 => fused_addmm::<f32>(input, a, b, &out)?,
+        _ => fused_addmm::<f64>(input, a, b, &out)?,
+    }
+    Ok(smallvec::smallvec![out])
+}
+
+/// `out = a @ b + bias` for [`addmm_kernel`]: `out` contiguous `n x m`,
+/// `bias` `m` contiguous values.
+fn fused_addmm<T: Gemm>(bias: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
+    let (n, k, m) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    let acc = access("addmm", &[a, b, bias], &[out])?;
+    let (ast, bst) = (a.strides(), b.strides());
+    let view = |p: *const u8, rs: usize, cs: usize| Mat {
+        ptr: p as *const T,
+        rs,
+        cs,
+    };
+    // Below ~8 MFLOP a parallel region costs more than it saves (as `mm`).
+    let parallel = n * m * k >= 1 << 22;
+    // SAFETY: the views cover a, b and the bias inside their storages (locked
+    // for reading by `acc`), and `out` is a contiguous n x m (locked for writing).
+    unsafe {
+        T::gemm_bias(
+            n,
+            m,
+            k,
+            view(acc.ins[0], ast[0], ast[1]),
+            BSrc::Mat(view(acc.ins[1], bst[0], bst[1])),
+            acc.outs[0] as *mut T,
+            m,
+            parallel,
+            false,
+            Some(view(acc.ins[2], 0, 1)),
+        )
+    };
+    Ok(())
 }
 
 /// Kernel of `bmm.dtype` ([`crate::ops::linalg::MatMulF32`]): f16 / bf16
@@ -834,5 +1018,90 @@ fn cast_mat<T, U>(m: Mat<T>) -> Mat<U> {
         ptr: m.ptr as *const U,
         rs: m.rs,
         cs: m.cs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernels::{Generic, MicroKernel};
+    use super::{BSrc, Mat, gemm_with};
+
+    fn data(len: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed;
+        (0..len)
+            .map(|_| {
+                s = s.wrapping_mul(1664525).wrapping_add(1013904223);
+                (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+            })
+            .collect()
+    }
+
+    /// The bias added to each finished tile gives the bits of the product
+    /// followed by a separate `+ bias`, in both loop orders, on partial
+    /// tiles and over several depth blocks, serial and parallel.
+    fn check<K: MicroKernel<f32>>() {
+        for &(m, n, k) in &[(1, 1, 1), (13, 37, 5), (40, 70, 300), (25, 33, 600)] {
+            let a = data(m * k, 1);
+            let b = data(k * n, 2);
+            let bias = data(n, 3);
+            let am = Mat {
+                ptr: a.as_ptr(),
+                rs: k,
+                cs: 1,
+            };
+            let bm = Mat {
+                ptr: b.as_ptr(),
+                rs: 1,
+                cs: k,
+            };
+            let bv = Mat {
+                ptr: bias.as_ptr(),
+                rs: 0,
+                cs: 1,
+            };
+            for parallel in [false, true] {
+                let mut want = vec![0f32; m * n];
+                let mut got = vec![f32::NAN; m * n];
+                // SAFETY: the views cover the data; the outputs hold m x n; the kernel's ISA was checked.
+                unsafe {
+                    gemm_with::<f32, K>(m, n, k, am, BSrc::Mat(bm), want.as_mut_ptr(), n, parallel, false, None);
+                    gemm_with::<f32, K>(
+                        m,
+                        n,
+                        k,
+                        am,
+                        BSrc::Mat(bm),
+                        got.as_mut_ptr(),
+                        n,
+                        parallel,
+                        false,
+                        Some(bv),
+                    );
+                }
+                for (i, w) in want.iter_mut().enumerate() {
+                    *w += bias[i % n];
+                }
+                let same = want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "m {m} n {n} k {k} parallel {parallel}");
+            }
+        }
+    }
+
+    #[test]
+    fn bias_epilogue_matches_a_separate_add() {
+        check::<Generic>();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                check::<super::kernels::Avx2F32>();
+            } else {
+                eprintln!("SKIPPED: this CPU has no AVX2 + FMA; the AVX2 kernel's bias is not tested here");
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                check::<super::kernels::Avx512F32>();
+            } else {
+                eprintln!("SKIPPED: this CPU has no AVX-512F; the AVX-512 kernel's bias is not tested here");
+            }
+        }
     }
 }

@@ -142,7 +142,18 @@ mod tests {
                 let (mut want, mut got) = (vec![0f32; m * n], vec![0f32; m * n]);
                 // SAFETY: a, b, c hold m x k, k x n and m x n values.
                 unsafe {
-                    gemm_with::<f32, OtherOrder>(m, n, k, am, BSrc::Mat(bm), want.as_mut_ptr(), n, parallel, false);
+                    gemm_with::<f32, OtherOrder>(
+                        m,
+                        n,
+                        k,
+                        am,
+                        BSrc::Mat(bm),
+                        want.as_mut_ptr(),
+                        n,
+                        parallel,
+                        false,
+                        None,
+                    );
                     gemm_with::<f32, OtherOrder>(
                         m,
                         n,
@@ -153,6 +164,7 @@ mod tests {
                         n,
                         parallel,
                         false,
+                        None,
                     );
                 }
                 assert_eq!(want, got, "{m}x{k}x{n} parallel={parallel}");
