@@ -408,6 +408,28 @@ fn widen(ts: &[&Tensor]) -> Result<Vec<Tensor>> {
     ts.iter().map(|t| t.to_dtype(DType::F32)).collect()
 }
 
+/// Meta-device kernel of the fused attention and its backward: for f16 /
+/// bf16 the temporaries the CPU kernels hold (the widened inputs and f32
+/// results); f32 / f64 hold none. So a memory plan sees the fused kernels,
+/// not the composite the meta device would otherwise run.
+pub(crate) fn sdpa_flash_meta_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    if !inputs.iter().any(|t| matches!(t.dtype(), DType::F16 | DType::BF16)) {
+        return Ok(());
+    }
+    let _w = widen(inputs)?;
+    let _tmp: Vec<Tensor> = outputs
+        .iter()
+        .filter(|o| matches!(o.dtype(), DType::F16 | DType::BF16))
+        .map(|o| {
+            TensorOptions::new()
+                .dtype(DType::F32)
+                .device(o.device())
+                .zeros(o.shape())
+        })
+        .collect::<Result<_>>()?;
+    Ok(())
+}
+
 pub(crate) fn sdpa_flash_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = *downcast_op::<SdpaFlash>(op)?;
     match inputs[0].dtype() {

@@ -199,6 +199,27 @@ pub(crate) fn register_kernels() -> Result<()> {
     ] {
         structured(e, norm::norm_backward_kernel)?;
     }
+    // The meta device mirrors the fused norms' and attention's temporaries
+    // (for memory plans) instead of running their composites.
+    for e in [
+        &crate::ops::norm::NATIVE_LAYER_NORM,
+        &crate::ops::norm::NATIVE_GROUP_NORM,
+        &crate::ops::norm::NATIVE_BATCH_NORM,
+        &crate::ops::norm::NATIVE_LAYER_NORM_BACKWARD,
+        &crate::ops::norm::NATIVE_GROUP_NORM_BACKWARD,
+        &crate::ops::norm::NATIVE_BATCH_NORM_BACKWARD,
+    ] {
+        e.register_builtin(Slot::Key(DispatchKey::Meta), Kernel::Structured(norm::norm_meta_kernel))?;
+    }
+    for e in [
+        &crate::ops::attention::SDPA_FLASH,
+        &crate::ops::attention::SDPA_FLASH_BACKWARD,
+    ] {
+        e.register_builtin(
+            Slot::Key(DispatchKey::Meta),
+            Kernel::Structured(attention::sdpa_flash_meta_kernel),
+        )?;
+    }
     for act in crate::ops::activation::ALL_ENTRIES {
         structured(act.0, activation::activation_kernel)?;
         structured(act.1, activation::activation_grad_kernel)?;

@@ -470,6 +470,34 @@ fn prep(ts: &[&Tensor], dt: Option<DType>) -> Result<Vec<Tensor>> {
         .collect()
 }
 
+/// Meta-device kernel of the fused norms and their backward operators:
+/// the temporaries [`norm_kernel`] / [`norm_backward_kernel`] hold (the
+/// prepared inputs; for f16 / bf16 the widened inputs and f32 results),
+/// without computing, so that a memory plan sees the fused kernels rather
+/// than the composite the meta device would otherwise run.
+pub(crate) fn norm_meta_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
+    if outputs.iter().all(|o| o.numel() == 0) || inputs.iter().any(|t| t.numel() == 0) {
+        return Ok(());
+    }
+    let half = inputs.iter().any(|t| matches!(t.dtype(), DType::F16 | DType::BF16));
+    let _ins = prep(inputs, half.then_some(DType::F32))?;
+    let _wide: Vec<Tensor> = if half {
+        outputs
+            .iter()
+            .filter(|o| matches!(o.dtype(), DType::F16 | DType::BF16))
+            .map(|o| {
+                TensorOptions::new()
+                    .dtype(DType::F32)
+                    .device(o.device())
+                    .zeros(o.shape())
+            })
+            .collect::<Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    Ok(())
+}
+
 pub(crate) fn norm_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<()> {
     let op = downcast_op::<Norm>(op)?;
     let x = inputs[0];
