@@ -417,16 +417,7 @@ pub(crate) fn sdpa_flash_meta_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: 
         return Ok(());
     }
     let _w = widen(inputs)?;
-    let _tmp: Vec<Tensor> = outputs
-        .iter()
-        .filter(|o| matches!(o.dtype(), DType::F16 | DType::BF16))
-        .map(|o| {
-            TensorOptions::new()
-                .dtype(DType::F32)
-                .device(o.device())
-                .zeros(o.shape())
-        })
-        .collect::<Result<_>>()?;
+    let _tmp = super::copy::f32_twins(outputs)?;
     Ok(())
 }
 

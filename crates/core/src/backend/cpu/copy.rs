@@ -111,6 +111,21 @@ multiversion! {
     }
 }
 
+/// f32 zeros shaped as each f16 / bf16 tensor of `ts`, on its device: the
+/// temporaries a kernel computing half precision in f32 writes before
+/// rounding (the meta kernels make them to mirror the CPU's bytes).
+pub(crate) fn f32_twins(ts: &[&Tensor]) -> Result<Vec<Tensor>> {
+    ts.iter()
+        .filter(|t| matches!(t.dtype(), DType::F16 | DType::BF16))
+        .map(|t| {
+            crate::TensorOptions::new()
+                .dtype(DType::F32)
+                .device(t.device())
+                .zeros(t.shape())
+        })
+        .collect()
+}
+
 /// A converting copy of `n` elements: `(src, src_stride, dst, dst_stride,
 /// n)`, strides in elements of each side's type (0 repeats one element).
 ///

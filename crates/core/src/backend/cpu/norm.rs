@@ -481,17 +481,8 @@ pub(crate) fn norm_meta_kernel(_op: &dyn Op, inputs: &[&Tensor], outputs: &[&Ten
     }
     let half = inputs.iter().any(|t| matches!(t.dtype(), DType::F16 | DType::BF16));
     let _ins = prep(inputs, half.then_some(DType::F32))?;
-    let _wide: Vec<Tensor> = if half {
-        outputs
-            .iter()
-            .filter(|o| matches!(o.dtype(), DType::F16 | DType::BF16))
-            .map(|o| {
-                TensorOptions::new()
-                    .dtype(DType::F32)
-                    .device(o.device())
-                    .zeros(o.shape())
-            })
-            .collect::<Result<_>>()?
+    let _wide = if half {
+        super::copy::f32_twins(outputs)?
     } else {
         Vec::new()
     };

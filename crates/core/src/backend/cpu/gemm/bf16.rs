@@ -131,6 +131,7 @@ impl HalfKernel<bf16> for Native {
     const NR: usize = NR;
     const KC: usize = KC;
     const NC: usize = NC;
+    const WIDENS: bool = false;
 
     fn span(kc: usize) -> usize {
         kc.div_ceil(2) * 2

@@ -18,7 +18,7 @@
 use half::{bf16, f16};
 
 use super::kernels::{Generic, MicroKernel};
-use super::{Mat, OutPtr, Scratch};
+use super::{Mat, OutPtr, Scratch, Split};
 use crate::Element;
 use crate::backend::cpu::copy::cast_block;
 use crate::backend::cpu::simd::{Isa, isa};
@@ -56,6 +56,8 @@ pub(crate) trait HalfKernel<S>: Sync {
     const KC: usize;
     /// Columns of a B block.
     const NC: usize;
+    /// Whether the packers use the f32 scratch `tmp` (the widening ones).
+    const WIDENS: bool = true;
 
     /// Packed values per row (A) or column (B) of a block of depth `kc`.
     fn span(kc: usize) -> usize {
@@ -165,14 +167,12 @@ pub(crate) unsafe fn gemm<S: Half, K: HalfKernel<S>>(
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
     let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
     let kblocks = k.div_ceil(K::KC);
-    let by_rows = m_panels >= threads || m_panels >= n_panels;
-    let tasks = threads.min(if by_rows { m_panels } else { n_panels }).max(1);
+    let split = Split::new(m_panels, n_panels, threads);
+    let (by_rows, tasks) = (split.by_rows, split.tasks);
     let nc_panels = (K::NC / nr).max(1);
     let span_max = K::span(K::KC.min(k));
     let task = |t: usize| {
-        let split = if by_rows { m_panels } else { n_panels };
-        let per = split.div_ceil(tasks);
-        let (lo, hi) = ((t * per).min(split), ((t + 1) * per).min(split));
+        let (lo, hi) = split.range(t);
         if lo >= hi {
             return;
         }
@@ -186,7 +186,7 @@ pub(crate) unsafe fn gemm<S: Half, K: HalfKernel<S>>(
         };
         let mut other = Scratch::<K::P>::new(other_len * span_max);
         let ot = other.as_mut_ptr();
-        let mut conv = Scratch::<f32>::new(mr.max(nr) * K::KC.min(k));
+        let mut conv = Scratch::<f32>::new(if K::WIDENS { mr.max(nr) * K::KC.min(k) } else { 0 });
         let tmp = conv.as_mut_ptr();
         let mut edge = [0f32; EDGE];
         for kb in 0..kblocks {

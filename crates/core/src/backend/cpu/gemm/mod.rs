@@ -358,14 +358,12 @@ unsafe fn gemm_with<T, K>(
     let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
     let kblocks = k.div_ceil(kc_blk);
     let block = |kb: usize| (kb * kc_blk, kc_blk.min(k - kb * kc_blk));
-    let by_rows = m_panels >= threads || m_panels >= n_panels;
-    let tasks = threads.min(if by_rows { m_panels } else { n_panels }).max(1);
+    let split = Split::new(m_panels, n_panels, threads);
+    let (by_rows, tasks) = (split.by_rows, split.tasks);
     let nc_panels = (nc_blk / nr).max(1);
     // One task: panels [lo, hi) of its split dimension, all depth blocks.
     let task = |t: usize| {
-        let split = if by_rows { m_panels } else { n_panels };
-        let per = split.div_ceil(tasks);
-        let (lo, hi) = ((t * per).min(split), ((t + 1) * per).min(split));
+        let (lo, hi) = split.range(t);
         if lo >= hi {
             return;
         }
@@ -451,6 +449,37 @@ unsafe fn gemm_with<T, K>(
         super::warm::par_for_each(tasks, task);
     } else {
         task(0);
+    }
+}
+
+/// How `gemm_with`-order products share their tiles among threads: by
+/// row panels of C when there are enough of them (or more than column
+/// panels), else by column panels; each task takes a contiguous range.
+#[derive(Clone, Copy)]
+pub(super) struct Split {
+    /// Whether tasks take row panels (else column panels).
+    pub by_rows: bool,
+    /// How many tasks.
+    pub tasks: usize,
+    /// Panels of the split dimension.
+    panels: usize,
+}
+
+impl Split {
+    pub(super) fn new(m_panels: usize, n_panels: usize, threads: usize) -> Self {
+        let by_rows = m_panels >= threads || m_panels >= n_panels;
+        let panels = if by_rows { m_panels } else { n_panels };
+        Split {
+            by_rows,
+            tasks: threads.min(panels).max(1),
+            panels,
+        }
+    }
+
+    /// Task `t`'s panels `[lo, hi)` (empty past the last).
+    pub(super) fn range(self, t: usize) -> (usize, usize) {
+        let per = self.panels.div_ceil(self.tasks);
+        ((t * per).min(self.panels), ((t + 1) * per).min(self.panels))
     }
 }
 
