@@ -2,13 +2,13 @@
 //! activation derivatives (`*_backward`, `gelu_backward` included).
 //!
 //! f32 runs through the vectorised math of [`super::math`] (GELU's erf
-//! as PyTorch's vectorised kernel computes it, with one `exp` shared by
-//! the erf and the density); f64 through the formulas of
+//! by the Abramowitz-Stegun formula of PyTorch's vectorised kernel, with
+//! one `exp` shared by the erf and the density); f64 through the formulas of
 //! [`Act::f64`] / [`Act::grad_f64`]; f16/bf16 compute in f32.
 
 use half::{bf16, f16};
 
-use super::math::{exp_f32, expm1_f32, gelu_erf_parts, log1p_f32, tanh_f32};
+use super::math::{exp_f32, expm1_f32, gelu_grad_f32, log1p_f32, tanh_f32};
 use super::pointwise::{Cost, map2};
 use super::simd::multiversion;
 use super::unary::float_map;
@@ -138,10 +138,7 @@ fn grad_one(act: Act, g: f32, x: f32) -> f32 {
             let l = lambd as f32;
             if x >= -l && x <= l { 0.0 } else { g }
         }
-        Act::Gelu { tanh: false } => {
-            let (cdf, pdf) = gelu_erf_parts(x);
-            g * (cdf + x * pdf)
-        }
+        Act::Gelu { tanh: false } => gelu_grad_f32(g, x),
         Act::Gelu { tanh: true } => {
             let x_sq = x * x;
             let inner = SQRT_2_OVER_PI * (x + KAPPA * x_sq * x);

@@ -160,19 +160,23 @@ pub(crate) fn exp_f32_fma(x: f32) -> f32 {
     if x.is_nan() { x } else { res }
 }
 
-/// e^x for `x <= 0` as [`exp_f32_fma`], but 0 below -87 (no subnormal
-/// results) and without NaN handling (a NaN argument gives some number):
-/// the exp of GELU's erf, `exp(-s²)`, whose NaN is carried by the other
-/// factors and whose values below 2^-126 vanish next to the 1 it is
-/// subtracted from.
+/// `exp(h)` for GELU's `h = -x²/2`: the range reduction and polynomial of
+/// [`exp_f32_fma`] (about 1 ulp), with `n = round(h·log2 e)` read from the
+/// bits of `h·log2 e + 1.5·2^23` (one fused multiply-add, no rounding or
+/// conversion instructions) and `2^n` added into the exponent bits. Exact
+/// 0 below -86.5, where `exp(h) < 2^-124` (so the exponent never leaves
+/// the normal range) and vanishes next to the 1 that GELU adds it to. A
+/// NaN argument gives some number: GELU carries the NaN in its other
+/// factors.
 #[inline(always)]
-fn exp_nonpositive_fma(x: f32) -> f32 {
+fn exp_gelu(h: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const C1: f32 = 0.693_359_4;
     const C2: f32 = -2.121_944_4e-4;
-    let xc = x.max(-87.0);
-    let n = (xc * LOG2E).round_ties_even();
-    let r = n.mul_add(-C2, n.mul_add(-C1, xc));
+    const SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer.
+    let nf = h.mul_add(LOG2E, SHIFT);
+    let n = nf - SHIFT;
+    let r = n.mul_add(-C2, n.mul_add(-C1, h));
     let z = r * r;
     let p = 1.987_569_1e-4f32
         .mul_add(r, 1.398_199_9e-3)
@@ -181,52 +185,53 @@ fn exp_nonpositive_fma(x: f32) -> f32 {
         .mul_add(r, 1.666_666_5e-1)
         .mul_add(r, 0.5);
     let y = p.mul_add(z, r) + 1.0;
-    // SAFETY: n is an integer in [-126, 0]: xc is in [-87, 0] (`max`
-    // returns -87 for a NaN argument).
-    let ni: i32 = unsafe { n.to_int_unchecked() };
-    let res = y * f32::from_bits(((ni + 127) as u32) << 23);
-    if x < -87.0 { 0.0 } else { res }
+    // For h in [-86.5, 0], n = nf - SHIFT is an integer in [-125, 0] and
+    // the low bits of nf hold it; y is in [0.7, 1.42], so adding n to its
+    // exponent field stays a normal number.
+    let n_bits = nf.to_bits().wrapping_sub(SHIFT.to_bits());
+    let e = f32::from_bits(y.to_bits().wrapping_add(n_bits << 23));
+    if h < -86.5 { 0.0 } else { e }
 }
 
-/// `erf(s)` for `s = x / sqrt 2` (returned with `exp(-s²)`) the way
-/// PyTorch's vectorised CPU kernels compute it: the Abramowitz-Stegun
-/// 7.1.26 formula (absolute error 1.5e-7), its polynomial in fused
-/// multiply-adds as theirs.
+/// The lower normal tail of GELU's erf form, `q = Φ(-|x|) = erfc(|x|/√2)/2`
+/// by the Abramowitz-Stegun 7.1.26 formula (the erf of PyTorch's
+/// vectorised CPU kernels; absolute error 7.5e-8 here), with
+/// `e = exp(-x²/2)`, which the derivative reuses. `q = e·t·r/2` with
+/// `t = 1/(1 + p|x|/√2)`; the 1/√2 and the 1/2 are folded into the
+/// constants (the halving is exact). q is 0 for |x| = ∞.
 #[inline(always)]
-fn erf_as_with_exp(x: f32) -> (f32, f32) {
-    let s = x * std::f32::consts::FRAC_1_SQRT_2;
-    let a = s.abs();
-    let t = 1.0 / 0.327_591_1f32.mul_add(a, 1.0);
-    let r = 1.061_405_4f32
-        .mul_add(t, -1.453_152)
-        .mul_add(t, 1.421_413_8)
-        .mul_add(t, -0.284_496_74)
-        .mul_add(t, 0.254_829_6);
-    let e = exp_nonpositive_fma(-(s * s));
-    let erf_abs = (-e * t).mul_add(r, 1.0);
-    (if s < 0.0 { -erf_abs } else { erf_abs }, e)
+fn gelu_tail(x: f32) -> (f32, f32) {
+    const P: f32 = (0.327_591_1f64 * std::f64::consts::FRAC_1_SQRT_2) as f32;
+    let t = 1.0 / P.mul_add(x.abs(), 1.0);
+    let r = (1.061_405_4f32 * 0.5)
+        .mul_add(t, -1.453_152 * 0.5)
+        .mul_add(t, 1.421_413_8 * 0.5)
+        .mul_add(t, -0.284_496_74 * 0.5)
+        .mul_add(t, 0.254_829_6 * 0.5);
+    let e = exp_gelu((x * x) * -0.5);
+    ((e * t) * r, e)
 }
 
-/// GELU (erf form) in f32 the way PyTorch's vectorised CPU kernel computes
-/// it: `x/2 * (1 + erf(x/sqrt 2))` with the Abramowitz-Stegun 7.1.26 erf
-/// (absolute error 1.5e-7); `gelu(±inf)` is NaN, as PyTorch's AVX-512
-/// kernel computes it.
+/// GELU (erf form) in f32: `x·Φ(x)`, computed as `x·q` for x ≤ 0 (so
+/// `gelu(-0) = -0`) and `x - x·q` for the others, with `q = Φ(-|x|)` from [`gelu_tail`]
+/// (within 1.5e-7·|x|/2 of the exact value, as PyTorch's vectorised
+/// kernel). `gelu(±inf)` is NaN (`inf·0`), as in PyTorch's AVX-512 kernel.
 #[inline(always)]
 pub(crate) fn gelu_f32(x: f32) -> f32 {
-    let (erf, _) = erf_as_with_exp(x);
-    let y = x * 0.5 * (1.0 + erf);
-    // gelu(inf) is NaN in PyTorch's AVX-512 kernel (the reference oracle)
-    // and inf in its AVX2 one; we follow the oracle on every ISA.
-    if x.is_infinite() { f32::NAN } else { y }
+    let (q, _) = gelu_tail(x);
+    let xq = x * q;
+    if x <= 0.0 { xq } else { x - xq }
 }
 
-/// GELU's normal CDF `Φ(x)` and density `φ(x)` in f32, as PyTorch's
-/// vectorised `gelu_backward` (its erf, one `exp(-x²/2)` for both).
+/// `g·gelu'(x) = g·(Φ(x) + x·φ(x))` in f32 (erf form), with `Φ` from
+/// [`gelu_tail`] and the density `φ(x) = exp(-x²/2)/√(2π)` from its
+/// exponential. NaN at ±inf, as [`gelu_f32`].
 #[inline(always)]
-pub(crate) fn gelu_erf_parts(x: f32) -> (f32, f32) {
-    const BETA: f32 = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5) as f32;
-    let (erf, e) = erf_as_with_exp(x);
-    (0.5 * (1.0 + erf), BETA * e)
+pub(crate) fn gelu_grad_f32(g: f32, x: f32) -> f32 {
+    const INV_SQRT_2PI: f32 = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2 * 0.5) as f32;
+    let (q, e) = gelu_tail(x);
+    let cdf = if x <= 0.0 { q } else { 1.0 - q };
+    g * (x * INV_SQRT_2PI).mul_add(e, cdf)
 }
 
 /// The error function (scalar; not on a hot path yet).
@@ -337,5 +342,38 @@ mod tests {
         assert_eq!(tanh_f32(f32::INFINITY), 1.0);
         assert!((log1p_f32(1e-7) - 1e-7).abs() < 1e-13);
         assert!((expm1_f32(1e-7) - 1e-7).abs() < 1e-13);
+    }
+
+    /// GELU and its derivative against the exact values (f64, from erfc):
+    /// within 1.5e-7·max(1, |x|) (the Abramowitz-Stegun bound, 1.5e-7 on
+    /// erf, so 7.5e-8·|x| on GELU, plus rounding; twice that for the
+    /// derivative) on a fine grid of [-20, 20]; special values as PyTorch's.
+    #[test]
+    fn gelu_accuracy_and_special_values() {
+        let (mut worst_y, mut worst_d) = (0.0f64, 0.0f64);
+        let mut x = -20.0f32;
+        while x < 20.0 {
+            let xd = x as f64;
+            let cdf = 0.5 * libm::erfc(-xd * std::f64::consts::FRAC_1_SQRT_2);
+            let pdf = (-xd * xd / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
+            let bound = 1.5e-7 * xd.abs().max(1.0);
+            worst_y = worst_y.max((gelu_f32(x) as f64 - xd * cdf).abs() / bound);
+            worst_d = worst_d.max((gelu_grad_f32(1.0, x) as f64 - (cdf + xd * pdf)).abs() / bound);
+            x += 0.000_731;
+        }
+        assert!(
+            worst_y <= 1.0 && worst_d <= 2.0,
+            "gelu error / bound: {worst_y}, derivative: {worst_d}"
+        );
+        assert_eq!(gelu_f32(0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(gelu_f32(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(gelu_f32(-100.0), 0.0);
+        assert_eq!(gelu_f32(100.0), 100.0);
+        assert_eq!(gelu_grad_f32(1.0, 0.0), 0.5);
+        assert_eq!(gelu_grad_f32(1.0, -100.0), 0.0);
+        assert_eq!(gelu_grad_f32(1.0, 100.0), 1.0);
+        for v in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+            assert!(gelu_f32(v).is_nan() && gelu_grad_f32(1.0, v).is_nan(), "{v}");
+        }
     }
 }
