@@ -24,9 +24,19 @@ impl AccumulateGrad {
 /// handle are its only handles, and no other tensor shares its memory),
 /// it is writable, and it is laid out as the leaf (so later in-place
 /// accumulation and the optimizer see the leaf's layout).
+///
+/// A view whose base nothing else holds counts as unshared: a Linear's
+/// weight gradient is the transpose of a transposed product, whose base
+/// (the product) lives on only inside the view. The stolen gradient is
+/// detached, so it keeps the memory without the base.
 fn stealable(g: &Tensor, leaf: &Tensor) -> bool {
-    std::sync::Arc::strong_count(&g.0) <= 2
-        && g.storage().ref_count() == 1
+    let holders = match &g.0.base {
+        None => 1,
+        Some(base) if Arc::strong_count(&base.0) == 1 => 2,
+        Some(_) => 0,
+    };
+    Arc::strong_count(&g.0) <= 2
+        && g.storage().ref_count() == holders
         && !g.storage().is_read_only()
         && g.dtype() == leaf.dtype()
         && g.device() == leaf.device()
