@@ -540,3 +540,51 @@ fn half_column_sums_round_the_f32_sums_once() {
         }
     }
 }
+
+/// Sums that keep a contiguous last dim and reduce dims before it (the
+/// gradient of an operand broadcast over leading or middle dims) run as
+/// column sums over each kept batch entry: close to the f64 sum, the same
+/// bits on 1 and 2 threads, for contiguous, permuted and sliced inputs.
+#[test]
+fn column_sums_with_kept_batch_dims() {
+    let x = Tensor::randn([6, 40, 300]).unwrap();
+    let cases: Vec<(Tensor, Vec<i64>)> = vec![
+        (x.clone(), vec![0]),
+        (x.clone(), vec![1]),
+        (x.clone(), vec![0, 1]),
+        (x.narrow(2, 3, 250).unwrap(), vec![1]),
+        (x.permute([1, 0, 2]).unwrap(), vec![0]),
+        (x.unsqueeze(1).unwrap().expand([6, 3, 40, 300]).unwrap(), vec![2]),
+    ];
+    for (t, dims) in cases {
+        let sum = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| t.sum_dim(dims.clone(), false).unwrap().to_vec::<f32>().unwrap())
+        };
+        let (one, two) = (sum(1), sum(2));
+        let want = t
+            .to_dtype(DType::F64)
+            .unwrap()
+            .sum_dim(dims.clone(), false)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        assert_eq!(one.len(), want.len(), "{:?} over {dims:?}", t.shape());
+        for (i, ((a, b), e)) in one.iter().zip(&two).zip(&want).enumerate() {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "{:?} over {dims:?}: element {i} differs by thread count",
+                t.shape()
+            );
+            assert!(
+                ((*a as f64) - e).abs() <= 1e-5 * (1.0 + e.abs()),
+                "{:?} over {dims:?}: {a} vs {e}",
+                t.shape()
+            );
+        }
+    }
+}

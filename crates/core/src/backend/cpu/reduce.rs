@@ -513,25 +513,37 @@ multiversion! {
     }
 }
 
-/// Sum over the leading (reduced) dim of a matrix whose kept dim is
-/// contiguous: `out[j] = sum_i x[i * stride + j]`, accumulated in f32
-/// (f16 / bf16 rows widened first, the sums rounded once by `finish`),
-/// rows added in order, in chunks of [`CHUNK`] rows merged in order;
-/// vectorised across columns.
-#[allow(clippy::too_many_arguments)]
+/// The shape of a column sum: `out[b, j] = sum_i x[base(b) + i * stride + j]`
+/// for `batch` kept outer dims (`base` walks their strides), `cols`
+/// contiguous kept columns and `rows` reduced rows `stride` apart.
+struct Columns<'a> {
+    batch: &'a [usize],
+    batch_strides: &'a [usize],
+    rows: usize,
+    cols: usize,
+    stride: usize,
+}
+
+/// A column sum (e.g. a bias gradient, or a broadcast operand's gradient
+/// summed over its leading dims): accumulated in f32 (f16 / bf16 rows
+/// widened first, the sums rounded once by `finish`), rows added in
+/// order, in chunks of [`CHUNK`] rows merged in order; vectorised across
+/// columns, in parallel over the batch entries and column blocks.
 fn column_sum<T: Element, O: Element>(
     name: &'static str,
     x: &Tensor,
     out: &Tensor,
-    rows: usize,
-    cols: usize,
-    stride: usize,
+    c: &Columns<'_>,
     finish: fn(f32) -> O,
 ) -> Result<()> {
     let acc = access(name, &[x], &[out])?;
     let (xp, op) = (acc.ins[0] as usize, acc.outs[0] as usize);
     const COLS: usize = 256;
-    let block = |b: usize| {
+    let (rows, cols, stride) = (c.rows, c.cols, c.stride);
+    let blocks = cols.div_ceil(COLS);
+    let task = |t: usize| {
+        let (bi, b) = (t / blocks, t % blocks);
+        let base = offset_of(bi, c.batch, c.batch_strides);
         let (j0, j1) = (b * COLS, ((b + 1) * COLS).min(cols));
         assert!(j0 < j1, "column block in range");
         let w = j1 - j0;
@@ -543,8 +555,8 @@ fn column_sum<T: Element, O: Element>(
             part[..w].fill(0.0);
             let mut wide = [0f32; COLS];
             for i in r0..r1 {
-                // SAFETY: row i, columns j0..j1 are inside x.
-                let row = unsafe { std::slice::from_raw_parts((xp as *const T).add(i * stride + j0), w) };
+                // SAFETY: row i, columns j0..j1 of batch entry bi are inside x.
+                let row = unsafe { std::slice::from_raw_parts((xp as *const T).add(base + i * stride + j0), w) };
                 if T::DTYPE == DType::F32 {
                     // SAFETY: T is f32 here.
                     add_row_f32(&mut part[..w], unsafe { &*(row as *const [T] as *const [f32]) });
@@ -557,15 +569,15 @@ fn column_sum<T: Element, O: Element>(
             r0 = r1;
         }
         for (j, t) in total[..w].iter().enumerate() {
-            // SAFETY: columns j0..j1 of the contiguous output.
-            unsafe { *(op as *mut O).add(j0 + j) = finish(*t) };
+            // SAFETY: columns j0..j1 of output row bi (the output is contiguous).
+            unsafe { *(op as *mut O).add(bi * cols + j0 + j) = finish(*t) };
         }
     };
-    let blocks = cols.div_ceil(COLS);
-    if rows * cols < PAR_MIN || rayon::current_num_threads() == 1 {
-        (0..blocks).for_each(block);
+    let tasks = c.batch.iter().product::<usize>() * blocks;
+    if tasks * rows * COLS.min(cols) < PAR_MIN || rayon::current_num_threads() == 1 {
+        (0..tasks).for_each(task);
     } else {
-        super::warm::par_for_each(blocks, block);
+        super::warm::par_for_each(tasks, task);
     }
     Ok(())
 }
@@ -580,20 +592,29 @@ pub(crate) fn reduce_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: &[&Tensor]
         && out.dtype() == x.dtype()
         && dims.is_some()
     {
-        // Column sums (e.g. a bias gradient): vectorise across the kept columns.
+        // Column sums (e.g. a bias gradient, or the gradient of an operand
+        // broadcast over leading dims): vectorise across the kept columns.
         let p = plan(x.layout(), dims);
-        if let ([cols], [1], [rows], [stride]) = (
-            p.outer_shape.as_slice(),
-            p.outer_strides.as_slice(),
+        // Kept dims walked as the contiguous output walks them, merged.
+        let (kept, kept_strides) = Layout::coalesce(&p.outer_shape, &[&p.outer_strides]);
+        if let (Some((&cols, batch)), Some((&1, batch_strides)), [rows], [stride]) = (
+            kept.split_last(),
+            kept_strides[0].split_last(),
             p.inner_shape.as_slice(),
             p.inner_strides.as_slice(),
-        ) && *stride >= *cols
+        ) && *stride >= cols
         {
-            let (rows, cols, stride) = (*rows, *cols, *stride);
+            let c = Columns {
+                batch,
+                batch_strides,
+                rows: *rows,
+                cols,
+                stride: *stride,
+            };
             return match x.dtype() {
-                DType::F16 => column_sum::<f16, f16>(name, x, out, rows, cols, stride, f16::from_f32),
-                DType::BF16 => column_sum::<bf16, bf16>(name, x, out, rows, cols, stride, bf16::from_f32),
-                _ => column_sum::<f32, f32>(name, x, out, rows, cols, stride, |v| v),
+                DType::F16 => column_sum::<f16, f16>(name, x, out, &c, f16::from_f32),
+                DType::BF16 => column_sum::<bf16, bf16>(name, x, out, &c, bf16::from_f32),
+                _ => column_sum::<f32, f32>(name, x, out, &c, |v| v),
             };
         }
     }
