@@ -155,6 +155,59 @@ fn strided_inputs_read_in_place() {
     assert_eq!(ours[0].to_vec::<f32>().unwrap(), theirs[0].to_vec::<f32>().unwrap());
 }
 
+/// The result is laid out like the query and each gradient like its
+/// input (dense, last dim innermost): for heads split off one projection
+/// the `[B, T, H, D]` order, so transposing back and viewing as
+/// `[B, T, H·D]` copies nothing; a contiguous query gives contiguous
+/// results; values are the same bits either way, also for a result
+/// gradient whose last dim is not unit-stride.
+#[test]
+fn results_and_gradients_follow_the_inputs_layout() {
+    let g = Generator::new(11);
+    let (b, t, h, d) = (2, 40, 3, 8);
+    let qkv = rand(&g, &[b, t, 3 * h * d], DType::F32);
+    let parts = qkv.split(h * d, 2).unwrap();
+    let heads = |x: &Tensor| x.view([b, t, h, d]).unwrap().transpose(1, 2).unwrap();
+    let (q, k, v) = (heads(&parts[0]), heads(&parts[1]), heads(&parts[2]));
+    let (out, _) = q.scaled_dot_product_flash_attention(&k, &v, true, None).unwrap();
+    let blhd = [t * h * d, d, h * d, 1];
+    assert_eq!(out.strides(), blhd);
+    assert!(out.transpose(1, 2).unwrap().is_contiguous());
+    let (qc, kc, vc) = (
+        q.contiguous().unwrap(),
+        k.contiguous().unwrap(),
+        v.contiguous().unwrap(),
+    );
+    let (dense, _) = qc.scaled_dot_product_flash_attention(&kc, &vc, true, None).unwrap();
+    assert!(dense.is_contiguous());
+    assert_eq!(out.to_vec::<f32>().unwrap(), dense.to_vec::<f32>().unwrap());
+    let gy = rand(&g, out.shape(), DType::F32).detach();
+    // The same gradient with its last dim strided.
+    let gy_t = gy
+        .transpose(-2, -1)
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .transpose(-2, -1)
+        .unwrap();
+    assert_ne!(gy_t.strides()[3], 1);
+    let ours = grads(&out, &[&q, &k, &v], &gy, false);
+    let (out_again, _) = q.scaled_dot_product_flash_attention(&k, &v, true, None).unwrap();
+    let ours_t = grads(&out_again, &[&q, &k, &v], &gy_t, false);
+    let theirs = grads(&dense, &[&qc, &kc, &vc], &gy, false);
+    for i in 0..3 {
+        assert_eq!(ours[i].strides(), blhd, "gradient {i}");
+        assert!(theirs[i].is_contiguous(), "gradient {i} of contiguous inputs");
+        let want = theirs[i].to_vec::<f32>().unwrap();
+        assert_eq!(ours[i].to_vec::<f32>().unwrap(), want, "gradient {i}");
+        assert_eq!(
+            ours_t[i].to_vec::<f32>().unwrap(),
+            want,
+            "gradient {i}, strided result gradient"
+        );
+    }
+}
+
 #[test]
 fn f32_bf16_and_f16_follow_f64() {
     let g = Generator::new(10);

@@ -119,8 +119,13 @@ impl Op for SdpaFlash {
         out.extend([l, ev]);
         let mut lse = batch;
         lse.push(l);
+        let strides = strides_like(&out, q.strides());
         Ok(smallvec::smallvec![
-            OutSpec::new(out, q.dtype()),
+            OutSpec {
+                shape: out,
+                dtype: q.dtype(),
+                strides: Some(strides),
+            },
             OutSpec::new(lse, lse_dtype(q.dtype())),
         ])
     }
@@ -223,12 +228,34 @@ impl Op for SdpaFlashBackward {
                 "logsumexp must be the forward's",
             ));
         }
-        Ok(smallvec::smallvec![
-            OutSpec::new(q.dims(), q.dtype()),
-            OutSpec::new(k.dims(), k.dtype()),
-            OutSpec::new(v.dims(), v.dtype()),
-        ])
+        let like = |t: &Tensor| OutSpec {
+            shape: t.dims(),
+            dtype: t.dtype(),
+            strides: Some(strides_like(t.shape(), t.strides())),
+        };
+        Ok(smallvec::smallvec![like(q), like(k), like(v)])
     }
+}
+
+/// Dense strides for a tensor of `shape` that lays out its batch and row
+/// dims in the order of `like`'s strides (largest first, ties in dim
+/// order) and its last dim innermost. The result follows the query's
+/// layout, and each gradient its input's: for heads split off a wider
+/// tensor (`x.view(B, T, H, D).transpose(1, 2)`) the `[B, T, H, D]` order,
+/// so the transpose back and the view to `[B, T, H·D]` copy nothing (a
+/// contiguous query gives contiguous results).
+fn strides_like(shape: &[usize], like: &[usize]) -> Dims {
+    let nd = shape.len();
+    let mut order: Vec<usize> = (0..nd.saturating_sub(1)).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(like[d]));
+    order.extend(nd.checked_sub(1));
+    let mut strides: Dims = smallvec::smallvec![0; nd];
+    let mut step = 1usize;
+    for &d in order.iter().rev() {
+        strides[d] = step;
+        step = step.saturating_mul(shape[d].max(1));
+    }
+    strides
 }
 
 /// `q kᵀ · scale`, with -inf above the causal diagonal, in the operators.

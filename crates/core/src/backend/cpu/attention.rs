@@ -55,8 +55,9 @@ pub(crate) trait AttnFloat: Real + Gemm {
     fn prob_rows(sc: &mut [Self], ncols: usize, i0: usize, causal: bool, scale: Self, lse: &[Self]);
     /// `dp ← p (dp - d[r]) · scale`, per row of `ncols`.
     fn grad_score_rows(p: &[Self], dp: &mut [Self], ncols: usize, d: &[Self], scale: Self);
-    /// `d[r] = sum(g[r] · o[r])` over rows of `n`.
-    fn row_dots(g: &[Self], o: &[Self], n: usize, d: &mut [Self]);
+    /// `d[r] = sum(g[r] · o[r])` over `d.len()` rows of `n`, row `r` of
+    /// `g` starting at `r * gs` and of `o` at `r * os`.
+    fn row_dots(g: &[Self], gs: usize, o: &[Self], os: usize, n: usize, d: &mut [Self]);
 }
 
 /// Keys row `i` of a block can see.
@@ -175,9 +176,9 @@ fn grad_score_rows_generic<T: Real>(p: &[T], dp: &mut [T], ncols: usize, d: &[T]
 }
 
 #[inline(always)]
-fn row_dots_generic<T: Real>(g: &[T], o: &[T], n: usize, d: &mut [T]) {
-    for ((gr, or), dv) in g.chunks_exact(n).zip(o.chunks_exact(n)).zip(d.iter_mut()) {
-        *dv = sum2(gr, or, |a, b| a * b);
+fn row_dots_generic<T: Real>(g: &[T], gs: usize, o: &[T], os: usize, n: usize, d: &mut [T]) {
+    for (r, dv) in d.iter_mut().enumerate() {
+        *dv = sum2(&g[r * gs..r * gs + n], &o[r * os..r * os + n], |a, b| a * b);
     }
 }
 
@@ -202,8 +203,8 @@ macro_rules! attn_float {
             }
         }
         multiversion! {
-            fn $dots(g: &[$t], o: &[$t], n: usize, d: &mut [$t]) {
-                row_dots_generic(g, o, n, d)
+            fn $dots(g: &[$t], gs: usize, o: &[$t], os: usize, n: usize, d: &mut [$t]) {
+                row_dots_generic(g, gs, o, os, n, d)
             }
         }
         impl AttnFloat for $t {
@@ -224,8 +225,8 @@ macro_rules! attn_float {
             fn grad_score_rows(p: &[$t], dp: &mut [$t], ncols: usize, d: &[$t], scale: $t) {
                 $gs(p, dp, ncols, d, scale)
             }
-            fn row_dots(g: &[$t], o: &[$t], n: usize, d: &mut [$t]) {
-                $dots(g, o, n, d)
+            fn row_dots(g: &[$t], gs: usize, o: &[$t], os: usize, n: usize, d: &mut [$t]) {
+                $dots(g, gs, o, os, n, d)
             }
         }
     };
@@ -403,6 +404,18 @@ fn sizes(q: &Tensor, k: &Tensor, v: &Tensor) -> (usize, usize, usize, usize, usi
     )
 }
 
+/// An error unless the rows of `geo` have unit column stride (when they
+/// hold more than one element): the products write and read whole rows.
+fn unit_columns(geo: &Geo, cols: usize, what: &str) -> Result<()> {
+    if cols > 1 && geo.cs != 1 {
+        return Err(Error::invalid(
+            NAME,
+            format!("{what} must have unit stride in its last dim (internal layout error)"),
+        ));
+    }
+    Ok(())
+}
+
 /// Inputs widened to f32 for f16 / bf16.
 fn widen(ts: &[&Tensor]) -> Result<Vec<Tensor>> {
     ts.iter().map(|t| t.to_dtype(DType::F32)).collect()
@@ -443,7 +456,8 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
     if nb * l == 0 {
         return Ok(());
     }
-    let (gq, gk, gv) = (Geo::of(q), Geo::of(k), Geo::of(v));
+    let (gq, gk, gv, go) = (Geo::of(q), Geo::of(k), Geo::of(v), Geo::of(outputs[0]));
+    unit_columns(&go, ev, "the result")?;
     let acc = access(NAME, &[q, k, v], outputs)?;
     let (qp, kp, vp) = (acc.ins[0] as usize, acc.ins[1] as usize, acc.ins[2] as usize);
     let (op_, lp) = (acc.outs[0] as usize, acc.outs[1] as usize);
@@ -456,16 +470,12 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
         let m = i1 - i0;
         let ncols = if op.causal { s.min(i1) } else { s };
         let row0 = b * l + i0;
-        let out = (op_ as *mut T).wrapping_add(row0 * ev);
-        // SAFETY: this task alone writes rows row0..row0+m of the result
-        // and entries row0.. of the log-sum-exp, both contiguous outputs
-        // locked by `acc`.
-        let (out_rows, lse) = unsafe {
-            (
-                std::slice::from_raw_parts_mut(out, m * ev),
-                std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m),
-            )
-        };
+        // Rows i0..i1 of entry b of the result (rows go.rs apart, unit
+        // column stride; any layout without overlap).
+        let out = (op_ as *mut T).wrapping_add(go.batch[b] + i0 * go.rs);
+        // SAFETY: this task alone writes entries row0..row0+m of the
+        // contiguous log-sum-exp output locked by `acc`.
+        let lse = unsafe { std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m) };
         let mut sc = vec![T::ZERO; m * ncols];
         let mut inv = vec![T::ZERO; m];
         // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
@@ -482,16 +492,18 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
                 dense(sc.as_ptr(), ncols, false),
                 gv.rows(vp, b, 0),
                 out,
-                ev,
+                go.rs,
                 false,
                 tasks == 1,
             )
         };
-        if ev > 0 {
-            for (row, &f) in out_rows.chunks_exact_mut(ev).zip(&inv) {
-                for x in row {
-                    *x = *x * f;
-                }
+        for (r, &f) in inv.iter().enumerate() {
+            // SAFETY: row r of this task's rows of the result (above): ev
+            // elements with unit stride, written by this task alone (the
+            // result's layout does not overlap).
+            let row = unsafe { std::slice::from_raw_parts_mut(out.add(r * go.rs), ev) };
+            for x in row {
+                *x = *x * f;
             }
         }
     });
@@ -530,13 +542,22 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
     if outputs.iter().all(|o| o.numel() == 0) {
         return Ok(());
     }
-    // The result's gradient, the result and the log-sum-exp row by row.
-    let (g, o, lse) = (
-        inputs[0].contiguous()?,
-        inputs[4].contiguous()?,
-        inputs[5].contiguous()?,
-    );
-    let (gq, gk, gv) = (Geo::of(q), Geo::of(k), Geo::of(v));
+    // The result's gradient and the result read in place when their rows
+    // have unit column stride (the result's own layout, and its gradient
+    // through a transpose back to it), the log-sum-exp row by row.
+    let unit_rows = |t: &Tensor| -> Result<Tensor> {
+        if ev <= 1 || t.strides()[t.ndim() - 1] == 1 {
+            Ok(t.clone())
+        } else {
+            t.contiguous()
+        }
+    };
+    let (g, o, lse) = (unit_rows(inputs[0])?, unit_rows(inputs[4])?, inputs[5].contiguous()?);
+    let (gq, gk, gv, gg, go) = (Geo::of(q), Geo::of(k), Geo::of(v), Geo::of(&g), Geo::of(&o));
+    let (gdq, gdk, gdv) = (Geo::of(outputs[0]), Geo::of(outputs[1]), Geo::of(outputs[2]));
+    unit_columns(&gdq, e, "the query's gradient")?;
+    unit_columns(&gdk, e, "the key's gradient")?;
+    unit_columns(&gdv, ev, "the value's gradient")?;
     let acc = access(
         "_scaled_dot_product_flash_attention_for_cpu_backward",
         &[q, k, v, &g, &o, &lse],
@@ -548,15 +569,19 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
     let blocks = l.div_ceil(QB);
     let scale = T::of(op.scale);
     run_tasks(nb, nb * l * s * (e + ev), |b| {
+        // Entry b of dk and dv: s rows each, rows gdk.rs / gdv.rs apart.
         let (dk, dv) = (
-            (dkp as *mut T).wrapping_add(b * s * e),
-            (dvp as *mut T).wrapping_add(b * s * ev),
+            (dkp as *mut T).wrapping_add(gdk.batch[b]),
+            (dvp as *mut T).wrapping_add(gdv.batch[b]),
         );
-        // SAFETY: entry b's blocks of dk and dv are this task's alone
-        // (contiguous outputs locked by `acc`).
-        unsafe {
-            std::slice::from_raw_parts_mut(dk, s * e).fill(T::ZERO);
-            std::slice::from_raw_parts_mut(dv, s * ev).fill(T::ZERO);
+        for r in 0..s {
+            // SAFETY: entry b's rows of dk and dv are this task's alone
+            // (outputs locked by `acc`, laid out without overlap; unit
+            // column stride, checked above).
+            unsafe {
+                std::slice::from_raw_parts_mut(dk.add(r * gdk.rs), e).fill(T::ZERO);
+                std::slice::from_raw_parts_mut(dv.add(r * gdv.rs), ev).fill(T::ZERO);
+            }
         }
         let par = nb == 1;
         // Scratch for the largest block, reused (every block overwrites what it reads).
@@ -567,16 +592,12 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
             let m = i1 - i0;
             let ncols = if op.causal { s.min(i1) } else { s };
             let row0 = b * l + i0;
-            let dq = (dqp as *mut T).wrapping_add(row0 * e);
-            // SAFETY: rows row0..row0+m of the contiguous g, o and lse are
-            // readable (locked inputs, in bounds).
-            let (gr, or, lr) = unsafe {
-                (
-                    std::slice::from_raw_parts((gp as *const T).add(row0 * ev), m * ev),
-                    std::slice::from_raw_parts((opp as *const T).add(row0 * ev), m * ev),
-                    std::slice::from_raw_parts((lp as *const T).add(row0), m),
-                )
-            };
+            let dq = (dqp as *mut T).wrapping_add(gdq.batch[b] + i0 * gdq.rs);
+            // This block's rows of the result's gradient and of the result.
+            let (gm, om) = (gg.rows::<T>(gp, b, i0), go.rows::<T>(opp, b, i0));
+            // SAFETY: entries row0..row0+m of the contiguous log-sum-exp are
+            // readable (locked input, in bounds).
+            let lr = unsafe { std::slice::from_raw_parts((lp as *const T).add(row0), m) };
             let (pr, ds, d) = (&mut pr_buf[..m * ncols], &mut ds_buf[..m * ncols], &mut d_buf[..m]);
             if ncols > 0 {
                 // SAFETY: as in the forward: q's rows, k's and v's first ncols
@@ -588,7 +609,7 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                         m,
                         ncols,
                         ev,
-                        dense(gr.as_ptr(), ev, false),
+                        gm,
                         gv.transposed(vp, b),
                         ds.as_mut_ptr(),
                         ncols,
@@ -599,13 +620,23 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
             }
             T::prob_rows(pr, ncols, i0, op.causal, scale, lr);
             if ev > 0 {
-                T::row_dots(gr, or, ev, d);
+                // SAFETY: the block's m rows of the gradient and of the
+                // result (rows gg.rs / go.rs apart, ev unit-stride elements
+                // each) are readable (locked inputs, in bounds).
+                let (gr, or) = unsafe {
+                    (
+                        std::slice::from_raw_parts(gm.ptr, (m - 1) * gg.rs + ev),
+                        std::slice::from_raw_parts(om.ptr, (m - 1) * go.rs + ev),
+                    )
+                };
+                T::row_dots(gr, gg.rs, or, go.rs, ev, d);
             } else {
                 d.fill(T::ZERO);
             }
             T::grad_score_rows(pr, ds, ncols.max(1), d, scale);
             // SAFETY: dq's rows of this block, and dk's / dv's first ncols
-            // rows of entry b, are this task's; the sources are the scratch
+            // rows of entry b, are this task's (unit column stride, rows
+            // gdq.rs / gdk.rs / gdv.rs apart); the sources are the scratch
             // blocks, k, q and the gradient rows (readable, in bounds).
             unsafe {
                 gemm(
@@ -615,7 +646,7 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                     dense(ds.as_ptr(), ncols, false),
                     gk.rows(kp, b, 0),
                     dq,
-                    e,
+                    gdq.rs,
                     false,
                     par,
                 );
@@ -626,21 +657,11 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                     dense(ds.as_ptr(), ncols, true),
                     gq.rows(qp, b, i0),
                     dk,
-                    e,
+                    gdk.rs,
                     true,
                     par,
                 );
-                gemm(
-                    ncols,
-                    ev,
-                    m,
-                    dense(pr.as_ptr(), ncols, true),
-                    dense(gr.as_ptr(), ev, false),
-                    dv,
-                    ev,
-                    true,
-                    par,
-                );
+                gemm(ncols, ev, m, dense(pr.as_ptr(), ncols, true), gm, dv, gdv.rs, true, par);
             }
         }
     });
