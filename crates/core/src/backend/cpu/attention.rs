@@ -1,8 +1,9 @@
 //! CPU kernels of fused scaled dot-product attention
 //! (`_scaled_dot_product_flash_attention_for_cpu`) and its derivative.
 //!
-//! Forward: independent tasks of one batch entry and one block of
-//! [`QB`] query rows. Each multiplies its queries by the keys it can see
+//! Forward: per block of [`QB`] query rows of one batch entry (one task
+//! per entry, whose blocks share the scratch, or per block when there are
+//! few entries), the block's queries multiplied by the keys they can see
 //! (a causal block stops at its last row) into a scratch block, takes the
 //! softmax of the rows there (the maximum subtracted, sums in fixed
 //! lanes), multiplies by the values and divides each row by its sum; the
@@ -11,8 +12,9 @@
 //! log-sum-exp, `dP = dO vᵀ`, `dS = P (dP - rowsum(dO · O)) · scale`,
 //! then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated block by
 //! block in order, so the result does not depend on the thread count.
-//! Queries, keys and values are read in place with any strides.
-//! f16 / bf16 compute in f32.
+//! Queries, keys and values are read in place with any strides; the
+//! result and the gradients are written with their own row strides (the
+//! operators lay them out like their inputs). f16 / bf16 compute in f32.
 
 use super::access::access;
 use super::gemm::{BSrc, Gemm, Mat};
@@ -462,48 +464,59 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
     let (qp, kp, vp) = (acc.ins[0] as usize, acc.ins[1] as usize, acc.ins[2] as usize);
     let (op_, lp) = (acc.outs[0] as usize, acc.outs[1] as usize);
     let blocks = l.div_ceil(QB);
-    let tasks = nb * blocks;
+    // One task per batch entry when there are enough entries for the
+    // threads (its query blocks share the scratch), else one per query
+    // block; each block's rows are computed the same way either way.
+    let per_entry = nb >= 4 * rayon::current_num_threads();
+    let tasks = if per_entry { nb } else { nb * blocks };
     let scale = T::of(op.scale);
     run_tasks(tasks, nb * l * s * (e + ev), |t| {
-        let (b, blk) = (t / blocks, t % blocks);
-        let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
-        let m = i1 - i0;
-        let ncols = if op.causal { s.min(i1) } else { s };
-        let row0 = b * l + i0;
-        // Rows i0..i1 of entry b of the result (rows go.rs apart, unit
-        // column stride; any layout without overlap).
-        let out = (op_ as *mut T).wrapping_add(go.batch[b] + i0 * go.rs);
-        // SAFETY: this task alone writes entries row0..row0+m of the
-        // contiguous log-sum-exp output locked by `acc`.
-        let lse = unsafe { std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m) };
-        let mut sc = vec![T::ZERO; m * ncols];
-        let mut inv = vec![T::ZERO; m];
-        // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
-        // readable (locked inputs, in bounds).
-        unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, e), &mut sc, ncols, tasks == 1) };
-        T::softmax_rows(&mut sc, ncols, i0, op.causal, scale, lse, &mut inv);
-        // SAFETY: sc is m x ncols, v's first ncols rows of entry b are
-        // readable, the result rows are this task's (above).
-        unsafe {
-            gemm(
-                m,
-                ev,
-                ncols,
-                dense(sc.as_ptr(), ncols, false),
-                gv.rows(vp, b, 0),
-                out,
-                go.rs,
-                false,
-                tasks == 1,
-            )
+        let (b, first, last) = if per_entry {
+            (t, 0, blocks)
+        } else {
+            (t / blocks, t % blocks, t % blocks + 1)
         };
-        for (r, &f) in inv.iter().enumerate() {
-            // SAFETY: row r of this task's rows of the result (above): ev
-            // elements with unit stride, written by this task alone (the
-            // result's layout does not overlap).
-            let row = unsafe { std::slice::from_raw_parts_mut(out.add(r * go.rs), ev) };
-            for x in row {
-                *x = *x * f;
+        // Scratch for the largest block, reused (each block overwrites what it reads).
+        let (mut sc_buf, mut inv_buf) = (vec![T::ZERO; QB.min(l) * s], vec![T::ZERO; QB]);
+        for blk in first..last {
+            let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
+            let m = i1 - i0;
+            let ncols = if op.causal { s.min(i1) } else { s };
+            let row0 = b * l + i0;
+            // Rows i0..i1 of entry b of the result (rows go.rs apart, unit
+            // column stride; any layout without overlap).
+            let out = (op_ as *mut T).wrapping_add(go.batch[b] + i0 * go.rs);
+            // SAFETY: this task alone writes entries row0..row0+m of the
+            // contiguous log-sum-exp output locked by `acc`.
+            let lse = unsafe { std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m) };
+            let (sc, inv) = (&mut sc_buf[..m * ncols], &mut inv_buf[..m]);
+            // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
+            // readable (locked inputs, in bounds).
+            unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, e), sc, ncols, tasks == 1) };
+            T::softmax_rows(sc, ncols, i0, op.causal, scale, lse, inv);
+            // SAFETY: sc is m x ncols, v's first ncols rows of entry b are
+            // readable, the result rows are this task's (above).
+            unsafe {
+                gemm(
+                    m,
+                    ev,
+                    ncols,
+                    dense(sc.as_ptr(), ncols, false),
+                    gv.rows(vp, b, 0),
+                    out,
+                    go.rs,
+                    false,
+                    tasks == 1,
+                )
+            };
+            for (r, &f) in inv.iter().enumerate() {
+                // SAFETY: row r of this task's rows of the result (above): ev
+                // elements with unit stride, written by this task alone (the
+                // result's layout does not overlap).
+                let row = unsafe { std::slice::from_raw_parts_mut(out.add(r * go.rs), ev) };
+                for x in row {
+                    *x = *x * f;
+                }
             }
         }
     });
