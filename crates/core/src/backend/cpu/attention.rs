@@ -1,13 +1,13 @@
 //! CPU kernels of fused scaled dot-product attention
 //! (`_scaled_dot_product_flash_attention_for_cpu`) and its derivative.
 //!
-//! Forward: per block of [`QB`] query rows of one batch entry (one task
-//! per entry, whose blocks share the scratch, or per block when there are
-//! few entries), the block's queries multiplied by the keys they can see
-//! (a causal block stops at its last row) into a scratch block, takes the
-//! softmax of the rows there (the maximum subtracted, sums in fixed
-//! lanes), multiplies by the values and divides each row by its sum; the
-//! row's log-sum-exp is saved. Backward: one task per batch entry, its
+//! Forward: for each block of [`QB`] query rows of one batch entry (one
+//! task per entry, whose blocks share the scratch, or per block when there
+//! are few entries), the block's queries are multiplied by the keys they
+//! can see (a causal block stops at its last row) into a scratch block,
+//! the rows' softmax is taken there (the maximum subtracted, sums in fixed
+//! lanes), the result is multiplied by the values and each row divided by
+//! its sum; the row's log-sum-exp is saved. Backward: one task per batch entry, its
 //! query blocks in order: the probabilities recomputed from the saved
 //! log-sum-exp, `dP = dO vᵀ`, `dS = P (dP - rowsum(dO · O)) · scale`,
 //! then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated block by
