@@ -127,6 +127,25 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
     }
 }
 
+/// `e^(x - n·ln 2)` for the integer `n` nearest `x·log2 e`, in [0.7, 1.42]:
+/// Cody-Waite reduction `r = x - n·ln 2` (ln 2 in two parts) and the
+/// minimax polynomial of [`exp_f32`], in fused multiply-adds; the exps
+/// below scale it by `2^n`.
+#[inline(always)]
+fn exp_reduced_fma(x: f32, n: f32) -> f32 {
+    const C1: f32 = 0.693_359_4;
+    const C2: f32 = -2.121_944_4e-4;
+    let r = n.mul_add(-C2, n.mul_add(-C1, x));
+    let z = r * r;
+    let p = 1.987_569_1e-4f32
+        .mul_add(r, 1.398_199_9e-3)
+        .mul_add(r, 8.333_452e-3)
+        .mul_add(r, 4.166_579_6e-2)
+        .mul_add(r, 1.666_666_5e-1)
+        .mul_add(r, 0.5);
+    p.mul_add(z, r) + 1.0
+}
+
 /// e^x for f32 as [`exp_f32`] (same range reduction, polynomial and
 /// handling of overflow, underflow, ±inf and NaN) evaluated with fused
 /// multiply-adds: fewer instructions, and one rounding less per step.
@@ -136,20 +155,9 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
 /// kernels of softmax, log_softmax, their derivatives and GELU.
 #[inline(always)]
 pub(crate) fn exp_f32_fma(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const C1: f32 = 0.693_359_4;
-    const C2: f32 = -2.121_944_4e-4;
     let xc = if x.is_nan() { 0.0 } else { x.clamp(-104.0, 89.0) };
-    let n = (xc * LOG2E).round_ties_even();
-    let r = n.mul_add(-C2, n.mul_add(-C1, xc));
-    let z = r * r;
-    let p = 1.987_569_1e-4f32
-        .mul_add(r, 1.398_199_9e-3)
-        .mul_add(r, 8.333_452e-3)
-        .mul_add(r, 4.166_579_6e-2)
-        .mul_add(r, 1.666_666_5e-1)
-        .mul_add(r, 0.5);
-    let y = p.mul_add(z, r) + 1.0;
+    let n = (xc * std::f32::consts::LOG2_E).round_ties_even();
+    let y = exp_reduced_fma(xc, n);
     // SAFETY: n is an integer in [-151, 129] (x was clamped and is not NaN).
     let ni: i32 = unsafe { n.to_int_unchecked() };
     let n1 = ni >> 1;
@@ -170,21 +178,9 @@ pub(crate) fn exp_f32_fma(x: f32) -> f32 {
 /// factors.
 #[inline(always)]
 fn exp_gelu(h: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    const C1: f32 = 0.693_359_4;
-    const C2: f32 = -2.121_944_4e-4;
     const SHIFT: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer.
-    let nf = h.mul_add(LOG2E, SHIFT);
-    let n = nf - SHIFT;
-    let r = n.mul_add(-C2, n.mul_add(-C1, h));
-    let z = r * r;
-    let p = 1.987_569_1e-4f32
-        .mul_add(r, 1.398_199_9e-3)
-        .mul_add(r, 8.333_452e-3)
-        .mul_add(r, 4.166_579_6e-2)
-        .mul_add(r, 1.666_666_5e-1)
-        .mul_add(r, 0.5);
-    let y = p.mul_add(z, r) + 1.0;
+    let nf = h.mul_add(std::f32::consts::LOG2_E, SHIFT);
+    let y = exp_reduced_fma(h, nf - SHIFT);
     // For h in [-86.5, 0], n = nf - SHIFT is an integer in [-125, 0] and
     // the low bits of nf hold it; y is in [0.7, 1.42], so adding n to its
     // exponent field stays a normal number.

@@ -573,8 +573,9 @@ fn column_sum<T: Element, O: Element>(
             unsafe { *(op as *mut O).add(bi * cols + j0 + j) = finish(*t) };
         }
     };
-    let tasks = c.batch.iter().product::<usize>() * blocks;
-    if tasks * rows * COLS.min(cols) < PAR_MIN || rayon::current_num_threads() == 1 {
+    let entries: usize = c.batch.iter().product();
+    let tasks = entries * blocks;
+    if entries * rows * cols < PAR_MIN || rayon::current_num_threads() == 1 {
         (0..tasks).for_each(task);
     } else {
         super::warm::par_for_each(tasks, task);
