@@ -3,23 +3,27 @@
 //!
 //! Forward: for each block of [`QB`] query rows of one batch entry (one
 //! task per entry, whose blocks share the scratch, or per block when there
-//! are few entries), the block's queries are multiplied by the keys they
-//! can see (a causal block stops at its last row) into a scratch block,
-//! the rows' softmax is taken there (the maximum subtracted, sums in fixed
-//! lanes), the result is multiplied by the values and each row divided by
-//! its sum; the row's log-sum-exp is saved. Backward: one task per batch entry, its
-//! query blocks in order: the probabilities recomputed from the saved
-//! log-sum-exp, `dP = dO vᵀ`, `dS = P (dP - rowsum(dO · O)) · scale`,
-//! then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated block by
-//! block in order, so the result does not depend on the thread count.
-//! Queries, keys and values are read in place with any strides; the
-//! result and the gradients are written with their own row strides (the
-//! operators lay them out like their inputs). f16 / bf16 compute in f32.
+//! are few entries), the keys the block can see (a causal block stops at
+//! its last row) are multiplied by its queries into a scratch block of
+//! *transposed* scores, one row per key and one column per query, so the
+//! softmax over each query's keys runs down the rows with whole vectors
+//! across the queries (the maximum subtracted, the sum in fixed blocks of
+//! keys); the result is the probabilities (read through a transposed view)
+//! times the values, each row divided by its sum; the row's log-sum-exp is
+//! saved. Backward: one task per batch entry, its query blocks in order,
+//! all transposed as the forward's: the probabilities recomputed from the
+//! saved log-sum-exp, `dPᵀ = v dOᵀ`, `dSᵀ = Pᵀ (dPᵀ - rowsum(dO · O)) ·
+//! scale`, then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated
+//! block by block in order, so the result does not depend on the thread
+//! count. Queries, keys and values are read in place with any strides;
+//! the result and the gradients are written with their own row strides
+//! (the operators lay them out like their inputs). f16 / bf16 compute in
+//! f32.
 
 use super::access::access;
 use super::gemm::{BSrc, Gemm, Mat};
 use super::math::exp_f32_fma;
-use super::norm::{Real, sum1, sum2};
+use super::norm::{Real, sum2};
 use super::simd::multiversion;
 use super::warm::par_for_each;
 use crate::dispatch::{Op, downcast_op};
@@ -35,77 +39,84 @@ const PARALLEL_GEMM: usize = 1 << 22;
 
 const NAME: &str = "scaled_dot_product_attention";
 
-/// The row kernels of one float type.
+/// The score-block kernels of one float type. A block holds the scores
+/// of `m` query rows (from query row `i0`) against the keys `0..ncols`
+/// *transposed*: row `j` is key `j`, its columns the queries (`ld`
+/// apart, a multiple of [`W`]; the columns from `m` are padding, never
+/// read by the products), so every per-query reduction runs down the rows
+/// with whole vectors across the queries (no short rows, no horizontal
+/// sums), its accumulators in registers.
 pub(crate) trait AttnFloat: Real + Gemm {
-    /// Softmax of the first `m` score rows of `sc` (rows of `ncols`, block
-    /// starting at query row `i0`) after the scale: the unnormalised
-    /// probabilities in place (0 for keys a causal row cannot see), each
-    /// row's log-sum-exp into `lse` and the reciprocal of its sum into
-    /// `inv` (0 for a row that sees no key).
+    /// Softmax over the keys of each query column of `sc` after the scale:
+    /// the unnormalised probabilities in place (0 where a causal query
+    /// cannot see the key, and in the padding), each query's log-sum-exp
+    /// into `lse` and the reciprocal of its sum into `inv` (-inf and 0 for
+    /// a query that sees no key, or only -inf scores).
     #[allow(clippy::too_many_arguments)]
-    fn softmax_rows(
+    fn softmax_cols(
         sc: &mut [Self],
-        ncols: usize,
+        ld: usize,
+        m: usize,
         i0: usize,
         causal: bool,
         scale: Self,
         lse: &mut [Self],
         inv: &mut [Self],
     );
-    /// The probabilities `exp(s · scale - lse)` of the score rows, in place
-    /// (0 where a causal row cannot see the key).
-    fn prob_rows(sc: &mut [Self], ncols: usize, i0: usize, causal: bool, scale: Self, lse: &[Self]);
-    /// `dp ← p (dp - d[r]) · scale`, per row of `ncols`.
-    fn grad_score_rows(p: &[Self], dp: &mut [Self], ncols: usize, d: &[Self], scale: Self);
+    /// The probabilities `exp(s · scale - lse)` of the block, in place (0
+    /// where a causal query cannot see the key, in the padding, and for a
+    /// query whose log-sum-exp is -inf).
+    #[allow(clippy::too_many_arguments)]
+    fn prob_cols(sc: &mut [Self], ld: usize, m: usize, i0: usize, causal: bool, scale: Self, lse: &[Self]);
+    /// `dp ← p (dp - d[c]) · scale` for column `c < m` of the rows of `ld`
+    /// (exactly 0 where `p` is 0).
+    fn grad_score_cols(p: &[Self], dp: &mut [Self], ld: usize, m: usize, d: &[Self], scale: Self);
     /// `d[r] = sum(g[r] · o[r])` over `d.len()` rows of `n`, row `r` of
     /// `g` starting at `r * gs` and of `o` at `r * os`.
     fn row_dots(g: &[Self], gs: usize, o: &[Self], os: usize, n: usize, d: &mut [Self]);
 }
 
-/// Keys row `i` of a block can see.
-#[inline(always)]
-fn live(i: usize, ncols: usize, causal: bool) -> usize {
-    if causal { (i + 1).min(ncols) } else { ncols }
+/// Query columns per vector pass of the block kernels (their accumulators
+/// stay in registers); the block's row stride is a multiple of it.
+const W: usize = 16;
+
+/// The row stride of a score block of `m` query columns.
+fn block_ld(m: usize) -> usize {
+    m.next_multiple_of(W)
 }
 
-/// Lanes of the rows' maximum.
-const ML: usize = 16;
-
-/// Multiplies `xs` by `scale` in place and returns the maximum (NaN
-/// ignored: it reaches the result through the exponentials), in [`ML`]
-/// lanes so the loop vectorises.
-#[inline(always)]
-fn scale_max<T: Real>(xs: &mut [T], scale: T) -> T {
-    let mut acc = [T::of(f64::NEG_INFINITY); ML];
-    let mut chunks = xs.chunks_exact_mut(ML);
-    for c in &mut chunks {
-        for k in 0..ML {
-            let v = c[k] * scale;
-            c[k] = v;
-            acc[k] = if v > acc[k] { v } else { acc[k] };
-        }
+/// Lane indices of a [`W`]-column pass.
+const LANE: [i32; W] = {
+    let mut l = [0; W];
+    let mut k = 0;
+    while k < W {
+        l[k] = k as i32;
+        k += 1;
     }
-    let rest = chunks.into_remainder();
-    for v in rest.iter_mut() {
-        *v = *v * scale;
-    }
-    max_finish(&acc, rest)
+    l
+};
+
+/// The first of the [`W`] query columns from query row `q0` that sees key
+/// `j`: lane `k` sees it when `LANE[k] >= first`. -1 when all do (no
+/// causal mask, or `j <= q0`; -1 rather than 0 keeps every lane's test a
+/// comparison, which vectorises), [`W`] when none does (query `i` sees
+/// the keys `0..=i`).
+#[inline(always)]
+fn first_seeing(j: usize, q0: usize, causal: bool) -> i32 {
+    if !causal || j <= q0 { -1 } else { (j - q0).min(W) as i32 }
 }
 
-/// [`scale_max`]'s end: the lanes and the tail. Out of line, as
-/// `norm::finish`, so the main loop keeps whole vectors.
-#[inline(never)]
-fn max_finish<T: Real>(acc: &[T; ML], rest: &[T]) -> T {
-    acc.iter()
-        .chain(rest)
-        .fold(T::of(f64::NEG_INFINITY), |m, &v| if v > m { v } else { m })
-}
+/// Keys summed per partial sum of a query's softmax denominator: the
+/// partial sums are added in order, so a long row's rounding grows with
+/// `SUM_BLOCK + S / SUM_BLOCK`, not `S`, and never with the thread count.
+const SUM_BLOCK: usize = 64;
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn softmax_rows_generic<T: Real>(
+fn softmax_cols_generic<T: Real>(
     sc: &mut [T],
-    ncols: usize,
+    ld: usize,
+    m: usize,
     i0: usize,
     causal: bool,
     scale: T,
@@ -114,35 +125,73 @@ fn softmax_rows_generic<T: Real>(
     exp: impl Fn(T) -> T,
 ) {
     let neg_inf = T::of(f64::NEG_INFINITY);
-    if ncols == 0 {
-        lse.fill(neg_inf);
-        inv.fill(T::ZERO);
-        return;
-    }
-    for (r, row) in sc.chunks_exact_mut(ncols).enumerate() {
-        let (seen, hidden) = row.split_at_mut(live(i0 + r, ncols, causal));
-        hidden.fill(T::ZERO);
-        let mx = scale_max(seen, scale);
-        if mx == neg_inf {
-            // No key, or every score -inf: the row attends to nothing.
-            seen.fill(T::ZERO);
-            lse[r] = neg_inf;
-            inv[r] = T::ZERO;
-            continue;
+    let ncols = sc.len() / ld;
+    // The padding columns (from m) are computed like the others, each in
+    // its own lane, and never read.
+    for c0 in (0..m).step_by(W) {
+        let q0 = i0 + c0;
+        // Keys past the chunk's last query are hidden from all of it.
+        let seen = if causal { ncols.min(q0 + W) } else { ncols };
+        // The columns' maxima (NaN ignored: it reaches the result through
+        // the exponentials).
+        let mut mx = [neg_inf; W];
+        for j in 0..seen {
+            let from = first_seeing(j, q0, causal);
+            let Some(row) = sc[j * ld + c0..].first_chunk_mut::<W>() else {
+                continue; // never: c0 + W <= ld (block_ld)
+            };
+            for k in 0..W {
+                let x = row[k] * scale;
+                row[k] = x;
+                let s = if LANE[k] >= from { x } else { neg_inf };
+                mx[k] = if s > mx[k] { s } else { mx[k] };
+            }
         }
-        for v in seen.iter_mut() {
-            *v = exp(*v - mx);
+        // A column with no finite maximum subtracts 0: its exponentials
+        // are 0 (only -inf scores) or NaN (a NaN or +inf score).
+        let mut shift = [T::ZERO; W];
+        for k in 0..W {
+            shift[k] = if mx[k] == neg_inf { T::ZERO } else { mx[k] };
         }
-        let sum = sum1(seen, |v| v);
-        lse[r] = mx + T::of(sum.wide().ln());
-        inv[r] = T::ONE / sum;
+        let mut total = [T::ZERO; W];
+        for j0 in (0..seen).step_by(SUM_BLOCK) {
+            let mut part = [T::ZERO; W];
+            for j in j0..seen.min(j0 + SUM_BLOCK) {
+                let from = first_seeing(j, q0, causal);
+                let Some(row) = sc[j * ld + c0..].first_chunk_mut::<W>() else {
+                    continue; // never: c0 + W <= ld (block_ld)
+                };
+                for k in 0..W {
+                    let e = exp(row[k] - shift[k]);
+                    let e = if LANE[k] >= from { e } else { T::ZERO };
+                    row[k] = e;
+                    part[k] = part[k] + e;
+                }
+            }
+            for k in 0..W {
+                total[k] = total[k] + part[k];
+            }
+        }
+        for j in seen..ncols {
+            sc[j * ld + c0..j * ld + c0 + W].fill(T::ZERO);
+        }
+        for k in 0..W.min(m - c0) {
+            if mx[k] == neg_inf {
+                // No key, or every score -inf: the query attends to nothing.
+                (lse[c0 + k], inv[c0 + k]) = (neg_inf, T::ZERO);
+            } else {
+                (lse[c0 + k], inv[c0 + k]) = (mx[k] + T::of(total[k].wide().ln()), T::ONE / total[k]);
+            }
+        }
     }
 }
 
 #[inline(always)]
-fn prob_rows_generic<T: Real>(
+#[allow(clippy::too_many_arguments)]
+fn prob_cols_generic<T: Real>(
     sc: &mut [T],
-    ncols: usize,
+    ld: usize,
+    m: usize,
     i0: usize,
     causal: bool,
     scale: T,
@@ -150,29 +199,50 @@ fn prob_rows_generic<T: Real>(
     exp: impl Fn(T) -> T,
 ) {
     let neg_inf = T::of(f64::NEG_INFINITY);
-    if ncols == 0 {
-        return;
-    }
-    for (r, row) in sc.chunks_exact_mut(ncols).enumerate() {
-        let (seen, hidden) = row.split_at_mut(live(i0 + r, ncols, causal));
-        hidden.fill(T::ZERO);
-        let l = lse[r];
-        if l == neg_inf {
-            seen.fill(T::ZERO);
-            continue;
+    let ncols = sc.len() / ld;
+    for c0 in (0..m).step_by(W) {
+        let q0 = i0 + c0;
+        let seen = if causal { ncols.min(q0 + W) } else { ncols };
+        // A query with log-sum-exp -inf sees nothing: its lane subtracts
+        // +inf (exponentials 0, or NaN from a NaN score) and is masked.
+        let (mut shift, mut live) = ([T::ZERO; W], [false; W]);
+        for k in 0..W.min(m - c0) {
+            (shift[k], live[k]) = (lse[c0 + k], lse[c0 + k] != neg_inf);
         }
-        for v in seen.iter_mut() {
-            *v = exp(*v * scale - l);
+        for j in 0..seen {
+            let from = first_seeing(j, q0, causal);
+            let Some(row) = sc[j * ld + c0..].first_chunk_mut::<W>() else {
+                continue; // never: c0 + W <= ld (block_ld)
+            };
+            for k in 0..W {
+                let e = exp(row[k] * scale - shift[k]);
+                row[k] = if live[k] && LANE[k] >= from { e } else { T::ZERO };
+            }
+        }
+        for j in seen..ncols {
+            sc[j * ld + c0..j * ld + c0 + W].fill(T::ZERO);
         }
     }
 }
 
 #[inline(always)]
-fn grad_score_rows_generic<T: Real>(p: &[T], dp: &mut [T], ncols: usize, d: &[T], scale: T) {
-    for ((pr, dr), &dv) in p.chunks_exact(ncols).zip(dp.chunks_exact_mut(ncols)).zip(d) {
-        for (o, &pv) in dr.iter_mut().zip(pr) {
-            // A hidden key (p = 0) gets exactly 0, even beside an infinite dP.
-            *o = if pv == T::ZERO { T::ZERO } else { pv * (*o - dv) * scale };
+fn grad_score_cols_generic<T: Real>(p: &[T], dp: &mut [T], ld: usize, m: usize, d: &[T], scale: T) {
+    let ncols = p.len() / ld;
+    for c0 in (0..m).step_by(W) {
+        let mut dd = [T::ZERO; W];
+        dd[..W.min(m - c0)].copy_from_slice(&d[c0..m.min(c0 + W)]);
+        for j in 0..ncols {
+            let (Some(pr), Some(gr)) = (
+                p[j * ld + c0..].first_chunk::<W>(),
+                dp[j * ld + c0..].first_chunk_mut::<W>(),
+            ) else {
+                continue; // never: c0 + W <= ld (block_ld)
+            };
+            for k in 0..W {
+                // A hidden key (p = 0) gets exactly 0, even beside an infinite dP.
+                let g = pr[k] * (gr[k] - dd[k]) * scale;
+                gr[k] = if pr[k] == T::ZERO { T::ZERO } else { g };
+            }
         }
     }
 }
@@ -184,24 +254,25 @@ fn row_dots_generic<T: Real>(g: &[T], gs: usize, o: &[T], os: usize, n: usize, d
     }
 }
 
-/// The multiversioned row kernels of one float type and its
+/// The multiversioned block kernels of one float type and its
 /// [`AttnFloat`] impl.
 macro_rules! attn_float {
     ($t:ty, $exp:expr, $soft:ident, $prob:ident, $gs:ident, $dots:ident) => {
         multiversion! {
             #[allow(clippy::too_many_arguments)]
-            fn $soft(sc: &mut [$t], ncols: usize, i0: usize, causal: bool, scale: $t, lse: &mut [$t], inv: &mut [$t]) {
-                softmax_rows_generic(sc, ncols, i0, causal, scale, lse, inv, $exp)
+            fn $soft(sc: &mut [$t], ld: usize, m: usize, i0: usize, causal: bool, scale: $t, lse: &mut [$t], inv: &mut [$t]) {
+                softmax_cols_generic(sc, ld, m, i0, causal, scale, lse, inv, $exp)
             }
         }
         multiversion! {
-            fn $prob(sc: &mut [$t], ncols: usize, i0: usize, causal: bool, scale: $t, lse: &[$t]) {
-                prob_rows_generic(sc, ncols, i0, causal, scale, lse, $exp)
+            #[allow(clippy::too_many_arguments)]
+            fn $prob(sc: &mut [$t], ld: usize, m: usize, i0: usize, causal: bool, scale: $t, lse: &[$t]) {
+                prob_cols_generic(sc, ld, m, i0, causal, scale, lse, $exp)
             }
         }
         multiversion! {
-            fn $gs(p: &[$t], dp: &mut [$t], ncols: usize, d: &[$t], scale: $t) {
-                grad_score_rows_generic(p, dp, ncols, d, scale)
+            fn $gs(p: &[$t], dp: &mut [$t], ld: usize, m: usize, d: &[$t], scale: $t) {
+                grad_score_cols_generic(p, dp, ld, m, d, scale)
             }
         }
         multiversion! {
@@ -210,22 +281,23 @@ macro_rules! attn_float {
             }
         }
         impl AttnFloat for $t {
-            fn softmax_rows(
+            fn softmax_cols(
                 sc: &mut [$t],
-                ncols: usize,
+                ld: usize,
+                m: usize,
                 i0: usize,
                 causal: bool,
                 scale: $t,
                 lse: &mut [$t],
                 inv: &mut [$t],
             ) {
-                $soft(sc, ncols, i0, causal, scale, lse, inv)
+                $soft(sc, ld, m, i0, causal, scale, lse, inv)
             }
-            fn prob_rows(sc: &mut [$t], ncols: usize, i0: usize, causal: bool, scale: $t, lse: &[$t]) {
-                $prob(sc, ncols, i0, causal, scale, lse)
+            fn prob_cols(sc: &mut [$t], ld: usize, m: usize, i0: usize, causal: bool, scale: $t, lse: &[$t]) {
+                $prob(sc, ld, m, i0, causal, scale, lse)
             }
-            fn grad_score_rows(p: &[$t], dp: &mut [$t], ncols: usize, d: &[$t], scale: $t) {
-                $gs(p, dp, ncols, d, scale)
+            fn grad_score_cols(p: &[$t], dp: &mut [$t], ld: usize, m: usize, d: &[$t], scale: $t) {
+                $gs(p, dp, ld, m, d, scale)
             }
             fn row_dots(g: &[$t], gs: usize, o: &[$t], os: usize, n: usize, d: &mut [$t]) {
                 $dots(g, gs, o, os, n, d)
@@ -237,17 +309,17 @@ macro_rules! attn_float {
 attn_float!(
     f32,
     exp_f32_fma,
-    softmax_rows_f32,
-    prob_rows_f32,
-    grad_score_rows_f32,
+    softmax_cols_f32,
+    prob_cols_f32,
+    grad_score_cols_f32,
     row_dots_f32
 );
 attn_float!(
     f64,
     f64::exp,
-    softmax_rows_f64,
-    prob_rows_f64,
-    grad_score_rows_f64,
+    softmax_cols_f64,
+    prob_cols_f64,
+    grad_score_cols_f64,
     row_dots_f64
 );
 
@@ -292,10 +364,10 @@ impl Geo {
         }
     }
 
-    /// The transpose of batch entry `b`'s matrix at `base`.
-    fn transposed<T>(&self, base: usize, b: usize) -> Mat<T> {
+    /// The transpose of rows `r0..` of batch entry `b` at `base`.
+    fn transposed<T>(&self, base: usize, b: usize, r0: usize) -> Mat<T> {
         Mat {
-            ptr: (base as *const T).wrapping_add(self.batch[b]),
+            ptr: (base as *const T).wrapping_add(self.batch[b] + r0 * self.rs),
             rs: self.cs,
             cs: self.rs,
         }
@@ -345,9 +417,9 @@ unsafe fn gemm<T: Gemm>(
     unsafe { T::gemm(m, n, k, a, BSrc::Mat(b), c, ldc, parallel, acc) }
 }
 
-/// `sc = q kᵀ` for batch entry `b`, query rows `i0..` (as many as `sc`
-/// holds rows of `ncols`) and the first `ncols` keys, over `e` dims; nothing
-/// when `ncols` is 0.
+/// The transposed scores `sc = k qᵀ` of batch entry `b`: the first
+/// `ncols` keys (rows of `sc`, `ld` apart) against the `m` query rows
+/// from `i0`, over `e` dims; nothing when `ncols` is 0.
 ///
 /// # Safety
 /// `qp` / `kp` are the locked data of the tensors `gq` / `gk` describe,
@@ -358,25 +430,25 @@ unsafe fn scores_into<T: Gemm>(
     qp: usize,
     gk: &Geo,
     kp: usize,
-    (b, i0, e): (usize, usize, usize),
+    (b, i0, m, e): (usize, usize, usize, usize),
     sc: &mut [T],
-    ncols: usize,
+    ld: usize,
     par: bool,
 ) {
+    let ncols = sc.len() / ld;
     if ncols == 0 {
         return;
     }
-    let m = sc.len() / ncols;
-    // SAFETY: the caller's contract; `sc` is m x ncols.
+    // SAFETY: the caller's contract; `sc` is ncols x ld, ld >= m.
     unsafe {
         gemm(
+            ncols,
             m,
-            ncols,
             e,
-            gq.rows(qp, b, i0),
-            gk.transposed(kp, b),
+            gk.rows(kp, b, 0),
+            gq.transposed(qp, b, i0),
             sc.as_mut_ptr(),
-            ncols,
+            ld,
             false,
             par,
         )
@@ -477,7 +549,7 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
             (t / blocks, t % blocks, t % blocks + 1)
         };
         // Scratch for the largest block, reused (each block overwrites what it reads).
-        let (mut sc_buf, mut inv_buf) = (vec![T::ZERO; QB.min(l) * s], vec![T::ZERO; QB]);
+        let (mut sc_buf, mut inv_buf) = (vec![T::ZERO; block_ld(QB.min(l)) * s], vec![T::ZERO; QB]);
         for blk in first..last {
             let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
             let m = i1 - i0;
@@ -489,19 +561,21 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
             // SAFETY: this task alone writes entries row0..row0+m of the
             // contiguous log-sum-exp output locked by `acc`.
             let lse = unsafe { std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m) };
-            let (sc, inv) = (&mut sc_buf[..m * ncols], &mut inv_buf[..m]);
+            let ld = block_ld(m);
+            let (sc, inv) = (&mut sc_buf[..ld * ncols], &mut inv_buf[..m]);
             // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
             // readable (locked inputs, in bounds).
-            unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, e), sc, ncols, tasks == 1) };
-            T::softmax_rows(sc, ncols, i0, op.causal, scale, lse, inv);
-            // SAFETY: sc is m x ncols, v's first ncols rows of entry b are
-            // readable, the result rows are this task's (above).
+            unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, m, e), sc, ld, tasks == 1) };
+            T::softmax_cols(sc, ld, m, i0, op.causal, scale, lse, inv);
+            // SAFETY: sc is ncols x m (the transposed probabilities), v's
+            // first ncols rows of entry b are readable, the result rows are
+            // this task's (above).
             unsafe {
                 gemm(
                     m,
                     ev,
                     ncols,
-                    dense(sc.as_ptr(), ncols, false),
+                    dense(sc.as_ptr(), ld, true),
                     gv.rows(vp, b, 0),
                     out,
                     go.rs,
@@ -598,7 +672,7 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
         }
         let par = nb == 1;
         // Scratch for the largest block, reused (every block overwrites what it reads).
-        let most = QB.min(l) * s;
+        let most = block_ld(QB.min(l)) * s;
         let (mut pr_buf, mut ds_buf, mut d_buf) = (vec![T::ZERO; most], vec![T::ZERO; most], vec![T::ZERO; QB]);
         for blk in 0..blocks {
             let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
@@ -611,27 +685,28 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
             // SAFETY: entries row0..row0+m of the contiguous log-sum-exp are
             // readable (locked input, in bounds).
             let lr = unsafe { std::slice::from_raw_parts((lp as *const T).add(row0), m) };
-            let (pr, ds, d) = (&mut pr_buf[..m * ncols], &mut ds_buf[..m * ncols], &mut d_buf[..m]);
+            let ld = block_ld(m);
+            let (pr, ds, d) = (&mut pr_buf[..ld * ncols], &mut ds_buf[..ld * ncols], &mut d_buf[..m]);
             if ncols > 0 {
                 // SAFETY: as in the forward: q's rows, k's and v's first ncols
                 // rows of entry b and the gradient rows are readable; the
                 // scratch blocks are m x ncols.
                 unsafe {
-                    scores_into(&gq, qp, &gk, kp, (b, i0, e), pr, ncols, par);
+                    scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
                     gemm(
+                        ncols,
                         m,
-                        ncols,
                         ev,
-                        gm,
-                        gv.transposed(vp, b),
+                        gv.rows(vp, b, 0),
+                        gg.transposed(gp, b, i0),
                         ds.as_mut_ptr(),
-                        ncols,
+                        ld,
                         false,
                         par,
                     );
                 }
             }
-            T::prob_rows(pr, ncols, i0, op.causal, scale, lr);
+            T::prob_cols(pr, ld, m, i0, op.causal, scale, lr);
             if ev > 0 {
                 // SAFETY: the block's m rows of the gradient and of the
                 // result (rows gg.rs / go.rs apart, ev unit-stride elements
@@ -646,7 +721,7 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
             } else {
                 d.fill(T::ZERO);
             }
-            T::grad_score_rows(pr, ds, ncols.max(1), d, scale);
+            T::grad_score_cols(pr, ds, ld, m, d, scale);
             // SAFETY: dq's rows of this block, and dk's / dv's first ncols
             // rows of entry b, are this task's (unit column stride, rows
             // gdq.rs / gdk.rs / gdv.rs apart); the sources are the scratch
@@ -656,7 +731,7 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                     m,
                     e,
                     ncols,
-                    dense(ds.as_ptr(), ncols, false),
+                    dense(ds.as_ptr(), ld, true),
                     gk.rows(kp, b, 0),
                     dq,
                     gdq.rs,
@@ -667,14 +742,14 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                     ncols,
                     e,
                     m,
-                    dense(ds.as_ptr(), ncols, true),
+                    dense(ds.as_ptr(), ld, false),
                     gq.rows(qp, b, i0),
                     dk,
                     gdk.rs,
                     true,
                     par,
                 );
-                gemm(ncols, ev, m, dense(pr.as_ptr(), ncols, true), gm, dv, gdv.rs, true, par);
+                gemm(ncols, ev, m, dense(pr.as_ptr(), ld, false), gm, dv, gdv.rs, true, par);
             }
         }
     });
