@@ -157,6 +157,30 @@ pub(crate) trait MicroKernel<T>: Packer<T> + Sync {
     /// `a` holds `kc * MR`, `b` holds `kc * NR` elements; `c` is writable for the tile;
     /// the CPU supports the kernel's instruction set.
     unsafe fn run(kc: usize, a: *const T, b: *const T, c: *mut T, ldc: usize, accumulate: bool);
+    /// Whether [`MicroKernel::run_strided`] reads B's rows in place at full
+    /// speed, so the loops may skip packing a row-major B (`gemm_with`).
+    const B_IN_PLACE: bool = false;
+    /// As [`MicroKernel::run`] with B's `kc` rows of `NR` values `ldb` apart
+    /// (a row-major B read in place). This default copies them into a
+    /// packed panel first; kernels with [`MicroKernel::B_IN_PLACE`] read them
+    /// directly.
+    ///
+    /// # Safety
+    /// As `run`, with `b` readable for `kc` rows of `NR` values `ldb` apart.
+    unsafe fn run_strided(kc: usize, a: *const T, b: *const T, ldb: usize, c: *mut T, ldc: usize, accumulate: bool)
+    where
+        T: Copy,
+    {
+        let mut panel = Vec::with_capacity(kc * Self::NR);
+        for p in 0..kc {
+            for j in 0..Self::NR {
+                // SAFETY: row p < kc of B holds NR values (the contract).
+                panel.push(unsafe { *b.add(p * ldb + j) });
+            }
+        }
+        // SAFETY: `panel` holds the kc x NR packed panel; the rest is the contract.
+        unsafe { Self::run(kc, a, panel.as_ptr(), c, ldc, accumulate) }
+    }
 }
 
 /// Portable fallback: 4 x 8 tile in plain arithmetic.
@@ -236,16 +260,42 @@ mod x86 {
         const NR: usize = 32;
         // Measured on an AVX-512 Xeon: 94-97% of peak with the A panel in L1.
         const B_RESIDENT: bool = false;
+        const B_IN_PLACE: bool = true;
         unsafe fn run(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32(kc, a, b, c, ldc, accumulate) }
+            unsafe { avx512_f32::<false>(kc, a, b, 32, c, ldc, accumulate) }
+        }
+        unsafe fn run_strided(
+            kc: usize,
+            a: *const f32,
+            b: *const f32,
+            ldb: usize,
+            c: *mut f32,
+            ldc: usize,
+            accumulate: bool,
+        ) {
+            // SAFETY: forwarded contract.
+            unsafe { avx512_f32::<true>(kc, a, b, ldb, c, ldc, accumulate) }
         }
     }
 
+    /// The 12 x 32 tile over `kc` steps: A packed, B's rows `ldb` apart
+    /// (32 in a packed panel; `STRIDED` for a row-major B read in place,
+    /// whose next rows are prefetched instead of the packed stream's).
     #[target_feature(enable = "avx512f")]
-    unsafe fn avx512_f32(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
-        // SAFETY: the caller upholds this function's contract (`a`/`b` hold the packed 12 x kc / kc x 32 panels, `c`
-        // the 12 x 32 tile with row stride `ldc`) and the target feature was detected at runtime.
+    unsafe fn avx512_f32<const STRIDED: bool>(
+        kc: usize,
+        a: *const f32,
+        b: *const f32,
+        ldb: usize,
+        c: *mut f32,
+        ldc: usize,
+        accumulate: bool,
+    ) {
+        let ldb = if STRIDED { ldb } else { 32 };
+        // SAFETY: the caller upholds this function's contract (`a` holds the packed 12 x kc panel, `b` kc rows of
+        // 32 values `ldb` apart, `c` the 12 x 32 tile with row stride `ldc`) and the target feature was detected at
+        // runtime. The prefetches only hint (they never fault).
         unsafe {
             for i in 0..12 {
                 _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc) as *const i8);
@@ -255,10 +305,16 @@ mod x86 {
             let (mut a, mut b) = (a, b);
             // Two k steps per iteration (fewer loop uops per FMA); same FMA order.
             for _ in 0..kc / 2 {
-                _mm_prefetch::<_MM_HINT_T0>(b.add(512) as *const i8);
+                if STRIDED {
+                    let ahead = b.wrapping_add(8 * ldb);
+                    _mm_prefetch::<_MM_HINT_T0>(ahead as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(31) as *const i8);
+                } else {
+                    _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(512) as *const i8);
+                }
                 for s in 0..2 {
-                    let b0 = _mm512_loadu_ps(b.add(32 * s));
-                    let b1 = _mm512_loadu_ps(b.add(32 * s + 16));
+                    let b0 = _mm512_loadu_ps(b.add(ldb * s));
+                    let b1 = _mm512_loadu_ps(b.add(ldb * s + 16));
                     for (i, row) in acc.iter_mut().enumerate() {
                         let ai = _mm512_set1_ps(*a.add(12 * s + i));
                         row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
@@ -266,7 +322,7 @@ mod x86 {
                     }
                 }
                 a = a.add(24);
-                b = b.add(64);
+                b = b.wrapping_add(2 * ldb);
             }
             if kc % 2 == 1 {
                 let b0 = _mm512_loadu_ps(b);

@@ -10,7 +10,9 @@
 //!   there are few rows); each packs its own A panels and walks column blocks
 //!   of about `NC`, packing the block's B panels itself just before use, with
 //!   one A micro-panel in L1 streaming over the block's B panels in L2. Best
-//!   for AVX-512's wide 12 x 32 tile.
+//!   for AVX-512's wide 12 x 32 tile, which also reads a row-major B in
+//!   place (`MicroKernel::B_IN_PLACE`: its rows are 32 contiguous values
+//!   already, and copying them cost as much as the kernel's reads).
 //! - `b_resident::gemm`: the BLIS order, each B panel in L1 with the A
 //!   panels of a row block streaming from L2, B packed once per block for
 //!   all threads. Best for AVX2's 6 x 16 tile.
@@ -405,6 +407,12 @@ unsafe fn gemm_with<T, K>(
                 (ot as *const T, 0)
             };
             let (mut b_base, mut b_first) = (b.direct(p0, kc, lo, nr).unwrap_or(op as *const T), lo);
+            // A row-major B is read in place (its full panels) by kernels that
+            // can: no packed copy to write and read back.
+            let in_place = match b {
+                BSrc::Mat(bm) if by_rows && K::B_IN_PLACE && bm.cs == 1 => Some(bm),
+                _ => None,
+            };
             let (i_lo, i_hi) = if by_rows { (lo, hi) } else { (0, m_panels) };
             let (j_lo, j_hi) = if by_rows { (0, n_panels) } else { (lo, hi) };
             // Column blocks of about `nc_blk` keep the B panels of a block in L2
@@ -412,7 +420,15 @@ unsafe fn gemm_with<T, K>(
             let mut jc = j_lo;
             while jc < j_hi {
                 let jc_end = (jc + nc_panels).min(j_hi);
-                if by_rows {
+                if let Some(bm) = in_place {
+                    if jc_end * nr > n {
+                        // The partial last panel, packed (zero-padded) at `ot`.
+                        // SAFETY: panel jc_end - 1 at depth [p0, p0 + kc) lies inside B; the
+                        // scratch holds `nc_panels` panels of nr * kc.
+                        unsafe { b.pack::<K>(p0, kc, n, jc_end - 1, jc_end, ot) };
+                    }
+                    let _ = bm;
+                } else if by_rows {
                     (b_base, b_first) = match b.direct(p0, kc, jc, nr) {
                         Some(ptr) => (ptr, jc),
                         None => {
@@ -429,15 +445,21 @@ unsafe fn gemm_with<T, K>(
                     let apanel = unsafe { a_base.add((pi - a_first) * mr * kc) };
                     for pj in jc..jc_end {
                         let cols = nr.min(n - pj * nr);
-                        // SAFETY: panel pj of this column block was packed at b_base + (pj - b_first) * nr * kc.
-                        let bpanel = unsafe { b_base.add((pj - b_first) * nr * kc) };
+                        let bpanel = match in_place {
+                            // Full panels in place: rows p0.. of B's columns from pj * nr.
+                            Some(bm) if cols == nr => (bm.ptr.wrapping_add(p0 * bm.rs + pj * nr), bm.rs),
+                            // The partial last panel, packed at `ot` above.
+                            Some(_) => (ot as *const T, nr),
+                            // Panel pj of this column block was packed at b_base + (pj - b_first) * nr * kc.
+                            None => (b_base.wrapping_add((pj - b_first) * nr * kc), nr),
+                        };
                         let tb = tile_bias(bias, kb + 1 == kblocks, pj * nr);
-                        // SAFETY: the A and B panels hold mr x kc and kc x nr values; the tile at (pi * mr, pj * nr)
-                        // with rows x cols <= mr x nr lies inside C (m x n, row stride ldc), and no other thread
-                        // writes it.
+                        // SAFETY: the A panel holds mr x kc values and the B panel kc rows of nr values bpanel.1
+                        // apart (packed, or inside B); the tile at (pi * mr, pj * nr) with rows x cols <= mr x nr
+                        // lies inside C (m x n, row stride ldc), and no other thread writes it.
                         unsafe {
                             let cptr = c.get().add(pi * mr * ldc + pj * nr);
-                            tile::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge, tb);
+                            tile_strided::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge, tb);
                         }
                     }
                 }
@@ -524,10 +546,66 @@ unsafe fn tile<T: BiasAdd, K: MicroKernel<T>>(
     edge: &mut [T; EDGE],
     bias: Option<Mat<T>>,
 ) {
+    // SAFETY: the same contract (a packed B panel's rows are NR apart).
+    unsafe {
+        tile_strided::<T, K>(
+            kc,
+            apanel,
+            (bpanel, K::NR),
+            cptr,
+            ldc,
+            rows,
+            cols,
+            accumulate,
+            edge,
+            bias,
+        )
+    }
+}
+
+/// As [`tile`], B's `kc` rows of `NR` values `ldb` apart (`(bpanel, ldb)`;
+/// a panel read in place from a row-major B when `ldb` is not `NR`).
+///
+/// # Safety
+/// As [`tile`], with `bpanel` readable for `kc` rows of `NR` values `ldb` apart.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_strided<T: BiasAdd, K: MicroKernel<T>>(
+    kc: usize,
+    apanel: *const T,
+    (bpanel, ldb): (*const T, usize),
+    cptr: *mut T,
+    ldc: usize,
+    rows: usize,
+    cols: usize,
+    accumulate: bool,
+    edge: &mut [T; EDGE],
+    bias: Option<Mat<T>>,
+) {
     let nr = K::NR;
     // SAFETY: per the contract; the edge tile holds MR x NR <= EDGE values.
     unsafe {
-        if rows == K::MR && cols == nr {
+        if ldb != nr {
+            // Only full panels are read in place (`gemm_with`).
+            if rows == K::MR {
+                K::run_strided(kc, apanel, bpanel, ldb, cptr, ldc, accumulate);
+            } else {
+                let e = edge.as_mut_ptr();
+                if accumulate {
+                    for r in 0..rows {
+                        for q in 0..cols {
+                            *e.add(r * nr + q) = *cptr.add(r * ldc + q);
+                        }
+                    }
+                }
+                K::run_strided(kc, apanel, bpanel, ldb, e, nr, accumulate);
+                for r in 0..rows {
+                    for q in 0..cols {
+                        *cptr.add(r * ldc + q) = *e.add(r * nr + q);
+                    }
+                }
+            }
+        } else if rows == K::MR && cols == nr {
             K::run(kc, apanel, bpanel, cptr, ldc, accumulate);
         } else {
             let e = edge.as_mut_ptr();
@@ -1112,6 +1190,107 @@ mod tests {
                 }
                 let same = want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
                 assert!(same, "m {m} n {n} k {k} parallel {parallel}");
+            }
+        }
+    }
+
+    /// A row-major B read in place (kernels with `B_IN_PLACE`; its partial
+    /// last panel packed) gives the bits of the same B packed from a
+    /// column-major copy: with and without accumulation and bias, row
+    /// strides wider than the row, partial tiles, several depth blocks,
+    /// serial and parallel. And the default `run_strided` (a copy, then
+    /// `run`) gives `run`'s bits.
+    fn check_in_place<K: MicroKernel<f32>>() {
+        for &(m, n, k) in &[(1, 1, 1), (13, 37, 5), (40, 70, 300), (25, 96, 600), (12, 32, 257)] {
+            let a = data(m * k, 4);
+            let bias = data(n, 5);
+            let am = Mat {
+                ptr: a.as_ptr(),
+                rs: k,
+                cs: 1,
+            };
+            let bv = Mat {
+                ptr: bias.as_ptr(),
+                rs: 0,
+                cs: 1,
+            };
+            for pad in [0, 3] {
+                let ldb = n + pad;
+                let rowmajor = data(k * ldb, 6);
+                let colmajor: Vec<f32> = (0..n * k).map(|i| rowmajor[(i % k) * ldb + i / k]).collect();
+                let (inplace, packed) = (
+                    Mat {
+                        ptr: rowmajor.as_ptr(),
+                        rs: ldb,
+                        cs: 1,
+                    },
+                    Mat {
+                        ptr: colmajor.as_ptr(),
+                        rs: 1,
+                        cs: k,
+                    },
+                );
+                for (parallel, acc, bias) in [(false, false, None), (true, true, Some(bv)), (false, true, Some(bv))] {
+                    let start = data(m * n, 7);
+                    let (mut want, mut got) = (start.clone(), start);
+                    // SAFETY: the views cover the data; the outputs hold m x n; the kernel's ISA was checked.
+                    unsafe {
+                        gemm_with::<f32, K>(
+                            m,
+                            n,
+                            k,
+                            am,
+                            BSrc::Mat(packed),
+                            want.as_mut_ptr(),
+                            n,
+                            parallel,
+                            acc,
+                            bias,
+                        );
+                        gemm_with::<f32, K>(
+                            m,
+                            n,
+                            k,
+                            am,
+                            BSrc::Mat(inplace),
+                            got.as_mut_ptr(),
+                            n,
+                            parallel,
+                            acc,
+                            bias,
+                        );
+                    }
+                    let same = want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(same, "m {m} n {n} k {k} ldb {ldb} parallel {parallel} acc {acc}");
+                }
+            }
+        }
+        let (kc, mr, nr) = (7, K::MR, K::NR);
+        let (a, b) = (data(kc * mr, 8), data(kc * (nr + 5), 9));
+        let packed: Vec<f32> = (0..kc * nr).map(|i| b[(i / nr) * (nr + 5) + i % nr]).collect();
+        let (mut want, mut got) = (vec![0f32; mr * nr], vec![1f32; mr * nr]);
+        // SAFETY: the panels hold kc x MR / kc x NR values (B's rows nr + 5 apart); the tiles MR x NR; ISA checked.
+        unsafe {
+            K::run(kc, a.as_ptr(), packed.as_ptr(), want.as_mut_ptr(), nr, false);
+            K::run_strided(kc, a.as_ptr(), b.as_ptr(), nr + 5, got.as_mut_ptr(), nr, false);
+        }
+        assert_eq!(want, got);
+    }
+
+    #[test]
+    fn row_major_b_read_in_place_gives_the_packed_bits() {
+        check_in_place::<Generic>();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                check_in_place::<super::kernels::Avx2F32>();
+            } else {
+                eprintln!("SKIPPED: this CPU has no AVX2 + FMA; the AVX2 kernel is not tested here");
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                check_in_place::<super::kernels::Avx512F32>();
+            } else {
+                eprintln!("SKIPPED: this CPU has no AVX-512F; the AVX-512 kernel's in-place B is not tested here");
             }
         }
     }
