@@ -14,8 +14,9 @@
 //! all transposed as the forward's: the probabilities recomputed from the
 //! saved log-sum-exp, `dPᵀ = v dOᵀ`, `dSᵀ = Pᵀ (dPᵀ - rowsum(dO · O)) ·
 //! scale`, then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated
-//! block by block in order, so the result does not depend on the thread
-//! count. Queries, keys and values are read in place with any strides;
+//! block by block from the last (which sees every key the others see, so
+//! its products initialise them), so the result does not depend on the
+//! thread count. Queries, keys and values are read in place with any strides;
 //! the result and the gradients are written with their own row strides
 //! (the operators lay them out like their inputs). f16 / bf16 compute in
 //! f32.
@@ -455,13 +456,17 @@ unsafe fn scores_into<T: Gemm>(
     }
 }
 
-/// Runs `f(task)` for `tasks` tasks, in parallel when there are several
-/// and the work is large.
-fn run_tasks(tasks: usize, work: usize, f: impl Fn(usize) + Sync + Send) {
-    if tasks <= 1 || work < 1 << 15 {
-        (0..tasks).for_each(f);
+/// Runs `f` over the items `0..items` in contiguous chunks (each chunk
+/// allocates its scratch once): one chunk when there is one thread or
+/// little work, else up to four per thread, in parallel. Each item is
+/// computed the same way in any chunk.
+fn run_chunks(items: usize, work: usize, f: impl Fn(std::ops::Range<usize>) + Sync + Send) {
+    let threads = rayon::current_num_threads();
+    if items <= 1 || threads <= 1 || work < 1 << 15 {
+        f(0..items);
     } else {
-        par_for_each(tasks, f);
+        let chunks = items.min(4 * threads);
+        par_for_each(chunks, |c| f(items * c / chunks..items * (c + 1) / chunks));
     }
 }
 
@@ -542,54 +547,56 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
     let per_entry = nb >= 4 * rayon::current_num_threads();
     let tasks = if per_entry { nb } else { nb * blocks };
     let scale = T::of(op.scale);
-    run_tasks(tasks, nb * l * s * (e + ev), |t| {
-        let (b, first, last) = if per_entry {
-            (t, 0, blocks)
-        } else {
-            (t / blocks, t % blocks, t % blocks + 1)
-        };
+    run_chunks(tasks, nb * l * s * (e + ev), |chunk| {
         // Scratch for the largest block, reused (each block overwrites what it reads).
         let (mut sc_buf, mut inv_buf) = (vec![T::ZERO; block_ld(QB.min(l)) * s], vec![T::ZERO; QB]);
-        for blk in first..last {
-            let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
-            let m = i1 - i0;
-            let ncols = if op.causal { s.min(i1) } else { s };
-            let row0 = b * l + i0;
-            // Rows i0..i1 of entry b of the result (rows go.rs apart, unit
-            // column stride; any layout without overlap).
-            let out = (op_ as *mut T).wrapping_add(go.batch[b] + i0 * go.rs);
-            // SAFETY: this task alone writes entries row0..row0+m of the
-            // contiguous log-sum-exp output locked by `acc`.
-            let lse = unsafe { std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m) };
-            let ld = block_ld(m);
-            let (sc, inv) = (&mut sc_buf[..ld * ncols], &mut inv_buf[..m]);
-            // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
-            // readable (locked inputs, in bounds).
-            unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, m, e), sc, ld, tasks == 1) };
-            T::softmax_cols(sc, ld, m, i0, op.causal, scale, lse, inv);
-            // SAFETY: sc is ncols x m (the transposed probabilities), v's
-            // first ncols rows of entry b are readable, the result rows are
-            // this task's (above).
-            unsafe {
-                gemm(
-                    m,
-                    ev,
-                    ncols,
-                    dense(sc.as_ptr(), ld, true),
-                    gv.rows(vp, b, 0),
-                    out,
-                    go.rs,
-                    false,
-                    tasks == 1,
-                )
+        for t in chunk {
+            let (b, first, last) = if per_entry {
+                (t, 0, blocks)
+            } else {
+                (t / blocks, t % blocks, t % blocks + 1)
             };
-            for (r, &f) in inv.iter().enumerate() {
-                // SAFETY: row r of this task's rows of the result (above): ev
-                // elements with unit stride, written by this task alone (the
-                // result's layout does not overlap).
-                let row = unsafe { std::slice::from_raw_parts_mut(out.add(r * go.rs), ev) };
-                for x in row {
-                    *x = *x * f;
+            for blk in first..last {
+                let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
+                let m = i1 - i0;
+                let ncols = if op.causal { s.min(i1) } else { s };
+                let row0 = b * l + i0;
+                // Rows i0..i1 of entry b of the result (rows go.rs apart, unit
+                // column stride; any layout without overlap).
+                let out = (op_ as *mut T).wrapping_add(go.batch[b] + i0 * go.rs);
+                // SAFETY: this task alone writes entries row0..row0+m of the
+                // contiguous log-sum-exp output locked by `acc`.
+                let lse = unsafe { std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m) };
+                let ld = block_ld(m);
+                let (sc, inv) = (&mut sc_buf[..ld * ncols], &mut inv_buf[..m]);
+                // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
+                // readable (locked inputs, in bounds).
+                unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, m, e), sc, ld, tasks == 1) };
+                T::softmax_cols(sc, ld, m, i0, op.causal, scale, lse, inv);
+                // SAFETY: sc is ncols x m (the transposed probabilities), v's
+                // first ncols rows of entry b are readable, the result rows are
+                // this task's (above).
+                unsafe {
+                    gemm(
+                        m,
+                        ev,
+                        ncols,
+                        dense(sc.as_ptr(), ld, true),
+                        gv.rows(vp, b, 0),
+                        out,
+                        go.rs,
+                        false,
+                        tasks == 1,
+                    )
+                };
+                for (r, &f) in inv.iter().enumerate() {
+                    // SAFETY: row r of this task's rows of the result (above): ev
+                    // elements with unit stride, written by this task alone (the
+                    // result's layout does not overlap).
+                    let row = unsafe { std::slice::from_raw_parts_mut(out.add(r * go.rs), ev) };
+                    for x in row {
+                        *x = *x * f;
+                    }
                 }
             }
         }
@@ -655,101 +662,108 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
     let (dqp, dkp, dvp) = (acc.outs[0] as usize, acc.outs[1] as usize, acc.outs[2] as usize);
     let blocks = l.div_ceil(QB);
     let scale = T::of(op.scale);
-    run_tasks(nb, nb * l * s * (e + ev), |b| {
-        // Entry b of dk and dv: s rows each, rows gdk.rs / gdv.rs apart.
-        let (dk, dv) = (
-            (dkp as *mut T).wrapping_add(gdk.batch[b]),
-            (dvp as *mut T).wrapping_add(gdv.batch[b]),
-        );
-        for r in 0..s {
-            // SAFETY: entry b's rows of dk and dv are this task's alone
-            // (outputs locked by `acc`, laid out without overlap; unit
-            // column stride, checked above).
-            unsafe {
-                std::slice::from_raw_parts_mut(dk.add(r * gdk.rs), e).fill(T::ZERO);
-                std::slice::from_raw_parts_mut(dv.add(r * gdv.rs), ev).fill(T::ZERO);
-            }
-        }
-        let par = nb == 1;
+    // The keys the last query block sees: every block sees a prefix of them.
+    let seen = if op.causal { s.min(l) } else { s };
+    run_chunks(nb, nb * l * s * (e + ev), |chunk| {
         // Scratch for the largest block, reused (every block overwrites what it reads).
         let most = block_ld(QB.min(l)) * s;
         let (mut pr_buf, mut ds_buf, mut d_buf) = (vec![T::ZERO; most], vec![T::ZERO; most], vec![T::ZERO; QB]);
-        for blk in 0..blocks {
-            let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
-            let m = i1 - i0;
-            let ncols = if op.causal { s.min(i1) } else { s };
-            let row0 = b * l + i0;
-            let dq = (dqp as *mut T).wrapping_add(gdq.batch[b] + i0 * gdq.rs);
-            // This block's rows of the result's gradient and of the result.
-            let (gm, om) = (gg.rows::<T>(gp, b, i0), go.rows::<T>(opp, b, i0));
-            // SAFETY: entries row0..row0+m of the contiguous log-sum-exp are
-            // readable (locked input, in bounds).
-            let lr = unsafe { std::slice::from_raw_parts((lp as *const T).add(row0), m) };
-            let ld = block_ld(m);
-            let (pr, ds, d) = (&mut pr_buf[..ld * ncols], &mut ds_buf[..ld * ncols], &mut d_buf[..m]);
-            if ncols > 0 {
-                // SAFETY: as in the forward: q's rows, k's and v's first ncols
-                // rows of entry b and the gradient rows are readable; the
-                // scratch blocks are m x ncols.
+        for b in chunk {
+            // Entry b of dk and dv: s rows each, rows gdk.rs / gdv.rs apart.
+            let (dk, dv) = (
+                (dkp as *mut T).wrapping_add(gdk.batch[b]),
+                (dvp as *mut T).wrapping_add(gdv.batch[b]),
+            );
+            for r in seen..s {
+                // Keys no query sees get zero gradients. SAFETY: entry b's rows
+                // of dk and dv are this task's alone (outputs locked by `acc`,
+                // laid out without overlap; unit column stride, checked above).
                 unsafe {
-                    scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
+                    std::slice::from_raw_parts_mut(dk.add(r * gdk.rs), e).fill(T::ZERO);
+                    std::slice::from_raw_parts_mut(dv.add(r * gdv.rs), ev).fill(T::ZERO);
+                }
+            }
+            let par = nb == 1;
+            // The last block first: it sees every key any block sees, so its
+            // products write dk's and dv's rows 0..seen and the others add to them.
+            for blk in (0..blocks).rev() {
+                let first = blk + 1 == blocks;
+                let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
+                let m = i1 - i0;
+                let ncols = if op.causal { s.min(i1) } else { s };
+                let row0 = b * l + i0;
+                let dq = (dqp as *mut T).wrapping_add(gdq.batch[b] + i0 * gdq.rs);
+                // This block's rows of the result's gradient and of the result.
+                let (gm, om) = (gg.rows::<T>(gp, b, i0), go.rows::<T>(opp, b, i0));
+                // SAFETY: entries row0..row0+m of the contiguous log-sum-exp are
+                // readable (locked input, in bounds).
+                let lr = unsafe { std::slice::from_raw_parts((lp as *const T).add(row0), m) };
+                let ld = block_ld(m);
+                let (pr, ds, d) = (&mut pr_buf[..ld * ncols], &mut ds_buf[..ld * ncols], &mut d_buf[..m]);
+                if ncols > 0 {
+                    // SAFETY: as in the forward: q's rows, k's and v's first ncols
+                    // rows of entry b and the gradient rows are readable; the
+                    // scratch blocks are m x ncols.
+                    unsafe {
+                        scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
+                        gemm(
+                            ncols,
+                            m,
+                            ev,
+                            gv.rows(vp, b, 0),
+                            gg.transposed(gp, b, i0),
+                            ds.as_mut_ptr(),
+                            ld,
+                            false,
+                            par,
+                        );
+                    }
+                }
+                T::prob_cols(pr, ld, m, i0, op.causal, scale, lr);
+                if ev > 0 {
+                    // SAFETY: the block's m rows of the gradient and of the
+                    // result (rows gg.rs / go.rs apart, ev unit-stride elements
+                    // each) are readable (locked inputs, in bounds).
+                    let (gr, or) = unsafe {
+                        (
+                            std::slice::from_raw_parts(gm.ptr, (m - 1) * gg.rs + ev),
+                            std::slice::from_raw_parts(om.ptr, (m - 1) * go.rs + ev),
+                        )
+                    };
+                    T::row_dots(gr, gg.rs, or, go.rs, ev, d);
+                } else {
+                    d.fill(T::ZERO);
+                }
+                T::grad_score_cols(pr, ds, ld, m, d, scale);
+                // SAFETY: dq's rows of this block, and dk's / dv's first ncols
+                // rows of entry b, are this task's (unit column stride, rows
+                // gdq.rs / gdk.rs / gdv.rs apart); the sources are the scratch
+                // blocks, k, q and the gradient rows (readable, in bounds).
+                unsafe {
                     gemm(
-                        ncols,
                         m,
-                        ev,
-                        gv.rows(vp, b, 0),
-                        gg.transposed(gp, b, i0),
-                        ds.as_mut_ptr(),
-                        ld,
+                        e,
+                        ncols,
+                        dense(ds.as_ptr(), ld, true),
+                        gk.rows(kp, b, 0),
+                        dq,
+                        gdq.rs,
                         false,
                         par,
                     );
+                    gemm(
+                        ncols,
+                        e,
+                        m,
+                        dense(ds.as_ptr(), ld, false),
+                        gq.rows(qp, b, i0),
+                        dk,
+                        gdk.rs,
+                        !first,
+                        par,
+                    );
+                    gemm(ncols, ev, m, dense(pr.as_ptr(), ld, false), gm, dv, gdv.rs, !first, par);
                 }
-            }
-            T::prob_cols(pr, ld, m, i0, op.causal, scale, lr);
-            if ev > 0 {
-                // SAFETY: the block's m rows of the gradient and of the
-                // result (rows gg.rs / go.rs apart, ev unit-stride elements
-                // each) are readable (locked inputs, in bounds).
-                let (gr, or) = unsafe {
-                    (
-                        std::slice::from_raw_parts(gm.ptr, (m - 1) * gg.rs + ev),
-                        std::slice::from_raw_parts(om.ptr, (m - 1) * go.rs + ev),
-                    )
-                };
-                T::row_dots(gr, gg.rs, or, go.rs, ev, d);
-            } else {
-                d.fill(T::ZERO);
-            }
-            T::grad_score_cols(pr, ds, ld, m, d, scale);
-            // SAFETY: dq's rows of this block, and dk's / dv's first ncols
-            // rows of entry b, are this task's (unit column stride, rows
-            // gdq.rs / gdk.rs / gdv.rs apart); the sources are the scratch
-            // blocks, k, q and the gradient rows (readable, in bounds).
-            unsafe {
-                gemm(
-                    m,
-                    e,
-                    ncols,
-                    dense(ds.as_ptr(), ld, true),
-                    gk.rows(kp, b, 0),
-                    dq,
-                    gdq.rs,
-                    false,
-                    par,
-                );
-                gemm(
-                    ncols,
-                    e,
-                    m,
-                    dense(ds.as_ptr(), ld, false),
-                    gq.rows(qp, b, i0),
-                    dk,
-                    gdk.rs,
-                    true,
-                    par,
-                );
-                gemm(ncols, ev, m, dense(pr.as_ptr(), ld, false), gm, dv, gdv.rs, true, par);
             }
         }
     });
