@@ -157,29 +157,37 @@ pub(crate) trait MicroKernel<T>: Packer<T> + Sync {
     /// `a` holds `kc * MR`, `b` holds `kc * NR` elements; `c` is writable for the tile;
     /// the CPU supports the kernel's instruction set.
     unsafe fn run(kc: usize, a: *const T, b: *const T, c: *mut T, ldc: usize, accumulate: bool);
-    /// Whether [`MicroKernel::run_strided`] reads B's rows in place at full
-    /// speed, so the loops may skip packing a row-major B (`gemm_with`).
-    const B_IN_PLACE: bool = false;
-    /// As [`MicroKernel::run`] with B's `kc` rows of `NR` values `ldb` apart
-    /// (a row-major B read in place). This default copies them into a
-    /// packed panel first; kernels with [`MicroKernel::B_IN_PLACE`] read them
-    /// directly.
+    /// Whether [`MicroKernel::run_strided`] reads its panels in place at
+    /// full speed, so the loops may skip packing a row-major B or a
+    /// column-major A with short columns (`gemm_with`).
+    const IN_PLACE: bool = false;
+    /// As [`MicroKernel::run`] with A's `kc` depth steps of `MR` values
+    /// `lda` apart and B's `kc` rows of `NR` values `ldb` apart (panels
+    /// read in place from a column-major A or a row-major B). This default
+    /// copies them into packed panels first; kernels with
+    /// [`MicroKernel::IN_PLACE`] read them directly.
     ///
     /// # Safety
-    /// As `run`, with `b` readable for `kc` rows of `NR` values `ldb` apart.
-    unsafe fn run_strided(kc: usize, a: *const T, b: *const T, ldb: usize, c: *mut T, ldc: usize, accumulate: bool)
-    where
+    /// As `run`, with `a` readable for `kc` steps of `MR` values `lda`
+    /// apart and `b` for `kc` rows of `NR` values `ldb` apart.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run_strided(
+        kc: usize,
+        (a, lda): (*const T, usize),
+        (b, ldb): (*const T, usize),
+        c: *mut T,
+        ldc: usize,
+        accumulate: bool,
+    ) where
         T: Copy,
     {
-        let mut panel = Vec::with_capacity(kc * Self::NR);
-        for p in 0..kc {
-            for j in 0..Self::NR {
-                // SAFETY: row p < kc of B holds NR values (the contract).
-                panel.push(unsafe { *b.add(p * ldb + j) });
-            }
-        }
-        // SAFETY: `panel` holds the kc x NR packed panel; the rest is the contract.
-        unsafe { Self::run(kc, a, panel.as_ptr(), c, ldc, accumulate) }
+        let gather = |src: *const T, ld: usize, w: usize| -> Vec<T> {
+            // SAFETY: step p < kc of the panel holds w values (the contract).
+            (0..kc * w).map(|i| unsafe { *src.add(i / w * ld + i % w) }).collect()
+        };
+        let (ap, bp) = (gather(a, lda, Self::MR), gather(b, ldb, Self::NR));
+        // SAFETY: `ap` / `bp` hold the packed kc x MR / kc x NR panels; the rest is the contract.
+        unsafe { Self::run(kc, ap.as_ptr(), bp.as_ptr(), c, ldc, accumulate) }
     }
 }
 
@@ -260,42 +268,41 @@ mod x86 {
         const NR: usize = 32;
         // Measured on an AVX-512 Xeon: 94-97% of peak with the A panel in L1.
         const B_RESIDENT: bool = false;
-        const B_IN_PLACE: bool = true;
+        const IN_PLACE: bool = true;
         unsafe fn run(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32::<false>(kc, a, b, 32, c, ldc, accumulate) }
+            unsafe { avx512_f32::<false>(kc, (a, 12), (b, 32), c, ldc, accumulate) }
         }
         unsafe fn run_strided(
             kc: usize,
-            a: *const f32,
-            b: *const f32,
-            ldb: usize,
+            a: (*const f32, usize),
+            b: (*const f32, usize),
             c: *mut f32,
             ldc: usize,
             accumulate: bool,
         ) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32::<true>(kc, a, b, ldb, c, ldc, accumulate) }
+            unsafe { avx512_f32::<true>(kc, a, b, c, ldc, accumulate) }
         }
     }
 
-    /// The 12 x 32 tile over `kc` steps: A packed, B's rows `ldb` apart
-    /// (32 in a packed panel; `STRIDED` for a row-major B read in place,
-    /// whose next rows are prefetched instead of the packed stream's).
+    /// The 12 x 32 tile over `kc` steps: A's steps of 12 values `lda` apart
+    /// and B's rows of 32 values `ldb` apart (12 and 32 in packed panels;
+    /// `STRIDED` for panels read in place, whose next B rows are prefetched
+    /// instead of the packed stream's).
     #[target_feature(enable = "avx512f")]
     unsafe fn avx512_f32<const STRIDED: bool>(
         kc: usize,
-        a: *const f32,
-        b: *const f32,
-        ldb: usize,
+        (a, lda): (*const f32, usize),
+        (b, ldb): (*const f32, usize),
         c: *mut f32,
         ldc: usize,
         accumulate: bool,
     ) {
-        let ldb = if STRIDED { ldb } else { 32 };
-        // SAFETY: the caller upholds this function's contract (`a` holds the packed 12 x kc panel, `b` kc rows of
-        // 32 values `ldb` apart, `c` the 12 x 32 tile with row stride `ldc`) and the target feature was detected at
-        // runtime. The prefetches only hint (they never fault).
+        let (lda, ldb) = if STRIDED { (lda, ldb) } else { (12, 32) };
+        // SAFETY: the caller upholds this function's contract (`a` holds kc steps of 12 values `lda` apart, `b` kc
+        // rows of 32 values `ldb` apart, `c` the 12 x 32 tile with row stride `ldc`) and the target feature was
+        // detected at runtime. The prefetches only hint (they never fault).
         unsafe {
             for i in 0..12 {
                 _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc) as *const i8);
@@ -316,12 +323,12 @@ mod x86 {
                     let b0 = _mm512_loadu_ps(b.add(ldb * s));
                     let b1 = _mm512_loadu_ps(b.add(ldb * s + 16));
                     for (i, row) in acc.iter_mut().enumerate() {
-                        let ai = _mm512_set1_ps(*a.add(12 * s + i));
+                        let ai = _mm512_set1_ps(*a.add(lda * s + i));
                         row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
                         row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
                     }
                 }
-                a = a.add(24);
+                a = a.wrapping_add(2 * lda);
                 b = b.wrapping_add(2 * ldb);
             }
             if kc % 2 == 1 {

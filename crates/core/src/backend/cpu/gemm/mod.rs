@@ -11,8 +11,10 @@
 //!   of about `NC`, packing the block's B panels itself just before use, with
 //!   one A micro-panel in L1 streaming over the block's B panels in L2. Best
 //!   for AVX-512's wide 12 x 32 tile, which also reads a row-major B in
-//!   place (`MicroKernel::B_IN_PLACE`: its rows are 32 contiguous values
-//!   already, and copying them cost as much as the kernel's reads).
+//!   place (`MicroKernel::IN_PLACE`: its rows are 32 contiguous values
+//!   already, and copying them cost as much as the kernel's reads), and a
+//!   column-major A whose columns are short enough for its panel to stay
+//!   in L1.
 //! - `b_resident::gemm`: the BLIS order, each B panel in L1 with the A
 //!   panels of a row block streaming from L2, B packed once per block for
 //!   all threads. Best for AVX2's 6 x 16 tile.
@@ -40,6 +42,9 @@ use crate::{DType, Element, Result, Tensor, with_dtype};
 const KC: usize = 256;
 /// Columns of a block (its B panels, `KC x NC`, stay in L2).
 const NC: usize = 480;
+/// The widest column stride of a column-major A read in place (its panel's
+/// `KC` steps then span at most `KC * A_IN_PLACE_MAX_LD` values).
+const A_IN_PLACE_MAX_LD: usize = 64;
 
 /// Blocking `(kc, nc, mc)`: `FERROTORCH_GEMM_BLOCKING=kc,nc[,mc]` when set
 /// (for tuning on a new machine; a missing `mc` keeps the default's), else `default`.
@@ -382,6 +387,12 @@ unsafe fn gemm_with<T, K>(
         let mut other = Scratch::<T>::new(other_len * kc_blk.min(k));
         let ot = other.as_mut_ptr();
         let mut edge = [T::default(); EDGE];
+        // A column-major A with short columns is read in place (its full
+        // panels: each depth step's MR values are contiguous, and the
+        // panel's steps lie within a few KiB, so it stays in L1 as a packed
+        // panel would); only a partial last panel is packed, first in `op`.
+        let a_in_place = by_rows && K::IN_PLACE && a.rs == 1 && a.cs <= A_IN_PLACE_MAX_LD;
+        let partial = if hi * mr > m { Some(hi - 1) } else { None };
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
             let accumulate = acc || kb > 0;
@@ -391,7 +402,11 @@ unsafe fn gemm_with<T, K>(
             // lie inside A / B (the caller's contract), and the scratch
             // buffers hold `own_len` / `other_len` values per depth step.
             unsafe {
-                if by_rows {
+                if a_in_place {
+                    if let Some(pi) = partial {
+                        pack_a_panels::<T, K>(a, m, pi, pi + 1, p0, kc, op);
+                    }
+                } else if by_rows {
                     pack_a_panels::<T, K>(a, m, lo, hi, p0, kc, op);
                 } else {
                     if b.direct(p0, kc, lo, nr).is_none() {
@@ -410,7 +425,7 @@ unsafe fn gemm_with<T, K>(
             // A row-major B is read in place (its full panels) by kernels that
             // can: no packed copy to write and read back.
             let in_place = match b {
-                BSrc::Mat(bm) if by_rows && K::B_IN_PLACE && bm.cs == 1 => Some(bm),
+                BSrc::Mat(bm) if by_rows && K::IN_PLACE && bm.cs == 1 => Some(bm),
                 _ => None,
             };
             let (i_lo, i_hi) = if by_rows { (lo, hi) } else { (0, m_panels) };
@@ -420,14 +435,13 @@ unsafe fn gemm_with<T, K>(
             let mut jc = j_lo;
             while jc < j_hi {
                 let jc_end = (jc + nc_panels).min(j_hi);
-                if let Some(bm) = in_place {
+                if in_place.is_some() {
                     if jc_end * nr > n {
                         // The partial last panel, packed (zero-padded) at `ot`.
                         // SAFETY: panel jc_end - 1 at depth [p0, p0 + kc) lies inside B; the
                         // scratch holds `nc_panels` panels of nr * kc.
                         unsafe { b.pack::<K>(p0, kc, n, jc_end - 1, jc_end, ot) };
                     }
-                    let _ = bm;
                 } else if by_rows {
                     (b_base, b_first) = match b.direct(p0, kc, jc, nr) {
                         Some(ptr) => (ptr, jc),
@@ -442,7 +456,15 @@ unsafe fn gemm_with<T, K>(
                 for pi in i_lo..i_hi {
                     let rows = mr.min(m - pi * mr);
                     // SAFETY: packed panels exist for every index used; tiles are inside C.
-                    let apanel = unsafe { a_base.add((pi - a_first) * mr * kc) };
+                    let apanel = if a_in_place && rows == mr {
+                        // Steps p0.. of rows pi * mr.. of the column-major A, a.cs apart.
+                        (a.ptr.wrapping_add(p0 * a.cs + pi * mr), a.cs)
+                    } else if a_in_place {
+                        // The partial last panel, packed at `op` above.
+                        (op as *const T, mr)
+                    } else {
+                        (a_base.wrapping_add((pi - a_first) * mr * kc), mr)
+                    };
                     for pj in jc..jc_end {
                         let cols = nr.min(n - pj * nr);
                         let bpanel = match in_place {
@@ -454,9 +476,9 @@ unsafe fn gemm_with<T, K>(
                             None => (b_base.wrapping_add((pj - b_first) * nr * kc), nr),
                         };
                         let tb = tile_bias(bias, kb + 1 == kblocks, pj * nr);
-                        // SAFETY: the A panel holds mr x kc values and the B panel kc rows of nr values bpanel.1
-                        // apart (packed, or inside B); the tile at (pi * mr, pj * nr) with rows x cols <= mr x nr
-                        // lies inside C (m x n, row stride ldc), and no other thread writes it.
+                        // SAFETY: the A panel holds kc steps of mr values apanel.1 apart and the B panel kc rows of
+                        // nr values bpanel.1 apart (packed, or inside A / B); the tile at (pi * mr, pj * nr) with
+                        // rows x cols <= mr x nr lies inside C (m x n, row stride ldc), and no other thread writes it.
                         unsafe {
                             let cptr = c.get().add(pi * mr * ldc + pj * nr);
                             tile_strided::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge, tb);
@@ -550,7 +572,7 @@ unsafe fn tile<T: BiasAdd, K: MicroKernel<T>>(
     unsafe {
         tile_strided::<T, K>(
             kc,
-            apanel,
+            (apanel, K::MR),
             (bpanel, K::NR),
             cptr,
             ldc,
@@ -563,16 +585,18 @@ unsafe fn tile<T: BiasAdd, K: MicroKernel<T>>(
     }
 }
 
-/// As [`tile`], B's `kc` rows of `NR` values `ldb` apart (`(bpanel, ldb)`;
-/// a panel read in place from a row-major B when `ldb` is not `NR`).
+/// As [`tile`], A's `kc` steps of `MR` values `lda` apart and B's `kc`
+/// rows of `NR` values `ldb` apart (`(panel, stride)`; panels read in place
+/// from a column-major A or a row-major B when the strides are not `MR` /
+/// `NR`).
 ///
 /// # Safety
-/// As [`tile`], with `bpanel` readable for `kc` rows of `NR` values `ldb` apart.
+/// As [`tile`], with the panels readable at those strides.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile_strided<T: BiasAdd, K: MicroKernel<T>>(
     kc: usize,
-    apanel: *const T,
+    (apanel, lda): (*const T, usize),
     (bpanel, ldb): (*const T, usize),
     cptr: *mut T,
     ldc: usize,
@@ -583,30 +607,18 @@ unsafe fn tile_strided<T: BiasAdd, K: MicroKernel<T>>(
     bias: Option<Mat<T>>,
 ) {
     let nr = K::NR;
+    let strided = lda != K::MR || ldb != nr;
     // SAFETY: per the contract; the edge tile holds MR x NR <= EDGE values.
     unsafe {
-        if ldb != nr {
-            // Only full panels are read in place (`gemm_with`).
-            if rows == K::MR {
-                K::run_strided(kc, apanel, bpanel, ldb, cptr, ldc, accumulate);
+        let run = |c: *mut T, ldc: usize| {
+            if strided {
+                K::run_strided(kc, (apanel, lda), (bpanel, ldb), c, ldc, accumulate);
             } else {
-                let e = edge.as_mut_ptr();
-                if accumulate {
-                    for r in 0..rows {
-                        for q in 0..cols {
-                            *e.add(r * nr + q) = *cptr.add(r * ldc + q);
-                        }
-                    }
-                }
-                K::run_strided(kc, apanel, bpanel, ldb, e, nr, accumulate);
-                for r in 0..rows {
-                    for q in 0..cols {
-                        *cptr.add(r * ldc + q) = *e.add(r * nr + q);
-                    }
-                }
+                K::run(kc, apanel, bpanel, c, ldc, accumulate);
             }
-        } else if rows == K::MR && cols == nr {
-            K::run(kc, apanel, bpanel, cptr, ldc, accumulate);
+        };
+        if rows == K::MR && cols == nr {
+            run(cptr, ldc);
         } else {
             let e = edge.as_mut_ptr();
             if accumulate {
@@ -616,7 +628,7 @@ unsafe fn tile_strided<T: BiasAdd, K: MicroKernel<T>>(
                     }
                 }
             }
-            K::run(kc, apanel, bpanel, e, nr, accumulate);
+            run(e, nr);
             for r in 0..rows {
                 for q in 0..cols {
                     *cptr.add(r * ldc + q) = *e.add(r * nr + q);
@@ -1194,91 +1206,70 @@ mod tests {
         }
     }
 
-    /// A row-major B read in place (kernels with `B_IN_PLACE`; its partial
-    /// last panel packed) gives the bits of the same B packed from a
-    /// column-major copy: with and without accumulation and bias, row
-    /// strides wider than the row, partial tiles, several depth blocks,
-    /// serial and parallel. And the default `run_strided` (a copy, then
-    /// `run`) gives `run`'s bits.
+    /// A row-major B and a column-major A with short columns read in place
+    /// (kernels with `IN_PLACE`; partial last panels packed) give the bits
+    /// of the same operands packed from copies in the other layouts: with
+    /// and without accumulation and bias, strides wider than the rows,
+    /// partial tiles, several depth blocks, serial and parallel. And the
+    /// default `run_strided` (a copy, then `run`) gives `run`'s bits.
     fn check_in_place<K: MicroKernel<f32>>() {
         for &(m, n, k) in &[(1, 1, 1), (13, 37, 5), (40, 70, 300), (25, 96, 600), (12, 32, 257)] {
-            let a = data(m * k, 4);
             let bias = data(n, 5);
-            let am = Mat {
-                ptr: a.as_ptr(),
-                rs: k,
-                cs: 1,
-            };
             let bv = Mat {
                 ptr: bias.as_ptr(),
                 rs: 0,
                 cs: 1,
             };
             for pad in [0, 3] {
-                let ldb = n + pad;
-                let rowmajor = data(k * ldb, 6);
-                let colmajor: Vec<f32> = (0..n * k).map(|i| rowmajor[(i % k) * ldb + i / k]).collect();
-                let (inplace, packed) = (
-                    Mat {
-                        ptr: rowmajor.as_ptr(),
-                        rs: ldb,
-                        cs: 1,
-                    },
-                    Mat {
-                        ptr: colmajor.as_ptr(),
-                        rs: 1,
-                        cs: k,
-                    },
-                );
+                let (lda, ldb) = (m + pad, n + pad);
+                let a_cm = data(k * lda, 4);
+                let a_rm: Vec<f32> = (0..m * k).map(|i| a_cm[(i % k) * lda + i / k]).collect();
+                let b_rm = data(k * ldb, 6);
+                let b_cm: Vec<f32> = (0..n * k).map(|i| b_rm[(i % k) * ldb + i / k]).collect();
+                let mat = |v: &Vec<f32>, rs: usize, cs: usize| Mat {
+                    ptr: v.as_ptr(),
+                    rs,
+                    cs,
+                };
+                let packed = (mat(&a_rm, k, 1), mat(&b_cm, 1, k));
+                let in_place = (mat(&a_cm, 1, lda), mat(&b_rm, ldb, 1));
                 for (parallel, acc, bias) in [(false, false, None), (true, true, Some(bv)), (false, true, Some(bv))] {
                     let start = data(m * n, 7);
                     let (mut want, mut got) = (start.clone(), start);
                     // SAFETY: the views cover the data; the outputs hold m x n; the kernel's ISA was checked.
                     unsafe {
-                        gemm_with::<f32, K>(
-                            m,
-                            n,
-                            k,
-                            am,
-                            BSrc::Mat(packed),
-                            want.as_mut_ptr(),
-                            n,
-                            parallel,
-                            acc,
-                            bias,
-                        );
-                        gemm_with::<f32, K>(
-                            m,
-                            n,
-                            k,
-                            am,
-                            BSrc::Mat(inplace),
-                            got.as_mut_ptr(),
-                            n,
-                            parallel,
-                            acc,
-                            bias,
-                        );
+                        let (a, b) = packed;
+                        gemm_with::<f32, K>(m, n, k, a, BSrc::Mat(b), want.as_mut_ptr(), n, parallel, acc, bias);
+                        let (a, b) = in_place;
+                        gemm_with::<f32, K>(m, n, k, a, BSrc::Mat(b), got.as_mut_ptr(), n, parallel, acc, bias);
                     }
                     let same = want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
-                    assert!(same, "m {m} n {n} k {k} ldb {ldb} parallel {parallel} acc {acc}");
+                    assert!(same, "m {m} n {n} k {k} pad {pad} parallel {parallel} acc {acc}");
                 }
             }
         }
         let (kc, mr, nr) = (7, K::MR, K::NR);
-        let (a, b) = (data(kc * mr, 8), data(kc * (nr + 5), 9));
-        let packed: Vec<f32> = (0..kc * nr).map(|i| b[(i / nr) * (nr + 5) + i % nr]).collect();
+        let (a, b) = (data(kc * (mr + 2), 8), data(kc * (nr + 5), 9));
+        let pa: Vec<f32> = (0..kc * mr).map(|i| a[(i / mr) * (mr + 2) + i % mr]).collect();
+        let pb: Vec<f32> = (0..kc * nr).map(|i| b[(i / nr) * (nr + 5) + i % nr]).collect();
         let (mut want, mut got) = (vec![0f32; mr * nr], vec![1f32; mr * nr]);
-        // SAFETY: the panels hold kc x MR / kc x NR values (B's rows nr + 5 apart); the tiles MR x NR; ISA checked.
+        // SAFETY: the panels hold kc steps of MR / NR values (mr + 2 / nr + 5 apart); the tiles MR x NR; ISA checked.
         unsafe {
-            K::run(kc, a.as_ptr(), packed.as_ptr(), want.as_mut_ptr(), nr, false);
-            K::run_strided(kc, a.as_ptr(), b.as_ptr(), nr + 5, got.as_mut_ptr(), nr, false);
+            K::run(kc, pa.as_ptr(), pb.as_ptr(), want.as_mut_ptr(), nr, false);
+            K::run_strided(
+                kc,
+                (a.as_ptr(), mr + 2),
+                (b.as_ptr(), nr + 5),
+                got.as_mut_ptr(),
+                nr,
+                false,
+            );
         }
         assert_eq!(want, got);
     }
 
     #[test]
-    fn row_major_b_read_in_place_gives_the_packed_bits() {
+    fn operands_read_in_place_give_the_packed_bits() {
         check_in_place::<Generic>();
         #[cfg(target_arch = "x86_64")]
         {
@@ -1290,7 +1281,9 @@ mod tests {
             if std::arch::is_x86_feature_detected!("avx512f") {
                 check_in_place::<super::kernels::Avx512F32>();
             } else {
-                eprintln!("SKIPPED: this CPU has no AVX-512F; the AVX-512 kernel's in-place B is not tested here");
+                eprintln!(
+                    "SKIPPED: this CPU has no AVX-512F; the AVX-512 kernel's in-place operands are not tested here"
+                );
             }
         }
     }
