@@ -1,25 +1,26 @@
 //! CPU kernels of fused scaled dot-product attention
 //! (`_scaled_dot_product_flash_attention_for_cpu`) and its derivative.
 //!
-//! Forward: for each block of [`QB`] query rows of one batch entry (one
-//! task per entry, whose blocks share the scratch, or per block when there
-//! are few entries), the keys the block can see (a causal block stops at
-//! its last row) are multiplied by its queries into a scratch block of
-//! *transposed* scores, one row per key and one column per query, so the
-//! softmax over each query's keys runs down the rows with whole vectors
-//! across the queries (the maximum subtracted, the sum in fixed blocks of
-//! keys); the result is the probabilities (read through a transposed view)
-//! times the values, each row divided by its sum; the row's log-sum-exp is
-//! saved. Backward: one task per batch entry, its query blocks in order,
-//! all transposed as the forward's: the probabilities recomputed from the
+//! Forward: for each block of [`QB`] query rows of one batch entry (tasks
+//! take contiguous chunks of entries, or of blocks when there are few
+//! entries, with one scratch per chunk), the keys the block can see (a
+//! causal block stops at its last row) are multiplied by its queries into
+//! a scratch block of *transposed* scores, one row per key and one column
+//! per query, so the softmax over each query's keys runs down the rows
+//! with whole vectors across the queries (the maximum subtracted, the sum
+//! in fixed blocks of keys); the result is the probabilities (read through
+//! a transposed view) times the values, each row divided by its sum; the
+//! row's log-sum-exp is saved. Backward: per batch entry (tasks take
+//! contiguous chunks of entries, one scratch each), with its query blocks
+//! transposed as the forward's: the probabilities recomputed from the
 //! saved log-sum-exp, `dPᵀ = v dOᵀ`, `dSᵀ = Pᵀ (dPᵀ - rowsum(dO · O)) ·
 //! scale`, then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated
 //! block by block from the last (which sees every key the others see, so
 //! its products initialise them), so the result does not depend on the
-//! thread count. Queries, keys and values are read in place with any strides;
-//! the result and the gradients are written with their own row strides
-//! (the operators lay them out like their inputs). f16 / bf16 compute in
-//! f32.
+//! thread count. Queries, keys and values are read in place with any
+//! strides; the result and the gradients are written with their own row
+//! strides (the operators lay them out like their inputs). f16 / bf16
+//! compute in f32.
 
 use super::access::access;
 use super::gemm::{BSrc, Gemm, Mat};
@@ -43,14 +44,14 @@ const NAME: &str = "scaled_dot_product_attention";
 /// The score-block kernels of one float type. A block holds the scores
 /// of `m` query rows (from query row `i0`) against the keys `0..ncols`
 /// *transposed*: row `j` is key `j`, its columns the queries (`ld`
-/// apart, a multiple of [`W`]; the columns from `m` are padding, never
-/// read by the products), so every per-query reduction runs down the rows
+/// apart, a multiple of [`W`]; the columns from `m` are padding, computed
+/// in their own lanes and never read), so every per-query reduction runs down the rows
 /// with whole vectors across the queries (no short rows, no horizontal
 /// sums), its accumulators in registers.
 pub(crate) trait AttnFloat: Real + Gemm {
     /// Softmax over the keys of each query column of `sc` after the scale:
     /// the unnormalised probabilities in place (0 where a causal query
-    /// cannot see the key, and in the padding), each query's log-sum-exp
+    /// cannot see the key), each query's log-sum-exp
     /// into `lse` and the reciprocal of its sum into `inv` (-inf and 0 for
     /// a query that sees no key, or only -inf scores).
     #[allow(clippy::too_many_arguments)]
@@ -65,8 +66,8 @@ pub(crate) trait AttnFloat: Real + Gemm {
         inv: &mut [Self],
     );
     /// The probabilities `exp(s · scale - lse)` of the block, in place (0
-    /// where a causal query cannot see the key, in the padding, and for a
-    /// query whose log-sum-exp is -inf).
+    /// where a causal query cannot see the key, and for a query whose
+    /// log-sum-exp is -inf).
     #[allow(clippy::too_many_arguments)]
     fn prob_cols(sc: &mut [Self], ld: usize, m: usize, i0: usize, causal: bool, scale: Self, lse: &[Self]);
     /// `dp ← p (dp - d[c]) · scale` for column `c < m` of the rows of `ld`
