@@ -704,7 +704,7 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                 if ncols > 0 {
                     // SAFETY: as in the forward: q's rows, k's and v's first ncols
                     // rows of entry b and the gradient rows are readable; the
-                    // scratch blocks are m x ncols.
+                    // scratch blocks are ncols x ld.
                     unsafe {
                         scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
                         gemm(

@@ -1268,41 +1268,42 @@ mod tests {
         assert_eq!(want, got);
     }
 
+    /// Runs `$check::<K>()` for every f32 kernel `K` this CPU has (the
+    /// portable one always), saying which it skips.
+    macro_rules! on_every_f32_kernel {
+        ($check:ident, $what:literal) => {{
+            $check::<Generic>();
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    $check::<super::kernels::Avx2F32>();
+                } else {
+                    eprintln!(concat!(
+                        "SKIPPED: this CPU has no AVX2 + FMA; the AVX2 kernel's ",
+                        $what,
+                        " is not tested here"
+                    ));
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    $check::<super::kernels::Avx512F32>();
+                } else {
+                    eprintln!(concat!(
+                        "SKIPPED: this CPU has no AVX-512F; the AVX-512 kernel's ",
+                        $what,
+                        " is not tested here"
+                    ));
+                }
+            }
+        }};
+    }
+
     #[test]
     fn operands_read_in_place_give_the_packed_bits() {
-        check_in_place::<Generic>();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                check_in_place::<super::kernels::Avx2F32>();
-            } else {
-                eprintln!("SKIPPED: this CPU has no AVX2 + FMA; the AVX2 kernel is not tested here");
-            }
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                check_in_place::<super::kernels::Avx512F32>();
-            } else {
-                eprintln!(
-                    "SKIPPED: this CPU has no AVX-512F; the AVX-512 kernel's in-place operands are not tested here"
-                );
-            }
-        }
+        on_every_f32_kernel!(check_in_place, "in-place operands");
     }
 
     #[test]
     fn bias_epilogue_matches_a_separate_add() {
-        check::<Generic>();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                check::<super::kernels::Avx2F32>();
-            } else {
-                eprintln!("SKIPPED: this CPU has no AVX2 + FMA; the AVX2 kernel's bias is not tested here");
-            }
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                check::<super::kernels::Avx512F32>();
-            } else {
-                eprintln!("SKIPPED: this CPU has no AVX-512F; the AVX-512 kernel's bias is not tested here");
-            }
-        }
+        on_every_f32_kernel!(check, "bias");
     }
 }
