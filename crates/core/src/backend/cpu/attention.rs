@@ -421,7 +421,9 @@ unsafe fn gemm<T: Gemm>(
 
 /// The transposed scores `sc = k qᵀ` of batch entry `b`: the first
 /// `ncols` keys (rows of `sc`, `ld` apart) against the `m` query rows
-/// from `i0`, over `e` dims; nothing when `ncols` is 0.
+/// from `i0`, over `e` dims; nothing when `ncols` is 0. (With the values
+/// for `k` and the result's gradient for `q`, over `ev` dims, the
+/// transposed `dPᵀ = v dOᵀ`.)
 ///
 /// # Safety
 /// `qp` / `kp` are the locked data of the tensors `gq` / `gk` describe,
@@ -701,24 +703,12 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                 let lr = unsafe { std::slice::from_raw_parts((lp as *const T).add(row0), m) };
                 let ld = block_ld(m);
                 let (pr, ds, d) = (&mut pr_buf[..ld * ncols], &mut ds_buf[..ld * ncols], &mut d_buf[..m]);
-                if ncols > 0 {
-                    // SAFETY: as in the forward: q's rows, k's and v's first ncols
-                    // rows of entry b and the gradient rows are readable; the
-                    // scratch blocks are ncols x ld.
-                    unsafe {
-                        scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
-                        gemm(
-                            ncols,
-                            m,
-                            ev,
-                            gv.rows(vp, b, 0),
-                            gg.transposed(gp, b, i0),
-                            ds.as_mut_ptr(),
-                            ld,
-                            false,
-                            par,
-                        );
-                    }
+                // SAFETY: as in the forward: q's rows, k's and v's first ncols
+                // rows of entry b and the gradient rows are readable; the
+                // scratch blocks are ncols x ld.
+                unsafe {
+                    scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
+                    scores_into(&gg, gp, &gv, vp, (b, i0, m, ev), ds, ld, par);
                 }
                 T::prob_cols(pr, ld, m, i0, op.causal, scale, lr);
                 if ev > 0 {

@@ -112,7 +112,18 @@ pub(super) unsafe fn gemm<T, K>(
                             let apanel = ap.add((pi - i_lo) * mr * kc);
                             let cptr = c.get().add(pi * mr * ldc + pj * nr);
                             let tb = tile_bias(bias, last, pj * nr);
-                            tile::<T, K>(kc, apanel, bpanel(pj), cptr, ldc, rows, cols, accumulate, &mut edge, tb);
+                            tile::<T, K>(
+                                kc,
+                                (apanel, mr),
+                                (bpanel(pj), nr),
+                                cptr,
+                                ldc,
+                                rows,
+                                cols,
+                                accumulate,
+                                &mut edge,
+                                tb,
+                            );
                         }
                     }
                 }

@@ -481,7 +481,7 @@ unsafe fn gemm_with<T, K>(
                         // rows x cols <= mr x nr lies inside C (m x n, row stride ldc), and no other thread writes it.
                         unsafe {
                             let cptr = c.get().add(pi * mr * ldc + pj * nr);
-                            tile_strided::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge, tb);
+                            tile::<T, K>(kc, apanel, bpanel, cptr, ldc, rows, cols, accumulate, &mut edge, tb);
                         }
                     }
                 }
@@ -549,52 +549,19 @@ unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
     }
 }
 
-/// Runs the micro-kernel on one `rows x cols` tile of C at `cptr` (row stride
-/// `ldc`); a partial tile goes through `edge`, a full `MR x NR` scratch tile.
+/// Runs the micro-kernel on one `rows x cols` tile of C at `cptr` (row
+/// stride `ldc`); a partial tile goes through `edge`, a full `MR x NR`
+/// scratch tile. A's `kc` steps of `MR` values lie `lda` apart and B's
+/// `kc` rows of `NR` values `ldb` apart (`(panel, stride)`: `MR` / `NR` in
+/// packed panels, other strides for panels read in place from a
+/// column-major A or a row-major B).
 ///
 /// # Safety
-/// As `MicroKernel::run`, with `cptr` writable for `rows x cols`.
+/// As `MicroKernel::run`, with the panels readable at those strides and
+/// `cptr` writable for `rows x cols`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile<T: BiasAdd, K: MicroKernel<T>>(
-    kc: usize,
-    apanel: *const T,
-    bpanel: *const T,
-    cptr: *mut T,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
-    accumulate: bool,
-    edge: &mut [T; EDGE],
-    bias: Option<Mat<T>>,
-) {
-    // SAFETY: the same contract (a packed B panel's rows are NR apart).
-    unsafe {
-        tile_strided::<T, K>(
-            kc,
-            (apanel, K::MR),
-            (bpanel, K::NR),
-            cptr,
-            ldc,
-            rows,
-            cols,
-            accumulate,
-            edge,
-            bias,
-        )
-    }
-}
-
-/// As [`tile`], A's `kc` steps of `MR` values `lda` apart and B's `kc`
-/// rows of `NR` values `ldb` apart (`(panel, stride)`; panels read in place
-/// from a column-major A or a row-major B when the strides are not `MR` /
-/// `NR`).
-///
-/// # Safety
-/// As [`tile`], with the panels readable at those strides.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn tile_strided<T: BiasAdd, K: MicroKernel<T>>(
     kc: usize,
     (apanel, lda): (*const T, usize),
     (bpanel, ldb): (*const T, usize),
