@@ -1,4 +1,6 @@
-//! CPU softmax / log_softmax: one line at a time (max, exp-sum, scale), lines in parallel.
+//! CPU softmax / log_softmax: lines in blocks of up to [`ROWS`] (each
+//! line's max and exp-sum, then every line's shift or scale at once, then
+//! the outputs), blocks in parallel.
 
 use half::{bf16, f16};
 use smallvec::SmallVec;
@@ -11,34 +13,69 @@ use crate::layout::Dims;
 use crate::ops::Softmax;
 use crate::{DType, Element, Error, Result, Tensor};
 
-/// Softmax of one contiguous f32 line into `y`, with 16 fixed lanes for the
-/// max and the sum (fixed-size chunks so the loops vectorise).
+/// Lanes of a line's max and exp-sum.
+const L: usize = 16;
+/// Lines per block: each pass runs over all of them before the next (so
+/// the lines' dependency chains overlap), and their shifts (`max +
+/// ln(sum)`) or scales (`1 / sum`) are one vector of [`log_f32`] or
+/// divisions, not one scalar chain per line.
+const ROWS: usize = 16;
+
+/// The last [`L`] values of a line of at least `L` (overlapping the
+/// previous chunk when `L` does not divide the length), or, for a shorter
+/// line, its values padded with `pad`.
 #[inline(always)]
-fn line_f32(x: &[f32], y: &mut [f32], log: bool) {
-    const L: usize = 16;
+fn last_chunk(x: &[f32], pad: f32) -> [f32; L] {
+    match x.last_chunk::<L>() {
+        Some(c) => *c,
+        None => {
+            let mut t = [pad; L];
+            t[..x.len()].copy_from_slice(x);
+            t
+        }
+    }
+}
+
+/// The lanes of [`last_chunk`] holding values not in a full chunk: the
+/// last `len % L` (the first `len` of a short line).
+#[inline(always)]
+fn tail_lane(k: usize, len: usize) -> bool {
+    if len >= L { k >= L - len % L } else { k < len }
+}
+
+/// A line's max (exact in any order: the lanes fold pairwise); NaN when a
+/// value is NaN (PyTorch's: a row of -inf then gives NaN too).
+#[inline(always)]
+fn line_max(x: &[f32]) -> f32 {
+    let split = x.len() - x.len() % L;
+    let tail = last_chunk(x, f32::NEG_INFINITY);
     let mut mx = [f32::NEG_INFINITY; L];
-    let mut nan = false;
-    let xs = x.chunks_exact(L);
-    let xr = xs.remainder();
-    for c in xs {
+    let mut nan = [false; L];
+    for c in x[..split].chunks_exact(L).chain(std::iter::once(&tail[..])) {
         for k in 0..L {
             let v = c[k];
-            nan |= v.is_nan();
+            nan[k] |= v.is_nan();
             mx[k] = if v > mx[k] { v } else { mx[k] };
         }
     }
-    for (k, &v) in xr.iter().enumerate() {
-        nan |= v.is_nan();
-        mx[k] = if v > mx[k] { v } else { mx[k] };
+    let mut w = L / 2;
+    while w > 0 {
+        for k in 0..w {
+            mx[k] = if mx[k + w] > mx[k] { mx[k + w] } else { mx[k] };
+            nan[k] |= nan[k + w];
+        }
+        w /= 2;
     }
-    // A row of -inf (fully masked) gives NaN, as in PyTorch.
-    let max = if nan {
-        f32::NAN
-    } else {
-        mx.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b))
-    };
+    if nan[0] { f32::NAN } else { mx[0] }
+}
+
+/// The sum of `exp(x - max)` over a line, in [`L`] fixed lanes folded
+/// pairwise; the values of the full chunks are also written to `y` unless
+/// `log` (the rest are left to [`block_f32`]'s last pass).
+#[inline(always)]
+fn line_expsum(x: &[f32], y: &mut [f32], max: f32, log: bool) -> f32 {
+    let split = x.len() - x.len() % L;
     let mut lanes = [0f32; L];
-    let split = x.len() - xr.len();
     if log {
         for c in x[..split].chunks_exact(L) {
             for k in 0..L {
@@ -54,12 +91,12 @@ fn line_f32(x: &[f32], y: &mut [f32], log: bool) {
             }
         }
     }
-    for (k, (v, o)) in x[split..].iter().zip(y[split..].iter_mut()).enumerate() {
-        let e = exp_f32_fma(*v - max);
-        if !log {
-            *o = e;
+    if split < x.len() {
+        let tail = last_chunk(x, f32::NEG_INFINITY);
+        for k in 0..L {
+            let e = exp_f32_fma(tail[k] - max);
+            lanes[k] += if tail_lane(k, x.len()) { e } else { 0.0 };
         }
-        lanes[k] += e;
     }
     let mut w = L / 2;
     while w > 0 {
@@ -68,24 +105,56 @@ fn line_f32(x: &[f32], y: &mut [f32], log: bool) {
         }
         w /= 2;
     }
-    let sum = lanes[0];
+    lanes[0]
+}
+
+/// Softmax (or log-softmax) of the contiguous lines of `n` values in `x`
+/// (at most [`ROWS`] of them) into `y`: every line's max, then every
+/// line's exp-sum, then the shifts or scales at once, then the outputs.
+#[inline(always)]
+fn block_f32(x: &[f32], y: &mut [f32], n: usize, log: bool) {
+    let mut maxs = [0f32; ROWS];
+    for (m, xr) in maxs.iter_mut().zip(x.chunks_exact(n)) {
+        *m = line_max(xr);
+    }
+    let mut sums = [1f32; ROWS];
+    for ((s, &m), (xr, yr)) in sums
+        .iter_mut()
+        .zip(&maxs)
+        .zip(x.chunks_exact(n).zip(y.chunks_exact_mut(n)))
+    {
+        *s = line_expsum(xr, yr, m, log);
+    }
+    let mut f = [0f32; ROWS];
+    let split = n - n % L;
     if log {
-        let shift = max + log_f32(sum);
-        for (o, v) in y.iter_mut().zip(x) {
-            *o = *v - shift;
+        for r in 0..ROWS {
+            f[r] = maxs[r] + log_f32(sums[r]);
+        }
+        for ((xr, yr), &shift) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)).zip(&f) {
+            for (o, v) in yr.iter_mut().zip(xr) {
+                *o = *v - shift;
+            }
         }
     } else {
-        let inv = 1.0 / sum;
-        for o in y.iter_mut() {
-            *o *= inv;
+        for r in 0..ROWS {
+            f[r] = 1.0 / sums[r];
+        }
+        for (((xr, yr), &inv), &m) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)).zip(&f).zip(&maxs) {
+            for o in yr[..split].iter_mut() {
+                *o *= inv;
+            }
+            for (o, v) in yr[split..].iter_mut().zip(&xr[split..]) {
+                *o = exp_f32_fma(*v - m) * inv;
+            }
         }
     }
 }
 
 multiversion! {
-    /// [`line_f32`] vectorised for the CPU.
-    fn softmax_line_f32(x: &[f32], y: &mut [f32], log: bool) {
-        line_f32(x, y, log)
+    /// [`block_f32`] vectorised for the CPU.
+    fn softmax_block_f32(x: &[f32], y: &mut [f32], n: usize, log: bool) {
+        block_f32(x, y, n, log)
     }
 }
 
@@ -136,6 +205,30 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
     let ostr: Dims = others.iter().map(|&k| ol.strides[k]).collect();
     let n_lines: usize = outer.iter().product();
     let (xp, yp) = (acc.ins[0] as usize, acc.outs[0] as usize);
+    let par = n_lines * n >= 1 << 14;
+    if T::DTYPE == DType::F32 && dim + 1 >= l.ndim() && l.is_contiguous() && ol.is_contiguous() {
+        // Rows of a matrix: blocks of ROWS lines.
+        let block = |b: usize| {
+            let (r0, r1) = (b * ROWS, ((b + 1) * ROWS).min(n_lines));
+            // SAFETY: block `b` reads and writes rows r0..r1 of the
+            // contiguous f32 input and output (disjoint between blocks; the
+            // output does not alias the input).
+            let (xs, ys) = unsafe {
+                (
+                    std::slice::from_raw_parts((xp as *const f32).add(r0 * n), (r1 - r0) * n),
+                    std::slice::from_raw_parts_mut((yp as *mut f32).add(r0 * n), (r1 - r0) * n),
+                )
+            };
+            softmax_block_f32(xs, ys, n, log);
+        };
+        let blocks = n_lines.div_ceil(ROWS);
+        if par {
+            super::warm::par_for_each(blocks, block);
+        } else {
+            (0..blocks).for_each(block);
+        }
+        return Ok(());
+    }
     let line = |o: usize| {
         let ib = offset_of(o, &outer, &ist);
         let ob = offset_of(o, &outer, &ostr);
@@ -148,7 +241,7 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
                     std::slice::from_raw_parts_mut(yp.add(ob) as *mut f32, n),
                 )
             };
-            softmax_line_f32(xs, ys, log);
+            softmax_block_f32(xs, ys, n, log);
             return;
         }
         // SAFETY: in-bounds strided reads.
@@ -156,7 +249,7 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
         if T::DTYPE != DType::F64 {
             let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
             let mut y32 = vec![0f32; n];
-            softmax_line_f32(&x32, &mut y32, log);
+            softmax_block_f32(&x32, &mut y32, n, log);
             for (i, v) in y32.iter().enumerate() {
                 // SAFETY: in-bounds strided writes.
                 unsafe { *yp.add(ob + i * ost) = T::from_f64(*v as f64) };
@@ -170,10 +263,10 @@ fn run<T: Element>(x: &Tensor, out: &Tensor, dim: usize, log: bool) -> Result<()
             }
         }
     };
-    if n_lines * n < 1 << 14 {
-        (0..n_lines).for_each(line);
-    } else {
+    if par {
         super::warm::par_for_each(n_lines, line);
+    } else {
+        (0..n_lines).for_each(line);
     }
     Ok(())
 }
@@ -211,11 +304,83 @@ fn backward_line<T: super::norm::Real>(g: &[T], y: &[T], out: &mut [T], log: boo
     }
 }
 
+/// `sum(a)`, or `sum(a * b)` with `mul`, over a line in [`L`] fixed lanes
+/// folded pairwise (the tail as in [`line_expsum`]).
+#[inline(always)]
+fn lane_sum(a: &[f32], b: &[f32], mul: bool) -> f32 {
+    let split = a.len() - a.len() % L;
+    let mut lanes = [0f32; L];
+    for (ca, cb) in a[..split].chunks_exact(L).zip(b[..split].chunks_exact(L)) {
+        for k in 0..L {
+            lanes[k] += if mul { ca[k] * cb[k] } else { ca[k] };
+        }
+    }
+    if split < a.len() {
+        let (ta, tb) = (last_chunk(a, 0.0), last_chunk(b, 0.0));
+        for k in 0..L {
+            let v = if mul { ta[k] * tb[k] } else { ta[k] };
+            lanes[k] += if tail_lane(k, a.len()) { v } else { 0.0 };
+        }
+    }
+    let mut w = L / 2;
+    while w > 0 {
+        for k in 0..w {
+            lanes[k] += lanes[k + w];
+        }
+        w /= 2;
+    }
+    lanes[0]
+}
+
+/// The softmax derivatives of the contiguous lines of `n` values in `g`
+/// and `y` (at most [`ROWS`]): every line's sum (`sum(g)` for log,
+/// `sum(g * y)` else), then `g - exp(y) * sum` or `y * (g - sum)`. A line
+/// of at least [`L`] ends with one overlapping chunk (its values are
+/// written twice, the same both times).
+#[inline(always)]
+fn backward_block_f32(g: &[f32], y: &[f32], out: &mut [f32], n: usize, log: bool) {
+    let mut sums = [0f32; ROWS];
+    for (s, (gr, yr)) in sums.iter_mut().zip(g.chunks_exact(n).zip(y.chunks_exact(n))) {
+        *s = lane_sum(gr, yr, !log);
+    }
+    let split = n - n % L;
+    for (((gr, yr), or), &s) in g
+        .chunks_exact(n)
+        .zip(y.chunks_exact(n))
+        .zip(out.chunks_exact_mut(n))
+        .zip(&sums)
+    {
+        let f = |gv: f32, yv: f32| if log { gv - exp_f32_fma(yv) * s } else { yv * (gv - s) };
+        for ((oc, gc), yc) in or[..split]
+            .chunks_exact_mut(L)
+            .zip(gr[..split].chunks_exact(L))
+            .zip(yr[..split].chunks_exact(L))
+        {
+            for k in 0..L {
+                oc[k] = f(gc[k], yc[k]);
+            }
+        }
+        match (or.last_chunk_mut::<L>(), gr.last_chunk::<L>(), yr.last_chunk::<L>()) {
+            (Some(oc), Some(gc), Some(yc)) if split < n => {
+                for k in 0..L {
+                    oc[k] = f(gc[k], yc[k]);
+                }
+            }
+            _ => {
+                for ((o, &gv), &yv) in or[split..].iter_mut().zip(&gr[split..]).zip(&yr[split..]) {
+                    *o = f(gv, yv);
+                }
+            }
+        }
+    }
+}
+
 multiversion! {
-    /// [`backward_line`] over `rows` contiguous f32 lines of `n`.
+    /// [`backward_block_f32`] over contiguous f32 lines of `n`, [`ROWS`] at a time.
     fn backward_rows_f32(g: &[f32], y: &[f32], out: &mut [f32], n: usize, log: bool) {
-        for ((gr, yr), or) in g.chunks_exact(n).zip(y.chunks_exact(n)).zip(out.chunks_exact_mut(n)) {
-            backward_line(gr, yr, or, log, exp_f32_fma);
+        let b = n * ROWS;
+        for ((gb, yb), ob) in g.chunks(b).zip(y.chunks(b)).zip(out.chunks_mut(b)) {
+            backward_block_f32(gb, yb, ob, n, log);
         }
     }
 }
@@ -319,4 +484,132 @@ pub(crate) fn softmax_backward_kernel(op: &dyn Op, inputs: &[&Tensor], outputs: 
         out.copy_(&back)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Result, Tensor};
+
+    /// Softmax or log-softmax of one line in f64.
+    fn reference(x: &[f32], log: bool) -> Vec<f64> {
+        let max = x.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+        let sum: f64 = x.iter().map(|&v| (v as f64 - max).exp()).sum();
+        x.iter()
+            .map(|&v| {
+                let z = v as f64 - max;
+                if log { z - sum.ln() } else { z.exp() / sum }
+            })
+            .collect()
+    }
+
+    /// Every line length around the lanes (shorter than one chunk, whole
+    /// chunks, one more) and row counts around a block: the blocked rows
+    /// match f64, and the strided one-line-at-a-time path gives their bits.
+    #[test]
+    fn blocked_lines_match_f64_and_single_lines() -> Result<()> {
+        crate::manual_seed(7);
+        for rows in [1usize, 5, 16, 17, 33] {
+            for n in (1..=40).chain([64, 65, 100]) {
+                let x = Tensor::randn([rows, n])?.mul(3.0)?;
+                let xs = x.to_vec::<f32>()?;
+                for log in [false, true] {
+                    let y = if log { x.log_softmax(1)? } else { x.softmax(1)? };
+                    let yt = if log {
+                        x.t()?.contiguous()?.log_softmax(0)?
+                    } else {
+                        x.t()?.contiguous()?.softmax(0)?
+                    };
+                    let (yv, ytv) = (y.to_vec::<f32>()?, yt.t()?.contiguous()?.to_vec::<f32>()?);
+                    for r in 0..rows {
+                        let want = reference(&xs[r * n..(r + 1) * n], log);
+                        for j in 0..n {
+                            let (got, w) = (yv[r * n + j] as f64, want[j]);
+                            assert!(
+                                (got - w).abs() <= 1e-5 * w.abs().max(1.0),
+                                "rows {rows} n {n} log {log}: {got} vs {w}"
+                            );
+                            assert_eq!(
+                                yv[r * n + j].to_bits(),
+                                ytv[r * n + j].to_bits(),
+                                "rows {rows} n {n} log {log}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A NaN makes its whole line NaN, a line of -inf is NaN (PyTorch's),
+    /// and neither touches the other lines of the block.
+    #[test]
+    fn nan_and_masked_lines_stay_in_their_line() -> Result<()> {
+        for n in [3usize, 16, 19] {
+            let x = Tensor::randn([4, n])?;
+            x.narrow(0, 1, 1)?.narrow(1, n as i64 - 1, 1)?.fill_(f32::NAN)?;
+            x.narrow(0, 2, 1)?.fill_(f32::NEG_INFINITY)?;
+            for log in [false, true] {
+                let y = if log { x.log_softmax(1)? } else { x.softmax(1)? };
+                let v = y.to_vec::<f32>()?;
+                for r in 0..4 {
+                    let line = &v[r * n..(r + 1) * n];
+                    let nan = r == 1 || r == 2;
+                    assert!(
+                        line.iter().all(|v| v.is_nan() == nan),
+                        "n {n} log {log} row {r}: {line:?}"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The backward of both, blocked, against f64: `g - softmax * sum(g)`
+    /// and `y * (g - sum(g * y))`.
+    #[test]
+    fn blocked_backward_matches_f64() -> Result<()> {
+        crate::manual_seed(8);
+        for rows in [1usize, 17, 40] {
+            for n in [1usize, 7, 16, 17, 31, 65] {
+                let x = Tensor::randn([rows, n])?.requires_grad_(true)?;
+                let g = Tensor::randn([rows, n])?;
+                let (xs, gs) = (x.to_vec::<f32>()?, g.to_vec::<f32>()?);
+                for log in [false, true] {
+                    let y = if log { x.log_softmax(1)? } else { x.softmax(1)? };
+                    let gx = crate::autograd::grad(
+                        &[&y],
+                        &[&x],
+                        crate::autograd::GradOptions {
+                            grad_outputs: Some(std::slice::from_ref(&g)),
+                            ..Default::default()
+                        },
+                    )?[0]
+                        .to_vec::<f32>()?;
+                    for r in 0..rows {
+                        let p = reference(&xs[r * n..(r + 1) * n], false);
+                        let gr = &gs[r * n..(r + 1) * n];
+                        let s: f64 = if log {
+                            gr.iter().map(|&v| v as f64).sum()
+                        } else {
+                            gr.iter().zip(&p).map(|(&a, b)| a as f64 * b).sum()
+                        };
+                        for j in 0..n {
+                            let w = if log {
+                                gr[j] as f64 - p[j] * s
+                            } else {
+                                p[j] * (gr[j] as f64 - s)
+                            };
+                            let got = gx[r * n + j] as f64;
+                            assert!(
+                                (got - w).abs() <= 1e-5 * w.abs().max(1.0),
+                                "rows {rows} n {n} log {log}: {got} vs {w}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
