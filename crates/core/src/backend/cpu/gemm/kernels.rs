@@ -42,14 +42,14 @@ macro_rules! packer {
 packer!(Generic, f32, 4, 8);
 packer!(Generic, f64, 4, 8);
 #[cfg(target_arch = "x86_64")]
-impl Packer<f32> for Avx512F32 {
+impl<const R: usize> Packer<f32> for Avx512F32Rows<R> {
     unsafe fn pack_a(a: super::Mat<f32>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32) {
-        if rows == 12 && a.cs == 1 {
-            // SAFETY: 12 rows of kc elements are inside A; dst holds 12 * kc.
-            unsafe { x86::pack_a_f32_12(a.ptr.add(i0 * a.rs + p0), a.rs, kc, dst) }
+        if rows == R && a.cs == 1 {
+            // SAFETY: R rows of kc elements are inside A; dst holds R * kc.
+            unsafe { x86::pack_a_f32::<R>(a.ptr.add(i0 * a.rs + p0), a.rs, kc, dst) }
         } else {
             // SAFETY: this method's contract, forwarded.
-            unsafe { super::pack_a_panel::<f32, 12>(a, i0, rows, p0, kc, dst) }
+            unsafe { super::pack_a_panel::<f32, R>(a, i0, rows, p0, kc, dst) }
         }
     }
     unsafe fn pack_b(b: super::Mat<f32>, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, dst: *mut f32) {
@@ -260,18 +260,26 @@ mod x86 {
         }
     }
 
-    /// AVX-512 f32: 12 x 32 tile (24 zmm accumulators).
-    pub(crate) struct Avx512F32;
+    /// AVX-512 f32: `R x 32` tiles (`2 R` zmm accumulators), `R` at most 12.
+    pub(crate) struct Avx512F32Rows<const R: usize>;
 
-    impl MicroKernel<f32> for Avx512F32 {
-        const MR: usize = 12;
+    /// The AVX-512 f32 kernel: 12 x 32 tiles.
+    pub(crate) type Avx512F32 = Avx512F32Rows<12>;
+
+    /// The AVX-512 f32 kernel for products whose rows fill 8-row tiles
+    /// better than 12-row ones (64 rows: 8 tiles, not 6 with a third of the
+    /// last one idle); each element's FMA chain is the same, so are the bits.
+    pub(crate) type Avx512F32R8 = Avx512F32Rows<8>;
+
+    impl<const R: usize> MicroKernel<f32> for Avx512F32Rows<R> {
+        const MR: usize = R;
         const NR: usize = 32;
         // Measured on an AVX-512 Xeon: 94-97% of peak with the A panel in L1.
         const B_RESIDENT: bool = false;
         const IN_PLACE: bool = true;
         unsafe fn run(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32::<false>(kc, (a, 12), (b, 32), c, ldc, accumulate) }
+            unsafe { avx512_f32::<false, R>(kc, (a, R), (b, 32), c, ldc, accumulate) }
         }
         unsafe fn run_strided(
             kc: usize,
@@ -282,16 +290,16 @@ mod x86 {
             accumulate: bool,
         ) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32::<true>(kc, a, b, c, ldc, accumulate) }
+            unsafe { avx512_f32::<true, R>(kc, a, b, c, ldc, accumulate) }
         }
     }
 
-    /// The 12 x 32 tile over `kc` steps: A's steps of 12 values `lda` apart
-    /// and B's rows of 32 values `ldb` apart (12 and 32 in packed panels;
-    /// `STRIDED` for panels read in place, whose next B rows are prefetched
-    /// instead of the packed stream's).
+    /// The `R x 32` tile over `kc` steps: A's steps of `R` values `lda`
+    /// apart and B's rows of 32 values `ldb` apart (`R` and 32 in packed
+    /// panels; `STRIDED` for panels read in place, whose next B rows are
+    /// prefetched instead of the packed stream's).
     #[target_feature(enable = "avx512f")]
-    unsafe fn avx512_f32<const STRIDED: bool>(
+    unsafe fn avx512_f32<const STRIDED: bool, const R: usize>(
         kc: usize,
         (a, lda): (*const f32, usize),
         (b, ldb): (*const f32, usize),
@@ -299,16 +307,16 @@ mod x86 {
         ldc: usize,
         accumulate: bool,
     ) {
-        let (lda, ldb) = if STRIDED { (lda, ldb) } else { (12, 32) };
-        // SAFETY: the caller upholds this function's contract (`a` holds kc steps of 12 values `lda` apart, `b` kc
-        // rows of 32 values `ldb` apart, `c` the 12 x 32 tile with row stride `ldc`) and the target feature was
+        let (lda, ldb) = if STRIDED { (lda, ldb) } else { (R, 32) };
+        // SAFETY: the caller upholds this function's contract (`a` holds kc steps of R values `lda` apart, `b` kc
+        // rows of 32 values `ldb` apart, `c` the R x 32 tile with row stride `ldc`) and the target feature was
         // detected at runtime. The prefetches only hint (they never fault).
         unsafe {
-            for i in 0..12 {
+            for i in 0..R {
                 _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc) as *const i8);
                 _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + 16) as *const i8);
             }
-            let mut acc = [[_mm512_setzero_ps(); 2]; 12];
+            let mut acc = [[_mm512_setzero_ps(); 2]; R];
             let (mut a, mut b) = (a, b);
             // Two k steps per iteration (fewer loop uops per FMA); same FMA order.
             for _ in 0..kc / 2 {
@@ -353,30 +361,32 @@ mod x86 {
         }
     }
 
-    /// Packs 12 rows (`lda` apart, unit stride) of `kc` values into a 12-row
-    /// panel (`dst[p * 12 + r] = a[r * lda + p]`) with 16 x 16 register transposes.
+    /// Packs `R` rows (`lda` apart, unit stride; `R` at most 16) of `kc`
+    /// values into an `R`-row panel (`dst[p * R + r] = a[r * lda + p]`)
+    /// with 16 x 16 register transposes.
     ///
     /// # Safety
-    /// The rows are readable, `dst` holds `12 * kc` values, the CPU has AVX-512F.
+    /// The rows are readable, `dst` holds `R * kc` values, the CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(crate) unsafe fn pack_a_f32_12(a: *const f32, lda: usize, kc: usize, dst: *mut f32) {
-        // SAFETY: this function's contract: 12 readable rows of kc values `lda` apart, `dst` holds 12 * kc values,
+    pub(crate) unsafe fn pack_a_f32<const R: usize>(a: *const f32, lda: usize, kc: usize, dst: *mut f32) {
+        // SAFETY: this function's contract: R readable rows of kc values `lda` apart, `dst` holds R * kc values,
         // AVX-512F present.
         unsafe {
             let full = kc - kc % 16;
+            let mask = ((1u32 << R) - 1) as u16;
             let mut p = 0;
             while p < full {
                 let mut r: [__m512; 16] = [_mm512_setzero_ps(); 16];
-                for (i, v) in r.iter_mut().enumerate().take(12) {
+                for (i, v) in r.iter_mut().enumerate().take(R) {
                     *v = _mm512_loadu_ps(a.add(i * lda + p));
                 }
                 let cols = transpose16(r);
                 for (q, col) in cols.iter().enumerate() {
-                    _mm512_mask_storeu_ps(dst.add((p + q) * 12), 0x0fff, *col);
+                    _mm512_mask_storeu_ps(dst.add((p + q) * R), mask, *col);
                 }
                 p += 16;
             }
-            transpose_tail(a, lda, 12, full..kc, dst, 12);
+            transpose_tail(a, lda, R, full..kc, dst, R);
         }
     }
 
@@ -707,27 +717,34 @@ mod x86 {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
+    /// The AVX-512 `R`-row A packer against the scalar one.
+    fn check_pack_a<const R: usize>() {
+        let (lda, kc) = (53, 37);
+        let a: Vec<f32> = (0..R * lda).map(|i| i as f32).collect();
+        // One guard value past the panel: the packer must not write it.
+        let mut fast = vec![-1f32; R * kc + 1];
+        let mut slow = vec![-1f32; R * kc + 1];
+        // SAFETY: the caller checked AVX-512F; rows 0..R of `a` from column 3 hold kc values each (lda = 53 >= 3 +
+        // kc), and `fast` holds R * kc + 1 values.
+        unsafe { super::x86::pack_a_f32::<R>(a.as_ptr().add(3), lda, kc, fast.as_mut_ptr()) };
+        let m = super::super::Mat {
+            ptr: a.as_ptr(),
+            rs: lda,
+            cs: 1,
+        };
+        // SAFETY: rows 0..R from column 3 hold kc values each; `slow` holds R * kc + 1.
+        unsafe { super::super::pack_a_panel::<f32, R>(m, 0, R, 3, kc, slow.as_mut_ptr()) };
+        assert_eq!(fast, slow, "{R} rows");
+    }
+
     #[test]
     fn simd_pack_matches_scalar_pack() {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             eprintln!("SKIPPED: this CPU has no avx512f; the avx512f packer is not tested here");
             return;
         }
-        let (rows, lda, kc) = (12, 53, 37);
-        let a: Vec<f32> = (0..rows * lda).map(|i| i as f32).collect();
-        let mut fast = vec![0f32; 12 * kc];
-        let mut slow = vec![0f32; 12 * kc];
-        // SAFETY: AVX-512F was detected above; rows 0..12 of `a` from column 3 hold kc values each (lda = 53 >= 3 +
-        // kc), and `fast` holds 12 * kc values.
-        unsafe { super::x86::pack_a_f32_12(a.as_ptr().add(3), lda, kc, fast.as_mut_ptr()) };
-        let m = super::super::Mat {
-            ptr: a.as_ptr(),
-            rs: lda,
-            cs: 1,
-        };
-        // SAFETY: rows 0..12 from column 3 hold kc values each; `slow` holds 12 * kc.
-        unsafe { super::super::pack_a_panel::<f32, 12>(m, 0, 12, 3, kc, slow.as_mut_ptr()) };
-        assert_eq!(fast, slow);
+        check_pack_a::<12>();
+        check_pack_a::<8>();
     }
 
     #[test]
