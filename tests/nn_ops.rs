@@ -216,34 +216,54 @@ fn direct_conv(x: &[f64], wt: &[f64], gy: &[f64], [n, c, h, w, o]: [usize; 5]) -
 
 /// "Same" convolutions through each of the kernels' paths (fewer input
 /// than output channels: the input gradient by col2im; more: as the flipped
-/// convolution; one channel: the first layer of a CNN), in f32 and f64,
-/// against direct sums.
+/// convolution; one channel: the first layer of a CNN; outputs that fill
+/// the GEMM's panels badly: several samples per product, the last group
+/// short), with and without a bias, in f32 and f64, against direct sums.
 #[test]
 fn same_convolutions_match_direct_sums() -> Result<()> {
-    for [n, c, h, w, o] in [
-        [3, 16, 7, 9, 24],
-        [3, 24, 7, 9, 16],
-        [4, 1, 12, 10, 8],
-        [2, 32, 14, 14, 64],
+    for ([n, c, h, w, o], with_bias) in [
+        ([3, 16, 7, 9, 24], false),
+        ([3, 24, 7, 9, 16], true),
+        ([4, 1, 12, 10, 8], false),
+        ([2, 32, 14, 14, 64], true),
+        ([7, 8, 5, 6, 16], true),
+        ([9, 32, 14, 14, 64], false),
     ] {
         let x = Tensor::randn([n, c, h, w])?.to_dtype(DType::F64)?;
         let wt = Tensor::randn([o, c, 3, 3])?.to_dtype(DType::F64)?;
+        let b = Tensor::randn([o])?.to_dtype(DType::F64)?;
         let gy = Tensor::randn([n, o, h, w])?.to_dtype(DType::F64)?;
-        let want = direct_conv(&x.to_vec()?, &wt.to_vec()?, &gy.to_vec()?, [n, c, h, w, o]);
+        let mut want = direct_conv(&x.to_vec()?, &wt.to_vec()?, &gy.to_vec()?, [n, c, h, w, o]);
+        let (bv, gyv) = (b.to_vec::<f64>()?, gy.to_vec::<f64>()?);
+        let mut gb = vec![0.0; o];
+        for (i, (y, g)) in want.0.iter_mut().zip(&gyv).enumerate() {
+            let oc = i / (h * w) % o;
+            if with_bias {
+                *y += bv[oc];
+            }
+            gb[oc] += g;
+        }
         for (dt, tol) in [(DType::F64, 1e-10), (DType::F32, 1e-4)] {
             let x = x.to_dtype(dt)?.detach().requires_grad_(true)?;
             let wt = wt.to_dtype(dt)?.detach().requires_grad_(true)?;
-            let y = x.conv2d(&wt, None, ConvOptions::new().padding(1))?;
+            let b = b.to_dtype(dt)?.detach().requires_grad_(true)?;
+            let y = x.conv2d(&wt, with_bias.then_some(&b), ConvOptions::new().padding(1))?;
+            let inputs: Vec<&Tensor> = if with_bias { vec![&x, &wt, &b] } else { vec![&x, &wt] };
             let gs = grad(
                 &[&y],
-                &[&x, &wt],
+                &inputs,
                 GradOptions {
                     grad_outputs: Some(&[gy.to_dtype(dt)?]),
                     ..Default::default()
                 },
             )?;
-            let got = [y.to_vec::<f64>()?, gs[0].to_vec::<f64>()?, gs[1].to_vec::<f64>()?];
-            for (k, (g, e)) in got.iter().zip([&want.0, &want.1, &want.2]).enumerate() {
+            let mut got = vec![y.to_vec::<f64>()?, gs[0].to_vec::<f64>()?, gs[1].to_vec::<f64>()?];
+            let mut expect = vec![&want.0, &want.1, &want.2];
+            if with_bias {
+                got.push(gs[2].to_vec::<f64>()?);
+                expect.push(&gb);
+            }
+            for (k, (g, e)) in got.iter().zip(expect).enumerate() {
                 let scale = e.iter().fold(1.0f64, |m, v| m.max(v.abs()));
                 let err = g.iter().zip(e).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
                 assert!(

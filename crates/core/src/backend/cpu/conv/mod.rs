@@ -13,21 +13,33 @@
 //!
 //! A 1x1 convolution with stride 1 and no padding uses the input itself as
 //! its column matrix. Column matrices are built for bands of output rows
-//! (about 4 MiB at most), not whole images. Samples are independent in the
+//! (about 4 MiB at most), not whole images, or never written: the GEMM's
+//! panels are packed straight from the input through tables of tap offsets
+//! (`pack.rs`: the forward's `col`, and on AVX-512 the weight gradient's
+//! `col^T`). When one band covers a small output (14 x 14: 196 columns, 7
+//! panels of 32 with the last 4 wide), the forward's product takes several
+//! samples' outputs as its columns (5 x 196: 31 panels, nearly full) and
+//! copies them out. None of this changes a bit: each output element's FMA
+//! chain is the same. Samples are independent in the
 //! first two (split among threads, or the GEMM splits when there are fewer
 //! samples than threads: the GEMM's bits do not depend on its split). The
 //! weight gradient sums over samples in fixed chunks (a function of the
 //! shapes only), each chunk in sample order, and the chunks in order, so
 //! every result is the same for any number of threads.
 
+mod pack;
+
 use super::access::access;
 use super::copy::cast_into;
-use super::gemm::{BSrc, Gemm, Mat, PackB};
+use super::gemm::{BSrc, Gemm, Mat};
 use super::simd::multiversion;
 use super::warm::par_for_each;
 use crate::dispatch::{Op, call, downcast_op};
 use crate::ops::conv::{ConvParams, Convolution, ConvolutionBackward};
 use crate::{DType, Error, Result, Tensor};
+use pack::{ColPack, ColPackT, PackFn, PackTFn, SampleTables, band_tables, pack_scalar, sample_tables};
+#[cfg(target_arch = "x86_64")]
+use pack::{pack_f32_avx2, pack_f32_avx512, pack_t_f32_avx512};
 
 /// The element types the kernels compute in (others are converted).
 trait Num: Gemm {
@@ -40,6 +52,11 @@ trait Num: Gemm {
     /// The panel writer of [`ColPack`] for this type.
     fn packer() -> PackFn<Self> {
         pack_scalar::<Self>
+    }
+    /// The panel writer of [`ColPackT`], where it beats building the column
+    /// matrix and packing its transpose.
+    fn packer_t() -> Option<PackTFn<Self>> {
+        None
     }
     /// `dst[i] += src[i]` where `mask[i]` is -1; where it is 0, `dst[i]` stays.
     #[inline(always)]
@@ -81,7 +98,18 @@ impl Num for f32 {
     fn masked_add(dst: &mut [f32], src: &[f32], mask: &[i32]) {
         masked_add_f32(dst, src, mask)
     }
+    fn packer_t() -> Option<PackTFn<f32>> {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::isa() >= super::simd::Isa::Avx512 {
+            return Some(pack_t_f32_avx512);
+        }
+        None
+    }
     fn packer() -> PackFn<f32> {
+        #[cfg(target_arch = "x86_64")]
+        if super::simd::isa() >= super::simd::Isa::Avx512 {
+            return pack_f32_avx512;
+        }
         #[cfg(target_arch = "x86_64")]
         if super::simd::isa() >= super::simd::Isa::Avx2 {
             return pack_f32_avx2;
@@ -108,166 +136,6 @@ multiversion! {
             let (sum, m) = ((*d + v).to_bits(), m as u32);
             *d = f32::from_bits((sum & m) | (d.to_bits() & !m));
         }
-    }
-}
-
-/// Writes [`ColPack`]'s panels (the arguments of [`PackB::pack`]).
-type PackFn<T> = unsafe fn(&ColPack<'_, T>, usize, usize, usize, usize, usize, usize, *mut T);
-
-/// [`PackFn`] in plain code, panel by panel (each written in order).
-///
-/// # Safety
-/// As [`PackB::pack`], for the packer's group of channels.
-#[allow(clippy::too_many_arguments)]
-unsafe fn pack_scalar<T: Num>(
-    cp: &ColPack<'_, T>,
-    p0: usize,
-    kc: usize,
-    n: usize,
-    pj0: usize,
-    pj1: usize,
-    nr: usize,
-    dst: *mut T,
-) {
-    for pj in pj0..pj1 {
-        let panel = dst.wrapping_add((pj - pj0) * nr * kc);
-        let mut at = cp.cursor(p0);
-        for p in 0..kc {
-            let (plane, offs, valid) = cp.row(at);
-            at.next(cp.kk);
-            for j in 0..nr {
-                let l = pj * nr + j;
-                let v = if l < n && valid[l] != 0 {
-                    // SAFETY: a valid offset is inside the plane.
-                    unsafe { *plane.offset(offs[l] as isize) }
-                } else {
-                    T::default()
-                };
-                // SAFETY: the panel holds nr * kc values.
-                unsafe { *panel.add(p * nr + j) = v };
-            }
-        }
-    }
-}
-
-/// [`PackFn`] for f32 with AVX2, 8 values at a time: a masked load where
-/// the 8 offsets are consecutive (a stride-1 convolution's rows), a masked
-/// gather elsewhere; invalid lanes are never read. Panel by panel, so the
-/// stores run in order.
-///
-/// # Safety
-/// As [`pack_scalar`], on a CPU with AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn pack_f32_avx2(
-    cp: &ColPack<'_, f32>,
-    p0: usize,
-    kc: usize,
-    n: usize,
-    pj0: usize,
-    pj1: usize,
-    nr: usize,
-    dst: *mut f32,
-) {
-    use std::arch::x86_64::*;
-    let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    // Panels in groups, row by row within a group: the row's setup is shared
-    // (measured best at about 16, all the panels of a 14 x 14 image).
-    let group = 16;
-    let mut ga = pj0;
-    while ga < pj1 {
-        let gb = (ga + group).min(pj1);
-        let mut at = cp.cursor(p0);
-        for p in 0..kc {
-            let (plane, offs, valid) = cp.row(at);
-            let (lo, hi) = cp.reach(at);
-            at.next(cp.kk);
-            if cp.flat && !offs.is_empty() {
-                // Offsets `first + l`: 8 lanes from l are one plain load when
-                // they stay inside the input, `l` in `[safe_lo, safe_hi]`.
-                let first = offs[0] as isize;
-                let (safe_lo, safe_hi) = (lo - first, hi - first - 8);
-                for pj in ga..gb {
-                    let out = dst.wrapping_add((pj - pj0) * nr * kc + p * nr);
-                    let l0 = pj * nr;
-                    let full = l0 + (nr.min(n.saturating_sub(l0)) / 8) * 8;
-                    let mut l = l0;
-                    while l < full {
-                        // SAFETY: lanes l..l + 8 of `valid` exist (below n) and of
-                        // the panel row; a plain load stays inside the input
-                        // (`reach`); otherwise lanes whose `valid` is 0 are masked
-                        // off (never read) and the others lie inside the plane.
-                        unsafe {
-                            let mask = _mm256_loadu_si256(valid.as_ptr().add(l) as *const __m256i);
-                            let li = l as isize;
-                            let v = if li >= safe_lo && li <= safe_hi {
-                                _mm256_and_ps(_mm256_loadu_ps(plane.offset(first + li)), _mm256_castsi256_ps(mask))
-                            } else {
-                                _mm256_maskload_ps(plane.wrapping_offset(first + li), mask)
-                            };
-                            _mm256_storeu_ps(out.add(l - l0), v);
-                        }
-                        l += 8;
-                    }
-                    for j in full - l0..nr {
-                        let l = l0 + j;
-                        let v = if l < n && valid[l] != 0 {
-                            // SAFETY: a valid offset is inside the plane.
-                            unsafe { *plane.offset(offs[l] as isize) }
-                        } else {
-                            0.0
-                        };
-                        // SAFETY: the panel row holds nr values.
-                        unsafe { *out.add(j) = v };
-                    }
-                }
-                continue;
-            }
-            for pj in ga..gb {
-                let out = dst.wrapping_add((pj - pj0) * nr * kc + p * nr);
-                let l0 = pj * nr;
-                // Lanes [l0, full) come 8 at a time, the rest one by one.
-                let full = l0 + (nr.min(n.saturating_sub(l0)) / 8) * 8;
-                let mut l = l0;
-                while l < full {
-                    // SAFETY: lanes l..l + 8 of `offs` and `valid` exist (below n)
-                    // and of the panel row; a plain load stays inside the input
-                    // (`reach`); otherwise lanes whose `valid` is 0 are masked
-                    // off (never read) and the others lie inside the plane.
-                    unsafe {
-                        let idx = _mm256_loadu_si256(offs.as_ptr().add(l) as *const __m256i);
-                        let mask = _mm256_loadu_si256(valid.as_ptr().add(l) as *const __m256i);
-                        let first = *offs.get_unchecked(l);
-                        let steps = _mm256_sub_epi32(idx, _mm256_set1_epi32(first));
-                        let linear = _mm256_movemask_epi8(_mm256_cmpeq_epi32(steps, iota)) == -1;
-                        let at = first as isize;
-                        let v = if linear && at >= lo && at + 8 <= hi {
-                            // Inside the input: a plain load, padding lanes cleared.
-                            _mm256_and_ps(_mm256_loadu_ps(plane.offset(at)), _mm256_castsi256_ps(mask))
-                        } else if linear {
-                            _mm256_maskload_ps(plane.wrapping_offset(at), mask)
-                        } else {
-                            _mm256_mask_i32gather_ps::<4>(_mm256_setzero_ps(), plane, idx, _mm256_castsi256_ps(mask))
-                        };
-                        _mm256_storeu_ps(out.add(l - l0), v);
-                    }
-                    l += 8;
-                }
-                for j in full - l0..nr {
-                    let l = l0 + j;
-                    let v = if l < n && valid[l] != 0 {
-                        // SAFETY: a valid offset is inside the plane.
-                        unsafe { *plane.offset(offs[l] as isize) }
-                    } else {
-                        0.0
-                    };
-                    // SAFETY: the panel row holds nr values.
-                    unsafe { *out.add(j) = v };
-                }
-            }
-        }
-        ga = gb;
     }
 }
 
@@ -600,140 +468,6 @@ fn over_samples(n: usize, flops: usize, f: &(dyn Fn(usize, usize, bool) + Sync))
     }
 }
 
-/// For each tap `(i, j)` of the kernel and each output position of the
-/// rows `[r0, r1)`: the offset in an input plane of the value the tap reads
-/// there (where it would be, in the padding) and whether it is inside the
-/// plane (-1) or padding (0): two tables of `kh * kw` rows of `(r1 - r0) *
-/// ow`. `None` when an offset does not fit an `i32`.
-fn tap_offsets(ge: &Geom, r0: usize, r1: usize) -> Option<(Vec<i32>, Vec<i32>)> {
-    let (kk, lt) = (ge.kh * ge.kw, (r1 - r0) * ge.ow);
-    let (mut offs, mut valid) = (vec![0i32; kk * lt], vec![0i32; kk * lt]);
-    let (h, w) = (ge.h as i64, ge.w as i64);
-    for i in 0..ge.kh {
-        for j in 0..ge.kw {
-            let at = (i * ge.kw + j) * lt;
-            for r in r0..r1 {
-                let ih = (r * ge.sh + i * ge.dh) as i64 - ge.ph as i64;
-                for q in 0..ge.ow {
-                    let iw = (q * ge.sw + j * ge.dw) as i64 - ge.pw as i64;
-                    let l = at + (r - r0) * ge.ow + q;
-                    offs[l] = i32::try_from(ih * w + iw).ok()?;
-                    valid[l] = -i32::from((0..h).contains(&ih) && (0..w).contains(&iw));
-                }
-            }
-        }
-    }
-    Some((offs, valid))
-}
-
-/// The column matrix of one group of one sample for a band of output rows
-/// (`kg x lt`), packed straight into the GEMM's B panels from the input
-/// through [`tap_offsets`]: the matrix itself is never written.
-struct ColPack<'a, T> {
-    /// The group's first input plane.
-    x: *const T,
-    /// Elements of the input tensor before `x`.
-    before: usize,
-    /// Elements of the input tensor.
-    total: usize,
-    /// Plane size.
-    hw: usize,
-    /// Taps per channel (`kh * kw`).
-    kk: usize,
-    /// Columns (output positions of the band).
-    lt: usize,
-    /// [`tap_offsets`] of the band.
-    offs: &'a [i32],
-    /// Their validity.
-    valid: &'a [i32],
-    /// Every row's offsets are its first plus the column (stride 1, output
-    /// as wide as the input).
-    flat: bool,
-    pack: PackFn<T>,
-}
-
-// SAFETY: the packer only reads the input (locked by the kernel for the
-// whole call) and its own offset table.
-unsafe impl<T> Sync for ColPack<'_, T> {}
-
-/// Row `(c, ij)` of a [`ColPack`]'s column matrix (channel `c`, tap `ij`),
-/// stepped through in order without divisions.
-#[derive(Clone, Copy)]
-struct RowCursor {
-    c: usize,
-    ij: usize,
-}
-
-impl RowCursor {
-    #[inline(always)]
-    fn next(&mut self, kk: usize) {
-        self.ij += 1;
-        if self.ij == kk {
-            self.ij = 0;
-            self.c += 1;
-        }
-    }
-}
-
-impl<'a, T> ColPack<'a, T> {
-    /// The cursor at row `k`.
-    fn cursor(&self, k: usize) -> RowCursor {
-        RowCursor {
-            c: k / self.kk,
-            ij: k % self.kk,
-        }
-    }
-
-    /// A row of the column matrix: its input plane, tap offsets and validity.
-    #[inline(always)]
-    fn row(&self, at: RowCursor) -> (*const T, &'a [i32], &'a [i32]) {
-        let t = at.ij * self.lt..(at.ij + 1) * self.lt;
-        (
-            self.x.wrapping_add(at.c * self.hw),
-            &self.offs[t.clone()],
-            &self.valid[t],
-        )
-    }
-
-    /// The input elements after a row's plane start (negative: before it)
-    /// that a load may touch: `[lo, hi)`.
-    #[inline(always)]
-    fn reach(&self, at: RowCursor) -> (isize, isize) {
-        let start = self.before + at.c * self.hw;
-        (-(start as isize), (self.total - start) as isize)
-    }
-}
-
-impl<T: Num> PackB<T> for ColPack<'_, T> {
-    unsafe fn pack(&self, p0: usize, kc: usize, n: usize, pj0: usize, pj1: usize, nr: usize, dst: *mut T) {
-        // SAFETY: rows below kg are channels of the group (inside the input),
-        // the valid offsets point inside their planes, the tables hold lt >=
-        // n values, and the panels are writable (the caller's contract).
-        unsafe { (self.pack)(self, p0, kc, n, pj0, pj1, nr, dst) }
-    }
-}
-
-/// The bands of output rows of a forward pass and their [`tap_offsets`],
-/// when the tables are small enough (else the column matrix is built).
-type BandTables = Vec<(usize, usize, Vec<i32>, Vec<i32>)>;
-
-fn band_tables(ge: &Geom) -> Option<BandTables> {
-    let kk = ge.kh * ge.kw;
-    if ge.hw() > i32::MAX as usize || kk.saturating_mul(ge.l()) > 1 << 22 {
-        return None;
-    }
-    let band = ge.band();
-    let mut out = Vec::new();
-    let mut r0 = 0;
-    while r0 < ge.oh {
-        let r1 = (r0 + band).min(ge.oh);
-        let (offs, valid) = tap_offsets(ge, r0, r1)?;
-        out.push((r0, r1, offs, valid));
-        r0 = r1;
-    }
-    Some(out)
-}
-
 /// Asks the CPU to bring `len` elements from `p` into L2 (a hint: it
 /// reads nothing and never faults).
 #[inline(always)]
@@ -759,14 +493,30 @@ fn prefetch_l2<T>(p: *const T, len: usize) {
 /// `x`, `wt`, `bias` (`[o]`) and `y` hold the contiguous tensors of `ge`,
 /// `y` writable and disjoint from the others.
 unsafe fn forward<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*const T>, y: *mut T) {
+    // SAFETY: the same contract.
+    unsafe { forward_with(ge, x, wt, bias, y, true) }
+}
+
+/// [`forward`], taking several samples per product ([`SampleTables`])
+/// only where `samples` allows it (the tests compare both paths).
+///
+/// # Safety
+/// As [`forward`].
+unsafe fn forward_with<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*const T>, y: *mut T, samples: bool) {
     let (og, kg, l, cg) = (ge.og(), ge.kg(), ge.l(), ge.cg());
     let (xp, wp, yp) = (Ptr(x as *mut T), Ptr(wt as *mut T), Ptr(y));
     let bp = bias.map(|b| Ptr(b as *mut T));
     let pointwise = ge.pointwise();
     let band = ge.band();
     let tables = if pointwise { None } else { band_tables(ge) };
+    let multi = sample_tables(ge, tables.as_ref()).filter(|_| samples);
     let pack = T::packer();
     let body = |lo: usize, hi: usize, par: bool| {
+        if let Some(st) = &multi {
+            // SAFETY: the caller's contract, forwarded.
+            unsafe { forward_samples(ge, st, lo, hi, par, (xp, wp, bp, yp), pack) };
+            return;
+        }
         let direct = pointwise || tables.is_some();
         let mut col = vec![T::default(); if direct { 0 } else { kg * band * ge.ow }];
         for n in lo..hi {
@@ -810,6 +560,7 @@ unsafe fn forward<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*co
                             hw: ge.hw(),
                             kk: ge.kh * ge.kw,
                             lt,
+                            tl: lt,
                             offs,
                             valid,
                             flat: ge.sh == 1 && ge.sw == 1 && ge.ow == ge.w,
@@ -853,6 +604,83 @@ unsafe fn forward<T: Num>(ge: &Geom, x: *const T, wt: *const T, bias: Option<*co
         }
     };
     over_samples(ge.n, ge.flops(), &body);
+}
+
+/// [`forward`] of samples `[lo, hi)` with [`SampleTables`]: each product
+/// takes `st.samples` samples' whole outputs as its columns, into a
+/// scratch block that is then copied to each sample's output, plus the bias.
+///
+/// # Safety
+/// As [`forward`] (`x`, `wt`, `bias`, `y` in that order), for samples
+/// `[lo, hi)` written by this call only.
+unsafe fn forward_samples<T: Num>(
+    ge: &Geom,
+    st: &SampleTables,
+    lo: usize,
+    hi: usize,
+    par: bool,
+    (xp, wp, bp, yp): (Ptr<T>, Ptr<T>, Option<Ptr<T>>, Ptr<T>),
+    pack: PackFn<T>,
+) {
+    let (og, kg, l, cg, hw) = (ge.og(), ge.kg(), ge.l(), ge.cg(), ge.hw());
+    let mut out = vec![T::default(); og * st.samples * l];
+    let mut n0 = lo;
+    while n0 < hi {
+        let count = st.samples.min(hi - n0);
+        let lt = count * l;
+        for g in 0..ge.g {
+            let a = Mat {
+                ptr: wp.at(g * og * kg) as *const T,
+                rs: kg,
+                cs: 1,
+            };
+            let packer = ColPack {
+                x: xp.at((n0 * ge.c + g * cg) * hw) as *const T,
+                before: (n0 * ge.c + g * cg) * hw,
+                total: ge.n * ge.c * hw,
+                hw,
+                kk: ge.kh * ge.kw,
+                lt,
+                tl: st.samples * l,
+                offs: &st.offs,
+                valid: &st.valid,
+                flat: false,
+                pack,
+            };
+            if let Some(bp) = bp {
+                // The product adds onto the bias, as in `forward`'s other paths
+                // (the same bits whatever the batch).
+                for (oc, row) in out[..og * lt].chunks_exact_mut(lt).enumerate() {
+                    // SAFETY: channel g * og + oc < o of the bias.
+                    row.fill(unsafe { *bp.at(g * og + oc) });
+                }
+            }
+            // SAFETY: the packer reads the group's planes of samples n0..n0 +
+            // count (inside x: their offsets were built from x's sizes); `out`
+            // holds og x lt values.
+            unsafe {
+                T::gemm(
+                    og,
+                    lt,
+                    kg,
+                    a,
+                    BSrc::Pack(&packer),
+                    out.as_mut_ptr(),
+                    lt,
+                    par,
+                    bp.is_some(),
+                )
+            };
+            for s in 0..count {
+                for oc in 0..og {
+                    // SAFETY: row g * og + oc of sample n0 + s of y (l values), written by this call only.
+                    let dst = unsafe { std::slice::from_raw_parts_mut(yp.at(((n0 + s) * ge.o + g * og + oc) * l), l) };
+                    dst.copy_from_slice(&out[oc * lt + s * l..][..l]);
+                }
+            }
+        }
+        n0 += count;
+    }
 }
 
 /// The weight `[o, c / g, kh, kw]` of `ge` as the weight of its
@@ -971,6 +799,17 @@ fn weight_chunks(n: usize, wsize: usize) -> usize {
 /// # Safety
 /// As [`forward`], with `wt` the written tensor.
 unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut T) {
+    // SAFETY: the same contract.
+    unsafe { backward_weight_with(ge, x, y, wt, true) }
+}
+
+/// [`backward_weight`], packing the transposed column matrix straight from
+/// the input ([`ColPackT`]) only where `direct` allows it (the tests
+/// compare both paths).
+///
+/// # Safety
+/// As [`backward_weight`].
+unsafe fn backward_weight_with<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut T, direct: bool) {
     let (og, kg, l, cg, hw) = (ge.og(), ge.kg(), ge.l(), ge.cg(), ge.hw());
     let wsize = ge.o * kg;
     // SAFETY: wt holds o x kg values.
@@ -987,6 +826,13 @@ unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut 
     let (xp, yp) = (Ptr(x as *mut T), Ptr(y as *mut T));
     let pointwise = ge.pointwise();
     let band = ge.band();
+    // The transposed column matrix packed straight from the input, where
+    // this CPU has a packer for it (else built by im2col, then packed).
+    let direct = if flip || pointwise || !direct {
+        None
+    } else {
+        T::packer_t().zip(band_tables(ge))
+    };
     // Every group block of a chunk's partial sum is written whole by the
     // chunk's first product (not accumulated), so the buffer starts uninit.
     let mut partials: Box<[std::mem::MaybeUninit<T>]> = Box::new_uninit_slice(chunks * wsize);
@@ -1004,6 +850,39 @@ unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut 
                 let yg = yp.at((n * ge.o + g * og) * l) as *const T;
                 let xg = xp.at((n * ge.c + g * cg) * hw) as *const T;
                 let mut first = n == lo;
+                if let Some((pack, tables)) = &direct {
+                    // The packer reads the input in an order the hardware
+                    // prefetcher does not follow: fetch the next sample's
+                    // input and output gradient into L2 while this one's runs.
+                    if n + 1 < hi {
+                        prefetch_l2(xg.wrapping_add(ge.c * hw), cg * hw);
+                        prefetch_l2(yg.wrapping_add(ge.o * l), og * l);
+                    }
+                    for (r0, r1, offs, valid) in tables {
+                        let lt = (r1 - r0) * ge.ow;
+                        let packer = ColPackT {
+                            x: xg,
+                            hw,
+                            kk: ge.kh * ge.kw,
+                            lt,
+                            offs,
+                            valid,
+                            pack: *pack,
+                        };
+                        let a = Mat {
+                            ptr: yg.wrapping_add(r0 * ge.ow),
+                            rs: l,
+                            cs: 1,
+                        };
+                        // SAFETY: y[n, g]'s band (og x lt, row stride l) is inside y, the
+                        // packer reads x[n, g]'s planes, and the group's block of this
+                        // chunk's partial sum (og x kg) is written by this task only,
+                        // whole by its first product.
+                        unsafe { T::gemm(og, kg, lt, a, BSrc::Pack(&packer), c, kg, par_gemm, !first) };
+                        first = false;
+                    }
+                    continue;
+                }
                 let mut product = |colp: *const T, ldcol: usize, r0: usize, lt: usize| {
                     let ys = yg.wrapping_add(r0 * ge.ow);
                     // SAFETY: y[n, g] (og x l) and the column band (kg x lt, row
@@ -1263,4 +1142,88 @@ fn backward_run<T: Num>(op: &ConvolutionBackward, inputs: &[&Tensor], outputs: &
         finish(o, t)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values from a fixed LCG in [-1, 1).
+    fn values(len: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..len)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    fn geom(n: usize, c: usize, h: usize, w: usize, o: usize) -> Geom {
+        Geom {
+            n,
+            c,
+            h,
+            w,
+            o,
+            oh: h,
+            ow: w,
+            kh: 3,
+            kw: 3,
+            sh: 1,
+            sw: 1,
+            ph: 1,
+            pw: 1,
+            dh: 1,
+            dw: 1,
+            g: 1,
+        }
+    }
+
+    /// Several samples per product give each sample's bits of one sample
+    /// per product (bias included), and the weight gradient packed straight
+    /// from the input gives the bits of im2col's, on whatever kernels and
+    /// packers this CPU runs, at 1 and 2 threads.
+    #[test]
+    fn fused_paths_give_the_plain_paths_bits() {
+        for (n, c, h, w, o) in [(7, 8, 5, 6, 16), (9, 32, 14, 14, 64), (3, 5, 9, 7, 24)] {
+            let ge = geom(n, c, h, w, o);
+            assert!(
+                sample_tables(&ge, band_tables(&ge).as_ref()).is_some(),
+                "{n} {c} {h} {w} {o}"
+            );
+            let x = values(n * c * h * w, 1);
+            let wt = values(o * c * 9, 2);
+            let bias = values(o, 3);
+            let gy = values(n * o * h * w, 4);
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                pool.install(|| {
+                    let run = |samples: bool| {
+                        let mut y = vec![0f32; n * o * h * w];
+                        // SAFETY: the buffers hold the contiguous tensors of `ge`.
+                        unsafe {
+                            forward_with(
+                                &ge,
+                                x.as_ptr(),
+                                wt.as_ptr(),
+                                Some(bias.as_ptr()),
+                                y.as_mut_ptr(),
+                                samples,
+                            )
+                        };
+                        y
+                    };
+                    assert_eq!(run(true), run(false), "forward {n} {c} {h} {w} {o}");
+                    let grad = |direct: bool| {
+                        let mut gw = vec![0f32; o * c * 9];
+                        // SAFETY: as above.
+                        unsafe { backward_weight_with(&ge, x.as_ptr(), gy.as_ptr(), gw.as_mut_ptr(), direct) };
+                        gw
+                    };
+                    assert_eq!(grad(true), grad(false), "weight gradient {n} {c} {h} {w} {o}");
+                });
+            }
+        }
+    }
 }
