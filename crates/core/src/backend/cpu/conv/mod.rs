@@ -1186,7 +1186,7 @@ mod tests {
     /// packers this CPU runs, at 1 and 2 threads.
     #[test]
     fn fused_paths_give_the_plain_paths_bits() {
-        for (n, c, h, w, o) in [(7, 8, 5, 6, 16), (9, 32, 14, 14, 64), (3, 5, 9, 7, 24)] {
+        for (n, c, h, w, o) in [(10, 8, 7, 7, 16), (9, 32, 14, 14, 64), (5, 4, 5, 7, 24)] {
             let ge = geom(n, c, h, w, o);
             assert!(
                 sample_tables(&ge, band_tables(&ge).as_ref()).is_some(),

@@ -163,8 +163,8 @@ pub(super) struct SampleTables {
 }
 
 /// The [`SampleTables`] of `ge` from its single band's `tables`, when
-/// taking several samples improves the column panels' fill (and the
-/// offsets fit an `i32`).
+/// taking several samples improves the column panels' fill enough to pay
+/// for the copy out (and the offsets fit an `i32`).
 pub(super) fn sample_tables(ge: &Geom, tables: Option<&BandTables>) -> Option<SampleTables> {
     const PANEL: usize = 32;
     // Columns of one product at most (its output block stays in L2).
@@ -177,6 +177,12 @@ pub(super) fn sample_tables(ge: &Geom, tables: Option<&BandTables>) -> Option<Sa
         return None;
     }
     let waste = |s: usize| (s * l).div_ceil(PANEL) * PANEL - s * l;
+    // The copy out costs a few cycles per 16 outputs; one sample's idle
+    // columns cost `kg` multiply-adds each. Worth it only when those add up
+    // to at least 16 per output (not for a first layer's 9-deep product).
+    if waste(1) * ge.kg() < 16 * l {
+        return None;
+    }
     let most = (MAX_COLS / l).min(ge.n);
     // The fewest samples that fill the panels within 2%, else the best fill.
     let samples = (2..=most)
