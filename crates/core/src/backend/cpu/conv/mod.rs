@@ -1159,24 +1159,26 @@ mod tests {
             .collect()
     }
 
-    fn geom(n: usize, c: usize, h: usize, w: usize, o: usize) -> Geom {
+    /// A 3x3 convolution with padding 1 and the given stride, dilation and groups.
+    fn geom((n, c, h, w, o): (usize, usize, usize, usize, usize), s: usize, d: usize, g: usize) -> Geom {
+        let out = |len: usize| (len + 2 - d * 2 - 1) / s + 1;
         Geom {
             n,
             c,
             h,
             w,
             o,
-            oh: h,
-            ow: w,
+            oh: out(h),
+            ow: out(w),
             kh: 3,
             kw: 3,
-            sh: 1,
-            sw: 1,
+            sh: s,
+            sw: s,
             ph: 1,
             pw: 1,
-            dh: 1,
-            dw: 1,
-            g: 1,
+            dh: d,
+            dw: d,
+            g,
         }
     }
 
@@ -1186,21 +1188,27 @@ mod tests {
     /// packers this CPU runs, at 1 and 2 threads.
     #[test]
     fn fused_paths_give_the_plain_paths_bits() {
-        for (n, c, h, w, o) in [(10, 8, 7, 7, 16), (9, 32, 14, 14, 64), (5, 4, 5, 7, 24)] {
-            let ge = geom(n, c, h, w, o);
-            assert!(
-                sample_tables(&ge, band_tables(&ge).as_ref()).is_some(),
-                "{n} {c} {h} {w} {o}"
-            );
+        for ((n, c, h, w, o), s, d, g) in [
+            ((10, 8, 7, 7, 16), 1, 1, 1),
+            ((9, 32, 14, 14, 64), 1, 1, 1),
+            ((5, 4, 5, 7, 24), 1, 1, 1),
+            ((6, 16, 7, 7, 32), 1, 1, 2),
+            ((7, 8, 13, 13, 16), 2, 1, 1),
+            ((6, 8, 9, 9, 16), 1, 2, 1),
+        ] {
+            let ge = geom((n, c, h, w, o), s, d, g);
+            let (l, kg) = (ge.l(), ge.kg());
+            let what = format!("{n} {c} {h} {w} {o}, stride {s}, dilation {d}, groups {g}");
+            assert!(sample_tables(&ge, band_tables(&ge).as_ref()).is_some(), "{what}");
             let x = values(n * c * h * w, 1);
-            let wt = values(o * c * 9, 2);
+            let wt = values(o * kg, 2);
             let bias = values(o, 3);
-            let gy = values(n * o * h * w, 4);
+            let gy = values(n * o * l, 4);
             for threads in [1, 2] {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                 pool.install(|| {
                     let run = |samples: bool| {
-                        let mut y = vec![0f32; n * o * h * w];
+                        let mut y = vec![0f32; n * o * l];
                         // SAFETY: the buffers hold the contiguous tensors of `ge`.
                         unsafe {
                             forward_with(
@@ -1214,14 +1222,14 @@ mod tests {
                         };
                         y
                     };
-                    assert_eq!(run(true), run(false), "forward {n} {c} {h} {w} {o}");
+                    assert_eq!(run(true), run(false), "forward {what}");
                     let grad = |direct: bool| {
-                        let mut gw = vec![0f32; o * c * 9];
+                        let mut gw = vec![0f32; o * kg];
                         // SAFETY: as above.
                         unsafe { backward_weight_with(&ge, x.as_ptr(), gy.as_ptr(), gw.as_mut_ptr(), direct) };
                         gw
                     };
-                    assert_eq!(grad(true), grad(false), "weight gradient {n} {c} {h} {w} {o}");
+                    assert_eq!(grad(true), grad(false), "weight gradient {what}");
                 });
             }
         }
