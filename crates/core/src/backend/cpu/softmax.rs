@@ -43,6 +43,20 @@ fn tail_lane(k: usize, len: usize) -> bool {
     if len >= L { k >= L - len % L } else { k < len }
 }
 
+/// The lanes of a sum folded pairwise, halving (the fixed end of every
+/// lane sum here).
+#[inline(always)]
+fn fold_lanes(mut lanes: [f32; L]) -> f32 {
+    let mut w = L / 2;
+    while w > 0 {
+        for k in 0..w {
+            lanes[k] += lanes[k + w];
+        }
+        w /= 2;
+    }
+    lanes[0]
+}
+
 /// A line's max (exact in any order: the lanes fold pairwise); NaN when a
 /// value is NaN (PyTorch's: a row of -inf then gives NaN too).
 #[inline(always)]
@@ -98,14 +112,7 @@ fn line_expsum(x: &[f32], y: &mut [f32], max: f32, log: bool) -> f32 {
             lanes[k] += if tail_lane(k, x.len()) { e } else { 0.0 };
         }
     }
-    let mut w = L / 2;
-    while w > 0 {
-        for k in 0..w {
-            lanes[k] += lanes[k + w];
-        }
-        w /= 2;
-    }
-    lanes[0]
+    fold_lanes(lanes)
 }
 
 /// Softmax (or log-softmax) of the contiguous lines of `n` values in `x`
@@ -322,14 +329,7 @@ fn lane_sum(a: &[f32], b: &[f32], mul: bool) -> f32 {
             lanes[k] += if tail_lane(k, a.len()) { v } else { 0.0 };
         }
     }
-    let mut w = L / 2;
-    while w > 0 {
-        for k in 0..w {
-            lanes[k] += lanes[k + w];
-        }
-        w /= 2;
-    }
-    lanes[0]
+    fold_lanes(lanes)
 }
 
 /// The softmax derivatives of the contiguous lines of `n` values in `g`

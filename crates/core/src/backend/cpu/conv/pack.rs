@@ -370,6 +370,39 @@ pub(super) unsafe fn pack_f32_avx2(
     }
 }
 
+/// The 16 values of a packer's lanes: `plane[offs[k]]` where lane `k` of
+/// `lanes` is set and `valid[k]` is not 0, else 0. One load masked by the
+/// validity where the offsets are consecutive (a stride-1 convolution's
+/// rows within a sample: masked-off lanes are never read, and cannot
+/// fault), a masked gather elsewhere.
+///
+/// # Safety
+/// `offs` and `valid` are readable for the set lanes of `lanes` (a prefix),
+/// the offsets of the valid ones lie inside the plane, and the CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn load16(plane: *const f32, offs: *const i32, valid: *const i32, lanes: u16) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    if lanes == 0 {
+        return _mm512_setzero_ps();
+    }
+    let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    // SAFETY: the table reads are masked to `lanes` (lane 0 is set, so
+    // `offs` is readable); the input read to the valid lanes (the contract).
+    unsafe {
+        let idx = _mm512_maskz_loadu_epi32(lanes, offs);
+        let ok = _mm512_mask_cmpneq_epi32_mask(lanes, _mm512_maskz_loadu_epi32(lanes, valid), _mm512_setzero_si512());
+        let first = *offs;
+        let step = _mm512_sub_epi32(idx, _mm512_set1_epi32(first));
+        if _mm512_mask_cmpeq_epi32_mask(lanes, step, iota) == lanes {
+            _mm512_maskz_loadu_ps(ok, plane.wrapping_offset(first as isize))
+        } else {
+            _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), ok, idx, plane)
+        }
+    }
+}
+
 /// [`PackFn`] for f32 with AVX-512, 16 values at a time: where the 16
 /// offsets are consecutive (a stride-1 convolution's rows within one
 /// sample), one load masked by the validity (masked-off lanes are never
@@ -396,8 +429,6 @@ pub(super) unsafe fn pack_f32_avx512(
         // SAFETY: the same contract; AVX-512F implies AVX2 here (`isa()`).
         return unsafe { pack_f32_avx2(cp, p0, kc, n, pj0, pj1, nr, dst) };
     }
-    let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    let zero = _mm512_setzero_si512();
     // Panels in groups, row by row within a group (as the AVX2 packer).
     let group = 16;
     let mut ga = pj0;
@@ -413,24 +444,16 @@ pub(super) unsafe fn pack_f32_avx512(
                     let l = pj * nr + j;
                     let live = n.saturating_sub(l).min(16);
                     let lanes = ((1u32 << live) - 1) as u16;
-                    // SAFETY: the table reads are masked to the `live` lanes
-                    // below n (inside the tables); the input read is masked to
-                    // the valid lanes, whose offsets lie inside the plane; the
-                    // panel row holds nr values from `out`.
+                    // SAFETY: the tables hold the `live` lanes from l (below
+                    // n), the valid offsets lie inside the plane, and the panel
+                    // row holds nr values from `out`.
                     unsafe {
-                        let idx = _mm512_maskz_loadu_epi32(lanes, offs.as_ptr().wrapping_add(l));
-                        let ok = _mm512_mask_cmpneq_epi32_mask(
+                        let v = load16(
+                            plane,
+                            offs.as_ptr().wrapping_add(l),
+                            valid.as_ptr().wrapping_add(l),
                             lanes,
-                            _mm512_maskz_loadu_epi32(lanes, valid.as_ptr().wrapping_add(l)),
-                            zero,
                         );
-                        let first = _mm512_set1_epi32(if live > 0 { *offs.get_unchecked(l) } else { 0 });
-                        let linear = _mm512_mask_cmpeq_epi32_mask(lanes, _mm512_sub_epi32(idx, first), iota) == lanes;
-                        let v = if linear && live > 0 {
-                            _mm512_maskz_loadu_ps(ok, plane.wrapping_offset(*offs.get_unchecked(l) as isize))
-                        } else {
-                            _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), ok, idx, plane)
-                        };
                         _mm512_storeu_ps(out.add(j), v);
                     }
                 }
@@ -549,8 +572,6 @@ pub(super) unsafe fn pack_t_f32_avx512(
         // SAFETY: the same contract.
         return unsafe { pack_t_scalar(cp, p0, kc, n, pj0, pj1, nr, dst) };
     }
-    let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    let zero = _mm512_setzero_si512();
     for pj in pj0..pj1 {
         let panel = dst.wrapping_add((pj - pj0) * nr * kc);
         for half in (0..nr).step_by(16) {
@@ -565,24 +586,10 @@ pub(super) unsafe fn pack_t_f32_avx512(
                 for (r, row) in rows.iter_mut().enumerate().take(cols) {
                     let (plane, t) = at[r];
                     let q = t + p0 + p;
-                    // SAFETY: the table reads are masked to the `live` depth
-                    // steps (inside the band's lt rows); the input read is
-                    // masked to the valid lanes, whose offsets lie inside the plane.
-                    unsafe {
-                        let idx = _mm512_maskz_loadu_epi32(lanes, cp.offs.as_ptr().add(q));
-                        let ok = _mm512_mask_cmpneq_epi32_mask(
-                            lanes,
-                            _mm512_maskz_loadu_epi32(lanes, cp.valid.as_ptr().add(q)),
-                            zero,
-                        );
-                        let first = *cp.offs.get_unchecked(q);
-                        let step = _mm512_sub_epi32(idx, _mm512_set1_epi32(first));
-                        *row = if _mm512_mask_cmpeq_epi32_mask(lanes, step, iota) == lanes {
-                            _mm512_maskz_loadu_ps(ok, plane.wrapping_offset(first as isize))
-                        } else {
-                            _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), ok, idx, plane)
-                        };
-                    }
+                    // SAFETY: the tables hold the `live` depth steps from q
+                    // (inside the band's lt rows); the valid offsets lie
+                    // inside the plane.
+                    *row = unsafe { load16(plane, cp.offs.as_ptr().add(q), cp.valid.as_ptr().add(q), lanes) };
                 }
                 // SAFETY: register shuffles (AVX-512F present).
                 let out = unsafe { transpose16(rows) };
