@@ -210,6 +210,21 @@ pub(super) fn sample_tables(ge: &Geom, tables: Option<&BandTables>) -> Option<Sa
     })
 }
 
+/// The value a tap-offset table entry names: `plane[offs[i]]` where `live`
+/// and `valid[i]` is set, else 0 (padding, or a column past the matrix).
+///
+/// # Safety
+/// Where `live` and `valid[i]` is set, `offs[i]` lies inside the plane.
+#[inline(always)]
+unsafe fn tap_value<T: Copy + Default>(plane: *const T, offs: &[i32], valid: &[i32], i: usize, live: bool) -> T {
+    if live && valid[i] != 0 {
+        // SAFETY: the caller's contract.
+        unsafe { *plane.offset(offs[i] as isize) }
+    } else {
+        T::default()
+    }
+}
+
 /// Writes [`ColPack`]'s panels (the arguments of [`PackB::pack`]).
 pub(super) type PackFn<T> = unsafe fn(&ColPack<'_, T>, usize, usize, usize, usize, usize, usize, *mut T);
 
@@ -236,12 +251,8 @@ pub(super) unsafe fn pack_scalar<T: Num>(
             at.next(cp.kk);
             for j in 0..nr {
                 let l = pj * nr + j;
-                let v = if l < n && valid[l] != 0 {
-                    // SAFETY: a valid offset is inside the plane.
-                    unsafe { *plane.offset(offs[l] as isize) }
-                } else {
-                    T::default()
-                };
+                // SAFETY: a valid entry's offset is inside the plane.
+                let v = unsafe { tap_value(plane, offs, valid, l, l < n) };
                 // SAFETY: the panel holds nr * kc values.
                 unsafe { *panel.add(p * nr + j) = v };
             }
@@ -311,12 +322,8 @@ pub(super) unsafe fn pack_f32_avx2(
                     }
                     for j in full - l0..nr {
                         let l = l0 + j;
-                        let v = if l < n && valid[l] != 0 {
-                            // SAFETY: a valid offset is inside the plane.
-                            unsafe { *plane.offset(offs[l] as isize) }
-                        } else {
-                            0.0
-                        };
+                        // SAFETY: a valid entry's offset is inside the plane.
+                        let v = unsafe { tap_value(plane, offs, valid, l, l < n) };
                         // SAFETY: the panel row holds nr values.
                         unsafe { *out.add(j) = v };
                     }
@@ -355,12 +362,8 @@ pub(super) unsafe fn pack_f32_avx2(
                 }
                 for j in full - l0..nr {
                     let l = l0 + j;
-                    let v = if l < n && valid[l] != 0 {
-                        // SAFETY: a valid offset is inside the plane.
-                        unsafe { *plane.offset(offs[l] as isize) }
-                    } else {
-                        0.0
-                    };
+                    // SAFETY: a valid entry's offset is inside the plane.
+                    let v = unsafe { tap_value(plane, offs, valid, l, l < n) };
                     // SAFETY: the panel row holds nr values.
                     unsafe { *out.add(j) = v };
                 }
@@ -532,12 +535,8 @@ pub(super) unsafe fn pack_t_scalar<T: Num>(
             let (plane, t) = cp.column(j);
             for p in 0..kc {
                 let q = t + p0 + p;
-                let v = if j < n && cp.valid[q] != 0 {
-                    // SAFETY: a valid offset is inside the plane.
-                    unsafe { *plane.offset(cp.offs[q] as isize) }
-                } else {
-                    T::default()
-                };
+                // SAFETY: a valid entry's offset is inside the plane.
+                let v = unsafe { tap_value(plane, cp.offs, cp.valid, q, j < n) };
                 // SAFETY: the panel holds nr * kc values.
                 unsafe { *panel.add(p * nr + jj) = v };
             }
