@@ -21,10 +21,13 @@ use super::super::warm::par_for_each;
 use super::Geom;
 use std::arch::x86_64::*;
 
-/// Output positions per work unit (a multiple of every tile height): its
-/// channels-last results (at most 64 KiB per 16 output channels) stay in
-/// L2 until they are transposed out.
+/// Output positions per work unit of a thread (a multiple of [`SUB`]).
 const CHUNK: usize = 1008;
+
+/// Output positions whose products run before their results (in L1,
+/// channels-last) are transposed into the output: a multiple of every tile
+/// height and of the transposes' 16.
+const SUB: usize = 48;
 
 /// Whether [`forward`] runs the convolution `ge` on this CPU: one group,
 /// output channels in whole vectors, enough input channels per tap for the
@@ -109,42 +112,45 @@ pub(super) unsafe fn forward(ge: &Geom, x: *const f32, wt: *const f32, bias: Opt
     let (bt, offs, zeros, xp, yp) = (&bt, &offs, &zeros, Shared(x as *mut f32), Shared(y));
     let bias = bias.map(|b| Shared(b as *mut f32));
     par_for_each(tasks, |t| {
-        let mut out = vec![0f32; (CHUNK + 16) * o];
+        let mut out = vec![0f32; (SUB + 16) * o];
         let mut ptrs = vec![[std::ptr::null::<f32>(); 16]; kk];
         for ch in (t..chunks).step_by(tasks) {
-            let (p0, p1) = (ch * CHUNK, ((ch + 1) * CHUNK).min(total));
-            let mut nb = 0;
-            while nb < o {
-                let run = Run {
-                    ge,
-                    x: xp,
-                    zeros,
-                    offs,
-                    b: &bt[nb..],
-                    bias: bias.map(|b| b.at(nb) as *const f32),
-                    out: &mut out[nb..],
-                    ptrs: &mut ptrs,
-                };
-                // SAFETY: AVX-512F is present (`applies`); `out` holds the
-                // chunk's rows rounded up to whole tiles.
-                nb += unsafe {
-                    match (o - nb) / 16 {
-                        1 => run.tiles::<12, 1>(p0, p1),
-                        2 => run.tiles::<8, 2>(p0, p1),
-                        3 => run.tiles::<8, 3>(p0, p1),
-                        _ => run.tiles::<6, 4>(p0, p1),
-                    }
-                };
-            }
-            // The chunk's rows, sample by sample, into y[n][o][l].
-            let mut gp = p0;
-            while gp < p1 {
-                let (s, pa) = (gp / l, gp % l);
-                let pb = l.min(pa + (p1 - gp));
-                // SAFETY: rows gp.. of `out` (o values each) were written
-                // above; y[s][..][pa..pb] is this chunk's only (o rows l apart).
-                unsafe { transpose(out.as_ptr().add((gp - p0) * o), pb - pa, o, o, yp.at(s * o * l + pa), l) };
-                gp += pb - pa;
+            for q0 in (ch * CHUNK..((ch + 1) * CHUNK).min(total)).step_by(SUB) {
+                let q1 = (q0 + SUB).min(total);
+                let mut nb = 0;
+                while nb < o {
+                    let run = Run {
+                        ge,
+                        x: xp,
+                        zeros,
+                        offs,
+                        b: &bt[nb..],
+                        bias: bias.map(|b| b.at(nb) as *const f32),
+                        out: &mut out[nb..],
+                        ptrs: &mut ptrs,
+                    };
+                    // SAFETY: AVX-512F is present (`applies`); `out` holds the
+                    // rows [q0, q1) rounded up to whole tiles.
+                    nb += unsafe {
+                        match (o - nb) / 16 {
+                            1 => run.tiles::<12, 1>(q0, q1),
+                            2 => run.tiles::<8, 2>(q0, q1),
+                            3 => run.tiles::<8, 3>(q0, q1),
+                            _ => run.tiles::<6, 4>(q0, q1),
+                        }
+                    };
+                }
+                // The rows, sample by sample, into y[n][o][l]: their stores
+                // drain while the next rows' products run.
+                let mut gp = q0;
+                while gp < q1 {
+                    let (s, pa) = (gp / l, gp % l);
+                    let pb = l.min(pa + (q1 - gp));
+                    // SAFETY: rows gp.. of `out` (o values each) were written
+                    // above; y[s][..][pa..pb] is this task's only (o rows l apart).
+                    unsafe { transpose(out.as_ptr().add((gp - q0) * o), pb - pa, o, o, yp.at(s * o * l + pa), l) };
+                    gp += pb - pa;
+                }
             }
         }
     });
