@@ -21,9 +21,6 @@ use super::super::warm::par_for_each;
 use super::Geom;
 use std::arch::x86_64::*;
 
-/// Output positions per work unit of a thread (a multiple of [`SUB`]).
-const CHUNK: usize = 1008;
-
 /// Output positions whose products run before their results (in L1,
 /// channels-last) are transposed into the output: a multiple of every tile
 /// height and of the transposes' 16.
@@ -107,50 +104,49 @@ pub(super) unsafe fn forward(ge: &Geom, x: *const f32, wt: *const f32, bias: Opt
     }
     let offs = offsets(ge);
     let total = ge.n * l;
-    let chunks = total.div_ceil(CHUNK);
-    let tasks = threads.min(chunks);
+    // Each task takes an even share of the blocks of SUB positions, in one run.
+    let blocks = total.div_ceil(SUB);
+    let tasks = threads.min(blocks);
     let (bt, offs, zeros, xp, yp) = (&bt, &offs, &zeros, Shared(x as *mut f32), Shared(y));
     let bias = bias.map(|b| Shared(b as *mut f32));
     par_for_each(tasks, |t| {
         let mut out = vec![0f32; (SUB + 16) * o];
         let mut ptrs = vec![[std::ptr::null::<f32>(); 16]; kk];
-        for ch in (t..chunks).step_by(tasks) {
-            for q0 in (ch * CHUNK..((ch + 1) * CHUNK).min(total)).step_by(SUB) {
-                let q1 = (q0 + SUB).min(total);
-                let mut nb = 0;
-                while nb < o {
-                    let run = Run {
-                        ge,
-                        x: xp,
-                        zeros,
-                        offs,
-                        b: &bt[nb..],
-                        bias: bias.map(|b| b.at(nb) as *const f32),
-                        out: &mut out[nb..],
-                        ptrs: &mut ptrs,
-                    };
-                    // SAFETY: AVX-512F is present (`applies`); `out` holds the
-                    // rows [q0, q1) rounded up to whole tiles.
-                    nb += unsafe {
-                        match (o - nb) / 16 {
-                            1 => run.tiles::<12, 1>(q0, q1),
-                            2 => run.tiles::<8, 2>(q0, q1),
-                            3 => run.tiles::<8, 3>(q0, q1),
-                            _ => run.tiles::<6, 4>(q0, q1),
-                        }
-                    };
-                }
-                // The rows, sample by sample, into y[n][o][l]: their stores
-                // drain while the next rows' products run.
-                let mut gp = q0;
-                while gp < q1 {
-                    let (s, pa) = (gp / l, gp % l);
-                    let pb = l.min(pa + (q1 - gp));
-                    // SAFETY: rows gp.. of `out` (o values each) were written
-                    // above; y[s][..][pa..pb] is this task's only (o rows l apart).
-                    unsafe { transpose(out.as_ptr().add((gp - q0) * o), pb - pa, o, o, yp.at(s * o * l + pa), l) };
-                    gp += pb - pa;
-                }
+        for q0 in (t * blocks / tasks * SUB..((t + 1) * blocks / tasks * SUB).min(total)).step_by(SUB) {
+            let q1 = (q0 + SUB).min(total);
+            let mut nb = 0;
+            while nb < o {
+                let run = Run {
+                    ge,
+                    x: xp,
+                    zeros,
+                    offs,
+                    b: &bt[nb..],
+                    bias: bias.map(|b| b.at(nb) as *const f32),
+                    out: &mut out[nb..],
+                    ptrs: &mut ptrs,
+                };
+                // SAFETY: AVX-512F is present (`applies`); `out` holds the
+                // rows [q0, q1) rounded up to whole tiles.
+                nb += unsafe {
+                    match (o - nb) / 16 {
+                        1 => run.tiles::<12, 1>(q0, q1),
+                        2 => run.tiles::<8, 2>(q0, q1),
+                        3 => run.tiles::<8, 3>(q0, q1),
+                        _ => run.tiles::<6, 4>(q0, q1),
+                    }
+                };
+            }
+            // The rows, sample by sample, into y[n][o][l]: their stores
+            // drain while the next rows' products run.
+            let mut gp = q0;
+            while gp < q1 {
+                let (s, pa) = (gp / l, gp % l);
+                let pb = l.min(pa + (q1 - gp));
+                // SAFETY: rows gp.. of `out` (o values each) were written
+                // above; y[s][..][pa..pb] is this task's only (o rows l apart).
+                unsafe { transpose(out.as_ptr().add((gp - q0) * o), pb - pa, o, o, yp.at(s * o * l + pa), l) };
+                gp += pb - pa;
             }
         }
     });
@@ -331,11 +327,12 @@ fn padded_rows(o: usize) -> usize {
 /// holds: writes all of `wt`.
 ///
 /// Register tiles of `R` output channels by `16 V` input channels, one tap
-/// each, run over the output positions of every sample in order: the input
-/// channels-last (a row of zeros after each sample's, for taps in the
-/// padding) gives the lanes, the output gradient, read in place, the
-/// broadcasts. Each weight element is one FMA chain over the samples and
-/// positions in order, whatever the split of the tiles among threads.
+/// each, run over the output positions of one sample after another: the
+/// sample's input, copied channels-last (and a row of zeros for taps in
+/// the padding), gives the lanes, the output gradient, read in place, the
+/// broadcasts. Each weight element is one FMA chain per fixed chunk of
+/// samples ([`super::weight_chunks`]), the chunks then summed in order:
+/// the same bits for any number of threads.
 ///
 /// # Safety
 /// `x` (`[n, c, h, w]`), `y` (`[n, o, oh, ow]`) and `wt` (`[o, c, kh,
@@ -343,21 +340,8 @@ fn padded_rows(o: usize) -> usize {
 /// `ge`; [`applies_weight`] holds.
 pub(super) unsafe fn backward_weight(ge: &Geom, x: *const f32, y: *const f32, wt: *mut f32) {
     let (c, o, l, hw, kk) = (ge.c, ge.o, ge.l(), ge.hw(), ge.kh * ge.kw);
-    // Each sample's input as [hw + 1][c], its last row zeros.
-    let stride = (hw + 1) * c;
-    let mut xcl = vec![0f32; ge.n * stride];
-    let (xp, xclp) = (Shared(x as *mut f32), Shared(xcl.as_mut_ptr()));
-    let threads = rayon::current_num_threads();
-    let tasks = threads.min(ge.n);
-    par_for_each(tasks, |t| {
-        for s in t * ge.n / tasks..(t + 1) * ge.n / tasks {
-            // SAFETY: sample s of x is c x hw values; its block of xcl is
-            // written by this task only; AVX-512F is present (`applies_weight`).
-            unsafe { transpose(xp.at(s * c * hw), c, hw, hw, xclp.at(s * stride), c) }
-        }
-    });
-    // Per tap and output position, the offset of the input row it reads
-    // within its sample's block (the zero row in the padding).
+    // Per tap and output position, the offset of the input row it reads in
+    // a sample's channels-last input (the zero row past the last in the padding).
     let rows: Vec<u32> = offsets(ge).iter().map(|off| (off.unwrap_or(hw) * c) as u32).collect();
     // The tiles: (tap, first output channel, first input channel, lane vectors).
     let mut tiles = Vec::new();
@@ -372,47 +356,70 @@ pub(super) unsafe fn backward_weight(ge: &Geom, x: *const f32, y: *const f32, wt
             c0 += 16 * v;
         }
     }
+    // The samples are summed in fixed chunks (a function of the shapes
+    // only), each into its own partial sum [tap][op][c], then the chunks
+    // in order.
     let op = padded_rows(o);
-    let mut acc = vec![0f32; kk * op * c];
+    let size = kk * op * c;
+    let chunks = super::weight_chunks(ge.n, size);
+    let mut acc = vec![0f32; chunks * size];
     let accp = Shared(acc.as_mut_ptr());
     // What the tile rows past the last output channel read.
     let zeros = vec![0f32; l];
-    let (yp, zp) = (Shared(y as *mut f32), Shared(zeros.as_ptr() as *mut f32));
-    let (xcl, rows, tiles) = (&xcl, &rows, &tiles);
-    let tasks = threads.min(tiles.len());
+    let (xp, yp, zp) = (
+        Shared(x as *mut f32),
+        Shared(y as *mut f32),
+        Shared(zeros.as_ptr() as *mut f32),
+    );
+    let (rows, tiles) = (&rows, &tiles);
+    let tasks = rayon::current_num_threads().min(chunks);
     par_for_each(tasks, |task| {
-        for s in 0..ge.n {
-            for &(t, o0, c0, v) in tiles.iter().skip(task).step_by(tasks) {
-                let dy: [*const f32; 12] = std::array::from_fn(|i| {
-                    let oc = o0 + i;
-                    if oc < o {
-                        yp.at((s * o + oc) * l) as *const f32
-                    } else {
-                        zp.at(0) as *const f32
-                    }
-                });
-                let tile = WeightTile {
-                    dy,
-                    x: xcl[s * stride + c0..].as_ptr(),
-                    rows: &rows[t * l..(t + 1) * l],
-                    acc: accp.at((t * op + o0) * c + c0),
-                    ldacc: c,
-                };
-                // SAFETY: AVX-512F is present; each dy row holds l values; the
-                // rows' offsets (at most hw * c) plus 16 v lanes from c0 lie
-                // in sample s's block; this tile's block of `acc` (rows o0..o0
-                // + R < op of tap t, 16 v lanes from c0) is this task's only.
-                unsafe {
-                    match v {
-                        1 => tile.run::<8, 1>(),
-                        2 => tile.run::<8, 2>(),
-                        3 => tile.run::<8, 3>(),
-                        _ => tile.run::<6, 4>(),
+        // One sample's input as [hw + 1][c], its last row zeros.
+        let mut xs = vec![0f32; (hw + 1) * c];
+        for ch in (task..chunks).step_by(tasks) {
+            for s in ch * ge.n / chunks..(ch + 1) * ge.n / chunks {
+                // SAFETY: sample s of x is c x hw values; `xs` holds hw x c
+                // (and the zero row); AVX-512F is present (`applies_weight`).
+                unsafe { transpose(xp.at(s * c * hw), c, hw, hw, xs.as_mut_ptr(), c) };
+                for &(t, o0, c0, v) in tiles {
+                    let dy: [*const f32; 12] = std::array::from_fn(|i| {
+                        let oc = o0 + i;
+                        if oc < o {
+                            yp.at((s * o + oc) * l) as *const f32
+                        } else {
+                            zp.at(0) as *const f32
+                        }
+                    });
+                    let tile = WeightTile {
+                        dy,
+                        x: xs[c0..].as_ptr(),
+                        rows: &rows[t * l..(t + 1) * l],
+                        acc: accp.at(ch * size + (t * op + o0) * c + c0),
+                        ldacc: c,
+                    };
+                    // SAFETY: AVX-512F is present; each dy row holds l values;
+                    // the rows' offsets (at most hw * c) plus 16 v lanes from c0
+                    // lie in `xs`; this tile's block of chunk ch's partial sum
+                    // (rows o0..o0 + R < op of tap t, 16 v lanes from c0) is
+                    // this task's only.
+                    unsafe {
+                        match v {
+                            1 => tile.run::<8, 1>(),
+                            2 => tile.run::<8, 2>(),
+                            3 => tile.run::<8, 3>(),
+                            _ => tile.run::<6, 4>(),
+                        }
                     }
                 }
             }
         }
     });
+    let (acc, rest) = acc.split_at_mut(size);
+    for part in rest.chunks_exact(size) {
+        for (a, &b) in acc.iter_mut().zip(part) {
+            *a += b;
+        }
+    }
     // [tap][o][c] into [o][c][tap].
     // SAFETY: wt holds o x c x kk values.
     let out = unsafe { std::slice::from_raw_parts_mut(wt, o * c * kk) };
