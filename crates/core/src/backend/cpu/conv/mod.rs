@@ -26,6 +26,13 @@
 //! weight gradient sums over samples in fixed chunks (a function of the
 //! shapes only), each chunk in sample order, and the chunks in order, so
 //! every result is the same for any number of threads.
+//!
+//! On AVX-512, f32 convolutions of one group with enough channels skip the
+//! column matrix: `indirect.rs` runs the forward and the weight gradient as
+//! indirect GEMMs (register tiles read the input through per-tap
+//! pointers), and a stride-1 input gradient as the flipped convolution's
+//! indirect forward. Their bits differ from the GEMM paths' (the products
+//! are summed tap by tap) and are the same for any number of threads.
 
 #[cfg(target_arch = "x86_64")]
 mod indirect;
