@@ -1,21 +1,30 @@
-//! The f32 forward convolution on AVX-512 as an indirect GEMM (as
-//! XNNPACK's): output positions are the rows of the register tile, output
-//! channels its lanes.
+//! The f32 forward convolution and weight gradient as indirect GEMMs (as
+//! XNNPACK's), on AVX-512 and on AVX2.
 //!
-//! The input is copied channels-last once (`[n][h * w][c]`, plus one row of
-//! zeros). A tile row reads tap `t`'s `c` input channels through a pointer
-//! to its input position, or to the row of zeros where the tap falls in the
-//! padding: no column matrix is built or packed, and the tiles run over the
-//! positions of all samples, so a small image (14 x 14 = 196 positions)
-//! leaves no tile half idle. The weight is read as `[tap][c][o]`; the
-//! results, channels-last, are transposed back into the output in blocks
-//! of 16 x 16 while they are still in cache.
+//! Forward: register tiles of output positions (rows; the positions of all
+//! samples in turn, so a small image of 14 x 14 = 196 positions leaves no
+//! tile half idle) by output channels (lanes). A tile row reads tap `t`'s
+//! input channels in place, through a pointer to its input position in
+//! the first channel's plane (the channels `h * w` apart), or to a block
+//! of zeros where the tap falls in the padding: no column matrix is built
+//! or packed. The weight is read as `[tap][c][o]`. Every 48 positions'
+//! results (channels-last, in L1) are transposed into the NCHW output
+//! while the next positions' products run.
 //!
-//! Each output element is its bias (or 0) plus its products in the order
-//! (tap, input channel), one FMA each, whatever the split of the work: the
-//! same bits for any number of threads.
+//! Weight gradient: register tiles of output channels (rows) by input
+//! channels (lanes) of one tap, over the output positions of one sample
+//! after another: the sample's input, copied channels-last just before
+//! (with a row of zeros for taps in the padding), gives the lanes, the
+//! output gradient, read in place, the broadcasts.
+//!
+//! Each forward output is its bias (or 0) plus its products in the order
+//! (tap, input channel), one FMA each; each weight gradient element one
+//! FMA chain per fixed chunk of samples, the chunks then summed in order:
+//! the same bits for any number of threads (but not the GEMM paths' bits,
+//! nor the same on AVX2 as on AVX-512, whose FMA chains are the same but
+//! whose tiles need not be).
 
-use super::super::gemm::transpose16;
+use super::super::gemm::{transpose8, transpose16};
 use super::super::simd::{Isa, isa};
 use super::super::warm::par_for_each;
 use super::Geom;
@@ -27,17 +36,255 @@ use std::arch::x86_64::*;
 const SUB: usize = 48;
 
 /// Whether [`forward`] runs the convolution `ge` on this CPU: one group,
-/// output channels in whole vectors, enough input channels per tap for the
-/// pointer set-up to be small beside the products, and a kernel larger
-/// than 1 x 1 (a 1 x 1 one multiplies the input in place).
+/// output channels in whole vectors of 16, enough input channels per tap
+/// for the pointer set-up to be small beside the products, and a kernel
+/// larger than 1 x 1 (a 1 x 1 one multiplies the input in place).
 pub(super) fn applies(ge: &Geom) -> bool {
-    isa() >= Isa::Avx512
+    isa() >= Isa::Avx2
         && ge.g == 1
         && ge.o.is_multiple_of(16)
         && ge.o > 0
         && ge.c >= 16
         && ge.kh * ge.kw > 1
         && ge.n * ge.l() > 0
+}
+
+/// Whether [`backward_weight`] runs the weight gradient of `ge` on this
+/// CPU: one group, input channels in whole vectors of 16, a kernel larger
+/// than 1 x 1.
+pub(super) fn applies_weight(ge: &Geom) -> bool {
+    isa() >= Isa::Avx2
+        && ge.g == 1
+        && ge.c.is_multiple_of(16)
+        && ge.c > 0
+        && ge.o > 0
+        && ge.kh * ge.kw > 1
+        && ge.n * ge.l() > 0
+        && (ge.hw() + 1) * ge.c <= u32::MAX as usize
+}
+
+/// The register-tile kernels and transposes of one instruction set.
+trait Kernels {
+    /// f32 lanes per vector.
+    const LANES: usize;
+    /// Most vectors across a tile.
+    const MAX_V: usize;
+    /// Rows of a forward tile `v` vectors wide.
+    fn fwd_rows(v: usize) -> usize;
+    /// Rows of a weight-gradient tile `v` vectors wide.
+    fn weight_rows(v: usize) -> usize;
+    /// A forward tile ([`fwd_tile_avx512`]) `v` vectors wide.
+    ///
+    /// # Safety
+    /// This instruction set is present; the contract of the tile kernels.
+    unsafe fn fwd_tile(v: usize, a: FwdA, b: (*const f32, usize), bias: Option<*const f32>, out: (*mut f32, usize));
+    /// A weight-gradient tile ([`weight_tile_avx512`]) `v` vectors wide.
+    ///
+    /// # Safety
+    /// This instruction set is present; the contract of the tile kernels.
+    unsafe fn weight_tile(v: usize, dy: &[*const f32; 12], x: *const f32, rows: &[u32], acc: (*mut f32, usize));
+    /// `dst[j * ldd + i] = src[i * lds + j]` for `i < rows`, `j < cols`.
+    ///
+    /// # Safety
+    /// This instruction set is present; `src` holds `rows` rows of `cols`
+    /// values `lds` apart, `dst` `cols` rows of `rows` values `ldd` apart,
+    /// not overlapping.
+    unsafe fn transpose(src: *const f32, rows: usize, cols: usize, lds: usize, dst: *mut f32, ldd: usize);
+}
+
+/// A forward tile's A operand: per tap, the tile rows' input pointers; the
+/// input channels; their stride.
+type FwdA<'a> = (&'a [[*const f32; 16]], usize, usize);
+
+/// The tile kernels of one instruction set: `$fwd` (forward) and `$wgt`
+/// (weight gradient), `R` rows by `V` vectors of `$lanes`.
+macro_rules! tile_kernels {
+    ($fwd:ident, $wgt:ident, $feat:literal, $v:ty, $lanes:literal, $load:ident, $store:ident, $set1:ident, $fma:ident, $zero:ident) => {
+        /// One forward tile: `out[i][..] = bias + sum over (t, ci) of
+        /// ptrs[t][i][ci * cs] * b[(t * c + ci) * ldb..][..V lanes]`, in
+        /// that order.
+        ///
+        /// # Safety
+        /// The instruction set is present; each `ptrs[t][i]` (`i < R`)
+        /// addresses `c` values `cs` apart, `b` holds `ptrs.len() * c` rows
+        /// of `V` vectors `ldb` apart, `bias` (when given) `V` vectors, and
+        /// `out` `R` rows of `V` vectors `ldo` apart.
+        #[target_feature(enable = $feat)]
+        unsafe fn $fwd<const R: usize, const V: usize>(
+            (ptrs, c, cs): FwdA,
+            (b, ldb): (*const f32, usize),
+            bias: Option<*const f32>,
+            (out, ldo): (*mut f32, usize),
+        ) {
+            // SAFETY: the reads and writes stay inside the ranges of the contract.
+            unsafe {
+                let init: [$v; V] = match bias {
+                    Some(bp) => std::array::from_fn(|v| $load(bp.add($lanes * v))),
+                    None => [$zero(); V],
+                };
+                let mut acc = [init; R];
+                let mut b = b;
+                for row in ptrs {
+                    let a: [*const f32; R] = std::array::from_fn(|i| row[i]);
+                    for ci in 0..c {
+                        let bv: [$v; V] = std::array::from_fn(|v| $load(b.add($lanes * v)));
+                        for (i, r) in acc.iter_mut().enumerate() {
+                            let ai = $set1(*a[i].add(ci * cs));
+                            for (rv, &bv) in r.iter_mut().zip(&bv) {
+                                *rv = $fma(ai, bv, *rv);
+                            }
+                        }
+                        b = b.add(ldb);
+                    }
+                }
+                for (i, r) in acc.iter().enumerate() {
+                    for (v, &rv) in r.iter().enumerate() {
+                        $store(out.add(i * ldo + $lanes * v), rv);
+                    }
+                }
+            }
+        }
+
+        /// One weight-gradient tile over one sample's output positions:
+        /// `acc[i][..] += sum over p of dy[i][p] * x[rows[p]..][..V lanes]`,
+        /// one FMA at a time in the order of the positions.
+        ///
+        /// # Safety
+        /// The instruction set is present; `dy[i]` (`i < R`) holds
+        /// `rows.len()` values, `x` plus each offset of `rows` holds `V`
+        /// vectors, `acc` `R` rows of `V` vectors `ld` apart.
+        #[target_feature(enable = $feat)]
+        unsafe fn $wgt<const R: usize, const V: usize>(
+            dy: &[*const f32; 12],
+            x: *const f32,
+            rows: &[u32],
+            (accp, ld): (*mut f32, usize),
+        ) {
+            // SAFETY: the reads and writes stay inside the ranges of the contract.
+            unsafe {
+                let mut acc: [[$v; V]; R] =
+                    std::array::from_fn(|i| std::array::from_fn(|v| $load(accp.add(i * ld + $lanes * v))));
+                let dy: [*const f32; R] = std::array::from_fn(|i| dy[i]);
+                for (p, &row) in rows.iter().enumerate() {
+                    let xr = x.add(row as usize);
+                    let xv: [$v; V] = std::array::from_fn(|v| $load(xr.add($lanes * v)));
+                    for (i, r) in acc.iter_mut().enumerate() {
+                        let g = $set1(*dy[i].add(p));
+                        for (rv, &xv) in r.iter_mut().zip(&xv) {
+                            *rv = $fma(g, xv, *rv);
+                        }
+                    }
+                }
+                for (i, r) in acc.iter().enumerate() {
+                    for (v, &rv) in r.iter().enumerate() {
+                        $store(accp.add(i * ld + $lanes * v), rv);
+                    }
+                }
+            }
+        }
+    };
+}
+
+tile_kernels!(
+    fwd_tile_avx512,
+    weight_tile_avx512,
+    "avx512f",
+    __m512,
+    16,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps,
+    _mm512_set1_ps,
+    _mm512_fmadd_ps,
+    _mm512_setzero_ps
+);
+tile_kernels!(
+    fwd_tile_avx2,
+    weight_tile_avx2,
+    "avx2,fma",
+    __m256,
+    8,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    _mm256_setzero_ps
+);
+
+/// AVX-512: 16 lanes, tiles up to 4 vectors wide (32 registers: R x V
+/// accumulators, V operand vectors and a broadcast).
+struct Avx512;
+
+impl Kernels for Avx512 {
+    const LANES: usize = 16;
+    const MAX_V: usize = 4;
+    fn fwd_rows(v: usize) -> usize {
+        [12, 8, 8, 6][v - 1]
+    }
+    fn weight_rows(v: usize) -> usize {
+        [8, 8, 8, 6][v - 1]
+    }
+    unsafe fn fwd_tile(v: usize, a: FwdA, b: (*const f32, usize), bias: Option<*const f32>, out: (*mut f32, usize)) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match v {
+                1 => fwd_tile_avx512::<12, 1>(a, b, bias, out),
+                2 => fwd_tile_avx512::<8, 2>(a, b, bias, out),
+                3 => fwd_tile_avx512::<8, 3>(a, b, bias, out),
+                _ => fwd_tile_avx512::<6, 4>(a, b, bias, out),
+            }
+        }
+    }
+    unsafe fn weight_tile(v: usize, dy: &[*const f32; 12], x: *const f32, rows: &[u32], acc: (*mut f32, usize)) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match v {
+                1 => weight_tile_avx512::<8, 1>(dy, x, rows, acc),
+                2 => weight_tile_avx512::<8, 2>(dy, x, rows, acc),
+                3 => weight_tile_avx512::<8, 3>(dy, x, rows, acc),
+                _ => weight_tile_avx512::<6, 4>(dy, x, rows, acc),
+            }
+        }
+    }
+    unsafe fn transpose(src: *const f32, rows: usize, cols: usize, lds: usize, dst: *mut f32, ldd: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { transpose_avx512(src, rows, cols, lds, dst, ldd) }
+    }
+}
+
+/// AVX2: 8 lanes, tiles up to 2 vectors wide (16 registers).
+struct Avx2;
+
+impl Kernels for Avx2 {
+    const LANES: usize = 8;
+    const MAX_V: usize = 2;
+    fn fwd_rows(v: usize) -> usize {
+        [12, 6][v - 1]
+    }
+    fn weight_rows(v: usize) -> usize {
+        [8, 6][v - 1]
+    }
+    unsafe fn fwd_tile(v: usize, a: FwdA, b: (*const f32, usize), bias: Option<*const f32>, out: (*mut f32, usize)) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match v {
+                1 => fwd_tile_avx2::<12, 1>(a, b, bias, out),
+                _ => fwd_tile_avx2::<6, 2>(a, b, bias, out),
+            }
+        }
+    }
+    unsafe fn weight_tile(v: usize, dy: &[*const f32; 12], x: *const f32, rows: &[u32], acc: (*mut f32, usize)) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match v {
+                1 => weight_tile_avx2::<8, 1>(dy, x, rows, acc),
+                _ => weight_tile_avx2::<6, 2>(dy, x, rows, acc),
+            }
+        }
+    }
+    unsafe fn transpose(src: *const f32, rows: usize, cols: usize, lds: usize, dst: *mut f32, ldd: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { transpose_avx2(src, rows, cols, lds, dst, ldd) }
+    }
 }
 
 /// A raw pointer shared by the threads of one call.
@@ -86,11 +333,41 @@ fn offsets(ge: &Geom) -> Vec<Option<usize>> {
 /// `x`, `wt`, `bias` (`[o]`) and `y` hold the contiguous tensors of `ge`,
 /// `y` writable and disjoint from the others; [`applies`] holds.
 pub(super) unsafe fn forward(ge: &Geom, x: *const f32, wt: *const f32, bias: Option<*const f32>, y: *mut f32) {
+    // SAFETY: the same contract; `applies` checked the instruction set.
+    unsafe { forward_on(isa(), ge, x, wt, bias, y) }
+}
+
+/// [`forward`] with the kernels of `level` (AVX-512 or AVX2).
+///
+/// # Safety
+/// As [`forward`]; the CPU has `level`.
+pub(super) unsafe fn forward_on(
+    level: Isa,
+    ge: &Geom,
+    x: *const f32,
+    wt: *const f32,
+    bias: Option<*const f32>,
+    y: *mut f32,
+) {
+    // SAFETY: the same contract.
+    unsafe {
+        if level >= Isa::Avx512 {
+            forward_with::<Avx512>(ge, x, wt, bias, y)
+        } else {
+            forward_with::<Avx2>(ge, x, wt, bias, y)
+        }
+    }
+}
+
+/// [`forward`] with the kernels `K`.
+///
+/// # Safety
+/// As [`forward`]; the CPU has `K`'s instruction set.
+unsafe fn forward_with<K: Kernels>(ge: &Geom, x: *const f32, wt: *const f32, bias: Option<*const f32>, y: *mut f32) {
     let (c, o, l, hw, kk) = (ge.c, ge.o, ge.l(), ge.hw(), ge.kh * ge.kw);
     // What a tap in the padding reads: zeros `hw` apart (only c of them are
     // ever touched; a large block is mapped lazily).
     let zeros = vec![0f32; (c - 1) * hw + 1];
-    let threads = rayon::current_num_threads();
     // The weight as [tap][c][o].
     // SAFETY: wt holds o x c x kk values.
     let w = unsafe { std::slice::from_raw_parts(wt, o * c * kk) };
@@ -106,7 +383,7 @@ pub(super) unsafe fn forward(ge: &Geom, x: *const f32, wt: *const f32, bias: Opt
     let total = ge.n * l;
     // Each task takes an even share of the blocks of SUB positions, in one run.
     let blocks = total.div_ceil(SUB);
-    let tasks = threads.min(blocks);
+    let tasks = rayon::current_num_threads().min(blocks);
     let (bt, offs, zeros, xp, yp) = (&bt, &offs, &zeros, Shared(x as *mut f32), Shared(y));
     let bias = bias.map(|b| Shared(b as *mut f32));
     par_for_each(tasks, |t| {
@@ -116,26 +393,35 @@ pub(super) unsafe fn forward(ge: &Geom, x: *const f32, wt: *const f32, bias: Opt
             let q1 = (q0 + SUB).min(total);
             let mut nb = 0;
             while nb < o {
-                let run = Run {
-                    ge,
-                    x: xp,
-                    zeros,
-                    offs,
-                    b: &bt[nb..],
-                    bias: bias.map(|b| b.at(nb) as *const f32),
-                    out: &mut out[nb..],
-                    ptrs: &mut ptrs,
-                };
-                // SAFETY: AVX-512F is present (`applies`); `out` holds the
-                // rows [q0, q1) rounded up to whole tiles.
-                nb += unsafe {
-                    match (o - nb) / 16 {
-                        1 => run.tiles::<12, 1>(q0, q1),
-                        2 => run.tiles::<8, 2>(q0, q1),
-                        3 => run.tiles::<8, 3>(q0, q1),
-                        _ => run.tiles::<6, 4>(q0, q1),
+                let v = ((o - nb) / K::LANES).min(K::MAX_V);
+                let rows = K::fwd_rows(v);
+                let mut t0 = q0;
+                while t0 < q1 {
+                    for i in 0..rows {
+                        let gp = t0 + i;
+                        let (s, p) = (gp / l, gp % l);
+                        for (tap, row) in ptrs.iter_mut().enumerate() {
+                            let off = if gp < q1 { offs[tap * l + p] } else { None };
+                            // A valid offset is a position of sample s's first plane.
+                            row[i] = off.map_or(zeros.as_ptr(), |v| xp.at(s * c * hw + v) as *const f32);
+                        }
                     }
-                };
+                    // SAFETY: every pointer addresses c values hw apart (in x or
+                    // `zeros`); `bt` holds kk * c rows of o values, `bias` o;
+                    // `out` holds SUB + 16 rows of o (t0 - q0 + rows <= SUB +
+                    // 12); the CPU has K's instruction set.
+                    unsafe {
+                        K::fwd_tile(
+                            v,
+                            (&ptrs[..], c, hw),
+                            (bt.as_ptr().add(nb), o),
+                            bias.map(|b| b.at(nb) as *const f32),
+                            (out.as_mut_ptr().add((t0 - q0) * o + nb), o),
+                        )
+                    };
+                    t0 += rows;
+                }
+                nb += K::LANES * v;
             }
             // The rows, sample by sample, into y[n][o][l]: their stores
             // drain while the next rows' products run.
@@ -145,180 +431,15 @@ pub(super) unsafe fn forward(ge: &Geom, x: *const f32, wt: *const f32, bias: Opt
                 let pb = l.min(pa + (q1 - gp));
                 // SAFETY: rows gp.. of `out` (o values each) were written
                 // above; y[s][..][pa..pb] is this task's only (o rows l apart).
-                unsafe { transpose(out.as_ptr().add((gp - q0) * o), pb - pa, o, o, yp.at(s * o * l + pa), l) };
+                unsafe { K::transpose(out.as_ptr().add((gp - q0) * o), pb - pa, o, o, yp.at(s * o * l + pa), l) };
                 gp += pb - pa;
             }
         }
     });
 }
 
-/// The tiles of one block of output channels over one chunk of positions.
-struct Run<'a> {
-    ge: &'a Geom,
-    /// The input.
-    x: Shared,
-    /// [`forward`]'s zeros.
-    zeros: &'a [f32],
-    /// [`offsets`].
-    offs: &'a [Option<usize>],
-    /// The weight `[tap][c][o]` from the block's first output channel.
-    b: &'a [f32],
-    /// The bias from the block's first output channel.
-    bias: Option<*const f32>,
-    /// The chunk's results `[p][o]` from the block's first output channel.
-    out: &'a mut [f32],
-    /// Scratch: per tap, the tile rows' input pointers.
-    ptrs: &'a mut [[*const f32; 16]],
-}
-
-impl Run<'_> {
-    /// Runs `R x (16 V)` tiles over positions `[p0, p1)` (of all samples);
-    /// returns the block's width, `16 V`.
-    ///
-    /// # Safety
-    /// AVX-512F is present; `out` holds the rows `[p0, p1)` rounded up to
-    /// whole tiles, `16 V` values into rows of `o`; `b` holds `16 V` values
-    /// into each of its `kk * c` rows of `o`, `bias` 16 V values.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn tiles<const R: usize, const V: usize>(self, p0: usize, p1: usize) -> usize {
-        let ge = self.ge;
-        let (c, o, l, kk) = (ge.c, ge.o, ge.l(), ge.kh * ge.kw);
-        let (hw, x, zeros) = (ge.hw(), self.x, self.zeros.as_ptr());
-        let mut t0 = p0;
-        while t0 < p1 {
-            for i in 0..R {
-                let gp = t0 + i;
-                let (s, p) = (gp / l, gp % l);
-                for (t, row) in self.ptrs.iter_mut().enumerate() {
-                    let off = if gp < p1 { self.offs[t * l + p] } else { None };
-                    // A valid offset is a position of sample s's first plane.
-                    row[i] = off.map_or(zeros, |v| x.at(s * c * hw + v) as *const f32);
-                }
-            }
-            // SAFETY: every pointer addresses c values of xcl; `b` holds
-            // kk * c rows of 16 V values (o apart); tile row t0 - p0 of
-            // `out` (rows o apart) holds 16 V values: the caller's contract.
-            unsafe {
-                tile::<R, V>(
-                    (&self.ptrs[..kk], c, hw),
-                    (self.b.as_ptr(), o),
-                    self.bias,
-                    (self.out.as_mut_ptr().add((t0 - p0) * o), o),
-                )
-            };
-            t0 += R;
-        }
-        16 * V
-    }
-}
-
-/// One `R x (16 V)` tile: `out[i][..] = bias + sum over (t, ci) of
-/// ptrs[t][i][ci * cs] * b[(t * c + ci) * ldb..][..16 V]`, in that order.
-///
-/// # Safety
-/// AVX-512F is present; each `ptrs[t][i]` (`i < R`) addresses `c` values
-/// `cs` apart, `b` holds `ptrs.len() * c` rows of `16 V` values `ldb` apart, `bias`
-/// (when given) `16 V` values, and `out` `R` rows of `16 V` values `ldo`
-/// apart.
-#[target_feature(enable = "avx512f")]
-unsafe fn tile<const R: usize, const V: usize>(
-    (ptrs, c, cs): (&[[*const f32; 16]], usize, usize),
-    (b, ldb): (*const f32, usize),
-    bias: Option<*const f32>,
-    (out, ldo): (*mut f32, usize),
-) {
-    // SAFETY: the reads and writes stay inside the ranges of the contract.
-    unsafe {
-        let init: [__m512; V] = match bias {
-            Some(bp) => std::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v))),
-            None => [_mm512_setzero_ps(); V],
-        };
-        let mut acc = [init; R];
-        let mut b = b;
-        for row in ptrs {
-            let a: [*const f32; R] = std::array::from_fn(|i| row[i]);
-            for ci in 0..c {
-                let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(b.add(16 * v)));
-                for (i, r) in acc.iter_mut().enumerate() {
-                    let ai = _mm512_set1_ps(*a[i].add(ci * cs));
-                    for (rv, &bv) in r.iter_mut().zip(&bv) {
-                        *rv = _mm512_fmadd_ps(ai, bv, *rv);
-                    }
-                }
-                b = b.add(ldb);
-            }
-        }
-        for (i, r) in acc.iter().enumerate() {
-            for (v, &rv) in r.iter().enumerate() {
-                _mm512_storeu_ps(out.add(i * ldo + 16 * v), rv);
-            }
-        }
-    }
-}
-
-/// `dst[j * ldd + i] = src[i * lds + j]` for `i < rows`, `j < cols`, in
-/// 16 x 16 register transposes (masked at the edges). Blocks of 16 `dst`
-/// rows are written one after the other, each sweeping along its rows
-/// (16 streams, which the hardware prefetcher follows).
-///
-/// # Safety
-/// AVX-512F is present; `src` holds `rows` rows of `cols` values `lds`
-/// apart, `dst` `cols` rows of `rows` values `ldd` apart, not overlapping.
-#[target_feature(enable = "avx512f")]
-unsafe fn transpose(src: *const f32, rows: usize, cols: usize, lds: usize, dst: *mut f32, ldd: usize) {
-    let mask = |n: usize| ((1u32 << n) - 1) as u16;
-    for j0 in (0..cols).step_by(16) {
-        let cj = (cols - j0).min(16);
-        let full = rows - rows % 16;
-        if cj == 16 {
-            for i0 in (0..full).step_by(16) {
-                // SAFETY: rows i0..i0 + 16 < rows, columns j0..j0 + 16 < cols of
-                // src; rows j0.. + 16 < cols, columns i0..i0 + 16 < rows of dst.
-                unsafe {
-                    let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(src.add((i0 + i) * lds + j0)));
-                    for (j, v) in transpose16(r).into_iter().enumerate() {
-                        _mm512_storeu_ps(dst.add((j0 + j) * ldd + i0), v);
-                    }
-                }
-            }
-        }
-        let start = if cj == 16 { full } else { 0 };
-        for i0 in (start..rows).step_by(16) {
-            let ri = (rows - i0).min(16);
-            let (load, store) = (mask(cj), mask(ri));
-            // SAFETY: the masked loads read row i0 + i < rows, columns j0..j0 + cj
-            // < cols; the stores write row j0 + j < cols, columns i0..i0 + ri <
-            // rows (a lane outside its mask is not accessed, a zero mask
-            // accesses nothing).
-            unsafe {
-                let r: [__m512; 16] = std::array::from_fn(|i| {
-                    let m = if i < ri { load } else { 0 };
-                    _mm512_maskz_loadu_ps(m, src.wrapping_add((i0 + i) * lds + j0))
-                });
-                for (j, v) in transpose16(r).into_iter().enumerate().take(cj) {
-                    _mm512_mask_storeu_ps(dst.wrapping_add((j0 + j) * ldd + i0), store, v);
-                }
-            }
-        }
-    }
-}
-
-/// Whether [`backward_weight`] runs the weight gradient of `ge` on this
-/// CPU: one group, input channels in whole vectors, a kernel larger than
-/// 1 x 1.
-pub(super) fn applies_weight(ge: &Geom) -> bool {
-    isa() >= Isa::Avx512
-        && ge.g == 1
-        && ge.c.is_multiple_of(16)
-        && ge.c > 0
-        && ge.o > 0
-        && ge.kh * ge.kw > 1
-        && ge.n * ge.l() > 0
-        && (ge.hw() + 1) * ge.c <= u32::MAX as usize
-}
-
-/// Rows of the weight gradient's scratch per tap: the output channels
-/// rounded up to whole tiles of every height below.
+/// Rows of the weight gradient's partial sums per tap: the output channels
+/// rounded up to whole tiles of every height.
 fn padded_rows(o: usize) -> usize {
     o.next_multiple_of(24)
 }
@@ -326,34 +447,49 @@ fn padded_rows(o: usize) -> usize {
 /// `wt = conv_weight_grad(x, y)` for a geometry where [`applies_weight`]
 /// holds: writes all of `wt`.
 ///
-/// Register tiles of `R` output channels by `16 V` input channels, one tap
-/// each, run over the output positions of one sample after another: the
-/// sample's input, copied channels-last (and a row of zeros for taps in
-/// the padding), gives the lanes, the output gradient, read in place, the
-/// broadcasts. Each weight element is one FMA chain per fixed chunk of
-/// samples ([`super::weight_chunks`]), the chunks then summed in order:
-/// the same bits for any number of threads.
-///
 /// # Safety
 /// `x` (`[n, c, h, w]`), `y` (`[n, o, oh, ow]`) and `wt` (`[o, c, kh,
 /// kw]`, writable, disjoint from the others) hold the contiguous tensors of
 /// `ge`; [`applies_weight`] holds.
 pub(super) unsafe fn backward_weight(ge: &Geom, x: *const f32, y: *const f32, wt: *mut f32) {
+    // SAFETY: the same contract; `applies_weight` checked the instruction set.
+    unsafe { backward_weight_on(isa(), ge, x, y, wt) }
+}
+
+/// [`backward_weight`] with the kernels of `level` (AVX-512 or AVX2).
+///
+/// # Safety
+/// As [`backward_weight`]; the CPU has `level`.
+pub(super) unsafe fn backward_weight_on(level: Isa, ge: &Geom, x: *const f32, y: *const f32, wt: *mut f32) {
+    // SAFETY: the same contract.
+    unsafe {
+        if level >= Isa::Avx512 {
+            backward_weight_with::<Avx512>(ge, x, y, wt)
+        } else {
+            backward_weight_with::<Avx2>(ge, x, y, wt)
+        }
+    }
+}
+
+/// [`backward_weight`] with the kernels `K`.
+///
+/// # Safety
+/// As [`backward_weight`]; the CPU has `K`'s instruction set.
+unsafe fn backward_weight_with<K: Kernels>(ge: &Geom, x: *const f32, y: *const f32, wt: *mut f32) {
     let (c, o, l, hw, kk) = (ge.c, ge.o, ge.l(), ge.hw(), ge.kh * ge.kw);
     // Per tap and output position, the offset of the input row it reads in
     // a sample's channels-last input (the zero row past the last in the padding).
     let rows: Vec<u32> = offsets(ge).iter().map(|off| (off.unwrap_or(hw) * c) as u32).collect();
-    // The tiles: (tap, first output channel, first input channel, lane vectors).
+    // The tiles: (tap, first output channel, first input channel, vectors).
     let mut tiles = Vec::new();
     for t in 0..kk {
         let mut c0 = 0;
         while c0 < c {
-            let v = ((c - c0) / 16).min(4);
-            let r = weight_rows(v);
-            for o0 in (0..o).step_by(r) {
+            let v = ((c - c0) / K::LANES).min(K::MAX_V);
+            for o0 in (0..o).step_by(K::weight_rows(v)) {
                 tiles.push((t, o0, c0, v));
             }
-            c0 += 16 * v;
+            c0 += K::LANES * v;
         }
     }
     // The samples are summed in fixed chunks (a function of the shapes
@@ -379,8 +515,8 @@ pub(super) unsafe fn backward_weight(ge: &Geom, x: *const f32, y: *const f32, wt
         for ch in (task..chunks).step_by(tasks) {
             for s in ch * ge.n / chunks..(ch + 1) * ge.n / chunks {
                 // SAFETY: sample s of x is c x hw values; `xs` holds hw x c
-                // (and the zero row); AVX-512F is present (`applies_weight`).
-                unsafe { transpose(xp.at(s * c * hw), c, hw, hw, xs.as_mut_ptr(), c) };
+                // (and the zero row); the CPU has K's instruction set.
+                unsafe { K::transpose(xp.at(s * c * hw), c, hw, hw, xs.as_mut_ptr(), c) };
                 for &(t, o0, c0, v) in tiles {
                     let dy: [*const f32; 12] = std::array::from_fn(|i| {
                         let oc = o0 + i;
@@ -390,25 +526,19 @@ pub(super) unsafe fn backward_weight(ge: &Geom, x: *const f32, y: *const f32, wt
                             zp.at(0) as *const f32
                         }
                     });
-                    let tile = WeightTile {
-                        dy,
-                        x: xs[c0..].as_ptr(),
-                        rows: &rows[t * l..(t + 1) * l],
-                        acc: accp.at(ch * size + (t * op + o0) * c + c0),
-                        ldacc: c,
-                    };
-                    // SAFETY: AVX-512F is present; each dy row holds l values;
-                    // the rows' offsets (at most hw * c) plus 16 v lanes from c0
-                    // lie in `xs`; this tile's block of chunk ch's partial sum
-                    // (rows o0..o0 + R < op of tap t, 16 v lanes from c0) is
-                    // this task's only.
+                    // SAFETY: each dy row holds l values; the rows' offsets (at
+                    // most hw * c) plus v vectors from c0 lie in `xs`; this
+                    // tile's block of chunk ch's partial sum (rows o0..o0 + R <=
+                    // op of tap t, v vectors from c0) is this task's only; the
+                    // CPU has K's instruction set.
                     unsafe {
-                        match v {
-                            1 => tile.run::<8, 1>(),
-                            2 => tile.run::<8, 2>(),
-                            3 => tile.run::<8, 3>(),
-                            _ => tile.run::<6, 4>(),
-                        }
+                        K::weight_tile(
+                            v,
+                            &dy,
+                            xs.as_ptr().add(c0),
+                            &rows[t * l..(t + 1) * l],
+                            (accp.at(ch * size + (t * op + o0) * c + c0), c),
+                        )
                     }
                 }
             }
@@ -432,56 +562,80 @@ pub(super) unsafe fn backward_weight(ge: &Geom, x: *const f32, y: *const f32, wt
     }
 }
 
-/// The weight gradient's tile height for `v` lane vectors (its register
-/// budget: R x V accumulators, V input vectors and a broadcast).
-fn weight_rows(v: usize) -> usize {
-    if v >= 4 { 6 } else { 8 }
-}
-
-/// One weight-gradient tile over one sample's output positions.
-struct WeightTile<'a> {
-    /// The output gradient rows of the tile's output channels.
-    dy: [*const f32; 12],
-    /// The sample's channels-last input from the tile's first input channel.
-    x: *const f32,
-    /// Per output position, the offset of the input row its tap reads.
-    rows: &'a [u32],
-    /// The tile's accumulators (`R` rows `ldacc` apart).
-    acc: *mut f32,
-    ldacc: usize,
-}
-
-impl WeightTile<'_> {
-    /// `acc[i][..] += sum over p of dy[i][p] * x[rows[p]..][..16 V]`, one FMA
-    /// at a time in the order of the positions.
-    ///
-    /// # Safety
-    /// AVX-512F is present; `dy[i]` (`i < R`) holds `rows.len()` values,
-    /// `x` plus each offset of `rows` holds `16 V` values, `acc` `R` rows of
-    /// `16 V` values `ldacc` apart.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn run<const R: usize, const V: usize>(self) {
-        // SAFETY: the reads and writes stay inside the ranges of the contract.
-        unsafe {
-            let mut acc: [[__m512; V]; R] = std::array::from_fn(|i| {
-                std::array::from_fn(|v| _mm512_loadu_ps(self.acc.add(i * self.ldacc + 16 * v)))
-            });
-            let dy: [*const f32; R] = std::array::from_fn(|i| self.dy[i]);
-            for (p, &row) in self.rows.iter().enumerate() {
-                let xr = self.x.add(row as usize);
-                let xv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(xr.add(16 * v)));
-                for (i, r) in acc.iter_mut().enumerate() {
-                    let g = _mm512_set1_ps(*dy[i].add(p));
-                    for (rv, &xv) in r.iter_mut().zip(&xv) {
-                        *rv = _mm512_fmadd_ps(g, xv, *rv);
+/// [`Kernels::transpose`] on AVX-512, in 16 x 16 register transposes
+/// (masked at the edges). Blocks of 16 `dst` rows are written one after
+/// the other, each sweeping along its rows (16 streams, which the hardware
+/// prefetcher follows).
+///
+/// # Safety
+/// As [`Kernels::transpose`], with AVX-512F.
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose_avx512(src: *const f32, rows: usize, cols: usize, lds: usize, dst: *mut f32, ldd: usize) {
+    let mask = |n: usize| ((1u32 << n) - 1) as u16;
+    for j0 in (0..cols).step_by(16) {
+        let cj = (cols - j0).min(16);
+        let full = rows - rows % 16;
+        if cj == 16 {
+            for i0 in (0..full).step_by(16) {
+                // SAFETY: rows i0..i0 + 16 <= rows, columns j0..j0 + 16 <= cols of
+                // src; rows j0..j0 + 16 <= cols, columns i0..i0 + 16 <= rows of dst.
+                unsafe {
+                    let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(src.add((i0 + i) * lds + j0)));
+                    for (j, v) in transpose16(r).into_iter().enumerate() {
+                        _mm512_storeu_ps(dst.add((j0 + j) * ldd + i0), v);
                     }
                 }
             }
-            for (i, r) in acc.iter().enumerate() {
-                for (v, &rv) in r.iter().enumerate() {
-                    _mm512_storeu_ps(self.acc.add(i * self.ldacc + 16 * v), rv);
+        }
+        let start = if cj == 16 { full } else { 0 };
+        for i0 in (start..rows).step_by(16) {
+            let ri = (rows - i0).min(16);
+            let (load, store) = (mask(cj), mask(ri));
+            // SAFETY: the masked loads read row i0 + i < rows, columns j0..j0 + cj
+            // <= cols; the stores write row j0 + j < cols, columns i0..i0 + ri <=
+            // rows (a lane outside its mask is not accessed, a zero mask
+            // accesses nothing).
+            unsafe {
+                let r: [__m512; 16] = std::array::from_fn(|i| {
+                    let m = if i < ri { load } else { 0 };
+                    _mm512_maskz_loadu_ps(m, src.wrapping_add((i0 + i) * lds + j0))
+                });
+                for (j, v) in transpose16(r).into_iter().enumerate().take(cj) {
+                    _mm512_mask_storeu_ps(dst.wrapping_add((j0 + j) * ldd + i0), store, v);
                 }
             }
         }
+    }
+}
+
+/// [`Kernels::transpose`] on AVX2: 8 x 8 register transposes, the edges
+/// element by element.
+///
+/// # Safety
+/// As [`Kernels::transpose`], with AVX2.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn transpose_avx2(src: *const f32, rows: usize, cols: usize, lds: usize, dst: *mut f32, ldd: usize) {
+    let (fr, fc) = (rows - rows % 8, cols - cols % 8);
+    for j0 in (0..fc).step_by(8) {
+        for i0 in (0..fr).step_by(8) {
+            // SAFETY: rows i0..i0 + 8 <= rows, columns j0..j0 + 8 <= cols of
+            // src; rows j0..j0 + 8 <= cols, columns i0..i0 + 8 <= rows of dst.
+            unsafe {
+                let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.add((i0 + i) * lds + j0)));
+                for (j, v) in transpose8(r).into_iter().enumerate() {
+                    _mm256_storeu_ps(dst.add((j0 + j) * ldd + i0), v);
+                }
+            }
+        }
+    }
+    let one = |i: usize, j: usize| {
+        // SAFETY: i < rows and j < cols (the loops below).
+        unsafe { *dst.add(j * ldd + i) = *src.add(i * lds + j) }
+    };
+    for i in fr..rows {
+        (0..cols).for_each(|j| one(i, j));
+    }
+    for j in fc..cols {
+        (0..fr).for_each(|i| one(i, j));
     }
 }

@@ -1395,12 +1395,48 @@ mod tests {
                 }));
             }
             assert_eq!(runs[0], runs[1], "1 and 2 threads: {what}");
-            for (k, (got, (sum, mag))) in runs[0].iter().zip(&want).enumerate() {
+            let close = |got: &[f32], (sum, mag): &(Vec<f64>, Vec<f64>), k: usize, how: &str| {
                 for (i, (&g, (&e, &m))) in got.iter().zip(sum.iter().zip(mag)).enumerate() {
                     assert!(
                         (g as f64 - e).abs() <= 1e-5 * m + 1e-6,
-                        "result {k}, element {i}: {g} against {e}: {what}"
+                        "{how} result {k}, element {i}: {g} against {e}: {what}"
                     );
+                }
+            };
+            for (k, got) in runs[0].iter().enumerate() {
+                close(got, &want[k], k, "dispatched");
+            }
+            // On an AVX-512 CPU (which ran its own kernels above), the AVX2 ones too.
+            #[cfg(target_arch = "x86_64")]
+            if super::super::simd::isa() >= super::super::simd::Isa::Avx512 {
+                let avx2 = super::super::simd::Isa::Avx2;
+                let mut runs = Vec::new();
+                for threads in [1, 2] {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    runs.push(pool.install(|| {
+                        let mut y = vec![0f32; n * o * l];
+                        let mut gw = vec![0f32; o * kg];
+                        // SAFETY: the buffers hold the contiguous tensors of `ge`; the CPU has AVX2.
+                        unsafe {
+                            indirect::forward_on(
+                                avx2,
+                                &ge,
+                                x.as_ptr(),
+                                wt.as_ptr(),
+                                Some(bias.as_ptr()),
+                                y.as_mut_ptr(),
+                            );
+                            if indirect::applies_weight(&ge) {
+                                indirect::backward_weight_on(avx2, &ge, x.as_ptr(), gy.as_ptr(), gw.as_mut_ptr());
+                            }
+                        }
+                        (y, gw)
+                    }));
+                }
+                assert_eq!(runs[0], runs[1], "AVX2, 1 and 2 threads: {what}");
+                close(&runs[0].0, &want[0], 0, "AVX2");
+                if indirect::applies_weight(&ge) {
+                    close(&runs[0].1, &want[2], 2, "AVX2");
                 }
             }
         }

@@ -639,7 +639,7 @@ mod x86 {
 
     /// Transposes an 8 x 8 block held as 8 row vectors into 8 column vectors.
     #[inline(always)]
-    unsafe fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+    pub(crate) unsafe fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
         // SAFETY: register-only shuffles; the caller runs with AVX2 (this is only called from AVX2 functions).
         unsafe {
             let t: [__m256; 8] = std::array::from_fn(|i| {

@@ -30,7 +30,7 @@ mod kernels;
 mod prepacked;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use kernels::transpose16;
+pub(crate) use kernels::{transpose8, transpose16};
 pub(crate) use prepacked::PackedB;
 
 use kernels::{Generic, MicroKernel};
