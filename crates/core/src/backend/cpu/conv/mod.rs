@@ -27,7 +27,7 @@
 //! shapes only), each chunk in sample order, and the chunks in order, so
 //! every result is the same for any number of threads.
 //!
-//! On AVX-512, f32 convolutions of one group with enough channels skip the
+//! On AVX-512 and AVX2, f32 convolutions of one group with enough channels skip the
 //! column matrix: `indirect.rs` runs the forward and the weight gradient as
 //! indirect GEMMs (register tiles read the input through per-tap
 //! pointers), and a stride-1 input gradient as the flipped convolution's
