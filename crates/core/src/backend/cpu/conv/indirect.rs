@@ -379,7 +379,9 @@ unsafe fn forward_with<K: Kernels>(ge: &Geom, x: *const f32, wt: *const f32, bia
             }
         }
     }
+    // The offsets by position: [p][tap].
     let offs = offsets(ge);
+    let offs: Vec<Option<usize>> = (0..l * kk).map(|i| offs[(i % kk) * l + i / kk]).collect();
     let total = ge.n * l;
     // Each task takes an even share of the blocks of SUB positions, in one run.
     let blocks = total.div_ceil(SUB);
@@ -399,11 +401,15 @@ unsafe fn forward_with<K: Kernels>(ge: &Geom, x: *const f32, wt: *const f32, bia
                 while t0 < q1 {
                     for i in 0..rows {
                         let gp = t0 + i;
+                        if gp >= q1 {
+                            ptrs.iter_mut().for_each(|row| row[i] = zeros.as_ptr());
+                            continue;
+                        }
                         let (s, p) = (gp / l, gp % l);
-                        for (tap, row) in ptrs.iter_mut().enumerate() {
-                            let off = if gp < q1 { offs[tap * l + p] } else { None };
+                        let base = xp.at(s * c * hw) as *const f32;
+                        for (row, off) in ptrs.iter_mut().zip(&offs[p * kk..(p + 1) * kk]) {
                             // A valid offset is a position of sample s's first plane.
-                            row[i] = off.map_or(zeros.as_ptr(), |v| xp.at(s * c * hw + v) as *const f32);
+                            row[i] = off.map_or(zeros.as_ptr(), |v| base.wrapping_add(v));
                         }
                     }
                     // SAFETY: every pointer addresses c values hw apart (in x or
@@ -445,28 +451,37 @@ fn padded_rows(o: usize) -> usize {
 }
 
 /// `wt = conv_weight_grad(x, y)` for a geometry where [`applies_weight`]
-/// holds: writes all of `wt`.
+/// holds: writes all of `wt`, and the bias gradient into `bias` when given
+/// (each sample's row sums taken while its output gradient is in cache,
+/// then summed as [`super::bias_grad`] sums them: the same bits).
 ///
 /// # Safety
-/// `x` (`[n, c, h, w]`), `y` (`[n, o, oh, ow]`) and `wt` (`[o, c, kh,
-/// kw]`, writable, disjoint from the others) hold the contiguous tensors of
-/// `ge`; [`applies_weight`] holds.
-pub(super) unsafe fn backward_weight(ge: &Geom, x: *const f32, y: *const f32, wt: *mut f32) {
+/// `x` (`[n, c, h, w]`), `y` (`[n, o, oh, ow]`), `wt` (`[o, c, kh, kw]`)
+/// and `bias` (`[o]`) hold the contiguous tensors of `ge`, `wt` and `bias`
+/// writable and disjoint from the others; [`applies_weight`] holds.
+pub(super) unsafe fn backward_weight(ge: &Geom, x: *const f32, y: *const f32, wt: *mut f32, bias: Option<*mut f32>) {
     // SAFETY: the same contract; `applies_weight` checked the instruction set.
-    unsafe { backward_weight_on(isa(), ge, x, y, wt) }
+    unsafe { backward_weight_on(isa(), ge, x, y, wt, bias) }
 }
 
 /// [`backward_weight`] with the kernels of `level` (AVX-512 or AVX2).
 ///
 /// # Safety
 /// As [`backward_weight`]; the CPU has `level`.
-pub(super) unsafe fn backward_weight_on(level: Isa, ge: &Geom, x: *const f32, y: *const f32, wt: *mut f32) {
+pub(super) unsafe fn backward_weight_on(
+    level: Isa,
+    ge: &Geom,
+    x: *const f32,
+    y: *const f32,
+    wt: *mut f32,
+    bias: Option<*mut f32>,
+) {
     // SAFETY: the same contract.
     unsafe {
         if level >= Isa::Avx512 {
-            backward_weight_with::<Avx512>(ge, x, y, wt)
+            backward_weight_with::<Avx512>(ge, x, y, wt, bias)
         } else {
-            backward_weight_with::<Avx2>(ge, x, y, wt)
+            backward_weight_with::<Avx2>(ge, x, y, wt, bias)
         }
     }
 }
@@ -475,7 +490,13 @@ pub(super) unsafe fn backward_weight_on(level: Isa, ge: &Geom, x: *const f32, y:
 ///
 /// # Safety
 /// As [`backward_weight`]; the CPU has `K`'s instruction set.
-unsafe fn backward_weight_with<K: Kernels>(ge: &Geom, x: *const f32, y: *const f32, wt: *mut f32) {
+unsafe fn backward_weight_with<K: Kernels>(
+    ge: &Geom,
+    x: *const f32,
+    y: *const f32,
+    wt: *mut f32,
+    bias: Option<*mut f32>,
+) {
     let (c, o, l, hw, kk) = (ge.c, ge.o, ge.l(), ge.hw(), ge.kh * ge.kw);
     // Per tap and output position, the offset of the input row it reads in
     // a sample's channels-last input (the zero row past the last in the padding).
@@ -508,6 +529,10 @@ unsafe fn backward_weight_with<K: Kernels>(ge: &Geom, x: *const f32, y: *const f
         Shared(zeros.as_ptr() as *mut f32),
     );
     let (rows, tiles) = (&rows, &tiles);
+    // Per sample and output channel, the sum of its output gradient row.
+    let row_sums = bias.is_some();
+    let mut sums = vec![0f32; if row_sums { ge.n * o } else { 0 }];
+    let sp = Shared(sums.as_mut_ptr());
     let tasks = rayon::current_num_threads().min(chunks);
     par_for_each(tasks, |task| {
         // One sample's input as [hw + 1][c], its last row zeros.
@@ -541,9 +566,26 @@ unsafe fn backward_weight_with<K: Kernels>(ge: &Geom, x: *const f32, y: *const f
                         )
                     }
                 }
+                if row_sums {
+                    for oc in 0..o {
+                        // SAFETY: row oc of sample s of y holds l values; entry
+                        // (s, oc) of `sums` is this task's only.
+                        unsafe {
+                            let row = std::slice::from_raw_parts(yp.at((s * o + oc) * l), l);
+                            *sp.at(s * o + oc) = <f32 as super::Num>::row_sum(row);
+                        }
+                    }
+                }
             }
         }
     });
+    if let Some(bias) = bias {
+        for oc in 0..o {
+            let total = (0..ge.n).fold(0f64, |a, s| a + sums[s * o + oc] as f64);
+            // SAFETY: bias holds o values.
+            unsafe { *bias.add(oc) = total as f32 };
+        }
+    }
     let (acc, rest) = acc.split_at_mut(size);
     for part in rest.chunks_exact(size) {
         for (a, &b) in acc.iter_mut().zip(part) {

@@ -157,9 +157,9 @@ impl Num for f32 {
 /// contract of [`forward`].
 type ForwardFn<T> = unsafe fn(&Geom, *const T, *const T, Option<*const T>, *mut T);
 
-/// A weight gradient: `(geometry, x, y, wt)`, with the contract of
-/// [`backward_weight`].
-type WeightFn<T> = unsafe fn(&Geom, *const T, *const T, *mut T);
+/// A weight gradient (and the bias gradient, when asked for): `(geometry,
+/// x, y, wt, bias)`, with the contract of [`backward_weight`].
+type WeightFn<T> = unsafe fn(&Geom, *const T, *const T, *mut T, Option<*mut T>);
 
 /// [`Num::masked_add`] in plain code (it vectorises as a blend).
 #[inline(always)]
@@ -843,17 +843,22 @@ fn weight_chunks(n: usize, wsize: usize) -> usize {
     n.min(16).min(((1 << 22) / wsize.max(1)).max(1))
 }
 
-/// `wt = conv_weight_grad(x, y)`: writes all of `wt`.
+/// `wt = conv_weight_grad(x, y)`: writes all of `wt`; where the pass over
+/// `y` can also give the bias gradient `[o]` (the indirect GEMM's), into
+/// `bias` when given. Returns whether it wrote `bias` (with the bits of
+/// [`bias_grad`]).
 ///
 /// # Safety
-/// As [`forward`], with `wt` the written tensor.
-unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut T) {
+/// As [`forward`], with `wt` (and `bias`) the written tensors.
+unsafe fn backward_weight<T: Num>(ge: &Geom, x: *const T, y: *const T, wt: *mut T, bias: Option<*mut T>) -> bool {
     if let Some(run) = T::indirect_weight(ge) {
         // SAFETY: the same contract; `indirect_weight` chose `run` for `ge`.
-        return unsafe { run(ge, x, y, wt) };
+        unsafe { run(ge, x, y, wt, bias) };
+        return bias.is_some();
     }
     // SAFETY: the same contract.
-    unsafe { backward_weight_with(ge, x, y, wt, true) }
+    unsafe { backward_weight_with(ge, x, y, wt, true) };
+    false
 }
 
 /// [`backward_weight`] without the indirect GEMM, packing the transposed
@@ -1168,13 +1173,14 @@ fn backward_run<T: Num>(op: &ConvolutionBackward, inputs: &[&Tensor], outputs: &
         // are empty and untouched); the tensors are contiguous and locked,
         // the outputs fresh (or exclusive).
         unsafe {
+            let mut bias_done = false;
             if p.transposed {
                 let ge = Geom::new(p, g.shape(), w.shape(), x.shape());
                 if mi && gi.numel() > 0 {
                     forward(&ge, gp, wp, None, gip);
                 }
                 if mw && gw.numel() > 0 {
-                    backward_weight(&ge, gp, xp, gwp);
+                    backward_weight(&ge, gp, xp, gwp, None);
                 }
             } else {
                 let ge = Geom::new(p, x.shape(), w.shape(), g.shape());
@@ -1182,10 +1188,11 @@ fn backward_run<T: Num>(op: &ConvolutionBackward, inputs: &[&Tensor], outputs: &
                     backward_input(&ge, gp, wp, None, gip);
                 }
                 if mw && gw.numel() > 0 {
-                    backward_weight(&ge, xp, gp, gwp);
+                    let bias = (mb && gb.numel() > 0).then_some(gbp);
+                    bias_done = backward_weight(&ge, xp, gp, gwp, bias);
                 }
             }
-            if mb && gb.numel() > 0 {
+            if mb && gb.numel() > 0 && !bias_done {
                 let s = g.shape();
                 bias_grad(s[0], s[1], s[2..].iter().product(), gp, gbp);
             }
@@ -1378,6 +1385,9 @@ mod tests {
             let bias = values(o, 13);
             let gy = values(n * o * l, 14);
             let want = direct_sums(&ge, &x, &wt, &bias, &gy);
+            let mut plain_gb = vec![0f32; o];
+            // SAFETY: gy holds n x o x l values, plain_gb o.
+            unsafe { bias_grad(n, o, l, gy.as_ptr(), plain_gb.as_mut_ptr()) };
             let mut runs = Vec::new();
             for threads in [1, 2] {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -1389,7 +1399,10 @@ mod tests {
                     unsafe {
                         forward(&ge, x.as_ptr(), wt.as_ptr(), Some(bias.as_ptr()), y.as_mut_ptr());
                         backward_input(&ge, gy.as_ptr(), wt.as_ptr(), None, gx.as_mut_ptr());
-                        backward_weight(&ge, x.as_ptr(), gy.as_ptr(), gw.as_mut_ptr());
+                        let mut gb = vec![0f32; o];
+                        if backward_weight(&ge, x.as_ptr(), gy.as_ptr(), gw.as_mut_ptr(), Some(gb.as_mut_ptr())) {
+                            assert_eq!(gb, plain_gb, "bias gradient with the weight gradient's: {what}");
+                        }
                     }
                     [y, gx, gw]
                 }));
@@ -1416,6 +1429,7 @@ mod tests {
                     runs.push(pool.install(|| {
                         let mut y = vec![0f32; n * o * l];
                         let mut gw = vec![0f32; o * kg];
+                        let mut gb = vec![0f32; o];
                         // SAFETY: the buffers hold the contiguous tensors of `ge`; the CPU has AVX2.
                         unsafe {
                             indirect::forward_on(
@@ -1427,7 +1441,9 @@ mod tests {
                                 y.as_mut_ptr(),
                             );
                             if indirect::applies_weight(&ge) {
-                                indirect::backward_weight_on(avx2, &ge, x.as_ptr(), gy.as_ptr(), gw.as_mut_ptr());
+                                let gbp = Some(gb.as_mut_ptr());
+                                indirect::backward_weight_on(avx2, &ge, x.as_ptr(), gy.as_ptr(), gw.as_mut_ptr(), gbp);
+                                assert_eq!(gb, plain_gb, "AVX2 bias gradient: {what}");
                             }
                         }
                         (y, gw)
