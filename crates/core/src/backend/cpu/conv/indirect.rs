@@ -214,23 +214,27 @@ tile_kernels!(
 /// accumulators, V operand vectors and a broadcast).
 struct Avx512;
 
+/// Tile rows by vectors (1 to 4) on AVX-512: forward, weight gradient.
+const FWD_512: [usize; 4] = [12, 8, 8, 6];
+const WGT_512: [usize; 4] = [8, 8, 8, 6];
+
 impl Kernels for Avx512 {
     const LANES: usize = 16;
     const MAX_V: usize = 4;
     fn fwd_rows(v: usize) -> usize {
-        [12, 8, 8, 6][v - 1]
+        FWD_512[v - 1]
     }
     fn weight_rows(v: usize) -> usize {
-        [8, 8, 8, 6][v - 1]
+        WGT_512[v - 1]
     }
     unsafe fn fwd_tile(v: usize, a: FwdA, b: (*const f32, usize), bias: Option<*const f32>, out: (*mut f32, usize)) {
         // SAFETY: the caller's contract.
         unsafe {
             match v {
-                1 => fwd_tile_avx512::<12, 1>(a, b, bias, out),
-                2 => fwd_tile_avx512::<8, 2>(a, b, bias, out),
-                3 => fwd_tile_avx512::<8, 3>(a, b, bias, out),
-                _ => fwd_tile_avx512::<6, 4>(a, b, bias, out),
+                1 => fwd_tile_avx512::<{ FWD_512[0] }, 1>(a, b, bias, out),
+                2 => fwd_tile_avx512::<{ FWD_512[1] }, 2>(a, b, bias, out),
+                3 => fwd_tile_avx512::<{ FWD_512[2] }, 3>(a, b, bias, out),
+                _ => fwd_tile_avx512::<{ FWD_512[3] }, 4>(a, b, bias, out),
             }
         }
     }
@@ -238,10 +242,10 @@ impl Kernels for Avx512 {
         // SAFETY: the caller's contract.
         unsafe {
             match v {
-                1 => weight_tile_avx512::<8, 1>(dy, x, rows, acc),
-                2 => weight_tile_avx512::<8, 2>(dy, x, rows, acc),
-                3 => weight_tile_avx512::<8, 3>(dy, x, rows, acc),
-                _ => weight_tile_avx512::<6, 4>(dy, x, rows, acc),
+                1 => weight_tile_avx512::<{ WGT_512[0] }, 1>(dy, x, rows, acc),
+                2 => weight_tile_avx512::<{ WGT_512[1] }, 2>(dy, x, rows, acc),
+                3 => weight_tile_avx512::<{ WGT_512[2] }, 3>(dy, x, rows, acc),
+                _ => weight_tile_avx512::<{ WGT_512[3] }, 4>(dy, x, rows, acc),
             }
         }
     }
@@ -254,21 +258,25 @@ impl Kernels for Avx512 {
 /// AVX2: 8 lanes, tiles up to 2 vectors wide (16 registers).
 struct Avx2;
 
+/// Tile rows by vectors (1 or 2) on AVX2: forward, weight gradient.
+const FWD_2: [usize; 2] = [12, 6];
+const WGT_2: [usize; 2] = [8, 6];
+
 impl Kernels for Avx2 {
     const LANES: usize = 8;
     const MAX_V: usize = 2;
     fn fwd_rows(v: usize) -> usize {
-        [12, 6][v - 1]
+        FWD_2[v - 1]
     }
     fn weight_rows(v: usize) -> usize {
-        [8, 6][v - 1]
+        WGT_2[v - 1]
     }
     unsafe fn fwd_tile(v: usize, a: FwdA, b: (*const f32, usize), bias: Option<*const f32>, out: (*mut f32, usize)) {
         // SAFETY: the caller's contract.
         unsafe {
             match v {
-                1 => fwd_tile_avx2::<12, 1>(a, b, bias, out),
-                _ => fwd_tile_avx2::<6, 2>(a, b, bias, out),
+                1 => fwd_tile_avx2::<{ FWD_2[0] }, 1>(a, b, bias, out),
+                _ => fwd_tile_avx2::<{ FWD_2[1] }, 2>(a, b, bias, out),
             }
         }
     }
@@ -276,8 +284,8 @@ impl Kernels for Avx2 {
         // SAFETY: the caller's contract.
         unsafe {
             match v {
-                1 => weight_tile_avx2::<8, 1>(dy, x, rows, acc),
-                _ => weight_tile_avx2::<6, 2>(dy, x, rows, acc),
+                1 => weight_tile_avx2::<{ WGT_2[0] }, 1>(dy, x, rows, acc),
+                _ => weight_tile_avx2::<{ WGT_2[1] }, 2>(dy, x, rows, acc),
             }
         }
     }
@@ -551,11 +559,9 @@ unsafe fn backward_weight_with<K: Kernels>(
                             zp.at(0) as *const f32
                         }
                     });
-                    // SAFETY: each dy row holds l values; the rows' offsets (at
-                    // most hw * c) plus v vectors from c0 lie in `xs`; this
-                    // tile's block of chunk ch's partial sum (rows o0..o0 + R <=
-                    // op of tap t, v vectors from c0) is this task's only; the
-                    // CPU has K's instruction set.
+                    // SAFETY: dy rows hold l values; offsets (<= hw * c) + v vectors
+                    // from c0 lie in `xs`; the tile's block of chunk ch's sum (rows
+                    // o0..o0 + R <= op, tap t) is this task's only; K's ISA is present.
                     unsafe {
                         K::weight_tile(
                             v,
