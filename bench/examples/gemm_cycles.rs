@@ -1,7 +1,9 @@
 //! Runs `iters` sgemm calls of size n on one thread, for `perf stat` cycle
 //! counts (flops per cycle are steadier than times on a shared machine):
 //! `perf stat -e cycles:u target/release/examples/gemm_cycles 1024 20`.
-//! Arguments: `n iters [threads]`; `FT_MKN=m,k,n` times an `m x k @ k x n` product instead.
+//! Arguments: `n iters [threads]`; `FT_MKN=m,k,n` times an `m x k @ k x n` product instead;
+//! `FT_T=tn` (or `nt`, `tt`) makes A (B) the transposed view of a row-major matrix, as in
+//! a linear layer's backward.
 
 fn main() -> ferrotorch::Result<()> {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
@@ -16,8 +18,17 @@ fn main() -> ferrotorch::Result<()> {
             .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
             .unwrap_or_else(|_| vec![n, n, n]);
         let (m, k, nn) = (mkn[0], mkn[1], mkn[2]);
-        let a = ferrotorch::Tensor::randn([m, k])?;
-        let b = ferrotorch::Tensor::randn([k, nn])?;
+        let layout = std::env::var("FT_T").unwrap_or_default();
+        let a = if layout.starts_with('t') {
+            ferrotorch::Tensor::randn([k, m])?.t()?
+        } else {
+            ferrotorch::Tensor::randn([m, k])?
+        };
+        let b = if layout.ends_with('t') {
+            ferrotorch::Tensor::randn([nn, k])?.t()?
+        } else {
+            ferrotorch::Tensor::randn([k, nn])?
+        };
         let flop = 2.0 * (m * k * nn) as f64;
         let t = std::time::Instant::now();
         let mut best = f64::INFINITY;

@@ -17,8 +17,12 @@
 //! scale`, then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated
 //! block by block from the last (which sees every key the others see, so
 //! its products initialise them), so the result does not depend on the
-//! thread count. Queries, keys and values are read in place with any
-//! strides; the result and the gradients are written with their own row
+//! thread count. Operands with contiguous rows are first transposed (the
+//! keys and values once per entry, the queries, the result's gradient and
+//! the probability and score-gradient blocks per block), so that every
+//! product reads both of its operands in place, unpacked (the bits of the
+//! packed products); others are read in place with any strides. The
+//! result and the gradients are written with their own row
 //! strides (the operators lay them out like their inputs). f16 / bf16
 //! compute in f32.
 
@@ -27,6 +31,7 @@ use super::gemm::{BSrc, Gemm, Mat};
 use super::math::exp_f32_fma;
 use super::norm::{Real, sum2};
 use super::simd::multiversion;
+use super::transpose::{transpose_f32, transpose_scalar};
 use super::warm::par_for_each;
 use crate::dispatch::{Op, downcast_op};
 use crate::ops::attention::{SdpaFlash, SdpaFlashBackward};
@@ -76,6 +81,11 @@ pub(crate) trait AttnFloat: Real + Gemm {
     /// `d[r] = sum(g[r] · o[r])` over `d.len()` rows of `n`, row `r` of
     /// `g` starting at `r * gs` and of `o` at `r * os`.
     fn row_dots(g: &[Self], gs: usize, o: &[Self], os: usize, n: usize, d: &mut [Self]);
+    /// `dst[j * ldd + i] = src[i * lds + j]` for `i < rows`, `j < cols`.
+    ///
+    /// # Safety
+    /// As [`transpose_f32`].
+    unsafe fn transpose(src: *const Self, rows: usize, cols: usize, lds: usize, dst: *mut Self, ldd: usize);
 }
 
 /// Query columns per vector pass of the block kernels (their accumulators
@@ -259,7 +269,7 @@ fn row_dots_generic<T: Real>(g: &[T], gs: usize, o: &[T], os: usize, n: usize, d
 /// The multiversioned block kernels of one float type and its
 /// [`AttnFloat`] impl.
 macro_rules! attn_float {
-    ($t:ty, $exp:expr, $soft:ident, $prob:ident, $gs:ident, $dots:ident) => {
+    ($t:ty, $exp:expr, $soft:ident, $prob:ident, $gs:ident, $dots:ident, $transpose:path) => {
         multiversion! {
             #[allow(clippy::too_many_arguments)]
             fn $soft(sc: &mut [$t], ld: usize, m: usize, i0: usize, causal: bool, scale: $t, lse: &mut [$t], inv: &mut [$t]) {
@@ -304,6 +314,10 @@ macro_rules! attn_float {
             fn row_dots(g: &[$t], gs: usize, o: &[$t], os: usize, n: usize, d: &mut [$t]) {
                 $dots(g, gs, o, os, n, d)
             }
+            unsafe fn transpose(src: *const $t, rows: usize, cols: usize, lds: usize, dst: *mut $t, ldd: usize) {
+                // SAFETY: the caller's contract.
+                unsafe { $transpose(src, rows, cols, lds, dst, ldd) }
+            }
         }
     };
 }
@@ -314,7 +328,8 @@ attn_float!(
     softmax_cols_f32,
     prob_cols_f32,
     grad_score_cols_f32,
-    row_dots_f32
+    row_dots_f32,
+    transpose_f32
 );
 attn_float!(
     f64,
@@ -322,7 +337,8 @@ attn_float!(
     softmax_cols_f64,
     prob_cols_f64,
     grad_score_cols_f64,
-    row_dots_f64
+    row_dots_f64,
+    transpose_scalar
 );
 
 /// One operand's geometry: element offsets of each batch entry (any
@@ -459,6 +475,87 @@ unsafe fn scores_into<T: Gemm>(
     }
 }
 
+/// Whether the rows of `g` (`d` values each) are contiguous, so that
+/// [`rows_transposed`] may read them.
+fn contiguous_rows(g: &Geo, d: usize) -> bool {
+    d <= 1 || g.cs == 1
+}
+
+/// Rows `r0..r0 + n` of batch entry `b` of the operand `g` (at `base`,
+/// `d` values each, [`contiguous_rows`]) transposed into `dst`: `d` rows of
+/// `ld >= n` values (the columns from `n` are left as they were).
+///
+/// # Safety
+/// `base` is the locked data of the tensor `g` describes, with those rows
+/// in bounds, and `dst` holds `d * ld` values.
+unsafe fn rows_transposed<T: AttnFloat>(
+    g: &Geo,
+    base: usize,
+    (b, r0, n, d): (usize, usize, usize, usize),
+    dst: &mut [T],
+    ld: usize,
+) {
+    assert!(
+        ld >= n && dst.len() >= d * ld,
+        "attention: transposed operand scratch too small"
+    );
+    if n == 0 || d == 0 {
+        return;
+    }
+    // SAFETY: the caller's contract (rows r0..r0 + n of entry b, d unit-stride
+    // values each, readable); dst holds d rows of ld >= n values.
+    unsafe { T::transpose(g.rows::<T>(base, b, r0).ptr, n, d, g.rs, dst.as_mut_ptr(), ld) }
+}
+
+/// The transposed scores `sc = k qᵀ` from transposed operands: `kt`
+/// holds `e` rows of `ldk` keys, `qt` `e` rows of `ldq` queries; `sc`
+/// gets the first `ncols = sc.len() / ld` keys (rows, `ld` apart) by the
+/// first `m` queries. Both operands are read in place by the product (no
+/// packing when `ldk` is small), with the packed path's bits.
+#[allow(clippy::too_many_arguments)]
+fn scores_transposed<T: Gemm>(
+    (kt, ldk): (&[T], usize),
+    (qt, ldq): (&[T], usize),
+    m: usize,
+    e: usize,
+    sc: &mut [T],
+    ld: usize,
+    par: bool,
+) {
+    let ncols = sc.len() / ld;
+    assert!(
+        ncols <= ldk && m <= ldq && ld >= m && kt.len() >= e * ldk && qt.len() >= e * ldq,
+        "attention: score block out of its operands"
+    );
+    if ncols == 0 {
+        return;
+    }
+    // SAFETY: kt is e x ldk (column-major ncols x e view, ncols <= ldk), qt
+    // e x ldq (row-major e x m, m <= ldq), sc ncols x ld (ld >= m): all in
+    // bounds (checked above), sc not overlapping them (a distinct buffer).
+    unsafe {
+        gemm(
+            ncols,
+            m,
+            e,
+            Mat {
+                ptr: kt.as_ptr(),
+                rs: 1,
+                cs: ldk,
+            },
+            Mat {
+                ptr: qt.as_ptr(),
+                rs: ldq,
+                cs: 1,
+            },
+            sc.as_mut_ptr(),
+            ld,
+            false,
+            par,
+        )
+    }
+}
+
 /// Runs `f` over the items `0..items` in contiguous chunks (each chunk
 /// allocates its scratch once): one chunk when there is one thread or
 /// little work, else up to four per thread, in parallel. Each item is
@@ -550,15 +647,30 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
     let per_entry = nb >= 4 * rayon::current_num_threads();
     let tasks = if per_entry { nb } else { nb * blocks };
     let scale = T::of(op.scale);
+    let transposed = contiguous_rows(&gq, e) && contiguous_rows(&gk, e);
+    let ldk = s.next_multiple_of(W);
     run_chunks(tasks, nb * l * s * (e + ev), |chunk| {
         // Scratch for the largest block, reused (each block overwrites what it reads).
         let (mut sc_buf, mut inv_buf) = (vec![T::ZERO; block_ld(QB.min(l)) * s], vec![T::ZERO; QB]);
+        // The keys and each block's queries transposed, when their rows are
+        // contiguous: the score products then read both in place.
+        let (mut kt, mut qt) = if transposed {
+            (vec![T::ZERO; e * ldk], vec![T::ZERO; e * block_ld(QB.min(l))])
+        } else {
+            (Vec::new(), Vec::new())
+        };
         for t in chunk {
             let (b, first, last) = if per_entry {
                 (t, 0, blocks)
             } else {
                 (t / blocks, t % blocks, t % blocks + 1)
             };
+            if transposed {
+                // The keys the task's last block sees (the others see a prefix).
+                let kn = if op.causal { s.min((last * QB).min(l)) } else { s };
+                // SAFETY: k's first kn <= s rows of entry b are readable (locked input).
+                unsafe { rows_transposed(&gk, kp, (b, 0, kn, e), &mut kt, ldk) };
+            }
             for blk in first..last {
                 let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
                 let m = i1 - i0;
@@ -572,9 +684,15 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
                 let lse = unsafe { std::slice::from_raw_parts_mut((lp as *mut T).add(row0), m) };
                 let ld = block_ld(m);
                 let (sc, inv) = (&mut sc_buf[..ld * ncols], &mut inv_buf[..m]);
-                // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
-                // readable (locked inputs, in bounds).
-                unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, m, e), sc, ld, tasks == 1) };
+                if transposed {
+                    // SAFETY: q's rows i0..i1 of entry b are readable (locked input).
+                    unsafe { rows_transposed(&gq, qp, (b, i0, m, e), &mut qt, ld) };
+                    scores_transposed((&kt, ldk), (&qt, ld), m, e, sc, ld, tasks == 1);
+                } else {
+                    // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
+                    // readable (locked inputs, in bounds).
+                    unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, m, e), sc, ld, tasks == 1) };
+                }
                 T::softmax_cols(sc, ld, m, i0, op.causal, scale, lse, inv);
                 // SAFETY: sc is ncols x m (the transposed probabilities), v's
                 // first ncols rows of entry b are readable, the result rows are
@@ -667,11 +785,28 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
     let scale = T::of(op.scale);
     // The keys the last query block sees: every block sees a prefix of them.
     let seen = if op.causal { s.min(l) } else { s };
+    let transposed =
+        contiguous_rows(&gq, e) && contiguous_rows(&gk, e) && contiguous_rows(&gv, ev) && contiguous_rows(&gg, ev);
+    let ldk = s.next_multiple_of(W);
     run_chunks(nb, nb * l * s * (e + ev), |chunk| {
         // Scratch for the largest block, reused (every block overwrites what it reads).
         let most = block_ld(QB.min(l)) * s;
         let (mut pr_buf, mut ds_buf, mut d_buf) = (vec![T::ZERO; most], vec![T::ZERO; most], vec![T::ZERO; QB]);
+        // The keys, values, each block's queries and result gradient, and the
+        // block's probabilities and score gradients, transposed: every product
+        // then reads its operands in place.
+        let tr = |n: usize| if transposed { vec![T::ZERO; n] } else { Vec::new() };
+        let ldq = block_ld(QB.min(l));
+        let (mut kt, mut vt, mut qt, mut gt) = (tr(e * ldk), tr(ev * ldk), tr(e * ldq), tr(ev * ldq));
+        let (mut prt, mut dst) = (tr(QB.min(l) * ldk), tr(QB.min(l) * ldk));
         for b in chunk {
+            if transposed {
+                // SAFETY: k's and v's first `seen` rows of entry b are readable (locked inputs).
+                unsafe {
+                    rows_transposed(&gk, kp, (b, 0, seen, e), &mut kt, ldk);
+                    rows_transposed(&gv, vp, (b, 0, seen, ev), &mut vt, ldk);
+                }
+            }
             // Entry b of dk and dv: s rows each, rows gdk.rs / gdv.rs apart.
             let (dk, dv) = (
                 (dkp as *mut T).wrapping_add(gdk.batch[b]),
@@ -703,12 +838,22 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                 let lr = unsafe { std::slice::from_raw_parts((lp as *const T).add(row0), m) };
                 let ld = block_ld(m);
                 let (pr, ds, d) = (&mut pr_buf[..ld * ncols], &mut ds_buf[..ld * ncols], &mut d_buf[..m]);
-                // SAFETY: as in the forward: q's rows, k's and v's first ncols
-                // rows of entry b and the gradient rows are readable; the
-                // scratch blocks are ncols x ld.
-                unsafe {
-                    scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
-                    scores_into(&gg, gp, &gv, vp, (b, i0, m, ev), ds, ld, par);
+                if transposed {
+                    // SAFETY: q's and the gradient's rows i0..i1 of entry b are readable.
+                    unsafe {
+                        rows_transposed(&gq, qp, (b, i0, m, e), &mut qt, ld);
+                        rows_transposed(&gg, gp, (b, i0, m, ev), &mut gt, ld);
+                    }
+                    scores_transposed((&kt, ldk), (&qt, ld), m, e, pr, ld, par);
+                    scores_transposed((&vt, ldk), (&gt, ld), m, ev, ds, ld, par);
+                } else {
+                    // SAFETY: as in the forward: q's rows, k's and v's first ncols
+                    // rows of entry b and the gradient rows are readable; the
+                    // scratch blocks are ncols x ld.
+                    unsafe {
+                        scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
+                        scores_into(&gg, gp, &gv, vp, (b, i0, m, ev), ds, ld, par);
+                    }
                 }
                 T::prob_cols(pr, ld, m, i0, op.causal, scale, lr);
                 if ev > 0 {
@@ -742,18 +887,32 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                         false,
                         par,
                     );
-                    gemm(
-                        ncols,
-                        e,
-                        m,
-                        dense(ds.as_ptr(), ld, false),
-                        gq.rows(qp, b, i0),
-                        dk,
-                        gdk.rs,
-                        !first,
-                        par,
+                }
+                // dK and dV read dSᵀ and Pᵀ as column-major ncols x m
+                // matrices: from transposed copies (columns ldn apart, read in
+                // place), else from the blocks (row-major, packed).
+                let ldn = ncols.next_multiple_of(W);
+                let (ds_a, pr_a) = if transposed {
+                    assert!(
+                        m * ldn <= dst.len().min(prt.len()),
+                        "attention: block scratch too small"
                     );
-                    gemm(ncols, ev, m, dense(pr.as_ptr(), ld, false), gm, dv, gdv.rs, !first, par);
+                    // SAFETY: ds and pr are ncols x ld blocks (ld >= m); dst and prt
+                    // hold m rows of ldn >= ncols values (checked above).
+                    unsafe {
+                        T::transpose(ds.as_ptr(), ncols, m, ld, dst.as_mut_ptr(), ldn);
+                        T::transpose(pr.as_ptr(), ncols, m, ld, prt.as_mut_ptr(), ldn);
+                    }
+                    (dense(dst.as_ptr(), ldn, true), dense(prt.as_ptr(), ldn, true))
+                } else {
+                    (dense(ds.as_ptr(), ld, false), dense(pr.as_ptr(), ld, false))
+                };
+                // SAFETY: dk's and dv's first ncols rows of entry b are this task's
+                // (as above); the sources are the scratch blocks (or their
+                // transposed copies), q and the gradient rows (readable, in bounds).
+                unsafe {
+                    gemm(ncols, e, m, ds_a, gq.rows(qp, b, i0), dk, gdk.rs, !first, par);
+                    gemm(ncols, ev, m, pr_a, gm, dv, gdv.rs, !first, par);
                 }
             }
         }

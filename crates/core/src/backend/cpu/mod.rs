@@ -36,6 +36,7 @@ mod softmax;
 mod sort;
 pub(crate) mod stl_algo;
 mod ternary;
+mod transpose;
 mod unary;
 mod unique;
 mod warm;

@@ -24,8 +24,8 @@
 //! nor the same on AVX2 as on AVX-512, whose FMA chains are the same but
 //! whose tiles need not be).
 
-use super::super::gemm::{transpose8, transpose16};
 use super::super::simd::{Isa, isa};
+use super::super::transpose::{transpose_avx2, transpose_avx512};
 use super::super::warm::par_for_each;
 use super::Geom;
 use std::arch::x86_64::*;
@@ -607,83 +607,5 @@ unsafe fn backward_weight_with<K: Kernels>(
                 *v = acc[(t * op + oc) * c + ci];
             }
         }
-    }
-}
-
-/// [`Kernels::transpose`] on AVX-512, in 16 x 16 register transposes
-/// (masked at the edges). Blocks of 16 `dst` rows are written one after
-/// the other, each sweeping along its rows (16 streams, which the hardware
-/// prefetcher follows).
-///
-/// # Safety
-/// As [`Kernels::transpose`], with AVX-512F.
-#[target_feature(enable = "avx512f")]
-unsafe fn transpose_avx512(src: *const f32, rows: usize, cols: usize, lds: usize, dst: *mut f32, ldd: usize) {
-    let mask = |n: usize| ((1u32 << n) - 1) as u16;
-    for j0 in (0..cols).step_by(16) {
-        let cj = (cols - j0).min(16);
-        let full = rows - rows % 16;
-        if cj == 16 {
-            for i0 in (0..full).step_by(16) {
-                // SAFETY: rows i0..i0 + 16 <= rows, columns j0..j0 + 16 <= cols of
-                // src; rows j0..j0 + 16 <= cols, columns i0..i0 + 16 <= rows of dst.
-                unsafe {
-                    let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(src.add((i0 + i) * lds + j0)));
-                    for (j, v) in transpose16(r).into_iter().enumerate() {
-                        _mm512_storeu_ps(dst.add((j0 + j) * ldd + i0), v);
-                    }
-                }
-            }
-        }
-        let start = if cj == 16 { full } else { 0 };
-        for i0 in (start..rows).step_by(16) {
-            let ri = (rows - i0).min(16);
-            let (load, store) = (mask(cj), mask(ri));
-            // SAFETY: the masked loads read row i0 + i < rows, columns j0..j0 + cj
-            // <= cols; the stores write row j0 + j < cols, columns i0..i0 + ri <=
-            // rows (a lane outside its mask is not accessed, a zero mask
-            // accesses nothing).
-            unsafe {
-                let r: [__m512; 16] = std::array::from_fn(|i| {
-                    let m = if i < ri { load } else { 0 };
-                    _mm512_maskz_loadu_ps(m, src.wrapping_add((i0 + i) * lds + j0))
-                });
-                for (j, v) in transpose16(r).into_iter().enumerate().take(cj) {
-                    _mm512_mask_storeu_ps(dst.wrapping_add((j0 + j) * ldd + i0), store, v);
-                }
-            }
-        }
-    }
-}
-
-/// [`Kernels::transpose`] on AVX2: 8 x 8 register transposes, the edges
-/// element by element.
-///
-/// # Safety
-/// As [`Kernels::transpose`], with AVX2.
-#[target_feature(enable = "avx2,fma")]
-unsafe fn transpose_avx2(src: *const f32, rows: usize, cols: usize, lds: usize, dst: *mut f32, ldd: usize) {
-    let (fr, fc) = (rows - rows % 8, cols - cols % 8);
-    for j0 in (0..fc).step_by(8) {
-        for i0 in (0..fr).step_by(8) {
-            // SAFETY: rows i0..i0 + 8 <= rows, columns j0..j0 + 8 <= cols of
-            // src; rows j0..j0 + 8 <= cols, columns i0..i0 + 8 <= rows of dst.
-            unsafe {
-                let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.add((i0 + i) * lds + j0)));
-                for (j, v) in transpose8(r).into_iter().enumerate() {
-                    _mm256_storeu_ps(dst.add((j0 + j) * ldd + i0), v);
-                }
-            }
-        }
-    }
-    let one = |i: usize, j: usize| {
-        // SAFETY: i < rows and j < cols (the loops below).
-        unsafe { *dst.add(j * ldd + i) = *src.add(i * lds + j) }
-    };
-    for i in fr..rows {
-        (0..cols).for_each(|j| one(i, j));
-    }
-    for j in fc..cols {
-        (0..fr).for_each(|i| one(i, j));
     }
 }
