@@ -114,7 +114,11 @@ pub(super) unsafe fn gemm<T, K>(
                             let tb = tile_bias(bias, last, pj * nr);
                             tile::<T, K>(
                                 kc,
-                                (apanel, mr),
+                                Mat {
+                                    ptr: apanel,
+                                    rs: 1,
+                                    cs: mr,
+                                },
                                 (bpanel(pj), nr),
                                 cptr,
                                 ldc,

@@ -161,19 +161,20 @@ pub(crate) trait MicroKernel<T>: Packer<T> + Sync {
     /// full speed, so the loops may skip packing a row-major B or a
     /// column-major A with short columns (`gemm_with`).
     const IN_PLACE: bool = false;
-    /// As [`MicroKernel::run`] with A's `kc` depth steps of `MR` values
-    /// `lda` apart and B's `kc` rows of `NR` values `ldb` apart (panels
-    /// read in place from a column-major A or a row-major B). This default
+    /// As [`MicroKernel::run`] with A's `MR x kc` panel read through the
+    /// view `a` (row `i`, step `p` at `a.ptr + i * a.rs + p * a.cs`: in
+    /// place from a column-major or a row-major A) and B's `kc` rows of
+    /// `NR` values `ldb` apart (in place from a row-major B). This default
     /// copies them into packed panels first; kernels with
     /// [`MicroKernel::IN_PLACE`] read them directly.
     ///
     /// # Safety
-    /// As `run`, with `a` readable for `kc` steps of `MR` values `lda`
-    /// apart and `b` for `kc` rows of `NR` values `ldb` apart.
+    /// As `run`, with `a` readable for `MR` rows by `kc` steps and `b` for
+    /// `kc` rows of `NR` values `ldb` apart.
     #[allow(clippy::too_many_arguments)]
     unsafe fn run_strided(
         kc: usize,
-        (a, lda): (*const T, usize),
+        a: super::Mat<T>,
         (b, ldb): (*const T, usize),
         c: *mut T,
         ldc: usize,
@@ -181,11 +182,16 @@ pub(crate) trait MicroKernel<T>: Packer<T> + Sync {
     ) where
         T: Copy,
     {
+        let mr = Self::MR;
+        // SAFETY: row i < MR, step p < kc of the panel (the contract).
+        let ap: Vec<T> = (0..kc * mr)
+            .map(|x| unsafe { *a.ptr.add(x % mr * a.rs + x / mr * a.cs) })
+            .collect();
         let gather = |src: *const T, ld: usize, w: usize| -> Vec<T> {
             // SAFETY: step p < kc of the panel holds w values (the contract).
             (0..kc * w).map(|i| unsafe { *src.add(i / w * ld + i % w) }).collect()
         };
-        let (ap, bp) = (gather(a, lda, Self::MR), gather(b, ldb, Self::NR));
+        let bp = gather(b, ldb, Self::NR);
         // SAFETY: `ap` / `bp` hold the packed kc x MR / kc x NR panels; the rest is the contract.
         unsafe { Self::run(kc, ap.as_ptr(), bp.as_ptr(), c, ldc, accumulate) }
     }
@@ -279,37 +285,37 @@ mod x86 {
         const IN_PLACE: bool = true;
         unsafe fn run(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32::<false, R>(kc, (a, R), (b, 32), c, ldc, accumulate) }
+            unsafe { avx512_f32::<false, R>(kc, (a, 1, R), (b, 32), c, ldc, accumulate) }
         }
         unsafe fn run_strided(
             kc: usize,
-            a: (*const f32, usize),
+            a: super::super::Mat<f32>,
             b: (*const f32, usize),
             c: *mut f32,
             ldc: usize,
             accumulate: bool,
         ) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32::<true, R>(kc, a, b, c, ldc, accumulate) }
+            unsafe { avx512_f32::<true, R>(kc, (a.ptr, a.rs, a.cs), b, c, ldc, accumulate) }
         }
     }
 
-    /// The `R x 32` tile over `kc` steps: A's steps of `R` values `lda`
-    /// apart and B's rows of 32 values `ldb` apart (`R` and 32 in packed
-    /// panels; `STRIDED` for panels read in place, whose next B rows are
-    /// prefetched instead of the packed stream's).
+    /// The `R x 32` tile over `kc` steps: A's row `i`, step `p` at
+    /// `a + i * ra + p * ca` and B's rows of 32 values `ldb` apart (`(1,
+    /// R)` and 32 in packed panels; `STRIDED` for panels read in place,
+    /// whose next B rows are prefetched instead of the packed stream's).
     #[target_feature(enable = "avx512f")]
     unsafe fn avx512_f32<const STRIDED: bool, const R: usize>(
         kc: usize,
-        (a, lda): (*const f32, usize),
+        (a, ra, ca): (*const f32, usize, usize),
         (b, ldb): (*const f32, usize),
         c: *mut f32,
         ldc: usize,
         accumulate: bool,
     ) {
-        let (lda, ldb) = if STRIDED { (lda, ldb) } else { (R, 32) };
-        // SAFETY: the caller upholds this function's contract (`a` holds kc steps of R values `lda` apart, `b` kc
-        // rows of 32 values `ldb` apart, `c` the R x 32 tile with row stride `ldc`) and the target feature was
+        let (ra, ca, ldb) = if STRIDED { (ra, ca, ldb) } else { (1, R, 32) };
+        // SAFETY: the caller upholds this function's contract (`a` holds R rows by kc steps at those strides, `b`
+        // kc rows of 32 values `ldb` apart, `c` the R x 32 tile with row stride `ldc`) and the target feature was
         // detected at runtime. The prefetches only hint (they never fault).
         unsafe {
             for i in 0..R {
@@ -331,19 +337,19 @@ mod x86 {
                     let b0 = _mm512_loadu_ps(b.add(ldb * s));
                     let b1 = _mm512_loadu_ps(b.add(ldb * s + 16));
                     for (i, row) in acc.iter_mut().enumerate() {
-                        let ai = _mm512_set1_ps(*a.add(lda * s + i));
+                        let ai = _mm512_set1_ps(*a.add(ca * s + i * ra));
                         row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
                         row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
                     }
                 }
-                a = a.wrapping_add(2 * lda);
+                a = a.wrapping_add(2 * ca);
                 b = b.wrapping_add(2 * ldb);
             }
             if kc % 2 == 1 {
                 let b0 = _mm512_loadu_ps(b);
                 let b1 = _mm512_loadu_ps(b.add(16));
                 for (i, row) in acc.iter_mut().enumerate() {
-                    let ai = _mm512_set1_ps(*a.add(i));
+                    let ai = _mm512_set1_ps(*a.add(i * ra));
                     row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
                     row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
                 }

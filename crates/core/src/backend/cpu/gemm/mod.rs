@@ -12,9 +12,10 @@
 //!   one A micro-panel in L1 streaming over the block's B panels in L2. Best
 //!   for AVX-512's wide 12 x 32 tile, which also reads a row-major B in
 //!   place (`MicroKernel::IN_PLACE`: its rows are 32 contiguous values
-//!   already, and copying them cost as much as the kernel's reads), and a
-//!   column-major A whose columns are short enough for its panel to stay
-//!   in L1.
+//!   already, and copying them cost as much as the kernel's reads), and an
+//!   A whose panel stays in L1 as a packed one would: column-major with
+//!   short columns, or row-major with a row stride that spreads the panel's
+//!   rows over the cache's sets (`a_reads_in_place`).
 //! - `b_resident::gemm`: the BLIS order, each B panel in L1 with the A
 //!   panels of a row block streaming from L2, B packed once per block for
 //!   all threads. Best for AVX2's 6 x 16 tile.
@@ -393,7 +394,7 @@ unsafe fn gemm_with<T, K>(
         // panels: each depth step's MR values are contiguous, and the
         // panel's steps lie within a few KiB, so it stays in L1 as a packed
         // panel would); only a partial last panel is packed, first in `op`.
-        let a_in_place = by_rows && K::IN_PLACE && a.rs == 1 && a.cs <= A_IN_PLACE_MAX_LD;
+        let a_in_place = by_rows && K::IN_PLACE && a_reads_in_place(a);
         let partial = if hi * mr > m { Some(hi - 1) } else { None };
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
@@ -458,14 +459,18 @@ unsafe fn gemm_with<T, K>(
                 for pi in i_lo..i_hi {
                     let rows = mr.min(m - pi * mr);
                     // SAFETY: packed panels exist for every index used; tiles are inside C.
+                    let packed = |ptr: *const T| Mat { ptr, rs: 1, cs: mr };
                     let apanel = if a_in_place && rows == mr {
-                        // Steps p0.. of rows pi * mr.. of the column-major A, a.cs apart.
-                        (a.ptr.wrapping_add(p0 * a.cs + pi * mr), a.cs)
+                        // Rows pi * mr.. at steps p0.. of A, in place.
+                        Mat {
+                            ptr: a.ptr.wrapping_add(p0 * a.cs + pi * mr * a.rs),
+                            ..a
+                        }
                     } else if a_in_place {
                         // The partial last panel, packed at `op` above.
-                        (op as *const T, mr)
+                        packed(op as *const T)
                     } else {
-                        (a_base.wrapping_add((pi - a_first) * mr * kc), mr)
+                        packed(a_base.wrapping_add((pi - a_first) * mr * kc))
                     };
                     for pj in jc..jc_end {
                         let cols = nr.min(n - pj * nr);
@@ -478,7 +483,7 @@ unsafe fn gemm_with<T, K>(
                             None => (b_base.wrapping_add((pj - b_first) * nr * kc), nr),
                         };
                         let tb = tile_bias(bias, kb + 1 == kblocks, pj * nr);
-                        // SAFETY: the A panel holds kc steps of mr values apanel.1 apart and the B panel kc rows of
+                        // SAFETY: the A panel holds mr rows by kc steps at its strides and the B panel kc rows of
                         // nr values bpanel.1 apart (packed, or inside A / B); the tile at (pi * mr, pj * nr) with
                         // rows x cols <= mr x nr lies inside C (m x n, row stride ldc), and no other thread writes it.
                         unsafe {
@@ -551,12 +556,26 @@ unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
     }
 }
 
+/// Whether `gemm_with` reads A's full panels in place (kernels with
+/// `IN_PLACE`): a column-major A whose columns are short enough for a
+/// panel's `KC` steps to stay within a few KiB (each step's `MR` values
+/// contiguous, as in a packed panel), or a row-major A whose row stride
+/// spreads a panel's rows over the L1 cache's sets (each row's `KC` steps
+/// contiguous). A row stride of a multiple of 2 KiB would put the panel's
+/// rows in one or two groups of sets, which the B panels streaming through
+/// L1 then evict (measured: 3-10% slower than packing at 1536 x 1536 x 1536;
+/// other strides measured 0-7% faster than packing, most for short depths).
+fn a_reads_in_place<T>(a: Mat<T>) -> bool {
+    let spread = |ld: usize| !(ld * std::mem::size_of::<T>()).is_multiple_of(2048);
+    (a.rs == 1 && a.cs <= A_IN_PLACE_MAX_LD) || (a.cs == 1 && spread(a.rs))
+}
+
 /// Runs the micro-kernel on one `rows x cols` tile of C at `cptr` (row
 /// stride `ldc`); a partial tile goes through `edge`, a full `MR x NR`
-/// scratch tile. A's `kc` steps of `MR` values lie `lda` apart and B's
-/// `kc` rows of `NR` values `ldb` apart (`(panel, stride)`: `MR` / `NR` in
-/// packed panels, other strides for panels read in place from a
-/// column-major A or a row-major B).
+/// scratch tile. A's `MR x kc` panel is the view `apanel` (strides 1 and
+/// `MR` when packed; others when read in place from a column-major or a
+/// row-major A) and B's `kc` rows of `NR` values lie `ldb` apart (`NR`
+/// when packed, B's row stride when read in place from a row-major B).
 ///
 /// # Safety
 /// As `MicroKernel::run`, with the panels readable at those strides and
@@ -565,7 +584,7 @@ unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
 #[allow(clippy::too_many_arguments)]
 unsafe fn tile<T: BiasAdd, K: MicroKernel<T>>(
     kc: usize,
-    (apanel, lda): (*const T, usize),
+    apanel: Mat<T>,
     (bpanel, ldb): (*const T, usize),
     cptr: *mut T,
     ldc: usize,
@@ -576,14 +595,14 @@ unsafe fn tile<T: BiasAdd, K: MicroKernel<T>>(
     bias: Option<Mat<T>>,
 ) {
     let nr = K::NR;
-    let strided = lda != K::MR || ldb != nr;
+    let strided = apanel.rs != 1 || apanel.cs != K::MR || ldb != nr;
     // SAFETY: per the contract; the edge tile holds MR x NR <= EDGE values.
     unsafe {
         let run = |c: *mut T, ldc: usize| {
             if strided {
-                K::run_strided(kc, (apanel, lda), (bpanel, ldb), c, ldc, accumulate);
+                K::run_strided(kc, apanel, (bpanel, ldb), c, ldc, accumulate);
             } else {
-                K::run(kc, apanel, bpanel, c, ldc, accumulate);
+                K::run(kc, apanel.ptr, bpanel, c, ldc, accumulate);
             }
         };
         if rows == K::MR && cols == nr {
@@ -1124,7 +1143,7 @@ fn cast_mat<T, U>(m: Mat<T>) -> Mat<U> {
 #[cfg(test)]
 mod tests {
     use super::kernels::{Generic, MicroKernel};
-    use super::{BSrc, Mat, gemm_with};
+    use super::{BSrc, Mat, a_reads_in_place, gemm_with};
 
     fn data(len: usize, seed: u32) -> Vec<f32> {
         let mut s = seed;
@@ -1187,12 +1206,13 @@ mod tests {
         }
     }
 
-    /// A row-major B and a column-major A with short columns read in place
-    /// (kernels with `IN_PLACE`; partial last panels packed) give the bits
-    /// of the same operands packed from copies in the other layouts: with
-    /// and without accumulation and bias, strides wider than the rows,
-    /// partial tiles, several depth blocks, serial and parallel. And the
-    /// default `run_strided` (a copy, then `run`) gives `run`'s bits.
+    /// A row-major B and a column-major A with short columns, or a
+    /// row-major A, read in place (kernels with `IN_PLACE`; partial last
+    /// panels packed) give the bits of the same operands packed from
+    /// copies in the other layouts: with and without accumulation and
+    /// bias, strides wider than the rows, partial tiles, several depth
+    /// blocks, serial and parallel. And the default `run_strided` (a copy,
+    /// then `run`) gives `run`'s bits, for column- and row-major A panels.
     fn check_in_place<K: MicroKernel<f32>>() {
         for &(m, n, k) in &[(1, 1, 1), (13, 37, 5), (40, 70, 300), (25, 96, 600), (12, 32, 257)] {
             let bias = data(n, 5);
@@ -1212,20 +1232,39 @@ mod tests {
                     rs,
                     cs,
                 };
+                // A row-major with padded rows (k + pad apart; never a multiple of 2 KiB here).
+                let lda_rm = k + pad;
+                let a_rm_pad: Vec<f32> = (0..m * lda_rm)
+                    .map(|x| {
+                        if x % lda_rm < k {
+                            a_rm[x / lda_rm * k + x % lda_rm]
+                        } else {
+                            f32::NAN
+                        }
+                    })
+                    .collect();
                 let packed = (mat(&a_rm, k, 1), mat(&b_cm, 1, k));
-                let in_place = (mat(&a_cm, 1, lda), mat(&b_rm, ldb, 1));
-                for (parallel, acc, bias) in [(false, false, None), (true, true, Some(bv)), (false, true, Some(bv))] {
-                    let start = data(m * n, 7);
-                    let (mut want, mut got) = (start.clone(), start);
-                    // SAFETY: the views cover the data; the outputs hold m x n; the kernel's ISA was checked.
-                    unsafe {
-                        let (a, b) = packed;
-                        gemm_with::<f32, K>(m, n, k, a, BSrc::Mat(b), want.as_mut_ptr(), n, parallel, acc, bias);
-                        let (a, b) = in_place;
-                        gemm_with::<f32, K>(m, n, k, a, BSrc::Mat(b), got.as_mut_ptr(), n, parallel, acc, bias);
+                let in_place = [mat(&a_cm, 1, lda), mat(&a_rm_pad, lda_rm, 1)];
+                assert!(in_place.iter().all(|&a| a_reads_in_place(a)));
+                for a_in in in_place {
+                    for (parallel, acc, bias) in [(false, false, None), (true, true, Some(bv)), (false, true, Some(bv))]
+                    {
+                        let start = data(m * n, 7);
+                        let (mut want, mut got) = (start.clone(), start);
+                        // SAFETY: the views cover the data; the outputs hold m x n; the kernel's ISA was checked.
+                        unsafe {
+                            let (a, b) = packed;
+                            gemm_with::<f32, K>(m, n, k, a, BSrc::Mat(b), want.as_mut_ptr(), n, parallel, acc, bias);
+                            let b = mat(&b_rm, ldb, 1);
+                            gemm_with::<f32, K>(m, n, k, a_in, BSrc::Mat(b), got.as_mut_ptr(), n, parallel, acc, bias);
+                        }
+                        let same = want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
+                        let layout = if a_in.rs == 1 { "column-major" } else { "row-major" };
+                        assert!(
+                            same,
+                            "{layout} A: m {m} n {n} k {k} pad {pad} parallel {parallel} acc {acc}"
+                        );
                     }
-                    let same = want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
-                    assert!(same, "m {m} n {n} k {k} pad {pad} parallel {parallel} acc {acc}");
                 }
             }
         }
@@ -1233,20 +1272,36 @@ mod tests {
         let (a, b) = (data(kc * (mr + 2), 8), data(kc * (nr + 5), 9));
         let pa: Vec<f32> = (0..kc * mr).map(|i| a[(i / mr) * (mr + 2) + i % mr]).collect();
         let pb: Vec<f32> = (0..kc * nr).map(|i| b[(i / nr) * (nr + 5) + i % nr]).collect();
-        let (mut want, mut got) = (vec![0f32; mr * nr], vec![1f32; mr * nr]);
-        // SAFETY: the panels hold kc steps of MR / NR values (mr + 2 / nr + 5 apart); the tiles MR x NR; ISA checked.
+        // The same A panel row-major: row i at i * (kc + 3).
+        let a_rows: Vec<f32> = (0..mr * (kc + 3))
+            .map(|x| {
+                if x % (kc + 3) < kc {
+                    pa[x % (kc + 3) * mr + x / (kc + 3)]
+                } else {
+                    f32::NAN
+                }
+            })
+            .collect();
+        let (mut want, mut got, mut got_rows) = (vec![0f32; mr * nr], vec![1f32; mr * nr], vec![2f32; mr * nr]);
+        // SAFETY: the panels hold kc steps of MR / NR values (mr + 2 / nr + 5 apart, or MR rows kc + 3 apart); the
+        // tiles MR x NR; ISA checked.
         unsafe {
             K::run(kc, pa.as_ptr(), pb.as_ptr(), want.as_mut_ptr(), nr, false);
-            K::run_strided(
-                kc,
-                (a.as_ptr(), mr + 2),
-                (b.as_ptr(), nr + 5),
-                got.as_mut_ptr(),
-                nr,
-                false,
-            );
+            let cm = Mat {
+                ptr: a.as_ptr(),
+                rs: 1,
+                cs: mr + 2,
+            };
+            K::run_strided(kc, cm, (b.as_ptr(), nr + 5), got.as_mut_ptr(), nr, false);
+            let rm = Mat {
+                ptr: a_rows.as_ptr(),
+                rs: kc + 3,
+                cs: 1,
+            };
+            K::run_strided(kc, rm, (b.as_ptr(), nr + 5), got_rows.as_mut_ptr(), nr, false);
         }
         assert_eq!(want, got);
+        assert_eq!(want, got_rows);
     }
 
     /// Runs `$check::<K>()` for every f32 kernel `K` this CPU has (the
