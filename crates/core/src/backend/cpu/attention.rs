@@ -17,11 +17,11 @@
 //! scale`, then `dQ = dS k` and `dK += dSᵀ q`, `dV += Pᵀ dO` accumulated
 //! block by block from the last (which sees every key the others see, so
 //! its products initialise them), so the result does not depend on the
-//! thread count. Operands with contiguous rows are first transposed (the
-//! keys and values once per entry, the queries, the result's gradient and
-//! the probability and score-gradient blocks per block), so that every
-//! product reads both of its operands in place, unpacked (the bits of the
-//! packed products); others are read in place with any strides. The
+//! thread count. Each block's queries and result gradient, when their rows
+//! are contiguous, are first transposed, so that the score products read
+//! them in place, unpacked (the bits of the packed products); the keys,
+//! the values and the blocks are read in place as they lie (by the
+//! AVX-512 products unpacked, where their row strides allow). The
 //! result and the gradients are written with their own row
 //! strides (the operators lay them out like their inputs). f16 / bf16
 //! compute in f32.
@@ -507,14 +507,16 @@ unsafe fn rows_transposed<T: AttnFloat>(
     unsafe { T::transpose(g.rows::<T>(base, b, r0).ptr, n, d, g.rs, dst.as_mut_ptr(), ld) }
 }
 
-/// The transposed scores `sc = k qᵀ` from transposed operands: `kt`
-/// holds `e` rows of `ldk` keys, `qt` `e` rows of `ldq` queries; `sc`
+/// The transposed scores `sc = k qᵀ` with the queries transposed: `k`
+/// views the keys' rows (read in place when their layout allows, else
+/// packed), `qt` holds `e` rows of `ldq` queries (read in place); `sc`
 /// gets the first `ncols = sc.len() / ld` keys (rows, `ld` apart) by the
-/// first `m` queries. Both operands are read in place by the product (no
-/// packing when `ldk` is small), with the packed path's bits.
-#[allow(clippy::too_many_arguments)]
-fn scores_transposed<T: Gemm>(
-    (kt, ldk): (&[T], usize),
+/// first `m` queries, with the bits of [`scores_into`].
+///
+/// # Safety
+/// `k` views at least `ncols` readable rows of `e` values.
+unsafe fn scores_transposed<T: Gemm>(
+    k: Mat<T>,
     (qt, ldq): (&[T], usize),
     m: usize,
     e: usize,
@@ -524,25 +526,21 @@ fn scores_transposed<T: Gemm>(
 ) {
     let ncols = sc.len() / ld;
     assert!(
-        ncols <= ldk && m <= ldq && ld >= m && kt.len() >= e * ldk && qt.len() >= e * ldq,
+        m <= ldq && ld >= m && qt.len() >= e * ldq,
         "attention: score block out of its operands"
     );
     if ncols == 0 {
         return;
     }
-    // SAFETY: kt is e x ldk (column-major ncols x e view, ncols <= ldk), qt
-    // e x ldq (row-major e x m, m <= ldq), sc ncols x ld (ld >= m): all in
-    // bounds (checked above), sc not overlapping them (a distinct buffer).
+    // SAFETY: k's first ncols rows are readable (the caller's contract); qt
+    // is e x ldq (row-major e x m, m <= ldq), sc ncols x ld (ld >= m), both
+    // in bounds (checked above); sc overlaps neither (a distinct buffer).
     unsafe {
         gemm(
             ncols,
             m,
             e,
-            Mat {
-                ptr: kt.as_ptr(),
-                rs: 1,
-                cs: ldk,
-            },
+            k,
             Mat {
                 ptr: qt.as_ptr(),
                 rs: ldq,
@@ -647,17 +645,16 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
     let per_entry = nb >= 4 * rayon::current_num_threads();
     let tasks = if per_entry { nb } else { nb * blocks };
     let scale = T::of(op.scale);
-    let transposed = contiguous_rows(&gq, e) && contiguous_rows(&gk, e);
-    let ldk = s.next_multiple_of(W);
+    let transposed = contiguous_rows(&gq, e);
     run_chunks(tasks, nb * l * s * (e + ev), |chunk| {
         // Scratch for the largest block, reused (each block overwrites what it reads).
         let (mut sc_buf, mut inv_buf) = (vec![T::ZERO; block_ld(QB.min(l)) * s], vec![T::ZERO; QB]);
-        // The keys and each block's queries transposed, when their rows are
-        // contiguous: the score products then read both in place.
-        let (mut kt, mut qt) = if transposed {
-            (vec![T::ZERO; e * ldk], vec![T::ZERO; e * block_ld(QB.min(l))])
+        // Each block's queries transposed, when their rows are contiguous:
+        // the score products then read them in place, unpacked.
+        let mut qt = if transposed {
+            vec![T::ZERO; e * block_ld(QB.min(l))]
         } else {
-            (Vec::new(), Vec::new())
+            Vec::new()
         };
         for t in chunk {
             let (b, first, last) = if per_entry {
@@ -665,12 +662,6 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
             } else {
                 (t / blocks, t % blocks, t % blocks + 1)
             };
-            if transposed {
-                // The keys the task's last block sees (the others see a prefix).
-                let kn = if op.causal { s.min((last * QB).min(l)) } else { s };
-                // SAFETY: k's first kn <= s rows of entry b are readable (locked input).
-                unsafe { rows_transposed(&gk, kp, (b, 0, kn, e), &mut kt, ldk) };
-            }
             for blk in first..last {
                 let (i0, i1) = (blk * QB, ((blk + 1) * QB).min(l));
                 let m = i1 - i0;
@@ -685,9 +676,12 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
                 let ld = block_ld(m);
                 let (sc, inv) = (&mut sc_buf[..ld * ncols], &mut inv_buf[..m]);
                 if transposed {
-                    // SAFETY: q's rows i0..i1 of entry b are readable (locked input).
-                    unsafe { rows_transposed(&gq, qp, (b, i0, m, e), &mut qt, ld) };
-                    scores_transposed((&kt, ldk), (&qt, ld), m, e, sc, ld, tasks == 1);
+                    // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b
+                    // are readable (locked inputs).
+                    unsafe {
+                        rows_transposed(&gq, qp, (b, i0, m, e), &mut qt, ld);
+                        scores_transposed(gk.rows(kp, b, 0), (&qt, ld), m, e, sc, ld, tasks == 1);
+                    }
                 } else {
                     // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
                     // readable (locked inputs, in bounds).
@@ -785,28 +779,17 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
     let scale = T::of(op.scale);
     // The keys the last query block sees: every block sees a prefix of them.
     let seen = if op.causal { s.min(l) } else { s };
-    let transposed =
-        contiguous_rows(&gq, e) && contiguous_rows(&gk, e) && contiguous_rows(&gv, ev) && contiguous_rows(&gg, ev);
-    let ldk = s.next_multiple_of(W);
+    let transposed = contiguous_rows(&gq, e) && contiguous_rows(&gg, ev);
     run_chunks(nb, nb * l * s * (e + ev), |chunk| {
         // Scratch for the largest block, reused (every block overwrites what it reads).
         let most = block_ld(QB.min(l)) * s;
         let (mut pr_buf, mut ds_buf, mut d_buf) = (vec![T::ZERO; most], vec![T::ZERO; most], vec![T::ZERO; QB]);
-        // The keys, values, each block's queries and result gradient, and the
-        // block's probabilities and score gradients, transposed: every product
-        // then reads its operands in place.
+        // Each block's queries and result gradient transposed: the score
+        // products then read them in place, unpacked.
         let tr = |n: usize| if transposed { vec![T::ZERO; n] } else { Vec::new() };
         let ldq = block_ld(QB.min(l));
-        let (mut kt, mut vt, mut qt, mut gt) = (tr(e * ldk), tr(ev * ldk), tr(e * ldq), tr(ev * ldq));
-        let (mut prt, mut dst) = (tr(QB.min(l) * ldk), tr(QB.min(l) * ldk));
+        let (mut qt, mut gt) = (tr(e * ldq), tr(ev * ldq));
         for b in chunk {
-            if transposed {
-                // SAFETY: k's and v's first `seen` rows of entry b are readable (locked inputs).
-                unsafe {
-                    rows_transposed(&gk, kp, (b, 0, seen, e), &mut kt, ldk);
-                    rows_transposed(&gv, vp, (b, 0, seen, ev), &mut vt, ldk);
-                }
-            }
             // Entry b of dk and dv: s rows each, rows gdk.rs / gdv.rs apart.
             let (dk, dv) = (
                 (dkp as *mut T).wrapping_add(gdk.batch[b]),
@@ -839,13 +822,14 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                 let ld = block_ld(m);
                 let (pr, ds, d) = (&mut pr_buf[..ld * ncols], &mut ds_buf[..ld * ncols], &mut d_buf[..m]);
                 if transposed {
-                    // SAFETY: q's and the gradient's rows i0..i1 of entry b are readable.
+                    // SAFETY: q's and the gradient's rows i0..i1 and k's and v's
+                    // first ncols rows of entry b are readable (locked inputs).
                     unsafe {
                         rows_transposed(&gq, qp, (b, i0, m, e), &mut qt, ld);
                         rows_transposed(&gg, gp, (b, i0, m, ev), &mut gt, ld);
+                        scores_transposed(gk.rows(kp, b, 0), (&qt, ld), m, e, pr, ld, par);
+                        scores_transposed(gv.rows(vp, b, 0), (&gt, ld), m, ev, ds, ld, par);
                     }
-                    scores_transposed((&kt, ldk), (&qt, ld), m, e, pr, ld, par);
-                    scores_transposed((&vt, ldk), (&gt, ld), m, ev, ds, ld, par);
                 } else {
                     // SAFETY: as in the forward: q's rows, k's and v's first ncols
                     // rows of entry b and the gradient rows are readable; the
@@ -888,29 +872,12 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                         par,
                     );
                 }
-                // dK and dV read dSᵀ and Pᵀ as column-major ncols x m
-                // matrices: from transposed copies (columns ldn apart, read in
-                // place), else from the blocks (row-major, packed).
-                let ldn = ncols.next_multiple_of(W);
-                let (ds_a, pr_a) = if transposed {
-                    assert!(
-                        m * ldn <= dst.len().min(prt.len()),
-                        "attention: block scratch too small"
-                    );
-                    // SAFETY: ds and pr are ncols x ld blocks (ld >= m); dst and prt
-                    // hold m rows of ldn >= ncols values (checked above).
-                    unsafe {
-                        T::transpose(ds.as_ptr(), ncols, m, ld, dst.as_mut_ptr(), ldn);
-                        T::transpose(pr.as_ptr(), ncols, m, ld, prt.as_mut_ptr(), ldn);
-                    }
-                    (dense(dst.as_ptr(), ldn, true), dense(prt.as_ptr(), ldn, true))
-                } else {
-                    (dense(ds.as_ptr(), ld, false), dense(pr.as_ptr(), ld, false))
-                };
                 // SAFETY: dk's and dv's first ncols rows of entry b are this task's
-                // (as above); the sources are the scratch blocks (or their
-                // transposed copies), q and the gradient rows (readable, in bounds).
+                // (as above); the sources are the scratch blocks (row-major
+                // ncols x m, read in place where the product can), q and the
+                // gradient rows (readable, in bounds).
                 unsafe {
+                    let (ds_a, pr_a) = (dense(ds.as_ptr(), ld, false), dense(pr.as_ptr(), ld, false));
                     gemm(ncols, e, m, ds_a, gq.rows(qp, b, i0), dk, gdk.rs, !first, par);
                     gemm(ncols, ev, m, pr_a, gm, dv, gdv.rs, !first, par);
                 }
