@@ -394,7 +394,7 @@ unsafe fn gemm_with<T, K>(
         // panels: each depth step's MR values are contiguous, and the
         // panel's steps lie within a few KiB, so it stays in L1 as a packed
         // panel would); only a partial last panel is packed, first in `op`.
-        let a_in_place = by_rows && K::IN_PLACE && a_reads_in_place(a);
+        let a_in_place = by_rows && K::IN_PLACE && a_reads_in_place(a, n);
         let partial = if hi * mr > m { Some(hi - 1) } else { None };
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
@@ -557,17 +557,19 @@ unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
 }
 
 /// Whether `gemm_with` reads A's full panels in place (kernels with
-/// `IN_PLACE`): a column-major A whose columns are short enough for a
-/// panel's `KC` steps to stay within a few KiB (each step's `MR` values
-/// contiguous, as in a packed panel), or a row-major A whose row stride
-/// spreads a panel's rows over the L1 cache's sets (each row's `KC` steps
-/// contiguous). A row stride of a multiple of 2 KiB would put the panel's
-/// rows in one or two groups of sets, which the B panels streaming through
-/// L1 then evict (measured: 3-10% slower than packing at 1536 x 1536 x 1536;
-/// other strides measured 0-7% faster than packing, most for short depths).
-fn a_reads_in_place<T>(a: Mat<T>) -> bool {
-    let spread = |ld: usize| !(ld * std::mem::size_of::<T>()).is_multiple_of(2048);
-    (a.rs == 1 && a.cs <= A_IN_PLACE_MAX_LD) || (a.cs == 1 && spread(a.rs))
+/// `IN_PLACE`) in a product of `n` columns: a column-major A whose columns
+/// are short enough for a panel's `KC` steps to stay within a few KiB
+/// (each step's `MR` values contiguous, as in a packed panel), or a
+/// row-major A whose row stride spreads the panel's rows over L1's sets
+/// (each row's `KC` steps contiguous). Measured on Zen 4 against packing:
+/// strides that are not a multiple of 2 KiB 0-7% faster; odd multiples of
+/// 2 KiB (the rows in two groups of sets) 3-9% faster up to 512 columns but
+/// 2% slower at 1536 (more B panels streaming past the A panel);
+/// multiples of 4 KiB (every row in the same sets) 2-5% slower.
+fn a_reads_in_place<T>(a: Mat<T>, n: usize) -> bool {
+    let bytes = a.rs * std::mem::size_of::<T>();
+    let spread = !bytes.is_multiple_of(2048) || (n <= 512 && !bytes.is_multiple_of(4096));
+    (a.rs == 1 && a.cs <= A_IN_PLACE_MAX_LD) || (a.cs == 1 && spread)
 }
 
 /// Runs the micro-kernel on one `rows x cols` tile of C at `cptr` (row
@@ -1214,7 +1216,14 @@ mod tests {
     /// blocks, serial and parallel. And the default `run_strided` (a copy,
     /// then `run`) gives `run`'s bits, for column- and row-major A panels.
     fn check_in_place<K: MicroKernel<f32>>() {
-        for &(m, n, k) in &[(1, 1, 1), (13, 37, 5), (40, 70, 300), (25, 96, 600), (12, 32, 257)] {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (13, 37, 5),
+            (40, 70, 300),
+            (25, 96, 600),
+            (12, 32, 257),
+            (20, 40, 512),
+        ] {
             let bias = data(n, 5);
             let bv = Mat {
                 ptr: bias.as_ptr(),
@@ -1232,7 +1241,7 @@ mod tests {
                     rs,
                     cs,
                 };
-                // A row-major with padded rows (k + pad apart; never a multiple of 2 KiB here).
+                // A row-major with padded rows (k + pad apart: 2 KiB for k = 512 and no pad).
                 let lda_rm = k + pad;
                 let a_rm_pad: Vec<f32> = (0..m * lda_rm)
                     .map(|x| {
@@ -1245,7 +1254,7 @@ mod tests {
                     .collect();
                 let packed = (mat(&a_rm, k, 1), mat(&b_cm, 1, k));
                 let in_place = [mat(&a_cm, 1, lda), mat(&a_rm_pad, lda_rm, 1)];
-                assert!(in_place.iter().all(|&a| a_reads_in_place(a)));
+                assert!(in_place.iter().all(|&a| a_reads_in_place(a, n)));
                 for a_in in in_place {
                     for (parallel, acc, bias) in [(false, false, None), (true, true, Some(bv)), (false, true, Some(bv))]
                     {
