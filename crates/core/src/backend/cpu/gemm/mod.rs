@@ -13,9 +13,10 @@
 //!   for AVX-512's wide 12 x 32 tile, which also reads a row-major B in
 //!   place (`MicroKernel::IN_PLACE`: its rows are 32 contiguous values
 //!   already, and copying them cost as much as the kernel's reads), and an
-//!   A whose panel stays in L1 as a packed one would: column-major with
-//!   short columns, or row-major with a row stride that spreads the panel's
-//!   rows over the cache's sets (`a_reads_in_place`).
+//!   A whose panel serves its B panels as well as a packed one would:
+//!   column-major with short columns (or any, in narrow products), or
+//!   row-major with a row stride that spreads the panel's rows over the
+//!   cache's sets (`a_reads_in_place`).
 //! - `b_resident::gemm`: the BLIS order, each B panel in L1 with the A
 //!   panels of a row block streaming from L2, B packed once per block for
 //!   all threads. Best for AVX2's 6 x 16 tile.
@@ -45,8 +46,9 @@ use crate::{DType, Element, Result, Tensor, with_dtype};
 const KC: usize = 256;
 /// Columns of a block (its B panels, `KC x NC`, stay in L2).
 const NC: usize = 480;
-/// The widest column stride of a column-major A read in place (its panel's
-/// `KC` steps then span at most `KC * A_IN_PLACE_MAX_LD` values).
+/// The widest column stride of a column-major A always read in place (its
+/// panel's `KC` steps then span at most `KC * A_IN_PLACE_MAX_LD` values;
+/// wider ones only in narrow products, `a_reads_in_place`).
 const A_IN_PLACE_MAX_LD: usize = 64;
 
 /// Blocking `(kc, nc, mc)`: `FERROTORCH_GEMM_BLOCKING=kc,nc[,mc]` when set
@@ -557,19 +559,24 @@ unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
 }
 
 /// Whether `gemm_with` reads A's full panels in place (kernels with
-/// `IN_PLACE`) in a product of `n` columns: a column-major A whose columns
-/// are short enough for a panel's `KC` steps to stay within a few KiB
-/// (each step's `MR` values contiguous, as in a packed panel), or a
-/// row-major A whose row stride spreads the panel's rows over L1's sets
-/// (each row's `KC` steps contiguous). Measured on Zen 4 against packing:
-/// strides that are not a multiple of 2 KiB 0-7% faster; odd multiples of
-/// 2 KiB (the rows in two groups of sets) 3-9% faster up to 512 columns but
-/// 2% slower at 1536 (more B panels streaming past the A panel);
-/// multiples of 4 KiB (every row in the same sets) 2-5% slower.
+/// `IN_PLACE`) in a product of `n` columns, where a panel read in place
+/// serves the few B panels it meets as well as a packed one. Measured on
+/// Zen 4 against packing:
+/// - column-major A (each step's `MR` values contiguous, as in a packed
+///   panel): columns at most 64 apart always (the panel's `KC` steps within
+///   a few KiB); up to 4096 apart with at most 256 columns 5-26% faster,
+///   with 512-2048 columns up to 9% slower (the panel's scattered lines
+///   leave L1 while many B panels stream past);
+/// - row-major A (each row's `KC` steps contiguous): row strides that are
+///   not a multiple of 2 KiB 0-7% faster; odd multiples of 2 KiB (the rows
+///   in two groups of L1 sets) 3-9% faster up to 512 columns but 2% slower
+///   at 1536; multiples of 4 KiB (every row in the same sets) 2-5% slower.
 fn a_reads_in_place<T>(a: Mat<T>, n: usize) -> bool {
+    if a.rs == 1 {
+        return a.cs <= A_IN_PLACE_MAX_LD || (n <= 256 && a.cs <= 4096);
+    }
     let bytes = a.rs * std::mem::size_of::<T>();
-    let spread = !bytes.is_multiple_of(2048) || (n <= 512 && !bytes.is_multiple_of(4096));
-    (a.rs == 1 && a.cs <= A_IN_PLACE_MAX_LD) || (a.cs == 1 && spread)
+    a.cs == 1 && (!bytes.is_multiple_of(2048) || (n <= 512 && !bytes.is_multiple_of(4096)))
 }
 
 /// Runs the micro-kernel on one `rows x cols` tile of C at `cptr` (row
@@ -1223,6 +1230,7 @@ mod tests {
             (25, 96, 600),
             (12, 32, 257),
             (20, 40, 512),
+            (100, 40, 70),
         ] {
             let bias = data(n, 5);
             let bv = Mat {
