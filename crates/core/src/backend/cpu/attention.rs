@@ -435,46 +435,6 @@ unsafe fn gemm<T: Gemm>(
     unsafe { T::gemm(m, n, k, a, BSrc::Mat(b), c, ldc, parallel, acc) }
 }
 
-/// The transposed scores `sc = k qᵀ` of batch entry `b`: the first
-/// `ncols` keys (rows of `sc`, `ld` apart) against the `m` query rows
-/// from `i0`, over `e` dims; nothing when `ncols` is 0. (With the values
-/// for `k` and the result's gradient for `q`, over `ev` dims, the
-/// transposed `dPᵀ = v dOᵀ`.)
-///
-/// # Safety
-/// `qp` / `kp` are the locked data of the tensors `gq` / `gk` describe,
-/// with those rows in bounds.
-#[allow(clippy::too_many_arguments)]
-unsafe fn scores_into<T: Gemm>(
-    gq: &Geo,
-    qp: usize,
-    gk: &Geo,
-    kp: usize,
-    (b, i0, m, e): (usize, usize, usize, usize),
-    sc: &mut [T],
-    ld: usize,
-    par: bool,
-) {
-    let ncols = sc.len() / ld;
-    if ncols == 0 {
-        return;
-    }
-    // SAFETY: the caller's contract; `sc` is ncols x ld, ld >= m.
-    unsafe {
-        gemm(
-            ncols,
-            m,
-            e,
-            gk.rows(kp, b, 0),
-            gq.transposed(qp, b, i0),
-            sc.as_mut_ptr(),
-            ld,
-            false,
-            par,
-        )
-    }
-}
-
 /// Whether the rows of `g` (`d` values each) are contiguous, so that
 /// [`rows_transposed`] may read them.
 fn contiguous_rows(g: &Geo, d: usize) -> bool {
@@ -507,51 +467,24 @@ unsafe fn rows_transposed<T: AttnFloat>(
     unsafe { T::transpose(g.rows::<T>(base, b, r0).ptr, n, d, g.rs, dst.as_mut_ptr(), ld) }
 }
 
-/// The transposed scores `sc = k qᵀ` with the queries transposed: `k`
-/// views the keys' rows (read in place when their layout allows, else
-/// packed), `qt` holds `e` rows of `ldq` queries (read in place); `sc`
-/// gets the first `ncols = sc.len() / ld` keys (rows, `ld` apart) by the
-/// first `m` queries, with the bits of [`scores_into`].
+/// The transposed scores `sc = k qᵀ`: `k` views the keys' rows, `qt` the
+/// queries' transpose (`e` rows of `m` queries: a transposed copy, read in
+/// place, or a transposed view of the queries); `sc` gets the first `ncols
+/// = sc.len() / ld` keys (rows, `ld` apart) by the `m` queries; nothing
+/// when `ncols` is 0. (With the values for `k` and the result's gradient
+/// for `q`, over `ev` dims, the transposed `dPᵀ = v dOᵀ`.)
 ///
 /// # Safety
-/// `k` views at least `ncols` readable rows of `e` values.
-unsafe fn scores_transposed<T: Gemm>(
-    k: Mat<T>,
-    (qt, ldq): (&[T], usize),
-    m: usize,
-    e: usize,
-    sc: &mut [T],
-    ld: usize,
-    par: bool,
-) {
+/// `k` views at least `ncols` readable rows of `e` values and `qt` `e`
+/// readable rows of `m`, neither overlapping `sc`.
+unsafe fn scores<T: Gemm>(k: Mat<T>, qt: Mat<T>, m: usize, e: usize, sc: &mut [T], ld: usize, par: bool) {
     let ncols = sc.len() / ld;
-    assert!(
-        m <= ldq && ld >= m && qt.len() >= e * ldq,
-        "attention: score block out of its operands"
-    );
+    assert!(ld >= m, "attention: score block narrower than its queries");
     if ncols == 0 {
         return;
     }
-    // SAFETY: k's first ncols rows are readable (the caller's contract); qt
-    // is e x ldq (row-major e x m, m <= ldq), sc ncols x ld (ld >= m), both
-    // in bounds (checked above); sc overlaps neither (a distinct buffer).
-    unsafe {
-        gemm(
-            ncols,
-            m,
-            e,
-            k,
-            Mat {
-                ptr: qt.as_ptr(),
-                rs: ldq,
-                cs: 1,
-            },
-            sc.as_mut_ptr(),
-            ld,
-            false,
-            par,
-        )
-    }
+    // SAFETY: the caller's contract; sc is ncols x ld, ld >= m.
+    unsafe { gemm(ncols, m, e, k, qt, sc.as_mut_ptr(), ld, false, par) }
 }
 
 /// Runs `f` over the items `0..items` in contiguous chunks (each chunk
@@ -680,12 +613,20 @@ fn forward_typed<T: AttnFloat>(op: SdpaFlash, inputs: &[&Tensor], outputs: &[&Te
                     // are readable (locked inputs).
                     unsafe {
                         rows_transposed(&gq, qp, (b, i0, m, e), &mut qt, ld);
-                        scores_transposed(gk.rows(kp, b, 0), (&qt, ld), m, e, sc, ld, tasks == 1);
+                        scores(
+                            gk.rows(kp, b, 0),
+                            dense(qt.as_ptr(), ld, false),
+                            m,
+                            e,
+                            sc,
+                            ld,
+                            tasks == 1,
+                        );
                     }
                 } else {
                     // SAFETY: q's rows i0..i1 and k's first ncols rows of entry b are
                     // readable (locked inputs, in bounds).
-                    unsafe { scores_into(&gq, qp, &gk, kp, (b, i0, m, e), sc, ld, tasks == 1) };
+                    unsafe { scores(gk.rows(kp, b, 0), gq.transposed(qp, b, i0), m, e, sc, ld, tasks == 1) };
                 }
                 T::softmax_cols(sc, ld, m, i0, op.causal, scale, lse, inv);
                 // SAFETY: sc is ncols x m (the transposed probabilities), v's
@@ -827,16 +768,16 @@ fn backward_typed<T: AttnFloat>(op: SdpaFlashBackward, inputs: &[&Tensor], outpu
                     unsafe {
                         rows_transposed(&gq, qp, (b, i0, m, e), &mut qt, ld);
                         rows_transposed(&gg, gp, (b, i0, m, ev), &mut gt, ld);
-                        scores_transposed(gk.rows(kp, b, 0), (&qt, ld), m, e, pr, ld, par);
-                        scores_transposed(gv.rows(vp, b, 0), (&gt, ld), m, ev, ds, ld, par);
+                        scores(gk.rows(kp, b, 0), dense(qt.as_ptr(), ld, false), m, e, pr, ld, par);
+                        scores(gv.rows(vp, b, 0), dense(gt.as_ptr(), ld, false), m, ev, ds, ld, par);
                     }
                 } else {
                     // SAFETY: as in the forward: q's rows, k's and v's first ncols
                     // rows of entry b and the gradient rows are readable; the
                     // scratch blocks are ncols x ld.
                     unsafe {
-                        scores_into(&gq, qp, &gk, kp, (b, i0, m, e), pr, ld, par);
-                        scores_into(&gg, gp, &gv, vp, (b, i0, m, ev), ds, ld, par);
+                        scores(gk.rows(kp, b, 0), gq.transposed(qp, b, i0), m, e, pr, ld, par);
+                        scores(gv.rows(vp, b, 0), gg.transposed(gp, b, i0), m, ev, ds, ld, par);
                     }
                 }
                 T::prob_cols(pr, ld, m, i0, op.causal, scale, lr);
