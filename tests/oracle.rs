@@ -24,12 +24,13 @@
 
 use std::path::PathBuf;
 
-use ferrotorch::half::{bf16, f16};
 use ferrotorch::{DType, Generator, Operand, Rounding, Scalar, Tensor, TensorIndex, TensorOptions};
 use serde_json::Value;
 
 #[path = "support/oracle_json.rs"]
 mod oracle_json;
+
+use oracle_json::{Run, decode as tensor, dims_of, dtype_of, input, kw, num, scalar_of};
 #[path = "support/oracle_linalg.rs"]
 mod oracle_linalg;
 #[path = "support/oracle_minilm.rs"]
@@ -61,54 +62,6 @@ fn oracle_dir(var: &str, default: &str) -> PathBuf {
     match std::env::var_os(var) {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(default),
-    }
-}
-
-pub(crate) fn num(v: &Value) -> f64 {
-    match v {
-        Value::Number(n) => n.as_f64().unwrap(),
-        Value::String(s) => match s.as_str() {
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            "nan" => f64::NAN,
-            other => panic!("unexpected number string {other}"),
-        },
-        Value::Bool(b) => *b as u8 as f64,
-        other => panic!("not a number: {other}"),
-    }
-}
-
-fn tensor(v: &Value) -> Tensor {
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap() as usize)
-        .collect();
-    let data = v["data"].as_array().unwrap();
-    match v["dtype"].as_str().unwrap() {
-        "float32" => Tensor::from_vec(data.iter().map(|x| num(x) as f32).collect(), &shape).unwrap(),
-        "float64" => Tensor::from_vec(data.iter().map(num).collect(), &shape).unwrap(),
-        "int64" => Tensor::from_vec(data.iter().map(|x| x.as_i64().unwrap()).collect(), &shape).unwrap(),
-        "bool" => Tensor::from_vec(data.iter().map(|x| x.as_bool().unwrap()).collect(), &shape).unwrap(),
-        "int32" => Tensor::from_vec(
-            data.iter()
-                .map(|x| i32::try_from(x.as_i64().unwrap()).unwrap())
-                .collect(),
-            &shape,
-        )
-        .unwrap(),
-        "uint8" => Tensor::from_vec(
-            data.iter()
-                .map(|x| u8::try_from(x.as_i64().unwrap()).unwrap())
-                .collect(),
-            &shape,
-        )
-        .unwrap(),
-        // f16 / bf16 values are written as their exact value: the conversion is exact.
-        "float16" => Tensor::from_vec(data.iter().map(|x| f16::from_f64(num(x))).collect(), &shape).unwrap(),
-        "bfloat16" => Tensor::from_vec(data.iter().map(|x| bf16::from_f64(num(x))).collect(), &shape).unwrap(),
-        other => panic!("unsupported dtype {other}"),
     }
 }
 
@@ -254,32 +207,6 @@ fn compare(name: &str, got: &Tensor, want: &Tensor, rtol: f64, atol: f64, strict
     Ok(())
 }
 
-pub(crate) fn kw<'a>(case: &'a Value, key: &str) -> Option<&'a Value> {
-    case["kwargs"].get(key).filter(|v| !v.is_null())
-}
-
-pub(crate) fn dims_of(v: &Value) -> Vec<i64> {
-    match v {
-        Value::Array(a) => a.iter().map(|x| x.as_i64().unwrap()).collect(),
-        x => vec![x.as_i64().unwrap()],
-    }
-}
-
-pub(crate) fn scalar_of(v: &Value) -> ferrotorch::Scalar {
-    match v {
-        Value::Number(n) if n.is_i64() => ferrotorch::Scalar::Int(n.as_i64().unwrap()),
-        Value::Bool(b) => ferrotorch::Scalar::Bool(*b),
-        other => ferrotorch::Scalar::Float(num(other)),
-    }
-}
-
-/// The named input, from the `inputs` list.
-pub(crate) fn input<'a>(case: &Value, inputs: &'a [Tensor], name: &str) -> Option<&'a Tensor> {
-    let names = case["input_names"].as_array()?;
-    let i = names.iter().position(|n| n.as_str() == Some(name))?;
-    inputs.get(i)
-}
-
 /// Index items of `__getitem__`; `{"tensor": k}` is the k-th input (extra suite).
 fn index_items(v: &Value, inputs: &[Tensor]) -> Vec<TensorIndex> {
     v.as_array()
@@ -301,8 +228,6 @@ fn index_items(v: &Value, inputs: &[Tensor]) -> Vec<TensorIndex> {
         })
         .collect()
 }
-
-pub(crate) type Run = ferrotorch::Result<Vec<Tensor>>;
 
 /// Runs the case's operator, or `None` when ferrotorch does not have it yet.
 fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
@@ -646,10 +571,6 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
                 .or(inputs.first()),
         ),
     }
-}
-
-pub(crate) fn dtype_of(v: &Value) -> Option<DType> {
-    DType::from_name(v.as_str()?)
 }
 
 /// Creation options from the case's `dtype` kwarg (`None` if it is unknown).

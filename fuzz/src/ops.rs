@@ -4,7 +4,7 @@
 use ferrotorch_core::{DType, Tensor};
 use serde_json::Value;
 
-use crate::{Env, Res, dtype_of, int, ints, num, scalar};
+use crate::json::{Env, Res, dtype_of, int, ints, num, scalar};
 
 fn e1(r: ferrotorch_core::Result<Tensor>) -> Res<Vec<Tensor>> {
     r.map(|t| vec![t]).map_err(|e| e.to_string())
@@ -153,8 +153,8 @@ pub(crate) fn other(name: &str, env: &Env, a: &[Value]) -> Res<Vec<Tensor>> {
         "where" => {
             let c = t(0)?;
             let (mut h1, mut h2) = (None, None);
-            let p = crate::operand(env, &a[1], &mut h1)?;
-            let q = crate::operand(env, &a[2], &mut h2)?;
+            let p = crate::json::operand(env, &a[1], &mut h1)?;
+            let q = crate::json::operand(env, &a[2], &mut h2)?;
             e1(ferrotorch_core::ops::binary::where_(&c, p, q))
         }
         "masked_fill" => e1(x()?.masked_fill(&t(1)?, s(2)?)),
@@ -169,7 +169,7 @@ pub(crate) fn other(name: &str, env: &Env, a: &[Value]) -> Res<Vec<Tensor>> {
         }
         "lerp" => {
             let mut hold = None;
-            let w = crate::operand(env, &a[2], &mut hold)?;
+            let w = crate::json::operand(env, &a[2], &mut hold)?;
             e1(x()?.lerp(&t(1)?, w))
         }
         "nan_to_num" => {

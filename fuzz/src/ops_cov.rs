@@ -7,7 +7,7 @@ use ferrotorch_core::ops::decomp::MatrixOrd;
 use ferrotorch_core::{Indexing, Operand, SearchSortedOptions, Tensor};
 use serde_json::Value;
 
-use crate::{Env, Res, dtype_of, int, ints, num, scalar};
+use crate::json::{Env, Res, dtype_of, int, ints, num, scalar};
 
 fn e1(r: ferrotorch_core::Result<Tensor>) -> Res<Vec<Tensor>> {
     r.map(|t| vec![t]).map_err(|e| e.to_string())

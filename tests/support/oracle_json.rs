@@ -1,11 +1,12 @@
 //! The JSON helpers shared by the oracle's support modules
 //! (`oracle_linalg.rs`, `oracle_nn.rs`, `oracle_random.rs`): every test
 //! crate that includes one of them includes this file as `oracle_json`
-//! too, so they depend on nothing of `tests/oracle.rs`.
+//! too (and `tests/oracle.rs` uses them), so they depend on nothing of
+//! `tests/oracle.rs`.
 #![allow(dead_code)]
 
-use ferrotorch::Tensor;
 use ferrotorch::half::{bf16, f16};
+use ferrotorch::{DType, Scalar, Tensor};
 use serde_json::Value;
 
 /// A keyword argument of a case, `None` when absent or null.
@@ -23,6 +24,7 @@ pub fn num(v: &Value) -> f64 {
             "nan" => f64::NAN,
             other => panic!("unexpected number string {other}"),
         },
+        Value::Bool(b) => *b as u8 as f64,
         other => panic!("not a number: {other}"),
     }
 }
@@ -50,10 +52,35 @@ pub fn decode(v: &Value) -> Tensor {
         "float16" => Tensor::from_vec(data.iter().map(|x| f16::from_f64(num(x))).collect(), &shape),
         "bfloat16" => Tensor::from_vec(data.iter().map(|x| bf16::from_f64(num(x))).collect(), &shape),
         "int64" => Tensor::from_vec(ints().collect(), &shape),
-        "int32" => Tensor::from_vec(ints().map(|x| x as i32).collect(), &shape),
-        "uint8" => Tensor::from_vec(ints().map(|x| x as u8).collect(), &shape),
+        "int32" => Tensor::from_vec(ints().map(|x| i32::try_from(x).unwrap()).collect(), &shape),
+        "uint8" => Tensor::from_vec(ints().map(|x| u8::try_from(x).unwrap()).collect(), &shape),
         "bool" => Tensor::from_vec(data.iter().map(|x| x.as_bool().unwrap()).collect(), &shape),
         other => panic!("unsupported dtype {other}"),
     }
     .unwrap()
+}
+
+/// What running a case's operator gives.
+pub type Run = ferrotorch::Result<Vec<Tensor>>;
+
+/// A dims argument: one integer or a list.
+pub fn dims_of(v: &Value) -> Vec<i64> {
+    match v {
+        Value::Array(a) => a.iter().map(|x| x.as_i64().unwrap()).collect(),
+        x => vec![x.as_i64().unwrap()],
+    }
+}
+
+/// A Python scalar: an int, a bool or a float.
+pub fn scalar_of(v: &Value) -> Scalar {
+    match v {
+        Value::Number(n) if n.is_i64() => Scalar::Int(n.as_i64().unwrap()),
+        Value::Bool(b) => Scalar::Bool(*b),
+        other => Scalar::Float(num(other)),
+    }
+}
+
+/// A dtype by its PyTorch name (`None` if unknown).
+pub fn dtype_of(v: &Value) -> Option<DType> {
+    DType::from_name(v.as_str()?)
 }

@@ -8,7 +8,7 @@ use ferrotorch::Tensor;
 use ferrotorch::nn::functional as F;
 use serde_json::Value;
 
-use super::{Run, dims_of, input, kw, num};
+use super::oracle_json::{Run, dims_of, input, kw, num};
 
 /// The ops this module runs (names after `torch.nn.functional.`).
 pub(super) const OPS: &[&str] = &[

@@ -5,7 +5,7 @@
 use ferrotorch::{Indexing, Operand, SearchSortedOptions, Tensor, UniqueOptions};
 use serde_json::Value;
 
-use super::{Run, dims_of, input, kw, num, scalar_of};
+use super::oracle_json::{Run, dims_of, input, kw, num, scalar_of};
 
 /// An operand named `name`: the case input of that name, else the kwarg
 /// scalar, else `None`.

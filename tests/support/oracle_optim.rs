@@ -26,7 +26,7 @@ fn value(v: &Json) -> Value {
         Json::Bool(b) => Value::Bool(*b),
         Json::Array(a) => Value::Tuple(a.iter().map(value).collect()),
         Json::Null => Value::None,
-        other => Value::Float(super::num(other)),
+        other => Value::Float(super::oracle_json::num(other)),
     }
 }
 
@@ -63,18 +63,22 @@ where
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| Parameter::new(super::tensor(t)).unwrap())
+        .map(|t| Parameter::new(super::oracle_json::decode(t)).unwrap())
         .collect();
     let mut opt = Optim::<A>::new(params.clone(), o).map_err(|e| format!("{name}: {e}"))?;
     let mut exact = true;
     let outputs = case["output"].as_array().unwrap();
     for (s, grads) in case["grad_sequence"].as_array().unwrap().iter().enumerate() {
         for (p, g) in params.iter().zip(grads.as_array().unwrap()) {
-            p.tensor().set_grad(Some(super::tensor(g))).unwrap();
+            p.tensor().set_grad(Some(super::oracle_json::decode(g))).unwrap();
         }
         opt.step().map_err(|e| format!("{name}: step {s}: {e}"))?;
         for (i, (p, w)) in params.iter().zip(outputs[s].as_array().unwrap()).enumerate() {
-            exact &= close(&format!("{name} step {s} param {i}"), &p.tensor(), &super::tensor(w))?;
+            exact &= close(
+                &format!("{name} step {s} param {i}"),
+                &p.tensor(),
+                &super::oracle_json::decode(w),
+            )?;
         }
     }
     let sd = opt.state_dict();
@@ -95,7 +99,7 @@ where
                     return Err(format!("{name}: state {i} {k}: {t}, expected {w}"));
                 }
             } else {
-                exact &= close(&format!("{name} state {i} {k}"), t, &super::tensor(w))?;
+                exact &= close(&format!("{name} state {i} {k}"), t, &super::oracle_json::decode(w))?;
             }
         }
     }

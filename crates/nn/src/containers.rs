@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use ferrotorch_core::{Result, Tensor};
 
-use crate::repr::add_indent;
+use crate::pyfmt::add_indent;
 use crate::{Forward, Module, ModuleState, Visitor};
 
 impl<M: Module + ?Sized> Module for Box<M> {

@@ -33,9 +33,9 @@ pub fn bilinear(x1: &Tensor, x2: &Tensor, weight: &Tensor, bias: Option<&Tensor>
     }
 }
 
-pub use crate::attention::{SdpaOptions, scaled_dot_product_attention};
-
+mod attention;
 mod norm_loss;
+pub use attention::{SdpaOptions, scaled_dot_product_attention};
 pub use norm_loss::*;
 
 /// `max(x, 0)`.

@@ -17,8 +17,8 @@ pub mod init;
 pub mod layers;
 pub mod module;
 pub mod parameter;
+mod pyfmt;
 pub mod repr;
-pub mod state;
 pub mod state_dict;
 pub mod utils;
 
@@ -47,6 +47,7 @@ pub use layers::transformer::{
     TransformerActivation, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
     TransformerForwardOptions, TransformerLayerOptions, TransformerOptions, generate_square_subsequent_mask,
 };
+pub use module::state;
 pub use module::{__private, Module, Visitable, Visitor};
 pub use parameter::{Buffer, Parameter};
 pub use repr::repr;

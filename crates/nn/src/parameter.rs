@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, PoisonError, RwLock};
 
-use ferrotorch_core::{Result, Tensor};
+use ferrotorch_core::{DType, Device, Result, Tensor, TensorOptions, autograd};
 
 /// The tensor cell behind a handle.
 #[derive(Debug)]
@@ -133,5 +133,25 @@ impl Buffer {
     /// An address identifying the buffer (equal for clones).
     pub fn id(&self) -> usize {
         Arc::as_ptr(&self.cell) as usize
+    }
+}
+
+/// `TensorOptions` for a dtype and device.
+pub(crate) fn tensor_options(dtype: Option<DType>, device: Device) -> TensorOptions {
+    let o = TensorOptions::new().device(device);
+    match dtype {
+        Some(dt) => o.dtype(dt),
+        None => o,
+    }
+}
+
+/// A copy of a parameter with its own storage and `requires_grad` flag.
+pub(crate) fn copy_parameter(p: &Parameter) -> Result<Parameter> {
+    let t = p.tensor();
+    let c = autograd::no_grad(|| t.detach().clone_tensor())?;
+    if t.requires_grad() {
+        Parameter::new(c)
+    } else {
+        Ok(Parameter::frozen(c))
     }
 }

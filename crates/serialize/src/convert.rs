@@ -10,7 +10,7 @@ use ferrotorch_nn::StateDict;
 use ferrotorch_optim::{Dict as OptimDict, OptimizerStateDict, ParamGroupState, Value as OptimValue};
 
 use crate::error::{Error, Result};
-use crate::pickle::reader::MAX_DEPTH;
+use crate::value::MAX_DEPTH;
 use crate::value::{Dict, DictKind, Key, Value};
 
 /// A module state dict as PyTorch's `Module.state_dict()`: an

@@ -1,6 +1,6 @@
 //! [`Value::leaves`]: a nested checkpoint as a flat list of dotted names.
 
-use crate::pickle::reader::MAX_DEPTH;
+use crate::value::MAX_DEPTH;
 use crate::value::{Key, Value};
 
 impl Value {

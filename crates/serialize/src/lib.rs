@@ -78,8 +78,8 @@ pub use ferrotorch_nn::StateDict;
 pub use ferrotorch_optim::OptimizerStateDict;
 pub use inspect::{Entry, Format, Inspection, Item, Location, StorageInfo, TensorInfo};
 pub use options::{LoadOptions, add_prefix, strip_prefix, to_dtype};
-pub use pickle::reader::MAX_DEPTH;
 pub use safetensors_format::Safetensors;
+pub use value::MAX_DEPTH;
 pub use value::{Dict, DictKind, Key, Value};
 
 /// Loads a `torch.save` checkpoint as `torch.load(path, weights_only=True)`

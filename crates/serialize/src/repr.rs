@@ -3,7 +3,7 @@
 
 use std::fmt::{self, Display, Formatter, Write};
 
-use crate::pickle::reader::MAX_DEPTH;
+use crate::value::MAX_DEPTH;
 use crate::value::{DictKind, Value};
 
 impl Display for Value {

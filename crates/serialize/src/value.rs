@@ -5,6 +5,10 @@ use std::collections::HashMap;
 
 use ferrotorch_core::Tensor;
 
+/// How deep containers may nest in a checkpoint (the pickle reader and
+/// writer, and every walk over a [`Value`], stop there).
+pub const MAX_DEPTH: usize = 256;
+
 /// One object of a checkpoint: what `torch.save` pickles and
 /// `torch.load(weights_only=True)` gives back.
 ///

@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// An option a command accepts.
 pub(crate) struct Spec {

@@ -18,8 +18,8 @@ use ferrotorch::serialize::{
     Format, Value, inspect, load, load_safetensors, save_safetensors, save_state_dict, value_to_state_dict,
 };
 
-use crate::Failure;
 use crate::args::{self, Spec};
+use crate::failure::Failure;
 
 const HELP: &str = "\
 Usage: ferrotorch convert [--key KEY] [--flatten] [--to pt|safetensors] IN OUT

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use ferrotorch::serialize::{Format, Inspection, Item, Location, TensorInfo, inspect};
 
-use crate::Failure;
 use crate::args::{self, Spec};
+use crate::failure::Failure;
 use crate::json;
 
 const HELP: &str = "\

@@ -10,12 +10,15 @@
 
 mod args;
 mod convert;
+mod failure;
 mod inspect;
 mod json;
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
+
+use failure::Failure;
 
 /// The help text.
 const HELP: &str = "\
@@ -51,20 +54,6 @@ Commands:
 
 Exit status: 0 success, 1 a file error, 2 a usage error.
 ";
-
-/// Why a command failed.
-pub(crate) enum Failure {
-    /// The command line is wrong (exit status 2).
-    Usage(String),
-    /// A file could not be read or written, or holds the wrong thing (exit status 1).
-    File(String),
-}
-
-impl From<ferrotorch::serialize::Error> for Failure {
-    fn from(e: ferrotorch::serialize::Error) -> Self {
-        Failure::File(e.to_string())
-    }
-}
 
 fn run(mut argv: Vec<OsString>) -> Result<String, Failure> {
     if argv.is_empty() {

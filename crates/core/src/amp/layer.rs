@@ -3,6 +3,7 @@
 
 use smallvec::SmallVec;
 
+use crate::backend::dispatch::registration::{Registration, Stage};
 use crate::backend::dispatch::{
     Call, DispatchKey, DispatchKeySet, Kernel, Slot, Tensors, exclude_keys, find_op_builtin, redispatch,
 };
@@ -11,8 +12,16 @@ use crate::{DType, Device, Error, Result, Tensor};
 
 use super::{State, cached_cast, state};
 
-/// Registers the Autocast kernel of every listed operator.
-pub(crate) fn register_autocast_kernels() -> Result<()> {
+inventory::submit! {
+    Registration {
+        stage: Stage::Layers,
+        what: "autocast kernels",
+        run: register_autocast_kernels,
+    }
+}
+
+/// Registers the Autocast kernel of every listed operator (at start-up).
+fn register_autocast_kernels() -> Result<()> {
     let lists: [(&[&str], CastPolicy); 2] = [(LOWER_PRECISION, CastPolicy::LowerPrecision), (FP32, CastPolicy::Fp32)];
     for (names, policy) in lists {
         let kernel = match policy {

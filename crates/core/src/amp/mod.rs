@@ -32,8 +32,6 @@ use std::cell::{Cell, RefCell};
 use crate::backend::dispatch::{DispatchKey, KeyGuard, set_key_enabled};
 use crate::{DType, Device, Error, Result, Tensor};
 
-pub(crate) use layer::register_autocast_kernels;
-
 /// The options of [`autocast_with`] (`torch.autocast`'s keywords).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AutocastOptions {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::function::{Function, FunctionCtx, apply_function};
-use super::node::Edge;
+use super::graph::Edge;
 use crate::random::{GeneratorState, default_generator};
 use crate::{Error, Result, Tensor};
 

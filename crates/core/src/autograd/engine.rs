@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::node::{Edge, Node};
+use super::graph::{Edge, Node};
 use crate::{Error, Result, Tensor};
 
 /// Hashes node addresses (one multiply; std's SipHash costs more than the

@@ -2,8 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::node::{Backward, Edge, Node};
-use super::saved::SavedTensor;
+use super::graph::SavedTensor;
+use super::graph::{Backward, Edge, Node};
 use crate::{Error, Result, Tensor};
 
 /// A function with a hand-written backward, usable like any operator.

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use smallvec::SmallVec;
 
-use super::node::{Backward, Edges, Node};
-use super::saved::SavedTensor;
+use super::graph::SavedTensor;
+use super::graph::{Backward, Edges, Node};
 use crate::dispatch::{
     BackwardCtx, Call, DispatchKey, DispatchKeySet, Op, SavedValues, TensorMeta, Tensors, exclude_keys, redispatch,
 };
@@ -217,8 +217,16 @@ fn check_inplace(o: &Tensor, op: &str) -> Result<()> {
     Ok(())
 }
 
+inventory::submit! {
+    crate::dispatch::registration::Registration {
+        stage: crate::dispatch::registration::Stage::Layers,
+        what: "autograd fallback",
+        run: || crate::dispatch::register_fallback_builtin(crate::dispatch::DispatchKey::Autograd, autograd_layer),
+    }
+}
+
 /// The `Autograd` key's kernel for every operator (a boxed fallback).
-pub(crate) fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tensors> {
+fn autograd_layer(call: &Call, below: DispatchKeySet) -> Result<Tensors> {
     let entry = call.op.entry();
     let grad_on = super::is_grad_enabled();
     let inputs_req = call.inputs.iter().any(|t| t.requires_grad());

@@ -22,17 +22,15 @@
 //! # Ok::<(), ferrotorch_core::Error>(())
 //! ```
 
-mod accumulate;
 mod checkpoint;
 mod engine;
 mod function;
 mod gradcheck;
 mod grads;
+pub(crate) mod graph;
 pub mod layer;
-mod meta;
-mod mode;
-mod node;
-mod saved;
+pub(crate) mod mode;
+mod tensor_state;
 pub(crate) mod view;
 
 /// Re-exported from the dispatcher, where [`crate::dispatch::Op`]'s methods name them.
@@ -41,14 +39,15 @@ pub use checkpoint::checkpoint;
 pub use function::{Function, FunctionCtx, apply_function};
 pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
 pub use grads::Grads;
-pub(crate) use meta::{AutogradSlot, ViewCreation};
-pub use meta::{HookHandle, PostAccumulateHook};
+pub use graph::PostAccumulateHook;
+pub(crate) use graph::ViewCreation;
+pub use graph::{Backward, Edge, GradHook, Node};
 pub use mode::{
     AnomalyGuard, GradModeGuard, detect_anomaly, enable_grad, enable_grad_guard, inference_mode, inference_mode_guard,
     is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled, no_grad, no_grad_guard, set_grad_enabled,
     set_grad_enabled_guard,
 };
-pub use node::{Backward, Edge, GradHook, Node};
+pub use tensor_state::HookHandle;
 
 use crate::{Error, Result, Tensor, TensorOptions};
 
@@ -253,8 +252,6 @@ impl Tensor {
     }
 }
 
-/// PyTorch's error for an operation that would give an integer or bool
-/// result a history ("Autograd not support dtype: Long").
 /// [`Error::UnusedInput`] for input `index` of `autograd::grad`.
 pub(crate) fn unused_input(index: usize) -> Error {
     Error::UnusedInput {
@@ -264,9 +261,4 @@ pub(crate) fn unused_input(index: usize) -> Error {
              allow_unused=True if this is the desired behavior."
         ),
     }
-}
-
-pub(crate) fn autograd_dtype_error(op: &'static str, dtype: crate::DType) -> crate::Error {
-    let torch_name = dtype.scalar_type_name();
-    crate::Error::invalid(op, format!("Autograd not support dtype: {torch_name}"))
 }

@@ -1,65 +1,11 @@
 //! Autograd state of a tensor: `requires_grad`, `.grad`, `grad_fn`, hooks,
 //! and the tensor-facing API (`requires_grad_`, `detach`, `retain_grad`, ...).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 
-use super::accumulate::AccumulateGrad;
-use super::node::{Edge, GradHook, Node, next_hook_id};
+use super::graph::{AccumulateGrad, Edge, GradHook, Node, PostAccumulateHook, SlotExt, next_hook_id};
 use crate::tensor::TensorImpl;
 use crate::{Error, Result, Tensor};
-
-/// A hook run after a leaf's `.grad` was updated (data-parallel training
-/// starts its all-reduce from these).
-pub type PostAccumulateHook = Arc<dyn Fn(&Tensor) + Send + Sync>;
-
-#[derive(Default)]
-pub(crate) struct AutogradMeta {
-    /// A leaf's own flag.
-    pub requires_grad: bool,
-    pub grad: Option<Tensor>,
-    pub grad_fn: Option<Arc<Node>>,
-    pub output_nr: usize,
-    pub retains_grad: bool,
-    pub grad_accumulator: Weak<Node>,
-    pub leaf_hooks: Vec<(usize, GradHook)>,
-    pub post_hooks: Vec<(usize, PostAccumulateHook)>,
-    /// For views: the base's version when this view's `grad_fn` was set.
-    pub view_version: Option<u64>,
-    /// For views: how the view was made (which in-place writes into it are refused).
-    pub view_creation: ViewCreation,
-}
-
-/// How a view was made, for the checks of in-place writes into it
-/// (PyTorch's `CreationMeta`; views of such a view inherit it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum ViewCreation {
-    /// An ordinary view.
-    #[default]
-    Default,
-    /// An output of a multi-output view node (`split`, `unbind`): not to be
-    /// written in place while autograd records, nor used after its base was.
-    MultiOutput,
-    /// Made while grad mode was off (`multi`: by a multi-output view op
-    /// that recorded no node): not to be written in place with grad mode on.
-    NoGrad {
-        /// Made by a multi-output view op.
-        multi: bool,
-    },
-}
-
-/// The autograd slot of a tensor: a fast flag plus the locked metadata.
-#[derive(Default)]
-pub(crate) struct AutogradSlot {
-    flag: AtomicBool,
-    meta: Mutex<Option<AutogradMeta>>,
-}
-
-impl AutogradSlot {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<AutogradMeta>> {
-        self.meta.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// Removes a registered hook when [`HookHandle::remove`] is called.
 pub struct HookHandle {
@@ -84,7 +30,7 @@ impl HookHandle {
             }
             HookTarget::Leaf(t) | HookTarget::Post(t) => {
                 if let Some(t) = t.upgrade() {
-                    let mut g = t.autograd.lock();
+                    let mut g = t.autograd.meta();
                     if let Some(m) = g.as_mut() {
                         m.leaf_hooks.retain(|h| h.0 != self.id);
                         m.post_hooks.retain(|h| h.0 != self.id);
@@ -114,7 +60,7 @@ impl Tensor {
     /// for them, or the result of an operation on such tensors).
     #[inline]
     pub fn requires_grad(&self) -> bool {
-        self.0.autograd.flag.load(Ordering::Relaxed) || self.0.base.as_ref().is_some_and(|b| self.gains_history(b))
+        self.0.autograd.flag() || self.0.base.as_ref().is_some_and(|b| self.gains_history(b))
     }
 
     /// A view of a base that did not require grad when the view was made,
@@ -147,9 +93,9 @@ impl Tensor {
                 "only Tensors of floating point dtype can require gradients",
             ));
         }
-        let mut g = self.0.autograd.lock();
+        let mut g = self.0.autograd.meta();
         g.get_or_insert_with(Default::default).requires_grad = requires_grad;
-        self.0.autograd.flag.store(requires_grad, Ordering::Relaxed);
+        self.0.autograd.set_flag(requires_grad);
         Ok(self.clone())
     }
 
@@ -160,7 +106,7 @@ impl Tensor {
             // A stale view takes its history first (see `gains_history`).
             self.requires_grad();
         }
-        self.0.autograd.lock().as_ref().is_none_or(|m| m.grad_fn.is_none())
+        self.0.autograd.meta().as_ref().is_none_or(|m| m.grad_fn.is_none())
     }
 
     /// The accumulated gradient (`tensor.grad`), ready to use:
@@ -194,7 +140,7 @@ impl Tensor {
     /// The accumulated gradient, `None` where PyTorch's `tensor.grad` is
     /// `None` (see [`Tensor::grad`]).
     pub fn grad_opt(&self) -> Option<Tensor> {
-        self.0.autograd.lock().as_ref().and_then(|m| m.grad.clone())
+        self.0.autograd.meta().as_ref().and_then(|m| m.grad.clone())
     }
 
     /// Replaces (or with `None` clears) the accumulated gradient. As
@@ -232,7 +178,7 @@ impl Tensor {
                 ));
             }
         }
-        self.0.autograd.lock().get_or_insert_with(Default::default).grad = grad;
+        self.0.autograd.meta().get_or_insert_with(Default::default).grad = grad;
         Ok(())
     }
 
@@ -264,7 +210,7 @@ impl Tensor {
             edge.input_nr,
             Arc::new(move |g: &Tensor| {
                 if let Some(t) = weak.upgrade() {
-                    let mut m = t.autograd.lock();
+                    let mut m = t.autograd.meta();
                     if let Some(m) = m.as_mut() {
                         // A failed accumulation (a `.grad` set on another
                         // device) ends backward with its error; `.grad`
@@ -279,13 +225,13 @@ impl Tensor {
                 Ok(None)
             }),
         );
-        self.0.autograd.lock().get_or_insert_with(Default::default).retains_grad = true;
+        self.0.autograd.meta().get_or_insert_with(Default::default).retains_grad = true;
         Ok(())
     }
 
     /// Whether `retain_grad()` was called on this non-leaf.
     pub fn retains_grad(&self) -> bool {
-        self.0.autograd.lock().as_ref().is_some_and(|m| m.retains_grad)
+        self.0.autograd.meta().as_ref().is_some_and(|m| m.retains_grad)
     }
 
     /// A tensor sharing this one's data and version counter but outside the
@@ -307,12 +253,12 @@ impl Tensor {
                 "can't detach views in-place; use detach() instead",
             ));
         }
-        let mut g = self.0.autograd.lock();
+        let mut g = self.0.autograd.meta();
         if let Some(m) = g.as_mut() {
             m.grad_fn = None;
             m.requires_grad = false;
         }
-        self.0.autograd.flag.store(false, Ordering::Relaxed);
+        self.0.autograd.set_flag(false);
         Ok(self.clone())
     }
 
@@ -370,7 +316,7 @@ impl Tensor {
             let id = next_hook_id();
             self.0
                 .autograd
-                .lock()
+                .meta()
                 .get_or_insert_with(Default::default)
                 .leaf_hooks
                 .push((id, hook));
@@ -402,7 +348,7 @@ impl Tensor {
         let id = next_hook_id();
         self.0
             .autograd
-            .lock()
+            .meta()
             .get_or_insert_with(Default::default)
             .post_hooks
             .push((id, Arc::new(hook)));
@@ -421,7 +367,7 @@ impl Tensor {
         if let Some(base) = &self.0.base {
             super::view::refresh_view_grad_fn(self, base);
         }
-        let mut g = self.0.autograd.lock();
+        let mut g = self.0.autograd.meta();
         let m = g.get_or_insert_with(Default::default);
         if let Some(f) = &m.grad_fn {
             return Some(Edge {
@@ -443,36 +389,12 @@ impl Tensor {
     /// Makes `node` (output `output_nr`) this tensor's history.
     pub(crate) fn set_grad_fn(&self, node: Arc<Node>, output_nr: usize) {
         let version = self.0.base.as_ref().map(|b| b.version());
-        let mut g = self.0.autograd.lock();
+        let mut g = self.0.autograd.meta();
         let m = g.get_or_insert_with(Default::default);
         m.grad_fn = Some(node);
         m.output_nr = output_nr;
         m.view_version = version;
-        self.0.autograd.flag.store(true, Ordering::Relaxed);
-    }
-
-    /// How this view was made ([`ViewCreation::Default`] for non-views).
-    pub(crate) fn view_creation(&self) -> ViewCreation {
-        if self.0.base.is_none() {
-            return ViewCreation::Default;
-        }
-        self.0
-            .autograd
-            .lock()
-            .as_ref()
-            .map_or(ViewCreation::Default, |m| m.view_creation)
-    }
-
-    /// Records how this view was made (nothing for a non-view).
-    pub(crate) fn set_view_creation(&self, creation: ViewCreation) {
-        if self.0.base.is_none() {
-            return;
-        }
-        let mut g = self.0.autograd.lock();
-        if g.is_none() && creation == ViewCreation::Default {
-            return;
-        }
-        g.get_or_insert_with(Default::default).view_creation = creation;
+        self.0.autograd.set_flag(true);
     }
 
     /// The base of a view (`tensor._base`), `None` for tensors that own their data.
@@ -483,7 +405,7 @@ impl Tensor {
     pub(crate) fn leaf_hooks(&self) -> Vec<GradHook> {
         self.0
             .autograd
-            .lock()
+            .meta()
             .as_ref()
             .map(|m| m.leaf_hooks.iter().map(|h| h.1.clone()).collect())
             .unwrap_or_default()
@@ -492,23 +414,20 @@ impl Tensor {
     pub(crate) fn post_hooks(&self) -> Vec<PostAccumulateHook> {
         self.0
             .autograd
-            .lock()
+            .meta()
             .as_ref()
             .map(|m| m.post_hooks.iter().map(|h| h.1.clone()).collect())
             .unwrap_or_default()
     }
 
     pub(crate) fn view_version(&self) -> Option<u64> {
-        self.0.autograd.lock().as_ref().and_then(|m| m.view_version)
-    }
-
-    pub(crate) fn autograd_meta(&self) -> MutexGuard<'_, Option<AutogradMeta>> {
-        self.0.autograd.lock()
+        self.0.autograd.meta().as_ref().and_then(|m| m.view_version)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::autograd::graph::SlotExt;
     use crate::{Device, Error, Result, Tensor, TensorOptions};
 
     /// retain_grad's hook adds each gradient to the retained `.grad`; when
@@ -526,7 +445,7 @@ mod tests {
             ..Default::default()
         })?;
         let meta = TensorOptions::new().device(Device::Meta).zeros([2])?;
-        y.0.autograd.lock().get_or_insert_with(Default::default).grad = Some(meta);
+        y.0.autograd.meta().get_or_insert_with(Default::default).grad = Some(meta);
         let e = loss.backward().unwrap_err();
         assert!(matches!(e, Error::DeviceMismatch { .. }), "{e}");
         // The assigned .grad is kept as it was.

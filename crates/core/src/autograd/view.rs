@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use super::ViewCreation;
+use super::graph::{Backward, Edge, Node};
 use super::layer::node_for;
-use super::node::{Backward, Edge, Node};
 use crate::dispatch::OutSpec;
 use crate::ops::{ViewKind, ViewOp};
 use crate::{Error, Result, Tensor};
@@ -56,23 +56,6 @@ fn as_strided_node(base: &Tensor, g: &Geometry) -> Arc<Node> {
         input_offset: 0,
     });
     node_for(Box::new(op), &[base])
-}
-
-/// Records how `view`, just made from `x` by a single-output view op, was
-/// made: in no-grad mode it is a no-grad view, else it inherits `x`'s kind
-/// (a view of a split output is one too), as PyTorch's `CreationMeta`.
-pub(crate) fn mark_view(x: &Tensor, view: &Tensor) {
-    if !view.is_floating_point() {
-        return;
-    }
-    if !super::is_grad_enabled() {
-        view.set_view_creation(ViewCreation::NoGrad { multi: false });
-    } else if x.base().is_some() {
-        let inherited = x.view_creation();
-        if inherited != ViewCreation::Default {
-            view.set_view_creation(inherited);
-        }
-    }
 }
 
 /// The name PyTorch's messages give a view's node: `SplitBackward0` is "Split".
@@ -162,7 +145,7 @@ pub(crate) fn refresh_view_grad_fn(view: &Tensor, base: &Tensor) {
 /// (`as_strided`); false when its geometry cannot be expressed.
 pub(crate) fn take_base_history(view: &Tensor, base: &Tensor) -> bool {
     if view.view_creation() == ViewCreation::MultiOutput
-        || view.0.autograd.lock().as_ref().is_some_and(|m| m.grad_fn.is_some())
+        || view.autograd_meta().as_ref().is_some_and(|m| m.grad_fn.is_some())
     {
         return false;
     }

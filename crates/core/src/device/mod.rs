@@ -1,9 +1,9 @@
 //! [`Device`]: where a tensor's storage lives.
 
-use std::fmt;
-use std::str::FromStr;
+mod parse;
 
-use crate::Error;
+use std::fmt;
+use std::sync::OnceLock;
 
 /// A device, as `torch.device`.
 ///
@@ -11,7 +11,7 @@ use crate::Error;
 /// `Meta` tensors have shapes and dtypes but no data: every operator with a
 /// shape rule runs on them, which makes shape inference free.
 /// `PrivateUse1(i)` is the slot for an out-of-tree backend registered with
-/// [`crate::dispatch::register_backend`] (PyTorch's `privateuse1`).
+/// `dispatch::register_backend` (PyTorch's `privateuse1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Device {
     /// Host memory.
@@ -33,7 +33,7 @@ impl Device {
             Device::Cpu => "cpu",
             Device::Cuda(_) => "cuda",
             Device::Meta => "meta",
-            Device::PrivateUse1(_) => crate::dispatch::private_use1_name(),
+            Device::PrivateUse1(_) => private_use1_name(),
         }
     }
 
@@ -51,36 +51,26 @@ impl Device {
     }
 }
 
+/// The name the private-use backend registered under (set once, by
+/// `dispatch::register_backend` for the `PrivateUse1` key).
+static PRIVATE_USE1_NAME: OnceLock<&'static str> = OnceLock::new();
+
+/// The name of the private-use device type (`privateuseone` until a backend registers).
+pub fn private_use1_name() -> &'static str {
+    PRIVATE_USE1_NAME.get().copied().unwrap_or("privateuseone")
+}
+
+/// Records the private-use backend's name (the first registration's wins;
+/// the dispatcher allows only one).
+pub(crate) fn set_private_use1_name(name: &'static str) {
+    let _ = PRIVATE_USE1_NAME.set(name);
+}
+
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Device::Cpu | Device::Meta => f.write_str(self.type_name()),
             Device::Cuda(i) | Device::PrivateUse1(i) => write!(f, "{}:{i}", self.type_name()),
-        }
-    }
-}
-
-impl FromStr for Device {
-    type Err = Error;
-
-    /// Parses `cpu`, `meta`, `cuda`, `cuda:1`, `privateuseone:0` (or the
-    /// registered private-use name).
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let (kind, index) = match s.split_once(':') {
-            Some((k, i)) => {
-                let i = i
-                    .parse::<usize>()
-                    .map_err(|_| Error::invalid("device", format!("invalid device string '{s}'")))?;
-                (k, i)
-            }
-            None => (s, 0),
-        };
-        match kind {
-            "cpu" => Ok(Device::Cpu),
-            "meta" => Ok(Device::Meta),
-            "cuda" => Ok(Device::Cuda(index)),
-            k if k == "privateuseone" || k == crate::dispatch::private_use1_name() => Ok(Device::PrivateUse1(index)),
-            _ => Err(Error::invalid("device", format!("invalid device string '{s}'"))),
         }
     }
 }

@@ -254,6 +254,14 @@ pub(crate) fn register() -> Result<()> {
     TO_DEVICE.register_builtin(Slot::AnyBackend, Kernel::Functional(to_device_kernel))
 }
 
+inventory::submit! {
+    crate::dispatch::registration::Registration {
+        stage: crate::dispatch::registration::Stage::OutCopy,
+        what: "out= copy",
+        run: || crate::dispatch::set_out_copy(copy_into),
+    }
+}
+
 /// Writes `src` (broadcast to `dst`'s shape, cast to its dtype, moved to its
 /// device) into `dst`.
 pub(crate) fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {

@@ -201,7 +201,7 @@ fn infer_matmul(name: &'static str, inputs: &[&Tensor]) -> Result<OutSpecs> {
     {
         // An empty product in an integer dtype with a float operand that
         // requires grad: PyTorch's error.
-        return Err(crate::autograd::autograd_dtype_error(name, b.dtype()));
+        return Err(crate::autograd::graph::autograd_dtype_error(name, b.dtype()));
     }
     let mut shape: Dims = a.shape()[..na - 1].into();
     shape.push(b.shape()[nb - 1]);

@@ -56,7 +56,6 @@ pub use binary::{ALL_BINARY, Binary, BinaryKind, Rounding, Where};
 pub use binary_math::{ALL_MATH, BinaryMath, BitwiseNot, MathKind};
 pub use clamp_lerp::{ClampTensor, Lerp};
 pub use composite::CompositeOp;
-pub(crate) use copy::copy_into;
 pub use copy::{Cast, CopyInplace, Fill, FillInplace, ToDevice};
 pub use factory::{Arange, Distribution, Linspace, Random};
 pub use float_class::NanToNum;
@@ -73,8 +72,16 @@ pub use split::{Split, SplitKind};
 pub use unary::{ALL_UNARY, Clamp, Domain, PowScalar, Softplus, Unary, UnaryKind};
 pub use view::{ViewKind, ViewOp, ViewScatter};
 
-/// Registers the backend-independent kernels.
-pub(crate) fn register_composites() -> crate::Result<()> {
+inventory::submit! {
+    crate::dispatch::registration::Registration {
+        stage: crate::dispatch::registration::Stage::Composites,
+        what: "composite ops",
+        run: register_composites,
+    }
+}
+
+/// Registers the backend-independent kernels (at start-up).
+fn register_composites() -> crate::Result<()> {
     view::register()?;
     split::register()?;
     unary::register()?;
@@ -94,7 +101,6 @@ pub(crate) fn register_composites() -> crate::Result<()> {
     softmax::register()?;
     loss::register()?;
     embedding::register()?;
-    decomp::register()?;
     sampling::register()?;
     addmm::register()?;
     linalg_ext::register()?;

@@ -231,7 +231,7 @@ fn reduce(x: &Tensor, kind: ReduceKind, dims: Option<Vec<i64>>, keepdim: bool, d
         && crate::autograd::is_grad_enabled()
     {
         // As PyTorch: the result would be an integer tensor with a history.
-        return Err(crate::autograd::autograd_dtype_error(op.entry().base_name(), d));
+        return Err(crate::autograd::graph::autograd_dtype_error(op.entry().base_name(), d));
     }
     let x = match dtype {
         Some(d) => x.to_dtype(d)?,
@@ -716,7 +716,7 @@ impl Tensor {
             }
             if !dt.is_floating_point() && self.requires_grad() && crate::autograd::is_grad_enabled() {
                 // As PyTorch: the result would be an integer tensor with a history.
-                return Err(crate::autograd::autograd_dtype_error(name, dt));
+                return Err(crate::autograd::graph::autograd_dtype_error(name, dt));
             }
             // The kernel casts: one node (CumsumBackward0) whose input is `self`.
             return call1(&Scan { prod, dim: d, dtype }, &[self]);

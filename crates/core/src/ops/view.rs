@@ -487,7 +487,7 @@ pub(crate) fn register() -> Result<()> {
 
 fn view_op(x: &Tensor, kind: ViewKind) -> Result<Tensor> {
     let v = call1(&ViewOp(kind), &[x])?;
-    crate::autograd::view::mark_view(x, &v);
+    crate::autograd::graph::mark_view(x, &v);
     Ok(v)
 }
 

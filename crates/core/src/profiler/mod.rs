@@ -37,12 +37,10 @@ mod trace;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-pub use averages::{EventAverage, KeyAverages, SortBy};
 #[cfg_attr(ferrotorch_no_profiler, allow(unused_imports))]
-pub(crate) use layer::profiler_layer;
-
 use crate::backend::dispatch::{DispatchKey, DispatchKeySet, KeyGuard, include_keys};
 use crate::{Error, Result};
+pub use averages::{EventAverage, KeyAverages, SortBy};
 use session::{EventName, Token};
 
 /// What a profiler records (`torch.profiler.ProfilerActivity`).

@@ -3,77 +3,10 @@
 use crate::dispatch::call1;
 use crate::layout::{Dims, Layout};
 use crate::ops::{Arange, Distribution, Fill, Linspace, Random};
-use crate::random::Generator;
 use crate::storage::Storage;
-use crate::{DType, Device, Error, IntoShape, Result, Scalar, Tensor};
-
-/// dtype, device and generator for creation functions (PyTorch's keyword
-/// arguments), used as a builder:
-///
-/// ```
-/// use ferrotorch_core::{DType, Device, TensorOptions};
-/// let t = TensorOptions::new().dtype(DType::F64).zeros(&[2, 3])?;
-/// assert_eq!(t.dtype(), DType::F64);
-/// let m = TensorOptions::new().device(Device::Meta).randn(&[1024, 1024])?;
-/// assert_eq!(m.shape(), &[1024, 1024]); // shape only, no memory
-/// # Ok::<(), ferrotorch_core::Error>(())
-/// ```
-#[derive(Debug, Clone)]
-pub struct TensorOptions {
-    dtype: Option<DType>,
-    device: Device,
-    generator: Option<Generator>,
-}
-
-impl Default for TensorOptions {
-    fn default() -> Self {
-        TensorOptions {
-            dtype: None,
-            device: crate::default_device(),
-            generator: None,
-        }
-    }
-}
+use crate::{DType, Error, IntoShape, Result, Scalar, Tensor, TensorOptions};
 
 impl TensorOptions {
-    /// Defaults: the default dtype, the default device (the CPU unless a
-    /// [`default_device_scope`](crate::default_device_scope) says
-    /// otherwise), the global generator.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Options matching an existing tensor's dtype and device (for `*_like`).
-    pub fn like(t: &Tensor) -> Self {
-        TensorOptions {
-            dtype: Some(t.dtype()),
-            device: t.device(),
-            generator: None,
-        }
-    }
-
-    /// Sets the dtype.
-    pub fn dtype(mut self, dtype: DType) -> Self {
-        self.dtype = Some(dtype);
-        self
-    }
-
-    /// Sets the device.
-    pub fn device(mut self, device: Device) -> Self {
-        self.device = device;
-        self
-    }
-
-    /// Samples from `generator` instead of the global one.
-    pub fn generator(mut self, generator: &Generator) -> Self {
-        self.generator = Some(generator.clone());
-        self
-    }
-
-    fn dt(&self) -> DType {
-        self.dtype.unwrap_or_else(crate::default_dtype)
-    }
-
     /// Every element `value`; without a dtype set, the dtype follows the
     /// value (bool, int64, or the default float dtype), as `torch.full`. A
     /// value outside the dtype's range is an error ([`Scalar::check_fits`]).

@@ -1,20 +1,20 @@
 //! [`Tensor`]: a strided view of a shared storage.
 
 mod access;
-mod creation;
-mod display;
+pub(crate) mod autograd_slot;
+pub(crate) mod creation;
+pub(crate) mod display;
 mod index;
-mod index_op;
+pub(crate) mod index_op;
+mod options;
 mod recycle;
 
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 pub use access::TensorData;
-pub use creation::TensorOptions;
-pub use display::{PrintOptions, set_print_options};
 pub use index::TensorIndex;
-pub use index_op::{Ellipsis, IndexSpec, IntoTensorIndex, NewAxis, Step};
+pub use options::TensorOptions;
 
 use crate::dispatch::{DispatchKeySet, OutSpec, backend_for};
 use crate::layout::{Dims, Layout};
@@ -179,7 +179,7 @@ pub(crate) struct TensorImpl {
     /// base that gains a history through an in-place write afterwards
     /// takes its part of that history, as in PyTorch).
     pub(crate) base_version: u64,
-    pub(crate) autograd: crate::autograd::AutogradSlot,
+    pub(crate) autograd: autograd_slot::AutogradSlot,
 }
 
 impl TensorImpl {
@@ -330,7 +330,7 @@ impl Tensor {
 
     fn alloc_for_spec(op: &'static str, spec: &OutSpec, device: Device, zeroed: bool) -> Result<Tensor> {
         if device == Device::Meta {
-            crate::memory::plan::note_op(op);
+            crate::storage::meta_ledger::note_op(op);
         }
         let es = spec.dtype.element_size();
         let reuse = device == Device::Cpu && !zeroed;

@@ -4,6 +4,7 @@
 use ferrotorch_core::{Result, Tensor};
 
 use crate::functional::{self as F, GeluApproximate};
+use crate::pyfmt::py_float;
 use crate::{Forward, Module, ModuleState};
 
 macro_rules! simple_activation {
@@ -158,24 +159,3 @@ dim_activation!(
     /// Log-softmax over a dim (PyTorch's `nn.LogSoftmax(dim)`).
     LogSoftmax => F::log_softmax
 );
-
-/// Python's `repr` of a float (`0.01`, `1.0`, `1e-05`).
-pub(crate) fn py_float(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    let a = v.abs();
-    if a != 0.0 && !(1e-4..1e16).contains(&a) {
-        // Python switches to exponent form: shortest digits, two-digit exponent.
-        let s = format!("{v:e}");
-        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let exp: i32 = exp.parse().unwrap_or(0);
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mant}e{sign}{:02}", exp.abs());
-    }
-    let s = format!("{v}");
-    if s.contains('.') { s } else { format!("{s}.0") }
-}

@@ -9,7 +9,7 @@ use ferrotorch_core::{
 };
 
 use crate::init::{self, FanMode, Nonlinearity};
-use crate::layers::linear::py_bool;
+use crate::pyfmt::py_bool;
 use crate::{Forward, Module, ModuleState, Parameter};
 
 /// The keyword arguments of the convolution layers (PyTorch's defaults:

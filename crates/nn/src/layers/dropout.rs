@@ -2,7 +2,7 @@
 
 use ferrotorch_core::{Error, Result, Tensor};
 
-use super::activation::py_float;
+use crate::pyfmt::py_float;
 use crate::{Forward, Module, ModuleState, functional as F};
 
 /// Zeroes elements with probability `p` in training and scales the rest

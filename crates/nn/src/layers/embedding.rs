@@ -2,9 +2,9 @@
 
 use ferrotorch_core::{DType, Device, Error, Result, Tensor, autograd};
 
-use super::activation::py_float;
-use super::norm::tensor_options;
 use crate::functional::{self as F, EmbeddingOptions};
+use crate::parameter::tensor_options;
+use crate::pyfmt::py_float;
 use crate::{Forward, Module, ModuleState, Parameter, init};
 
 /// The options of [`Embedding`] (PyTorch's keywords and defaults).

@@ -3,6 +3,7 @@
 use ferrotorch_core::{DType, Device, Error, Result, Tensor, TensorOptions};
 
 use crate::init::{self, FanMode, Nonlinearity};
+use crate::pyfmt::py_bool;
 use crate::{Forward, Module, ModuleState, Parameter, functional as F};
 
 /// Dtype, device and bias of a layer's parameters (PyTorch's `bias=`,
@@ -108,7 +109,7 @@ impl Linear {
 
     /// A copy with its own parameter storage (`copy.deepcopy`).
     pub(crate) fn deep_clone(&self) -> Result<Self> {
-        use super::norm::copy_parameter;
+        use crate::parameter::copy_parameter;
         Ok(Linear {
             weight: copy_parameter(&self.weight)?,
             bias: self.bias.as_ref().map(copy_parameter).transpose()?,
@@ -259,9 +260,4 @@ impl Forward for Identity {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         Ok(x.clone())
     }
-}
-
-/// Python's spelling of a bool in reprs.
-pub(crate) fn py_bool(b: bool) -> &'static str {
-    if b { "True" } else { "False" }
 }

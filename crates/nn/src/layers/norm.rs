@@ -4,38 +4,11 @@
 
 use ferrotorch_core::{DType, Device, Error, Result, Tensor, TensorOptions, autograd};
 
-use super::activation::py_float;
-use super::linear::py_bool;
 use crate::functional::{self as F, BatchNormOptions};
+use crate::parameter::{copy_parameter, tensor_options};
+use crate::pyfmt::py_bool;
+use crate::pyfmt::py_float;
 use crate::{Buffer, Forward, Module, ModuleState, Parameter};
-
-/// `TensorOptions` for a dtype and device.
-pub(crate) fn tensor_options(dtype: Option<DType>, device: Device) -> TensorOptions {
-    let o = TensorOptions::new().device(device);
-    match dtype {
-        Some(dt) => o.dtype(dt),
-        None => o,
-    }
-}
-
-/// Python's repr of a tuple of sizes: `(768,)`, `(3, 4)`.
-pub(crate) fn py_tuple(s: &[usize]) -> String {
-    match s {
-        [one] => format!("({one},)"),
-        _ => format!("({})", s.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
-    }
-}
-
-/// A copy of a parameter with its own storage and `requires_grad` flag.
-pub(crate) fn copy_parameter(p: &Parameter) -> Result<Parameter> {
-    let t = p.tensor();
-    let c = autograd::no_grad(|| t.detach().clone_tensor())?;
-    if t.requires_grad() {
-        Parameter::new(c)
-    } else {
-        Ok(Parameter::frozen(c))
-    }
-}
 
 /// The options of [`LayerNorm`] (PyTorch's keywords and defaults).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -139,7 +112,7 @@ impl LayerNorm {
     fn extra_repr(&self) -> String {
         format!(
             "{}, eps={}, elementwise_affine={}, bias={}",
-            py_tuple(&self.normalized_shape),
+            crate::pyfmt::py_tuple(&self.normalized_shape),
             py_float(self.eps),
             py_bool(self.elementwise_affine),
             py_bool(self.bias.is_some())
@@ -360,7 +333,7 @@ impl RMSNorm {
     fn extra_repr(&self) -> String {
         format!(
             "{}, eps={}, elementwise_affine={}",
-            py_tuple(&self.normalized_shape),
+            crate::pyfmt::py_tuple(&self.normalized_shape),
             self.eps.map_or_else(|| "None".to_string(), py_float),
             py_bool(self.elementwise_affine)
         )

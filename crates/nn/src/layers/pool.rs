@@ -4,7 +4,7 @@
 
 use ferrotorch_core::{AvgPoolOptions, MaxPoolOptions, Result, ShapeVec, Tensor};
 
-use crate::layers::linear::py_bool;
+use crate::pyfmt::py_bool;
 use crate::{Forward, Module, ModuleState};
 
 /// A size as the user gave it: `2` or `(2, 3)`.

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 
 use ferrotorch_core::{DType, Error, Result, Tensor, TensorOptions};
 
-use crate::layers::activation::py_float;
-use crate::layers::linear::py_bool;
+use crate::pyfmt::py_bool;
+use crate::pyfmt::py_float;
 use crate::state::call_with_hooks;
 use crate::{Module, ModuleState, Parameter, Visitor, functional as F, init};
 

@@ -5,8 +5,9 @@
 
 use ferrotorch_core::{DType, Error, Result, Tensor, TensorOptions};
 
-use super::linear::{LinearOptions, py_bool};
+use super::linear::LinearOptions;
 use super::norm::LayerNormOptions;
+use crate::pyfmt::py_bool;
 use crate::state::call_with_hooks;
 use crate::{
     Dropout, Forward, LayerNorm, Linear, MhaForwardOptions, Module, ModuleState, MultiheadAttention,

@@ -10,11 +10,14 @@
 //! training flag is atomic ([`ModuleState`]), so a model is `Send + Sync`
 //! and `train()`, `to_dtype()` or `load_state_dict()` work on `&model`.
 
+pub mod state;
+
 use std::borrow::Cow;
 use std::collections::HashSet;
 
 use ferrotorch_core::{DType, Device, Error, Result, Tensor, autograd};
 
+use crate::pyfmt::add_indent;
 use crate::state_dict::{IncompatibleKeys, StateDict, load_into};
 use crate::{Buffer, HookHandle, ModuleState, Parameter};
 
@@ -80,7 +83,7 @@ pub trait Module: Send + Sync {
 
     /// PyTorch's repr of the module and its children.
     fn repr(&self) -> String {
-        crate::repr::default_repr(self.as_dyn())
+        default_repr(self.as_dyn())
     }
 
     /// Every parameter, each once (a tied weight is listed where it first
@@ -503,4 +506,31 @@ pub mod __private {
     impl<'f, T> ViaOther<'f> for &Field<'f, T> {
         fn __visit(&self, _name: &str, _visitor: &mut dyn Visitor<'f>) {}
     }
+}
+
+/// `Name(extra)` for a leaf, or the extra lines and `(name): child` lines
+/// indented inside `Name(` ... `)`, as `nn.Module.__repr__`.
+pub(crate) fn default_repr(m: &dyn Module) -> String {
+    let extra = m.extra_repr();
+    let extra_lines: Vec<String> = if extra.is_empty() {
+        Vec::new()
+    } else {
+        extra.split('\n').map(str::to_string).collect()
+    };
+    let child_lines: Vec<String> = members(m)
+        .children
+        .into_iter()
+        .map(|(name, c)| format!("({name}): {}", add_indent(&c.repr(), 2)))
+        .collect();
+    let mut s = format!("{}(", m.type_name());
+    if extra_lines.len() == 1 && child_lines.is_empty() {
+        s.push_str(&extra_lines[0]);
+    } else if !extra_lines.is_empty() || !child_lines.is_empty() {
+        let lines: Vec<String> = extra_lines.into_iter().chain(child_lines).collect();
+        s.push_str("\n  ");
+        s.push_str(&lines.join("\n  "));
+        s.push('\n');
+    }
+    s.push(')');
+    s
 }

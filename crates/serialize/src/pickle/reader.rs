@@ -21,8 +21,7 @@ use crate::error::{Error, Result};
 use crate::tensor_io::{rebuild_tensor, to_usize};
 use crate::value::{Dict, DictKind, Key, Value};
 
-/// How deep containers may nest in a checkpoint.
-pub const MAX_DEPTH: usize = 256;
+use crate::value::MAX_DEPTH;
 
 type Id = usize;
 

@@ -11,9 +11,9 @@ use ferrotorch_core::backend::storage::Storage;
 use ferrotorch_core::{DType, Tensor};
 
 use super::op;
-use super::reader::MAX_DEPTH;
 use crate::error::{Error, Result};
 use crate::tensor_io::storage_type_name;
+use crate::value::MAX_DEPTH;
 use crate::value::{Dict, DictKind, Key, Value};
 
 /// The storages a pickle refers to, in key order (`"0"`, `"1"`, ...): each

@@ -55,7 +55,7 @@ fn accumulate(m: &mut AutogradMeta, leaf: &Tensor, g: Tensor, create_graph: bool
         None => g.detach().clone_tensor()?,
         Some(old) if create_graph || old.requires_grad() => old.add(&g)?,
         Some(old) => {
-            let _ng = super::no_grad_guard();
+            let _ng = crate::autograd::mode::no_grad_guard();
             old.add_(&g)?
         }
     });
@@ -71,7 +71,7 @@ impl Backward for AccumulateGrad {
         let Some(mut g) = grads.first().cloned().flatten() else {
             return Ok(Vec::new());
         };
-        let create_graph = super::is_grad_enabled();
+        let create_graph = crate::autograd::mode::is_grad_enabled();
         {
             // The common case, a leaf without hooks, under one lock.
             let mut meta = self.leaf.autograd_meta();

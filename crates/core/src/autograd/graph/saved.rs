@@ -40,7 +40,7 @@ impl SavedTensor {
         self.check_version(node)?;
         match self.output_nr {
             // With create_graph the output must lead back into the graph.
-            Some(nr) if super::is_grad_enabled() => {
+            Some(nr) if crate::autograd::mode::is_grad_enabled() => {
                 let t = self.tensor.detach();
                 t.set_grad_fn(node.clone(), nr);
                 Ok(t)

@@ -14,6 +14,7 @@ mod binary_math;
 mod bucket;
 mod conv;
 mod copy;
+mod decomp;
 mod embedding;
 mod factory;
 mod gemm;
@@ -42,6 +43,7 @@ mod unique;
 mod warm;
 
 use crate::Result;
+use crate::dispatch::registration::{Registration, Stage};
 use crate::dispatch::{DispatchKey, Kernel, OpEntry, Slot, StructuredFn};
 use crate::ops::{
     binary as bin, copy as cp, factory as fac, index as idx, linalg, reduce as red, sort as srt, unary as un,
@@ -51,8 +53,16 @@ fn structured(entry: &'static OpEntry, f: StructuredFn) -> Result<()> {
     entry.register_builtin(Slot::Key(DispatchKey::Cpu), Kernel::Structured(f))
 }
 
-/// Registers every CPU kernel.
-pub(crate) fn register_kernels() -> Result<()> {
+inventory::submit! {
+    Registration {
+        stage: Stage::Kernels,
+        what: "cpu kernels",
+        run: register_kernels,
+    }
+}
+
+/// Registers every CPU kernel (at start-up, through [`Registration`]).
+fn register_kernels() -> Result<()> {
     structured(&cp::TO_COPY, copy::cast_kernel)?;
     structured(&cp::FILL, copy::fill_kernel)?;
     structured(&cp::FILL_INPLACE, copy::fill_inplace_kernel)?;
@@ -259,5 +269,6 @@ pub(crate) fn register_kernels() -> Result<()> {
         attention::sdpa_flash_backward_kernel,
     )?;
     sampling::register()?;
+    decomp::register()?;
     Ok(())
 }

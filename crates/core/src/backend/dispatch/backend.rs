@@ -40,36 +40,44 @@ static BACKENDS: [OnceLock<&'static dyn Backend>; NUM_BACKENDS] = [const { OnceL
 /// key takes one backend. For `PrivateUse1`, the backend's name becomes the
 /// device type's name (`Device::PrivateUse1(0)` prints as `name:0`).
 ///
-/// The built-in backends (CPU, meta) are registered first, whenever this is
-/// called, so registering one of their keys is an [`Error::Registration`]
-/// rather than a failure of start-up registration later.
+/// The built-in backends (CPU, meta) are always present, so registering one
+/// of their keys is an [`Error::Registration`].
 pub fn register_backend(key: DispatchKey, backend: &'static dyn Backend) -> Result<()> {
-    super::ensure_init()?;
-    register_backend_builtin(key, backend)
+    let refuse = |detail: String| Error::Registration {
+        what: format!("backend {}", backend.name()),
+        detail,
+    };
+    if !key.is_backend() {
+        return Err(refuse(format!("{key} is not a backend key")));
+    }
+    if builtin(key).is_some() {
+        return Err(refuse(format!("a backend is already registered for {key}")));
+    }
+    BACKENDS[key as usize]
+        .set(backend)
+        .map_err(|_| refuse(format!("a backend is already registered for {key}")))?;
+    if key == DispatchKey::PrivateUse1 {
+        crate::device::set_private_use1_name(backend.name());
+    }
+    Ok(())
 }
 
-/// [`register_backend`] during start-up registration.
-pub(crate) fn register_backend_builtin(key: DispatchKey, backend: &'static dyn Backend) -> Result<()> {
-    if !key.is_backend() {
-        return Err(Error::Registration {
-            what: format!("backend {}", backend.name()),
-            detail: format!("{key} is not a backend key"),
-        });
+/// The built-in backend of a key, if it has one.
+fn builtin(key: DispatchKey) -> Option<&'static dyn Backend> {
+    match key {
+        DispatchKey::Cpu => Some(&CpuBackend),
+        DispatchKey::Meta => Some(&MetaBackend),
+        _ => None,
     }
-    BACKENDS[key as usize].set(backend).map_err(|_| Error::Registration {
-        what: format!("backend {}", backend.name()),
-        detail: format!("a backend is already registered for {key}"),
-    })
 }
 
 /// The backend of `device`, or [`Error::DeviceUnavailable`].
 pub fn backend_for(device: Device) -> Result<&'static dyn Backend> {
-    super::ensure_init()?;
     let key = DispatchKey::for_device(device);
-    match BACKENDS[key as usize].get() {
+    match builtin(key).or_else(|| BACKENDS[key as usize].get().copied()) {
         Some(b) => {
             b.check_device(device)?;
-            Ok(*b)
+            Ok(b)
         }
         None => Err(Error::DeviceUnavailable {
             device,
@@ -82,15 +90,8 @@ pub fn backend_for(device: Device) -> Result<&'static dyn Backend> {
     }
 }
 
-/// The name of the private-use device type (`privateuseone` until a backend registers).
-pub fn private_use1_name() -> &'static str {
-    BACKENDS[DispatchKey::PrivateUse1 as usize]
-        .get()
-        .map_or("privateuseone", |b| b.name())
-}
-
 /// Host memory.
-pub(crate) struct CpuBackend;
+struct CpuBackend;
 
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
@@ -131,7 +132,7 @@ impl Backend for CpuBackend {
 }
 
 /// Shape-only tensors.
-pub(crate) struct MetaBackend;
+struct MetaBackend;
 
 impl Backend for MetaBackend {
     fn name(&self) -> &'static str {

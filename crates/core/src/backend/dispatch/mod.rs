@@ -16,38 +16,39 @@ mod backend;
 mod backward;
 mod key;
 mod op;
+pub(crate) mod registration;
+mod spec;
 
 use std::cell::Cell;
 use std::sync::OnceLock;
 
 use smallvec::SmallVec;
 
-pub use backend::{Backend, backend_for, private_use1_name, register_backend};
-pub(crate) use backend::{CpuBackend, MetaBackend, register_backend_builtin};
+pub use crate::device::private_use1_name;
+pub use backend::{Backend, backend_for, register_backend};
 pub(crate) use backward::SavedValues;
 pub use backward::{BackwardCtx, Saves, TensorMeta};
 pub use key::{ALL_KEYS, DispatchKey, DispatchKeySet, NUM_KEYS};
 pub(crate) use op::find_op_builtin;
 pub use op::{
-    Call, FunctionalFn, Kernel, LayerFn, Op, OpClone, OpEntry, OutSpec, OutSpecs, Slot, StructuredFn, Tensors,
-    downcast_op, find_op, registered_ops,
+    Call, FunctionalFn, Kernel, LayerFn, Op, OpClone, OpEntry, Slot, StructuredFn, Tensors, downcast_op, find_op,
+    registered_ops,
 };
+pub use spec::{OutSpec, OutSpecs};
 
 use crate::{Device, Error, Result, Tensor};
 
 /// The outcome of start-up registration (run once, on first use).
 static INIT: OnceLock<Result<()>> = OnceLock::new();
 
-/// Runs start-up registration once, on first use: the crate-root hook
-/// `crate::builtins::register`, which registers the built-in backends, the
-/// CPU and backend-independent kernels, the autograd fallback and the copy
-/// behind `out=` writes ([`set_out_copy`]). That call is the dispatcher's
-/// only edge to the modules above it: everything it needs from them is
-/// registered into it, so the dispatcher itself names no operator, kernel
-/// or autograd code.
+/// Runs start-up registration once, on first use ([`registration`]): the
+/// CPU and backend-independent kernels, the layers and the copy behind
+/// `out=` writes ([`set_out_copy`]), each registered by the module that
+/// defines it. The dispatcher itself names no operator, kernel or autograd
+/// code.
 #[inline]
 pub(crate) fn ensure_init() -> Result<()> {
-    match INIT.get_or_init(crate::builtins::register) {
+    match INIT.get_or_init(registration::run_all) {
         Ok(()) => Ok(()),
         Err(e) => Err(e.clone()),
     }

@@ -8,37 +8,11 @@ use smallvec::SmallVec;
 
 use super::backward::{BackwardCtx, Saves};
 use super::key::{DispatchKey, DispatchKeySet, NUM_KEYS};
-use crate::layout::Dims;
-use crate::{DType, Device, Error, Result, Tensor};
+use super::spec::OutSpecs;
+use crate::{Device, Error, Result, Tensor};
 
 /// The outputs of one operator call (most ops have one or two).
 pub type Tensors = SmallVec<[Tensor; 2]>;
-
-/// Shape, dtype and (optionally) strides of one output, as computed by an
-/// operator's shape rule.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutSpec {
-    /// Output shape.
-    pub shape: Dims,
-    /// Output dtype.
-    pub dtype: DType,
-    /// Output strides; `None` means contiguous.
-    pub strides: Option<Dims>,
-}
-
-impl OutSpec {
-    /// A contiguous output.
-    pub fn new(shape: impl Into<Dims>, dtype: DType) -> Self {
-        OutSpec {
-            shape: shape.into(),
-            dtype,
-            strides: None,
-        }
-    }
-}
-
-/// The output specs of one call.
-pub type OutSpecs = SmallVec<[OutSpec; 1]>;
 
 /// An operator instance: which operator, with which non-tensor arguments.
 ///

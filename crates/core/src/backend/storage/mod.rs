@@ -1,6 +1,7 @@
 //! Storage: the bytes behind tensors, shared by every view of them.
 
 mod cpu_alloc;
+pub(crate) mod meta_ledger;
 
 use std::any::Any;
 use std::fmt;
@@ -11,7 +12,7 @@ pub use cpu_alloc::{
     CpuBuffer, MemoryStats, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
     memory_stats, reset_peak_memory_stats,
 };
-pub(crate) use cpu_alloc::{class_of, set_thread_memory_tracing, thread_traced_bytes};
+pub(crate) use cpu_alloc::{set_thread_memory_tracing, thread_traced_bytes};
 
 use crate::{DType, Device, Error, Result};
 
@@ -99,7 +100,7 @@ struct StorageImpl {
 impl Drop for StorageImpl {
     fn drop(&mut self) {
         if self.meta_charge > 0 {
-            crate::memory::plan::release(self.meta_charge);
+            meta_ledger::release(self.meta_charge);
         }
     }
 }
@@ -147,7 +148,7 @@ impl Storage {
 
     fn wrap(device: Device, nbytes: usize, buffer: Buffer, bool_typed: bool) -> Storage {
         let meta_charge = if device == Device::Meta {
-            crate::memory::plan::charge(nbytes)
+            meta_ledger::charge(nbytes)
         } else {
             0
         };

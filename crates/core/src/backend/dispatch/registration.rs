@@ -1,45 +1,59 @@
-//! Start-up registration: everything built in that the dispatcher runs.
-//!
-//! The dispatcher (`dispatch/`) sits below the operators, kernels and
-//! autograd: it knows keys, tables and backends, and names none of them.
-//! What it runs is registered into it here, once, on first use (the
-//! dispatcher's `ensure_init` calls [`register`], its one reference to
-//! anything above it):
-//!
-//! 1. the built-in backends (CPU memory, the shape-only meta device);
-//! 2. the CPU kernels (`cpu::register_kernels`);
-//! 3. the backend-independent kernels: views, `cat`, device copies, the
-//!    composite ops and the composite forms of the fused backward formulas
-//!    (`ops::register_composites`);
-//! 4. the autograd layer, as the `Autograd` key's fallback;
-//! 5. the copy that writes results into the outputs of `out=` and in-place
-//!    calls ([`crate::dispatch::set_out_copy`]).
+//! Start-up registration. What the dispatcher runs is registered into it
+//! by the code that defines it: each module submits a [`Registration`]
+//! (the CPU kernels in `backend/cpu`, the composite ops in `ops`, the
+//! autograd, autocast and profiler layers, the copy behind `out=` writes),
+//! and the dispatcher runs them all once, on its first use, in stage order
+//! and by name within a stage. It names none of them: PyTorch's static
+//! registrars (`TORCH_LIBRARY_IMPL`), here through the `inventory` crate's
+//! link-time collection.
 //!
 //! Every public registration function (`OpEntry::register`,
-//! `register_backend`, `register_fallback`) waits for this first, so an
-//! out-of-tree registration always lands after the built-ins.
+//! `register_fallback`) waits for this first, so an out-of-tree
+//! registration always lands after the built-ins.
 
 use crate::Result;
-use crate::dispatch::{self, CpuBackend, DispatchKey, MetaBackend};
 
-/// Registers every built-in backend, kernel and fallback, and the copy for
-/// `out=` writes. Runs once, from the dispatcher's first use; nothing else
-/// can register before it.
-pub(crate) fn register() -> Result<()> {
-    dispatch::register_backend_builtin(DispatchKey::Cpu, &CpuBackend)?;
-    dispatch::register_backend_builtin(DispatchKey::Meta, &MetaBackend)?;
-    crate::cpu::register_kernels()?;
-    crate::ops::register_composites()?;
-    dispatch::register_fallback_builtin(DispatchKey::Autograd, crate::autograd::layer::autograd_layer)?;
-    #[cfg(not(ferrotorch_no_profiler))]
-    dispatch::register_fallback_builtin(DispatchKey::Profiler, crate::profiler::profiler_layer)?;
-    crate::amp::register_autocast_kernels()?;
-    dispatch::set_out_copy(crate::ops::copy_into)?;
+/// When a registration runs, earlier stages first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Stage {
+    /// Backend kernels (the CPU's).
+    Kernels,
+    /// Backend-independent kernels: views, `cat`, device copies, composite ops.
+    Composites,
+    /// The layers' kernels and fallbacks: autograd, autocast, the profiler.
+    Layers,
+    /// The copy that writes results into `out=` and in-place outputs.
+    OutCopy,
+}
+
+/// One start-up registration, submitted with `inventory::submit!` by the
+/// module that defines what it registers.
+pub(crate) struct Registration {
+    /// Its stage.
+    pub(crate) stage: Stage,
+    /// What it registers (orders registrations within a stage, and names
+    /// a failing one).
+    pub(crate) what: &'static str,
+    /// The registration itself.
+    pub(crate) run: fn() -> Result<()>,
+}
+
+inventory::collect!(Registration);
+
+/// Runs every submitted registration once, in stage order and by name
+/// within a stage (the same order in every build and run).
+pub(crate) fn run_all() -> Result<()> {
+    let mut all: Vec<&Registration> = inventory::iter::<Registration>.into_iter().collect();
+    all.sort_by_key(|r| (r.stage, r.what));
+    for r in all {
+        (r.run)()?;
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use super::Stage;
     use crate::dispatch::{Kernel, OpEntry, Slot, StructuredFn, find_op, registered_ops};
     use crate::{Error, Result, Tensor};
 
@@ -306,6 +320,25 @@ mod tests {
         "binary_cross_entropy",
         "binary_cross_entropy_with_logits",
     ];
+
+    #[test]
+    fn each_stage_registers_its_part() {
+        let mut stages: Vec<(Stage, &str)> = inventory::iter::<super::Registration>
+            .into_iter()
+            .map(|r| (r.stage, r.what))
+            .collect();
+        stages.sort_unstable();
+        let expected = [
+            (Stage::Kernels, "cpu kernels"),
+            (Stage::Composites, "composite ops"),
+            (Stage::Layers, "autocast kernels"),
+            (Stage::Layers, "autograd fallback"),
+            #[cfg(not(ferrotorch_no_profiler))]
+            (Stage::Layers, "profiler fallback"),
+            (Stage::OutCopy, "out= copy"),
+        ];
+        assert_eq!(stages, expected);
+    }
 
     #[test]
     fn every_built_in_operator_has_its_pytorch_schema_name() {
