@@ -4,9 +4,19 @@
 //! training examples exist). PyTorch 2.15's output is in the comments;
 //! `tests/idioms.rs` checks the same lines.
 
+#[path = "common/report.rs"]
+mod report;
+
 use ferrotorch::{Tensor, no_grad};
 
-fn main() -> ferrotorch::Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => report::fail(&e),
+    }
+}
+
+fn run() -> ferrotorch::Result<()> {
     // x = torch.tensor(2.0, requires_grad=True); y = torch.tensor(3.0, requires_grad=True)
     let x = Tensor::new(2.0f32)?.requires_grad_(true)?;
     let y = Tensor::new(3.0f32)?.requires_grad_(true)?;

@@ -1,9 +1,19 @@
 //! A tour of the tensor core: creation, views, broadcasting, reductions,
 //! matmul, indexing, devices. Run with `cargo run --release --example basics`.
 
+#[path = "common/report.rs"]
+mod report;
+
 use ferrotorch::{DType, Device, Tensor, TensorOptions, manual_seed};
 
-fn main() -> ferrotorch::Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => report::fail(&e),
+    }
+}
+
+fn run() -> ferrotorch::Result<()> {
     manual_seed(0);
     let x = Tensor::new([[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]])?;
     println!("x =\n{x}");

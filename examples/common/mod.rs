@@ -7,6 +7,7 @@
 pub mod amp;
 pub mod plan;
 pub mod profile;
+pub mod report;
 
 use std::path::Path;
 

@@ -10,6 +10,8 @@
 
 mod bert;
 mod encoder;
+#[path = "../common/report.rs"]
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,10 +61,7 @@ fn embed_all(enc: &SentenceEncoder, sentences: &[&str], batch_size: usize) -> Bo
 fn main() -> ExitCode {
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => report::fail(&*e),
     }
 }
 

@@ -128,7 +128,13 @@ impl Corpus {
     /// Reads `path`; the alphabet is its sorted distinct characters; the
     /// first 90% trains, the rest validates.
     fn load(path: &std::path::Path) -> BoxResult<Corpus> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(common::report::repo_path(path)).map_err(|e| {
+            common::report::with_fix(
+                format!("{}: {e}", path.display()),
+                "the Shakespeare text ships in data/text/ of the ferrotorch repository; pass --data FILE for another \
+                 ASCII text",
+            )
+        })?;
         let mut chars: Vec<char> = text.chars().collect();
         chars.sort_unstable();
         chars.dedup();
@@ -301,8 +307,14 @@ fn load_checkpoint(
     ckpt.int("iter_num")
 }
 
-fn main() -> BoxResult<()> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => common::report::fail(&*e),
+    }
+}
+
+fn run(args: Args) -> BoxResult<()> {
     manual_seed(args.seed);
     let corpus = Corpus::load(&args.data)?;
     let config = GptConfig {

@@ -15,17 +15,22 @@
 mod common;
 mod train;
 
+use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
 
-fn main() -> train::BoxResult<()> {
+fn main() -> ExitCode {
     let args = train::Args::parse();
     let start = Instant::now();
-    let accuracy = train::run(&args)?;
-    println!("total time {:.1} s", start.elapsed().as_secs_f64());
-    if let Some(accuracy) = accuracy {
-        println!("test accuracy: {accuracy:.2}%");
+    match train::run(&args) {
+        Ok(accuracy) => {
+            println!("total time {:.1} s", start.elapsed().as_secs_f64());
+            if let Some(accuracy) = accuracy {
+                println!("test accuracy: {accuracy:.2}%");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => common::report::fail(&*e),
     }
-    Ok(())
 }

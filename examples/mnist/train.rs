@@ -1,6 +1,7 @@
 //! The mnist example's training (see `main.rs`): flags, the networks, the
 //! loop, and its checkpoints. `tests/mnist_resume.rs` runs it too.
 
+use crate::common::report::{repo_path, with_fix};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -264,8 +265,19 @@ fn load_checkpoint<M: Module>(
 pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
     // transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
     let transform = || Compose::new().then(ToTensor).then(Normalize::new([0.1307], [0.3081]));
-    let train_set = MNIST::new(&args.data_dir, true)?.with_transform(transform());
-    let test_set = MNIST::new(&args.data_dir, false)?.with_transform(transform());
+    let data_dir = repo_path(&args.data_dir);
+    let load = |train: bool| {
+        MNIST::new(&data_dir, train).map_err(|e| {
+            with_fix(
+                e,
+                "the MNIST files ship in data/mnist/ of the ferrotorch repository; pass --data-dir DIR for a \
+                 folder holding train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and \
+                 t10k-labels-idx1-ubyte (each may be .gz)",
+            )
+        })
+    };
+    let train_set = load(true)?.with_transform(transform());
+    let test_set = load(false)?.with_transform(transform());
     let (n_train, n_test) = (train_set.len(), test_set.len());
     // DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=2)
     let shuffle = Generator::new(args.seed);
