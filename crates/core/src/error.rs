@@ -24,9 +24,10 @@ pub enum Error {
         /// What the operator expected of them.
         detail: String,
     },
-    /// A dimension index outside `[-ndim, ndim)`.
+    /// A dimension index outside `[-ndim, ndim)` (PyTorch's message; a 0-d
+    /// tensor takes -1 and 0).
     #[error(
-        "{op}: dimension {dim} out of range (expected to be in range of [{}, {}] for a tensor of {ndim} dimensions)",
+        "{op}: Dimension out of range (expected to be in range of [{}, {}], but got {dim})",
         -(dim_range(*.ndim) as i64), dim_range(*.ndim) as i64 - 1
     )]
     DimOutOfRange {
@@ -302,7 +303,7 @@ mod tests {
         };
         assert_eq!(
             e.to_string(),
-            "sum: dimension 3 out of range (expected to be in range of [-2, 1] for a tensor of 2 dimensions)"
+            "sum: Dimension out of range (expected to be in range of [-2, 1], but got 3)"
         );
     }
 }

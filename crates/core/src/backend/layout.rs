@@ -128,6 +128,22 @@ pub fn normalize_dim(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
     Ok(d as usize)
 }
 
+/// [`normalize_dim`] for an argument PyTorch does not wrap on a 0-d tensor
+/// (`maybe_wrap_dim(dim, ndim, wrap_scalar=false)`: `size`, `stride`,
+/// `roll`): a 0-d tensor has no dim at all, and any `dim` is PyTorch's
+/// "Dimension specified as ... but tensor has no dimensions".
+pub fn normalize_dim_strict(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
+    if ndim == 0 {
+        return Err(no_dims(op, dim));
+    }
+    normalize_dim(op, dim, ndim)
+}
+
+/// PyTorch's error for a dim of a 0-d tensor where it wraps none.
+pub fn no_dims(op: &'static str, dim: i64) -> Error {
+    Error::invalid(op, format!("Dimension specified as {dim} but tensor has no dimensions"))
+}
+
 /// Like [`normalize_dim`] for a position where a new dim is inserted
 /// (`unsqueeze`, `stack`): valid range is `[-ndim-1, ndim]`.
 pub fn normalize_insert_dim(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
@@ -421,7 +437,8 @@ impl Layout {
             return Err(Error::invalid(
                 op,
                 format!(
-                    "number of dims don't match in permute: input has {nd} dims, got {} dims",
+                    "number of dimensions in the tensor input does not match the length of the desired ordering \
+                     of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {}",
                     perm.len()
                 ),
             ));
@@ -476,10 +493,10 @@ impl Layout {
 
     /// `length` elements of one dim starting at `start` (which may be negative).
     pub fn narrow(&self, op: &'static str, dim: i64, start: i64, length: usize) -> Result<Layout> {
-        let d = normalize_dim(op, dim, self.ndim())?;
         if self.ndim() == 0 {
-            return Err(Error::invalid(op, "narrow() cannot be applied to a 0-dim tensor"));
+            return Err(Error::invalid(op, "narrow() cannot be applied to a 0-dim tensor."));
         }
+        let d = normalize_dim(op, dim, self.ndim())?;
         let size = self.shape[d] as i64;
         let s = if start < 0 { start + size } else { start };
         if s < 0 || s > size {
@@ -569,7 +586,7 @@ impl Layout {
     /// Removes dim `d` by fixing its index (`x[..., i, ...]`).
     pub fn select(&self, op: &'static str, dim: i64, index: i64) -> Result<Layout> {
         if self.ndim() == 0 {
-            return Err(Error::invalid(op, "select() cannot be applied to a 0-dim tensor"));
+            return Err(Error::invalid(op, "select() cannot be applied to a 0-dim tensor."));
         }
         let d = normalize_dim(op, dim, self.ndim())?;
         let size = self.shape[d] as i64;

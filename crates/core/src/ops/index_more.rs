@@ -659,7 +659,7 @@ impl Tensor {
         }
         let dims = dims
             .iter()
-            .map(|&d| normalize_dim("roll", d, self.ndim()))
+            .map(|&d| crate::layout::normalize_dim_strict("roll", d, self.ndim()))
             .collect::<Result<Vec<_>>>()?;
         call1(&Composed::Roll { shifts, dims }, &[self])
     }

@@ -136,11 +136,14 @@ impl Tensor {
             return Err(Error::invalid("cat", "expected a non-empty list of tensors"));
         }
         // With only skipped empties any dim goes, as in PyTorch.
-        let d = match tensors.iter().find(|t| !legacy_empty(t)) {
-            Some(first) if first.ndim() == 0 => {
-                return Err(Error::invalid("cat", "zero-dimensional tensor cannot be concatenated"));
+        let d = match tensors.iter().position(|t| !legacy_empty(t)).map(|i| (i, tensors[i])) {
+            Some((i, first)) if first.ndim() == 0 => {
+                return Err(Error::invalid(
+                    "cat",
+                    format!("zero-dimensional tensor (at position {i}) cannot be concatenated"),
+                ));
             }
-            Some(first) => normalize_dim("cat", dim, first.ndim())?,
+            Some((_, first)) => normalize_dim("cat", dim, first.ndim())?,
             None => 0,
         };
         // Skipped empties still take part in type promotion, as in PyTorch.

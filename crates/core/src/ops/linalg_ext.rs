@@ -188,7 +188,7 @@ impl Tensor {
         if self.ndim() != other.ndim() {
             return Err(Error::invalid(op, "inputs must have the same number of dimensions."));
         }
-        let d = crate::layout::normalize_dim(op, dim, self.ndim())?;
+        let d = crate::layout::normalize_dim_strict(op, dim, self.ndim())?;
         if self.shape()[d] != 3 || other.shape()[d] != 3 {
             return Err(Error::invalid(
                 op,

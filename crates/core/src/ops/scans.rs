@@ -117,6 +117,12 @@ fn lowest_of(dtype: DType) -> f64 {
 impl Tensor {
     fn cum_extreme(&self, max: bool, dim: i64) -> Result<(Tensor, Tensor)> {
         let name = if max { "cummax" } else { "cummin" };
+        if self.ndim() == 0 && dim != 0 && dim != -1 {
+            return Err(Error::invalid(
+                name,
+                format!("{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}"),
+            ));
+        }
         let d = normalize_dim(name, dim, self.ndim())?;
         call2(&CumExtreme { max, dim: d }, &[self])
     }

@@ -303,10 +303,8 @@ impl Tensor {
         }
         let d = normalize_dim("take_along_dim", dim, self.ndim())?;
         if self.ndim() == 0 {
-            return Err(Error::invalid(
-                "take_along_dim",
-                format!("Dimension specified as {dim} but tensor has no dimensions"),
-            ));
+            // PyTorch wraps the dim, then asks the 0-d tensor for its size.
+            return Err(crate::layout::no_dims("take_along_dim", d as i64));
         }
         let (mut sx, mut si) = (self.shape().to_vec(), indices.shape().to_vec());
         sx[d] = 1;

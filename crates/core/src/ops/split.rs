@@ -275,13 +275,11 @@ impl Tensor {
     /// The slices along `dim`, each without that dim, as views (node
     /// `UnbindBackward0`). An error for a 0-d tensor or a bad dim.
     pub fn unbind(&self, dim: i64) -> Result<Vec<Tensor>> {
-        if self.ndim() == 0 {
-            return Err(Error::invalid(
-                "unbind",
-                "dimension specified as 0 but tensor has no dimensions",
-            ));
-        }
         let d = normalize_dim("unbind", dim, self.ndim())?;
+        if self.ndim() == 0 {
+            // PyTorch wraps the dim, then asks the 0-d tensor for its size.
+            return Err(crate::layout::no_dims("unbind", d as i64));
+        }
         run(
             self,
             Split {

@@ -710,7 +710,8 @@ impl Tensor {
         let sizes = sizes.into_shape();
         let d = normalize_dim("unflatten", dim, self.ndim())?;
         if self.ndim() == 0 {
-            return Err(Error::invalid("unflatten", "cannot unflatten a 0-d tensor"));
+            // PyTorch wraps the dim, then asks the 0-d tensor for its size.
+            return Err(crate::layout::no_dims("unflatten", d as i64));
         }
         let inner = crate::layout::infer_shape("unflatten", &sizes, self.shape()[d])?;
         let mut shape: Vec<i64> = to_i64(&self.shape()[..d]);

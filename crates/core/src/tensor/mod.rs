@@ -402,7 +402,7 @@ impl Tensor {
 
     /// Size of one dimension; negative `dim` counts from the end.
     pub fn size(&self, dim: i64) -> Result<usize> {
-        let d = crate::layout::normalize_dim("size", dim, self.ndim())?;
+        let d = crate::layout::normalize_dim_strict("size", dim, self.ndim())?;
         Ok(if self.ndim() == 0 { 1 } else { self.shape()[d] })
     }
 
@@ -413,7 +413,7 @@ impl Tensor {
 
     /// Stride of one dimension.
     pub fn stride(&self, dim: i64) -> Result<usize> {
-        let d = crate::layout::normalize_dim("stride", dim, self.ndim())?;
+        let d = crate::layout::normalize_dim_strict("stride", dim, self.ndim())?;
         Ok(if self.ndim() == 0 { 1 } else { self.strides()[d] })
     }
 
