@@ -160,7 +160,7 @@ fn decompositions_by_invariants() -> Result<()> {
             let (q, r) = r6.linalg_qr(mode)?;
             assert!(max_abs(&q.matmul(&r)?.to_dtype(DType::F64)?, &r6.to_dtype(DType::F64)?) < tol);
             let k = q.shape()[1];
-            assert!(max_abs(&q.mt()?.matmul(&q)?, &Tensor::eye(k)?.to_dtype(dt)?) < tol);
+            assert!(max_abs(&q.mt()?.matmul(&q)?, &Tensor::eye(k as i64)?.to_dtype(dt)?) < tol);
         }
         let (w, v) = spd.linalg_eigh("L")?;
         let wv: Vec<f64> = w.to_dtype(DType::F64)?.to_vec()?;
@@ -177,7 +177,7 @@ fn decompositions_by_invariants() -> Result<()> {
                     .matmul(&vh.narrow(-2, 0, k)?)?;
                 assert!(max_abs(&rec.to_dtype(DType::F64)?, &m.to_dtype(DType::F64)?) < tol);
                 let uc = u.shape()[u.ndim() - 1];
-                assert!(max_abs(&u.mt()?.matmul(&u)?, &Tensor::eye(uc)?.to_dtype(dt)?) < tol);
+                assert!(max_abs(&u.mt()?.matmul(&u)?, &Tensor::eye(uc as i64)?.to_dtype(dt)?) < tol);
                 let sv: Vec<f64> = s.to_dtype(DType::F64)?.reshape([-1])?.to_vec()?;
                 assert!(sv[..k as usize].windows(2).all(|p| p[0] >= p[1]));
             }
@@ -395,7 +395,10 @@ fn decompositions_on_edge_cases() -> Result<()> {
     let f64s = |t: &Tensor| t.to_dtype(DType::F64);
     let orthonormal_cols = |u: &Tensor| -> Result<f64> {
         let k = u.shape()[u.ndim() - 1];
-        Ok(max_abs(&u.mt()?.matmul(u)?, &Tensor::eye(k)?.to_dtype(u.dtype())?))
+        Ok(max_abs(
+            &u.mt()?.matmul(u)?,
+            &Tensor::eye(k as i64)?.to_dtype(u.dtype())?,
+        ))
     };
     let sym_cases = [
         Tensor::eye(5)?.to_dtype(DType::F64)?,

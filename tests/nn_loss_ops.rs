@@ -306,8 +306,12 @@ fn errors_carry_pytorchs_messages() -> Result<()> {
     Ok(())
 }
 
+/// f32 layer norm of rows with a large mean rounds as PyTorch's CPU kernel
+/// (its Welford `RowwiseMoments` in f32): the worst error against the f64
+/// result is PyTorch's on the same input (`torch.manual_seed(5);
+/// x = torch.randn(8, 96) + 3000`: 3.9948423571045666e-4).
 #[test]
-fn layer_norm_keeps_f32_precision_for_a_large_mean() -> Result<()> {
+fn layer_norm_rounds_as_pytorch_for_a_large_mean() -> Result<()> {
     let g = ferrotorch::Generator::new(5);
     let x = TensorOptions::new().generator(&g).randn([8, 96])?.add(3000.0)?;
     let got = x
@@ -319,8 +323,7 @@ fn layer_norm_keeps_f32_precision_for_a_large_mean() -> Result<()> {
         .layer_norm([96], None, None, 1e-5)?
         .to_vec::<f64>()?;
     let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-    // The inputs themselves carry 1e-4 of the unit spread here (ulp of 3000).
-    assert!(worst < 2e-5, "worst error {worst}");
+    assert!((worst - 3.9948423571045666e-4).abs() < 1e-12, "worst error {worst}");
     Ok(())
 }
 

@@ -402,11 +402,11 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
             let t = input(case, inputs, "tensor")?;
             Some(match kw(case, "split_size_or_sections")? {
                 Value::Array(a) => t.split_sizes(a.iter().map(|v| v.as_u64().unwrap() as usize).collect::<Vec<_>>(), d),
-                v => t.split(v.as_u64()? as usize, d),
+                v => t.split(v.as_i64()?, d),
             })
         }
         "chunk" => Some(x().chunk(
-            kw(case, "chunks")?.as_u64()? as usize,
+            kw(case, "chunks")?.as_i64()?,
             kw(case, "dim").and_then(Value::as_i64).unwrap_or(0),
         )),
         "narrow" => one(x().narrow(
@@ -486,7 +486,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         }
         "topk" => Some(
             x().topk(
-                kw(case, "k")?.as_u64()? as usize,
+                kw(case, "k")?.as_i64()?,
                 kw(case, "dim").and_then(Value::as_i64).unwrap_or(-1),
                 kw(case, "largest").and_then(Value::as_bool).unwrap_or(true),
             )
@@ -504,7 +504,7 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         }
         "one_hot" => {
             let c = kw(case, "num_classes").and_then(Value::as_i64).unwrap_or(-1);
-            one(x().one_hot(usize::try_from(c).ok()))
+            one(x().one_hot(Some(c)))
         }
         "tril" => one(x().tril(kw(case, "diagonal").and_then(Value::as_i64).unwrap_or(0))),
         "triu" => one(x().triu(kw(case, "diagonal").and_then(Value::as_i64).unwrap_or(0))),
@@ -516,11 +516,11 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "linspace" => one(options(case)?.linspace(
             num(kw(case, "start")?),
             num(kw(case, "end")?),
-            kw(case, "steps")?.as_u64()? as usize,
+            kw(case, "steps")?.as_i64()?,
         )),
         "eye" => {
-            let n = kw(case, "n")?.as_u64()? as usize;
-            let m = kw(case, "m").and_then(Value::as_u64).map_or(n, |m| m as usize);
+            let n = kw(case, "n")?.as_i64()?;
+            let m = kw(case, "m").and_then(Value::as_i64).unwrap_or(n);
             one(options(case)?.eye(n, m))
         }
         "dot" => one(x().dot(input(case, inputs, "tensor")?)),

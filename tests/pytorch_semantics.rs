@@ -265,12 +265,21 @@ fn topk_of_a_scalar() -> Result<()> {
     Ok(())
 }
 
-/// f32 variances and norms accumulate in f64, as PyTorch's CPU kernels do.
+/// f32 variances accumulate in f64 and f32 norms in f32, as PyTorch's CPU
+/// kernels do: a norm whose sum of powers overflows f32 is inf, as in
+/// PyTorch, except a norm of one element, which is its absolute value.
 #[test]
-fn f32_norms_and_variances_accumulate_in_f64() -> Result<()> {
+fn f32_variances_accumulate_in_f64_and_norms_overflow_as_pytorch() -> Result<()> {
     let x = Tensor::from_slice(&[3e38f32, 0.0]);
-    assert_eq!(x.norm_dim(3.0, (), false)?.item::<f32>()?, 3e38);
-    assert_eq!(x.norm(2.0)?.item::<f32>()?, 3e38);
+    assert_eq!(x.norm_dim(3.0, (), false)?.item::<f32>()?, f32::INFINITY);
+    assert_eq!(x.norm(2.0)?.item::<f32>()?, f32::INFINITY);
+    assert_eq!(x.norm(1.0)?.item::<f32>()?, 3e38);
+    let one = Tensor::from_slice(&[-3e38f32]);
+    for p in [2.0, 3.0, 0.5, -1.0] {
+        assert_eq!(one.norm(p)?.item::<f32>()?, 3e38, "p = {p}");
+    }
+    let col = Tensor::new([[3e38f32], [1e38]])?;
+    assert_eq!(col.norm_dim(2.0, [1], false)?.to_vec::<f32>()?, [3e38, 1e38]);
     let s = Tensor::from_slice(&[-3e38f32, 0.0]).std(1.0)?.item::<f32>()?;
     assert!((s - 2.1213203e38).abs() < 1e32, "{s}");
     Ok(())
@@ -468,10 +477,15 @@ fn fill_and_zero_keep_the_graph() -> Result<()> {
     assert_eq!(node(&y), "FillBackward2");
     let e = y.sum()?.backward().unwrap_err().to_string();
     assert!(e.contains("modified by an inplace operation"), "{e}");
-    // Overflowing values are refused before anything is written.
-    let h = Tensor::from_slice(&[1.0f32]).to_dtype(DType::F16)?;
+    // Overflowing values are refused before anything is written...
+    let h = Tensor::from_slice(&[1.0f32, 2.0]).to_dtype(DType::F16)?;
     assert!(h.fill_(1e6).is_err());
-    assert_eq!(h.to_dtype(DType::F32)?.item::<f32>()?, 1.0);
+    assert_eq!(h.to_dtype(DType::F32)?.to_vec::<f32>()?, [1.0, 2.0]);
+    // ...except in a one-element f16 tensor, which PyTorch's one-element
+    // fill writes without its check: inf.
+    let h1 = Tensor::from_slice(&[1.0f32]).to_dtype(DType::F16)?;
+    h1.fill_(1e6)?;
+    assert_eq!(h1.to_dtype(DType::F32)?.item::<f32>()?, f32::INFINITY);
     Ok(())
 }
 
@@ -902,5 +916,56 @@ fn cat_keeps_skipped_empties_in_the_graph() -> Result<()> {
     );
     r.sum()?.backward()?;
     assert_eq!(f.grad().expect("an empty gradient").shape(), [0]);
+    Ok(())
+}
+
+/// A node that receives no gradient (the norm of order 0 gives none) still
+/// checks its saved tensors, as PyTorch's engine runs it and it unpacks
+/// them first: amax's saved output written in place fails the backward.
+#[test]
+fn a_node_without_gradient_still_checks_its_saved_tensors() -> Result<()> {
+    let a = Tensor::scalar(1.137_790_7_f32).requires_grad_(true)?;
+    let m = a.mul(-1e-30)?.amax([-1i64], true)?;
+    m.ne_(&Tensor::scalar(4i64))?;
+    let e = m.norm(0.0)?.backward().unwrap_err().to_string();
+    assert!(e.contains("modified by an inplace operation"), "{e}");
+    assert!(e.contains("which is output 0 of AmaxBackward0"), "{e}");
+    Ok(())
+}
+
+/// PyTorch's kernels for these ops write contiguous results or fill through
+/// an expanded view, whatever the input's strides.
+#[test]
+fn layouts_of_tril_and_of_masked_fill_on_an_expanded_tensor() -> Result<()> {
+    let x = Tensor::arange(6)?.to_dtype(DType::F32)?.reshape([2, 3])?.t()?;
+    assert_eq!(x.tril(0)?.strides(), [2, 1]);
+    assert!(x.triu(1)?.is_contiguous());
+    // Every element one of whose positions the mask selects is filled.
+    let base = Tensor::zeros([1, 3])?;
+    let z = base.expand([4, 3])?;
+    let m = Tensor::new([
+        [true, false, false],
+        [false, false, false],
+        [false, false, true],
+        [false, false, false],
+    ])?;
+    z.masked_fill_(&m, 5.0)?;
+    assert_eq!(base.to_vec::<f32>()?, [5.0, 0.0, 5.0]);
+    // aten::index with no index tensor: a copy, node IndexBackward0.
+    let l = leaf(&[1.0, 2.0], &[2])?;
+    let c = l.index(&[None])?;
+    assert_eq!(node(&c), "IndexBackward0");
+    c.sum()?.backward()?;
+    assert_eq!(grad_of(&l), [1.0, 1.0]);
+    Ok(())
+}
+
+/// Half-precision variances accumulate in f64 (PyTorch's Welford in
+/// double): bf16 values near 3e38 give PyTorch's finite std.
+#[test]
+fn half_precision_variances_accumulate_in_f64() -> Result<()> {
+    let b = Tensor::from_slice(&[-3.5f32, -2.0, -3.004_055_3e38, -1.6171875, 0.8984375, 6.5]).to_dtype(DType::BF16)?;
+    assert_eq!(b.std(1.0)?.to_dtype(DType::F64)?.item::<f64>()?, 1.2295358961010472e38);
+    assert_eq!(b.var(1.0)?.to_dtype(DType::F32)?.item::<f32>()?, f32::INFINITY);
     Ok(())
 }

@@ -138,7 +138,7 @@ fn strided_inputs_read_in_place() {
     let g = Generator::new(9);
     let (b, t, h, d) = (2, 40, 3, 8);
     let qkv = rand(&g, &[b, t, 3 * h * d], DType::F32);
-    let parts = qkv.split(h * d, 2).unwrap();
+    let parts = qkv.split((h * d) as i64, 2).unwrap();
     let heads = |x: &Tensor| x.view([b, t, h, d]).unwrap().transpose(1, 2).unwrap();
     let (q, k, v) = (heads(&parts[0]), heads(&parts[1]), heads(&parts[2]));
     assert!(!q.is_contiguous());
@@ -167,7 +167,7 @@ fn results_and_gradients_follow_the_inputs_layout() {
     let g = Generator::new(11);
     let (b, t, h, d) = (2, 40, 3, 8);
     let qkv = rand(&g, &[b, t, 3 * h * d], DType::F32);
-    let parts = qkv.split(h * d, 2).unwrap();
+    let parts = qkv.split((h * d) as i64, 2).unwrap();
     let heads = |x: &Tensor| x.view([b, t, h, d]).unwrap().transpose(1, 2).unwrap();
     let (q, k, v) = (heads(&parts[0]), heads(&parts[1]), heads(&parts[2]));
     let (out, _) = q.scaled_dot_product_flash_attention(&k, &v, true, None).unwrap();

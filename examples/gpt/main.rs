@@ -215,7 +215,7 @@ fn generate(model: &Gpt, corpus: &Corpus, context: &str, n: usize, args: &Args, 
             let last = logits.select(1, -1)?.div(args.temperature)?;
             let last = if args.top_k > 0 && args.top_k < corpus.chars.len() {
                 // logits[logits < v[:, [-1]]] = -inf
-                let (v, _) = last.topk(args.top_k, -1, true)?;
+                let (v, _) = last.topk(args.top_k as i64, -1, true)?;
                 let kth = v.narrow(1, args.top_k as i64 - 1, 1)?;
                 last.masked_fill(&last.lt(&kth)?, f64::NEG_INFINITY)?
             } else {
@@ -325,7 +325,7 @@ fn run(args: Args) -> BoxResult<()> {
         n_embd: args.n_embd,
         dropout: args.dropout,
     };
-    if args.n_embd % args.n_head != 0 {
+    if args.n_head == 0 || !args.n_embd.is_multiple_of(args.n_head) {
         return Err(format!("--n-embd {} is not a multiple of --n-head {}", args.n_embd, args.n_head).into());
     }
     if args.predict_memory {

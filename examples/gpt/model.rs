@@ -54,7 +54,7 @@ impl Forward for CausalSelfAttention {
         let (b, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
         let hs = c / self.n_head;
         // q, k, v = self.c_attn(x).split(n_embd, dim=2), each [B, nh, T, hs]
-        let qkv = self.c_attn.call(x)?.split(c, 2)?;
+        let qkv = self.c_attn.call(x)?.split(c as i64, 2)?;
         let heads = |t_: &Tensor| t_.view([b, t, self.n_head, hs])?.transpose(1, 2);
         let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
         let opts = SdpaOptions {

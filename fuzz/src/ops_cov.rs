@@ -75,7 +75,7 @@ fn run(name: &str, env: &Env, a: &[Value]) -> Res<Option<Vec<Tensor>>> {
         "swapaxes" => e1(x()?.swapaxes(i(1)?, i(2)?)),
         "diagonal" => e1(x()?.diagonal(i(1)?, i(2)?, i(3)?)),
         "diag_embed" => e1(x()?.diag_embed(i(1)?, i(2)?, i(3)?)),
-        "unfold" => e1(x()?.unfold(i(1)?, size(&a[2])?, size(&a[3])?)),
+        "unfold" => e1(x()?.unfold(i(1)?, int(&a[2])?, int(&a[3])?)),
         "diag" => e1(x()?.diag(i(1)?)),
         "trace" => e1(x()?.trace()),
         "argwhere" => e1(x()?.argwhere()),
@@ -123,16 +123,18 @@ fn run(name: &str, env: &Env, a: &[Value]) -> Res<Option<Vec<Tensor>>> {
                 None => Operand::Scalar(scalar(&a[1])?),
             };
             let sorter = opt_t(4)?;
-            let opts = SearchSortedOptions {
-                right: b(2)? || a[3].as_str() == Some("right"),
-                out_int32: b(5)?,
-                sorter: sorter.as_ref(),
-            };
+            let mut opts = SearchSortedOptions::new().right(b(2)?).out_int32(b(5)?);
+            if let Some(side) = a[3].as_str() {
+                opts = opts.side(side);
+            }
+            if let Some(s) = sorter.as_ref() {
+                opts = opts.sorter(s);
+            }
             e1(seq.searchsorted_with(vals, opts))
         }
         "bucketize" => e1(x()?.bucketize_with(&t(1)?, b(2)?, b(3)?)),
         "bincount" => e1(x()?.bincount(opt_t(1)?.as_ref(), size(&a[2])?)),
-        "histc" => e1(x()?.histc(size(&a[1])?, num(&a[2])?, num(&a[3])?)),
+        "histc" => e1(x()?.histc(int(&a[1])?, num(&a[2])?, num(&a[3])?)),
         // ---- reductions
         "nanmean" => e1(x()?.nanmean()),
         "nanmean_dim" => e1(x()?.nanmean_dim(ints(&a[1])?, b(2)?)),

@@ -139,18 +139,21 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor], x: Option<&Te
         ),
         "tile" => x.tile(dims_of(kw(case, "dims")?)),
         "searchsorted" => {
-            let right = flag("right") || kw(case, "side").and_then(Value::as_str) == Some("right");
-            let opts = SearchSortedOptions {
-                right,
-                out_int32: flag("out_int32"),
-                sorter: input(case, inputs, "sorter"),
-            };
+            let mut opts = SearchSortedOptions::new()
+                .right(flag("right"))
+                .out_int32(flag("out_int32"));
+            if let Some(side) = kw(case, "side").and_then(Value::as_str) {
+                opts = opts.side(side);
+            }
+            if let Some(s) = input(case, inputs, "sorter") {
+                opts = opts.sorter(s);
+            }
             input(case, inputs, "sorted_sequence")?.searchsorted_with(input(case, inputs, "input")?, opts)
         }
         "bucketize" => input(case, inputs, "input")?.bucketize(input(case, inputs, "boundaries")?, flag("right")),
         "bincount" => x.bincount(input(case, inputs, "weights"), int("minlength").unwrap_or(0) as usize),
         "histc" => x.histc(
-            int("bins").unwrap_or(100) as usize,
+            int("bins").unwrap_or(100),
             kw(case, "min").map(num).unwrap_or(0.0),
             kw(case, "max").map(num).unwrap_or(0.0),
         ),
@@ -193,7 +196,7 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor], x: Option<&Te
         "diag" => x.diag(int("diagonal").unwrap_or(0)),
         "trace" => x.trace(),
         "block_diag" => Tensor::block_diag(&refs),
-        "unfold" => x.unfold(int("dimension")?, int("size")? as usize, int("step")? as usize),
+        "unfold" => x.unfold(int("dimension")?, int("size")?, int("step")?),
         "masked_select" => x.masked_select(input(case, inputs, "mask")?),
         "masked_scatter" => x.masked_scatter(input(case, inputs, "mask")?, input(case, inputs, "source")?),
         "take" => x.take(input(case, inputs, "index")?),

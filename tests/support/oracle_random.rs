@@ -114,7 +114,7 @@ pub fn run_op(short: &str, case: &Value, inputs: &[Tensor]) -> Option<ferrotorch
             o.randperm(kw(case, "n")?.as_i64()?)
         }
         "multinomial" => x()?.multinomial_with(
-            kw(case, "num_samples")?.as_u64()? as usize,
+            kw(case, "num_samples")?.as_i64()?,
             kw(case, "replacement").and_then(Value::as_bool).unwrap_or(false),
             &generator(case),
         ),

@@ -50,7 +50,7 @@ pub use ops::conv::{ConvOptions, ConvParams, ConvTransposeOptions, Padding};
 pub use ops::linalg_norm::MatrixOrd;
 pub use ops::loss::Reduction;
 pub use ops::pool::{AvgPoolOptions, MaxPoolOptions};
-pub use ops::shape_more::Indexing;
+pub use ops::shape_more::{Indexing, RepeatInterleaveOptions, Repeats};
 pub use ops::unique::{UniqueOptions, UniqueOutput};
 pub use ops::{IntoOperand, Operand, Rounding, result_type};
 pub use random::{Generator, manual_seed};

@@ -37,17 +37,48 @@ impl Scalar {
     /// assert!(Scalar::Float(f64::INFINITY).check_fits("fill_", DType::F16).is_ok());
     /// ```
     pub fn check_fits(self, op: &'static str, dtype: DType) -> crate::Result<()> {
-        let (lo, hi, cname): (f64, f64, &str) = match dtype {
-            DType::Bool => return Ok(()),
-            DType::U8 => (-255.0, 255.0, "uint8_t"),
-            DType::I32 => (i32::MIN as f64, i32::MAX as f64, "int"),
-            DType::I64 => (i64::MIN as f64, i64::MAX as f64, "int64_t"),
-            DType::F16 => (-65504.0, 65504.0, "c10::Half"),
-            DType::BF16 => (-f64::from(half::bf16::MAX), f64::from(half::bf16::MAX), "c10::BFloat16"),
-            DType::F32 => (f32::MIN as f64, f32::MAX as f64, "float"),
-            DType::F64 => return Ok(()),
+        let cname = match dtype {
+            DType::Bool | DType::F64 => return Ok(()),
+            DType::U8 => "uint8_t",
+            DType::I32 => "int",
+            DType::I64 => "int64_t",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+            DType::F32 => "float",
         };
-        let fits = match self {
+        if self.fits(dtype) {
+            Ok(())
+        } else {
+            Err(crate::Error::invalid(
+                op,
+                format!("value cannot be converted to type {cname} without overflow"),
+            ))
+        }
+    }
+
+    /// [`Scalar::check_fits`] for a fill of `numel` elements: PyTorch's
+    /// one-element fill of an f16 / bf16 tensor (its `fill_inplace` fast
+    /// path) skips the check and stores inf, as `torch.tensor` would.
+    pub fn check_fits_fill(self, op: &'static str, dtype: DType, numel: usize) -> crate::Result<()> {
+        if numel == 1 && matches!(dtype, DType::F16 | DType::BF16) {
+            return Ok(());
+        }
+        self.check_fits(op, dtype)
+    }
+
+    /// Whether the value converts to `dtype` without overflow (c10's
+    /// `checked_convert`): see [`Scalar::check_fits`].
+    pub(crate) fn fits(self, dtype: DType) -> bool {
+        let (lo, hi): (f64, f64) = match dtype {
+            DType::Bool | DType::F64 => return true,
+            DType::U8 => (-255.0, 255.0),
+            DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+            DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+            DType::F16 => (-65504.0, 65504.0),
+            DType::BF16 => (-f64::from(half::bf16::MAX), f64::from(half::bf16::MAX)),
+            DType::F32 => (f32::MIN as f64, f32::MAX as f64),
+        };
+        match self {
             Scalar::Bool(_) => true,
             // Exact for every integer dtype (no rounding through f64).
             Scalar::Int(i) => match dtype {
@@ -62,14 +93,6 @@ impl Scalar {
             // not); NaN and inf fail. A negative float never fits uint8
             // (-0.5 fails, -0.0 fits), unlike a negative int.
             Scalar::Float(f) => f >= if dtype == DType::U8 { 0.0 } else { lo } && f < hi + 1.0,
-        };
-        if fits {
-            Ok(())
-        } else {
-            Err(crate::Error::invalid(
-                op,
-                format!("value cannot be converted to type {cname} without overflow"),
-            ))
         }
     }
 

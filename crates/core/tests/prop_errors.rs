@@ -317,9 +317,9 @@ proptest! {
                 let c = shape[0];
                 let v = if big { c as i64 + rng.range(0, 2) } else { -1 - rng.range(0, 2) };
                 let labels = make(DType::I64, &Nd::new(&[2], vec![V::I(0), V::I(v)]));
-                (dbg(labels.one_hot(Some(c))), &["one_hot"][..])
+                (dbg(labels.one_hot(Some(c as i64))), &["one_hot"][..])
             }
-            9 => (dbg(x.topk(shape[d as usize] + 1 + rng.range(0, 3) as usize, d, true)), &["topk"][..]),
+            9 => (dbg(x.topk((shape[d as usize] + 1) as i64 + rng.range(0, 3), d, true)), &["topk"][..]),
             _ => (dbg(x.narrow(d, 0, shape[d as usize] as i64 + 1)), &["narrow"][..]),
         })?;
         expect_err(&what, r, names)?;

@@ -690,19 +690,19 @@ proptest! {
         let (t, r) = strided(DType::F32, &shape, &recipe, &mut rng, Vals::Small);
         let nd = shape.len();
         let Some(d) = wrap(dim, nd) else {
-            expect_err("split", no_panic("split", || t.split(size.max(1), dim))?, &["split"])?;
-            expect_err("chunk", no_panic("chunk", || t.chunk(size.max(1), dim))?, &["chunk"])?;
+            expect_err("split", no_panic("split", || t.split(size.max(1) as i64, dim))?, &["split"])?;
+            expect_err("chunk", no_panic("chunk", || t.chunk(size.max(1) as i64, dim))?, &["chunk"])?;
             return Ok(());
         };
         if nd == 0 {
             // PyTorch: split/chunk/unbind of a 0-d tensor raise.
-            expect_err("split 0-d", no_panic("split", || t.split(size.max(1), dim))?, &["split"])?;
+            expect_err("split 0-d", no_panic("split", || t.split(size.max(1) as i64, dim))?, &["split"])?;
             expect_err("unbind 0-d", no_panic("unbind", || t.unbind(dim))?, &["unbind"])?;
             return Ok(());
         }
         let n = shape[d];
         // split(size): pieces of `size`, the last one shorter.
-        let pieces = no_panic("split", || t.split(size, dim))?;
+        let pieces = no_panic("split", || t.split(size as i64, dim))?;
         if size == 0 && n != 0 {
             expect_err("split(0)", pieces, &["split"])?;
         } else {
@@ -724,7 +724,7 @@ proptest! {
         }
         // chunk(c): torch.chunk's sizes: ceil(n / c) each, as many as needed.
         let c = size;
-        let chunks = no_panic("chunk", || t.chunk(c, dim))?;
+        let chunks = no_panic("chunk", || t.chunk(c as i64, dim))?;
         if c == 0 {
             expect_err("chunk(0)", chunks, &["chunk"])?;
         } else {

@@ -362,8 +362,10 @@ impl Sampler for WeightedRandomSampler {
             }
             drawn = true;
             let t = match &self.generator {
-                Some(g) => self.weights.multinomial_with(self.num_samples, self.replacement, g)?,
-                None => self.weights.multinomial(self.num_samples, self.replacement)?,
+                Some(g) => self
+                    .weights
+                    .multinomial_with(self.num_samples as i64, self.replacement, g)?,
+                None => self.weights.multinomial(self.num_samples as i64, self.replacement)?,
             };
             Ok(Some(t.to_vec::<i64>()?.into_iter().map(|i| i as usize).collect()))
         }))

@@ -129,7 +129,9 @@ pub fn eye_(t: &Tensor) -> Result<Tensor> {
         return Err(Error::invalid("eye_", "Only tensors with 2 dimensions are supported"));
     }
     let (n, m) = (t.shape()[0], t.shape()[1]);
-    in_place(t, |d| d.copy_(&ferrotorch_core::TensorOptions::like(d).eye(n, m)?))
+    in_place(t, |d| {
+        d.copy_(&ferrotorch_core::TensorOptions::like(d).eye(n as i64, m as i64)?)
+    })
 }
 
 /// Xavier/Glorot uniform: U(-a, a) with `a = gain * sqrt(6 / (fan_in + fan_out))`.

@@ -237,8 +237,16 @@ pub(crate) fn execute(task: Task) -> Result<Vec<Option<Tensor>>> {
             }
         }
         // A node that received no gradient at all (upstream formulas gave
-        // none, as PyTorch's norm of order 0) passes none on, unrun.
-        let mut outputs = if runs(i) && grads.iter().any(Option::is_some) {
+        // none, as PyTorch's norm of order 0) passes none on, unrun; its
+        // saved tensors are still checked (PyTorch runs it, and its first
+        // act is to unpack them) and freed.
+        let mut outputs = if runs(i) && grads.iter().all(Option::is_none) {
+            node.backward_fn().check_saved(node)?;
+            if !task.retain_graph {
+                node.backward_fn().release();
+            }
+            Vec::new()
+        } else if runs(i) {
             // The node as one event of a running profiler (nothing otherwise).
             let _scope = crate::profiler::node_scope(|| node.name());
             let mut out = node.backward_fn().apply(node, &grads).map_err(|e| {

@@ -104,25 +104,15 @@ impl OpBackward {
             })
     }
 
-    fn op(&self) -> &dyn Op {
-        self.op.as_deref().expect("a live node has its operator")
-    }
-}
-
-impl Backward for OpBackward {
-    fn name(&self) -> String {
-        self.op().backward_name()
-    }
-
-    fn apply(&self, node: &Arc<Node>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-        let guard = self.saved.lock().unwrap_or_else(|e| e.into_inner());
-        let empty = SavedSet {
-            inputs: SmallVec::new(),
-            outputs: SmallVec::new(),
-        };
-        let saved = match guard.as_ref() {
-            Some(s) => s,
-            None if self.has_saved => {
+    /// The saved tensors (`None`: the node saved none), after PyTorch's
+    /// checks on unpacking them: a freed set is an error, and so is one
+    /// modified in place since saved, even if the formulas of this call
+    /// would not read it (an output saved for an input that does not need
+    /// its gradient), as PyTorch's generated nodes unpack every saved
+    /// tensor first.
+    fn checked_saved<'a>(&self, guard: &'a Option<SavedSet>, node: &Arc<Node>) -> Result<Option<&'a SavedSet>> {
+        let Some(saved) = guard.as_ref() else {
+            if self.has_saved {
                 return Err(Error::GraphFreed {
                     detail: format!(
                         "trying to backward through the graph a second time (or directly access saved tensors after \
@@ -133,15 +123,36 @@ impl Backward for OpBackward {
                     ),
                 });
             }
-            None => &empty,
+            return Ok(None);
         };
-        // As PyTorch's generated nodes, which unpack every saved tensor
-        // first: one modified in place errors even if this call's formulas
-        // would not read it (an output saved for an input that does not
-        // need its gradient).
         for t in saved.inputs.iter().chain(&saved.outputs).flatten() {
             t.check_version(node)?;
         }
+        Ok(Some(saved))
+    }
+
+    fn op(&self) -> &dyn Op {
+        self.op.as_deref().expect("a live node has its operator")
+    }
+}
+
+impl Backward for OpBackward {
+    fn name(&self) -> String {
+        self.op().backward_name()
+    }
+
+    fn check_saved(&self, node: &Arc<Node>) -> Result<()> {
+        let guard = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        self.checked_saved(&guard, node).map(drop)
+    }
+
+    fn apply(&self, node: &Arc<Node>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let guard = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        let empty = SavedSet {
+            inputs: SmallVec::new(),
+            outputs: SmallVec::new(),
+        };
+        let saved = self.checked_saved(&guard, node)?.unwrap_or(&empty);
         let values = NodeSaved {
             node,
             inputs: &saved.inputs,

@@ -358,6 +358,21 @@ impl Layout {
         true
     }
 
+    /// The strides of a copy in PyTorch's `preserve_format` (`empty_like`,
+    /// `clone`, `.to(dtype)`): `self`'s own strides, verbatim, when the
+    /// layout is non-overlapping and dense (size-0 and size-1 dims with
+    /// any stride included); otherwise PyTorch's `infer_dense_strides`,
+    /// which orders the dims by stride. `None` when that is the contiguous
+    /// layout.
+    pub fn preserve_format_strides(&self) -> Option<Dims> {
+        let strides: Dims = if self.numel() == 0 || self.is_non_overlapping_and_dense() {
+            self.strides.clone()
+        } else {
+            infer_dense_strides(&self.shape, &self.strides)
+        };
+        (strides[..] != contiguous_strides(&self.shape)[..]).then_some(strides)
+    }
+
     /// One past the largest storage index this layout touches (its span from 0).
     pub fn storage_end(&self) -> usize {
         self.checked_storage_end().unwrap_or(usize::MAX)
@@ -765,6 +780,56 @@ impl Layout {
         }
         (out_shape, out_strides)
     }
+}
+
+/// PyTorch's `infer_dense_strides`: dense strides that follow the order
+/// of `strides` (TensorIterator's permutation: an insertion sort from the
+/// last dim, where a 0 stride compares equal to anything and equal strides
+/// put the smaller dim inside); size-0 and size-1 dims take the current
+/// stride without advancing it.
+pub fn infer_dense_strides(sizes: &[usize], strides: &[usize]) -> Dims {
+    let n = sizes.len();
+    if n == 0 {
+        return Dims::new();
+    }
+    if n == 1 {
+        return Dims::from_slice(&[1]);
+    }
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        let (s0, s1) = (strides[d0], strides[d1]);
+        if s0 == 0 || s1 == 0 {
+            0
+        } else if s0 < s1 {
+            -1
+        } else if s0 > s1 || sizes[d0] > sizes[d1] {
+            1
+        } else {
+            0
+        }
+    };
+    let mut perm: SmallVec<[usize; 6]> = (0..n).rev().collect();
+    for i in 1..n {
+        let mut dim1 = i;
+        for dim0 in (0..i).rev() {
+            match should_swap(perm[dim0], perm[dim1]) {
+                c if c > 0 => {
+                    perm.swap(dim0, dim1);
+                    dim1 = dim0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    let mut out: Dims = smallvec::smallvec![0; n];
+    let mut curr = 1usize;
+    for &idx in &perm {
+        out[idx] = curr;
+        if sizes[idx] > 1 {
+            curr = curr.saturating_mul(sizes[idx]);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

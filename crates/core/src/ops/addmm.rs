@@ -11,7 +11,7 @@
 use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
 use crate::layout::Dims;
-use crate::{DType, Error, Result, Scalar, Tensor};
+use crate::{DType, Error, Result, Scalar, Tensor, TensorOptions};
 
 /// Dispatch table of `addmm`.
 pub static ADDMM: OpEntry = OpEntry::differentiable("addmm");
@@ -269,9 +269,42 @@ impl AddProduct {
 
     /// The forward, in other ops (runs below autograd). f16 and bf16 add
     /// in f32 and round once, as PyTorch's CPU kernels.
+    /// Whether PyTorch's CPU kernel leaves out the product when `alpha` is
+    /// 0: its BLAS path does (`addmm`, `addmv`, `addbmm`, and `baddbmm`
+    /// from `k * m * n >= 400`); `baddbmm`'s small-product kernel
+    /// multiplies the product by alpha, so NaN there stays NaN.
+    fn product_ignored_at_zero_alpha(&self, a: &Tensor, b: &Tensor) -> bool {
+        match self.kind {
+            AddProductKind::Baddbmm => {
+                let (m, k, n) = (a.shape()[1], a.shape()[2], b.shape()[2]);
+                k.saturating_mul(m).saturating_mul(n) >= 400
+            }
+            _ => true,
+        }
+    }
+
     fn compute(&self, input: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let dt = a.dtype();
         let half = matches!(dt, DType::F16 | DType::BF16);
+        if self.alpha == 0.0 && !half && self.product_ignored_at_zero_alpha(a, b) {
+            // BLAS's rule: with alpha 0 the product is not computed, so NaN
+            // and inf in the factors do not reach the result.
+            let shape = self.check(input, a, b)?;
+            let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+            if self.beta == 0.0 {
+                return TensorOptions::like(a).zeros(&shape[..]);
+            }
+            let out = input.expand(&shape)?.clone_contiguous()?;
+            if self.beta != 1.0 {
+                let beta = if dt.is_floating_point() {
+                    Scalar::Float(self.beta)
+                } else {
+                    Scalar::Int(self.beta as i64)
+                };
+                out.mul_(beta)?;
+            }
+            return Ok(out);
+        }
         let prod = self.product(a, b)?;
         let scalar = |s: f64| -> Scalar {
             if dt.is_floating_point() {

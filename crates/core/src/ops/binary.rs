@@ -342,8 +342,9 @@ impl Op for Binary {
             BinaryKind::Div => {
                 let b = ctx.input(1)?;
                 let ga = g.div(&b)?;
+                // PyTorch's div_tensor_other_backward: -g * ((a / b) / b).
                 let gb = if ctx.needs_grad(1) {
-                    Some(ga.mul(&ctx.input(0)?)?.div(&b)?.neg()?)
+                    Some(g.neg()?.mul(&ctx.input(0)?.div(&b)?.div(&b)?)?)
                 } else {
                     None
                 };
@@ -672,6 +673,12 @@ impl Tensor {
         self.eq(Scalar::Int(0))
     }
 
+    /// In-place [`Tensor::logical_not`]: 1 where `self` is 0, else 0, in
+    /// `self`'s dtype (`x.logical_not_()`); returns `self`.
+    pub fn logical_not_(&self) -> Result<Tensor> {
+        self.eq_(Scalar::Int(0))
+    }
+
     /// `where(condition, self, other)`: `self` where `condition` holds, else `other`.
     pub fn where_cond<'a>(&self, condition: &Tensor, other: impl IntoOperand<'a>) -> Result<Tensor> {
         where_(condition, Operand::Tensor(self), other.into_operand())
@@ -686,9 +693,26 @@ impl Tensor {
     }
 
     /// In-place [`Tensor::masked_fill`] (node `MaskedFillBackward0`).
+    ///
+    /// On an expanded tensor (dims of stride 0) it fills, as PyTorch's kernel
+    /// (which writes only where the mask holds), every element that one of
+    /// its positions where `mask` holds refers to.
     pub fn masked_fill_(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
         check_masked_fill(self, mask, value, true)?;
+        if self.layout().has_internal_overlap() {
+            let expanded: Vec<usize> = (0..self.ndim())
+                .filter(|&d| self.shape()[d] > 1 && self.strides()[d] == 0)
+                .collect();
+            let mut base = self.clone();
+            for &d in &expanded {
+                base = base.narrow(d as i64, 0, 1)?;
+            }
+            let dims: Vec<i64> = expanded.iter().map(|&d| d as i64).collect();
+            let any = mask.expand(self.shape())?.any_dim(dims.as_slice(), true)?;
+            base.masked_fill_(&any, value)?;
+            return Ok(self.clone());
+        }
         call_out(
             &crate::ops::composite::CompositeOp::MaskedFill { value },
             &[self, mask],

@@ -240,8 +240,10 @@ impl Op for BinaryMath {
         let (na, nb) = (ctx.needs_grad(0), ctx.needs_grad(1));
         let (ga, gb) = match self.kind {
             Atan2 => {
-                // PyTorch's atan2_backward.
-                let recip = a.mul(&a)?.add(&b.mul(&b)?)?.reciprocal()?;
+                // PyTorch's atan2_backward: where `a² + b²` is 0 (the
+                // origin, or both squares underflowing) the gradient is 0.
+                let denom = a.mul(&a)?.add(&b.mul(&b)?)?;
+                let recip = denom.reciprocal()?.masked_fill(&denom.eq(0.0)?, 0.0)?;
                 (
                     na.then(|| g.mul(&b)?.mul(&recip)).transpose()?,
                     nb.then(|| g.mul(&a.neg()?)?.mul(&recip)).transpose()?,

@@ -80,6 +80,41 @@ pub struct SearchSortedOptions<'a> {
     pub out_int32: bool,
     /// Indices that sort an unsorted sequence (`sorter`).
     pub sorter: Option<&'a Tensor>,
+    /// `side="left"` or `"right"`: `"right"` is `right=true`; `"left"`
+    /// with `right` set is PyTorch's error, and so is any other string.
+    pub side: Option<&'a str>,
+}
+
+impl<'a> SearchSortedOptions<'a> {
+    /// PyTorch's defaults: the first insertion point, int64 indices, a
+    /// sorted sequence.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `right=`.
+    pub fn right(mut self, right: bool) -> Self {
+        self.right = right;
+        self
+    }
+
+    /// `out_int32=`.
+    pub fn out_int32(mut self, out_int32: bool) -> Self {
+        self.out_int32 = out_int32;
+        self
+    }
+
+    /// `sorter=`: indices that sort the sequence.
+    pub fn sorter(mut self, sorter: &'a Tensor) -> Self {
+        self.sorter = Some(sorter);
+        self
+    }
+
+    /// `side=`: `"left"` or `"right"`.
+    pub fn side(mut self, side: &'a str) -> Self {
+        self.side = Some(side);
+        self
+    }
 }
 
 /// # Searching, counting and histograms
@@ -111,6 +146,24 @@ impl Tensor {
     /// `torch.searchsorted` with every keyword ([`SearchSortedOptions`]).
     pub fn searchsorted_with<'a>(&self, values: impl IntoOperand<'a>, opts: SearchSortedOptions) -> Result<Tensor> {
         let name = "searchsorted";
+        let right = match opts.side {
+            None => opts.right,
+            Some("right") => true,
+            Some("left") if opts.right => {
+                return Err(Error::invalid(
+                    name,
+                    "torch.searchsorted(): side and right can't be set to opposites, got side of left while right \
+                     was True",
+                ));
+            }
+            Some("left") => false,
+            Some(other) => {
+                return Err(Error::invalid(
+                    name,
+                    format!("torch.searchsorted(): side can only be 'left' or 'right' but got {other}"),
+                ));
+            }
+        };
         let values = values.into_operand();
         let dt = result_type(&[Operand::Tensor(self), values.clone()]);
         let vals = values.to_tensor(dt)?;
@@ -131,11 +184,14 @@ impl Tensor {
         if let Some(s) = opts.sorter
             && s.shape() != self.shape()
         {
-            return Err(Error::shape(
+            return Err(Error::invalid(
                 name,
-                self.shape(),
-                s.shape(),
-                "boundary and sorter must have the same size",
+                format!(
+                    "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor \
+                     {:?}and got sorter tensor {:?}",
+                    self.shape(),
+                    s.shape()
+                ),
             ));
         }
         // PyTorch returns an empty result before its dtype dispatch.
@@ -160,7 +216,7 @@ impl Tensor {
         }
         let seq = self.to_dtype(dt)?;
         let op = Bucket::SearchSorted {
-            right: opts.right,
+            right,
             out_int32: opts.out_int32,
         };
         let mut inputs = vec![&seq, &vals];
@@ -186,14 +242,7 @@ impl Tensor {
                 ),
             ));
         }
-        boundaries.searchsorted_with(
-            self,
-            SearchSortedOptions {
-                right,
-                out_int32,
-                sorter: None,
-            },
-        )
+        boundaries.searchsorted_with(self, SearchSortedOptions::new().right(right).out_int32(out_int32))
     }
 
     /// `torch.bincount(self, weights, minlength)`: how often each value of
@@ -251,7 +300,7 @@ impl Tensor {
     /// `torch.histc(self, bins, min, max)`: counts in `bins` equal bins of
     /// `[min, max]` (the data's range when both are equal; elements outside
     /// and NaN are ignored), as a float tensor of `self`'s dtype.
-    pub fn histc(&self, bins: usize, min: f64, max: f64) -> Result<Tensor> {
+    pub fn histc(&self, bins: i64, min: f64, max: f64) -> Result<Tensor> {
         if !self.is_floating_point() {
             return Err(Error::dtype(
                 "histc",
@@ -262,12 +311,15 @@ impl Tensor {
                 ),
             ));
         }
-        if bins == 0 {
-            return Err(Error::invalid(
-                "histc",
-                "torch.histogram(): bins must be > 0, but got 0 for dimension 0",
-            ));
-        }
+        let bins = match usize::try_from(bins) {
+            Ok(b) if b > 0 => b,
+            _ => {
+                return Err(Error::invalid(
+                    "histc",
+                    format!("torch.histogram(): bins must be > 0, but got {bins} for dimension 0"),
+                ));
+            }
+        };
         if min > max {
             return Err(Error::invalid("histc", "torch.histc: max must be larger than min"));
         }

@@ -156,7 +156,9 @@ fn composite_kernel(call: &Call) -> Result<Tensors> {
             let diff = cols.sub(&rows)?;
             let keep = if upper { diff.ge(diagonal)? } else { diff.le(diagonal)? };
             let zero = Tensor::scalar_tensor(Scalar::Int(0), x.dtype());
-            where_(&keep, Operand::Tensor(x), Operand::Tensor(&zero))?
+            // PyTorch's tril/triu write a contiguous result whatever the
+            // input's strides (`empty_like(.., LEGACY_CONTIGUOUS_MEMORY_FORMAT)`).
+            where_(&keep, Operand::Tensor(x), Operand::Tensor(&zero))?.contiguous()?
         }
         CompositeOp::Dot => x.unsqueeze(0)?.mm(&call.inputs[1].unsqueeze(1)?)?.reshape(())?,
         CompositeOp::Mv => x.mm(&call.inputs[1].unsqueeze(1)?)?.squeeze_dim(1)?,

@@ -46,8 +46,8 @@ impl Op for Cast {
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
         let mut spec = OutSpec::new(x.dims(), self.dtype);
-        if self.preserve_strides && !x.is_contiguous() && x.layout().is_non_overlapping_and_dense() {
-            spec.strides = Some(x.strides().into());
+        if self.preserve_strides {
+            spec.strides = x.layout().preserve_format_strides();
         }
         Ok(smallvec::smallvec![spec])
     }
@@ -130,7 +130,7 @@ impl Op for FillInplace {
 
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
-        self.value.check_fits("fill_", x.dtype())?;
+        self.value.check_fits_fill("fill_", x.dtype(), x.numel())?;
         Ok(smallvec::smallvec![OutSpec::new(x.dims(), x.dtype())])
     }
 

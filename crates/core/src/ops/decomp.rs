@@ -253,7 +253,7 @@ impl Op for Decomp {
 }
 
 fn eye_like(t: &Tensor, n: usize) -> Result<Tensor> {
-    TensorOptions::like(t).eye(n, n)
+    TensorOptions::like(t).eye(n as i64, n as i64)
 }
 
 /// `diag_embed(v)`.
@@ -557,6 +557,35 @@ impl Tensor {
     /// rows of `B` other than `A`'s size, batch dims that do not
     /// broadcast, a singular `A`.
     pub fn linalg_solve(&self, b: &Tensor) -> Result<Tensor> {
+        self.linalg_solve_impl(b)
+    }
+
+    /// `torch.linalg.solve(A, B, left=left)`: with `left = false` the
+    /// solution of `X A = B` (the transpose of `Aᵀ Xᵀ = Bᵀ`); a vector `B`
+    /// is a column, which the right-hand form refuses (PyTorch's message).
+    pub fn linalg_solve_with(&self, b: &Tensor, left: bool) -> Result<Tensor> {
+        if left {
+            return self.linalg_solve_impl(b);
+        }
+        let op = "linalg.solve";
+        check_matrix(op, self, false)?;
+        let na = self.ndim();
+        let vector = b.ndim() == 1 || (b.ndim() == na - 1 && b.shape() == &self.shape()[..na - 1]);
+        let b2 = if vector { b.unsqueeze(-1)? } else { b.clone() };
+        if b2.ndim() >= 2 {
+            let (bn, bk) = (b2.shape()[b2.ndim() - 2], b2.shape()[b2.ndim() - 1]);
+            let (an, am) = (self.shape()[na - 2], self.shape()[na - 1]);
+            if vector || bk != am {
+                return Err(Error::invalid(
+                    op,
+                    format!("Incompatible shapes of A and B for the equation XA = B ({an}x{am} and {bn}x{bk})"),
+                ));
+            }
+        }
+        self.mt()?.linalg_solve_impl(&b.mt()?)?.mt()
+    }
+
+    fn linalg_solve_impl(&self, b: &Tensor) -> Result<Tensor> {
         let op = "linalg.solve";
         check_matrix(op, self, false)?;
         if b.dtype() != self.dtype() {

@@ -282,7 +282,7 @@ impl Op for IndexTensors {
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let x = inputs[0];
         let idx = &inputs[1..];
-        if idx.is_empty() || self.start + idx.len() > x.ndim() {
+        if self.start + idx.len() > x.ndim() {
             return Err(Error::invalid(
                 "index",
                 format!("too many indices for tensor of dimension {}", x.ndim()),
@@ -634,7 +634,10 @@ impl Tensor {
             .map(|(i, _)| i)
             .collect();
         let Some(&first) = positions.first() else {
-            return self.alias();
+            // No index tensor: a copy (aten::index always returns a new
+            // tensor, node IndexBackward0; PyTorch 2.15 stops with an
+            // internal assert for a nonempty input).
+            return call1(&IndexTensors { start: 0 }, &[self]);
         };
         let adjacent = positions.windows(2).all(|w| w[1] == w[0] + 1);
         let (x, start) = if adjacent {
@@ -676,35 +679,46 @@ impl Tensor {
         )
     }
 
-    /// One-hot encoding of an int64 tensor: a new last dim of size
-    /// `num_classes` (or max + 1 when `None`).
-    pub fn one_hot(&self, num_classes: Option<usize>) -> Result<Tensor> {
+    /// One-hot encoding of an int64 tensor (`F.one_hot`): a new last dim of
+    /// size `num_classes` (max + 1 when `None` or `Some(-1)`). Errors
+    /// (PyTorch's messages): another dtype, an empty input without a
+    /// positive `num_classes`, negative values, values not below
+    /// `num_classes`.
+    pub fn one_hot(&self, num_classes: Option<i64>) -> Result<Tensor> {
         if self.dtype() != DType::I64 {
             return Err(Error::dtype(
                 "one_hot",
                 self.dtype(),
-                "one_hot is only applicable to index (int64) tensors",
+                "one_hot is only applicable to index tensor of type LongTensor.",
             ));
         }
-        let c = match num_classes {
-            Some(c) => c,
-            None if self.numel() == 0 => {
+        let num_classes = num_classes.unwrap_or(-1);
+        let c = if self.numel() == 0 {
+            match usize::try_from(num_classes) {
+                Ok(c) if c > 0 => c,
+                _ => {
+                    return Err(Error::invalid(
+                        "one_hot",
+                        "Can not infer total number of classes from empty tensor.",
+                    ));
+                }
+            }
+        } else {
+            if self.min()?.item::<i64>()? < 0 {
+                return Err(Error::invalid("one_hot", "Class values must be non-negative."));
+            }
+            let max = self.max()?.item::<i64>()?;
+            if num_classes == -1 {
+                max as usize + 1
+            } else if num_classes > max {
+                num_classes as usize
+            } else {
                 return Err(Error::invalid(
                     "one_hot",
-                    "can not infer total number of classes from empty tensor",
+                    "Class values must be smaller than num_classes.",
                 ));
             }
-            None => self.max()?.item::<i64>()?.max(-1) as usize + 1,
         };
-        if self.numel() > 0 {
-            let (lo, hi) = (self.min()?.item::<i64>()?, self.max()?.item::<i64>()?);
-            if lo < 0 || hi >= c as i64 {
-                return Err(Error::invalid(
-                    "one_hot",
-                    format!("class values must be in [0, {c}), got [{lo}, {hi}]"),
-                ));
-            }
-        }
         let mut shape: Vec<usize> = self.shape().to_vec();
         shape.push(c);
         let z = crate::TensorOptions::new()

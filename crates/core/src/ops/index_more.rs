@@ -135,7 +135,7 @@ impl Op for Composed {
                 vec![Some(g.diagonal(*offset, *dim1 as i64, *dim2 as i64)?)]
             }
             Composed::Trace => {
-                let eye = TensorOptions::like(&g).eye(shape0[0], shape0[1])?;
+                let eye = TensorOptions::like(&g).eye(shape0[0] as i64, shape0[1] as i64)?;
                 vec![Some(eye.mul(&g)?)]
             }
             Composed::BlockDiag => {
@@ -265,7 +265,7 @@ fn composed_kernel(call: &Call) -> Result<Tensors> {
             if source.numel() < count {
                 return Err(Error::invalid(
                     "masked_scatter",
-                    "masked_scatter: expected source to have at least as many elements as ones in mask",
+                    "Number of elements of source < number of ones in mask",
                 ));
             }
             let out = x.expand(&full)?.clone_tensor()?;
@@ -781,6 +781,38 @@ impl Tensor {
         call1(&Composed::MaskedScatter, &[self, mask, source])
     }
 
+    /// In-place [`Tensor::masked_scatter`] (`self.masked_scatter_(mask,
+    /// source)`): `mask` broadcasts to `self`, which keeps its shape.
+    /// Errors as the out-of-place form, and when `mask` does not broadcast
+    /// to `self` (PyTorch's messages).
+    pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        if mask.dtype() != DType::Bool {
+            return Err(Error::dtype(
+                "masked_scatter_",
+                mask.dtype(),
+                format!(
+                    "masked_scatter_ only supports boolean masks, but got mask with dtype {}",
+                    mask.dtype().scalar_type_name()
+                ),
+            ));
+        }
+        let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        let mask = mask.expand(&shape)?;
+        if source.dtype() != self.dtype() {
+            return Err(Error::dtype(
+                "masked_scatter_",
+                source.dtype(),
+                format!(
+                    "masked_scatter_: expected self and source to have same dtypes but got{} and {}",
+                    self.dtype().scalar_type_name(),
+                    source.dtype().scalar_type_name()
+                ),
+            ));
+        }
+        call_out(&Composed::MaskedScatter, &[self, &mask, source], &[self])?;
+        Ok(self.clone())
+    }
+
     /// `torch.take(self, index)`: elements of the flattened tensor at
     /// `index` (negative counts from the end), shaped like `index`.
     pub fn take(&self, index: &Tensor) -> Result<Tensor> {
@@ -828,5 +860,52 @@ impl Tensor {
     /// In-place [`Tensor::index_fill`]; returns `self`.
     pub fn index_fill_(&self, dim: i64, index: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
         index_rows(self, dim, index, None, IndexWrite::Fill(value.into()), true)
+    }
+
+    /// `self.index_fill(dim, index, value)` with a 0-d tensor `value`
+    /// (cast to `self`'s dtype; its gradient is the sum of the filled
+    /// positions' gradients). Errors for a `value` with dims (PyTorch's
+    /// message) and as [`Tensor::index_fill`].
+    pub fn index_fill_tensor(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+        index_fill_tensor(self, dim, index, value, false)
+    }
+
+    /// In-place [`Tensor::index_fill_tensor`]; returns `self`.
+    pub fn index_fill_tensor_(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+        index_fill_tensor(self, dim, index, value, true)
+    }
+}
+
+/// `index_fill` with a 0-d tensor value: the scalar fill, or, when the value
+/// requires grad, a `where` over the filled positions (so the value gets its
+/// gradient).
+fn index_fill_tensor(x: &Tensor, dim: i64, index: &Tensor, value: &Tensor, inplace: bool) -> Result<Tensor> {
+    if value.ndim() != 0 {
+        return Err(Error::invalid(
+            "index_fill_",
+            format!(
+                "index_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+                value.ndim()
+            ),
+        ));
+    }
+    if !value.requires_grad() || !x.is_floating_point() {
+        let v = match value.dtype() {
+            DType::Bool => Scalar::Bool(value.item::<bool>()?),
+            d if d.is_floating_point() => Scalar::Float(value.item::<f64>()?),
+            _ => Scalar::Int(value.item::<i64>()?),
+        };
+        return index_rows(x, dim, index, None, IndexWrite::Fill(v), inplace);
+    }
+    let mask = TensorOptions::like(x)
+        .dtype(DType::Bool)
+        .zeros(x.shape())?
+        .index_fill(dim, index, true)?;
+    let filled = value.to_dtype(x.dtype())?.where_cond(&mask, x)?;
+    if inplace {
+        x.copy_(&filled)?;
+        Ok(x.clone())
+    } else {
+        Ok(filled)
     }
 }

@@ -418,6 +418,55 @@ impl Tensor {
         )
     }
 
+    /// `torch.nansum(self, dtype=dtype)`: the input cast to `dtype` first,
+    /// then summed with NaN as 0.
+    pub fn nansum_dtype(&self, dtype: DType) -> Result<Tensor> {
+        self.nansum_dim_dtype((), false, dtype)
+    }
+
+    /// `torch.nansum(self, dims, keepdim, dtype=dtype)` (`()`: all dims).
+    pub fn nansum_dim_dtype(&self, dims: impl IntoShape, keepdim: bool, dtype: DType) -> Result<Tensor> {
+        let dims = reduce_dims("nansum", &dims.into_shape(), self.ndim())?;
+        call1(
+            &NanSum {
+                dims: Some(dims),
+                keepdim,
+                dtype: Some(dtype),
+            },
+            &[self],
+        )
+    }
+
+    /// `torch.nanmean(self, dtype=dtype)`: the mean of the non-NaN
+    /// elements, summed in `dtype`. Errors (PyTorch's messages) for a
+    /// non-float input or a non-float `dtype`.
+    pub fn nanmean_dtype(&self, dtype: DType) -> Result<Tensor> {
+        self.nanmean_dim_dtype((), false, dtype)
+    }
+
+    /// `torch.nanmean(self, dims, keepdim, dtype=dtype)` (`()`: all dims).
+    pub fn nanmean_dim_dtype(&self, dims: impl IntoShape, keepdim: bool, dtype: DType) -> Result<Tensor> {
+        require_float(
+            "nanmean",
+            self,
+            "nanmean(): expected input to have floating point or complex dtype",
+        )?;
+        if !dtype.is_floating_point() {
+            return Err(Error::dtype(
+                "nanmean",
+                dtype,
+                format!(
+                    "nanmean(): could not infer output dtype. Optional dtype must be either a floating point or \
+                     complex dtype. Got: {}",
+                    dtype.scalar_type_name()
+                ),
+            ));
+        }
+        let dims = dims.into_shape().to_vec();
+        let count = self.isnan()?.logical_not()?.sum_dim(dims.clone(), keepdim)?;
+        self.nansum_dim_dtype(dims, keepdim, dtype)?.div(&count)
+    }
+
     /// The mean of the non-NaN elements (float tensors; NaN when all are NaN).
     pub fn nanmean(&self) -> Result<Tensor> {
         self.nanmean_dim((), false)

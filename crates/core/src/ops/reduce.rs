@@ -180,20 +180,9 @@ impl Op for Reduce {
                 ge.mul(&m)?.div(&count)?
             }
             ReduceKind::Prod => {
-                // d prod / d x_i = product of the others; exact with one zero, 0 with more.
                 let (x, y) = (ctx.input(0)?, ctx.output(0)?);
-                let dv = dims_i64(dims, shape.len());
-                let zeros = x.eq(0.0)?;
-                let prod_nonzero = x.masked_fill(&zeros, 1.0)?.prod_dim(dv.clone(), self.keepdim)?;
-                let zero_count = zeros.sum_dim(dv, self.keepdim)?;
                 let ye = expand_reduced(&y, &shape, dims, self.keepdim)?;
-                let pe = expand_reduced(&prod_nonzero, &shape, dims, self.keepdim)?;
-                let one_zero = expand_reduced(&zero_count.eq(1)?, &shape, dims, self.keepdim)?;
-                let safe_x = x.masked_fill(&zeros, 1.0)?;
-                let d_nonzero = ye.div(&safe_x)?;
-                let d_zero = pe.mul(&mask(&one_zero, &g)?)?;
-                let d = crate::ops::binary::where_(&zeros, Operand::Tensor(&d_zero), Operand::Tensor(&d_nonzero))?;
-                ge.mul(&d)?
+                prod_backward(&ge, &x, &ye, dims)?
             }
             ReduceKind::All | ReduceKind::Any => {
                 return Err(Error::invalid(self.entry().base_name(), "is not differentiable"));
@@ -845,4 +834,62 @@ impl Tensor {
         };
         call1(&op, &[self])
     }
+}
+
+/// PyTorch's `prod_backward`: without a zero in the whole input,
+/// `grad * (result / input)`; with zeros, the product of the others as
+/// exclusive cumulative products from both ends (`prod_safe_zeros_backward`),
+/// or, for a full reduction with several zeros outside `create_graph`,
+/// zeros. `ge` and `ye` are the gradient and the result expanded to the
+/// input; `dims` the reduced dims (`None`: all).
+fn prod_backward(ge: &Tensor, x: &Tensor, ye: &Tensor, dims: Option<&[usize]>) -> Result<Tensor> {
+    if x.ndim() == 0 {
+        return Ok(ge.clone());
+    }
+    let zeros = x.eq(0.0)?.sum()?.item::<i64>()?;
+    if zeros == 0 {
+        return ge.mul(&ye.div(x)?);
+    }
+    let full = dims.is_none_or(|d| d.len() == x.ndim());
+    if full && zeros > 1 && !crate::autograd::is_grad_enabled() {
+        return x.zeros_like();
+    }
+    // The reduced dims moved last and flattened into one (PyTorch's prod
+    // reduces one dim or all).
+    let nd = x.ndim();
+    let reduced: Vec<usize> = match dims {
+        Some(d) => d.to_vec(),
+        None => (0..nd).collect(),
+    };
+    let kept: Vec<usize> = (0..nd).filter(|d| !reduced.contains(d)).collect();
+    let perm: Vec<i64> = kept.iter().chain(&reduced).map(|&d| d as i64).collect();
+    let mut flat: Vec<i64> = kept.iter().map(|&d| x.shape()[d] as i64).collect();
+    flat.push(-1);
+    let xp = x.permute(&perm)?.reshape(&flat)?;
+    let gp = ge.permute(&perm)?.reshape(&flat)?;
+    let d = prod_safe_zeros_backward(&gp, &xp)?;
+    let permuted: Vec<i64> = perm.iter().map(|&p| x.shape()[p as usize] as i64).collect();
+    let mut inverse = vec![0i64; nd];
+    for (i, &p) in perm.iter().enumerate() {
+        inverse[p as usize] = i as i64;
+    }
+    d.reshape(&permuted)?.permute(&inverse)
+}
+
+/// `grad * (exclusive cumprod from the start * exclusive cumprod from the
+/// end)` along the last dim (PyTorch's `prod_safe_zeros_backward`).
+fn prod_safe_zeros_backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+    if x.numel() == 0 {
+        return Ok(grad.clone());
+    }
+    let last = x.ndim() as i64 - 1;
+    let n = x.shape()[x.ndim() - 1] as i64;
+    let mut ones_shape: Vec<usize> = x.shape().to_vec();
+    *ones_shape.last_mut().expect("at least one dim") = 1;
+    let ones = crate::TensorOptions::like(x).ones(&ones_shape[..])?;
+    let normal = Tensor::cat(&[&ones, &x.narrow(last, 0, n - 1)?], last)?.cumprod(last)?;
+    let reverse = Tensor::cat(&[&ones, &x.narrow(last, 1, n - 1)?.flip([last])?], last)?
+        .cumprod(last)?
+        .flip([last])?;
+    grad.mul(&normal.mul(&reverse)?)
 }

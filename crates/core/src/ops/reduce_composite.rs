@@ -92,20 +92,12 @@ impl CompositeReduce {
             CompositeKind::Var { correction } => variance(x, dv, n, correction, keep),
             CompositeKind::Std { correction } => variance(x, dv, n, correction, keep)?.sqrt(),
             CompositeKind::Norm { p } => {
-                if p == 2.0 {
-                    return x.mul(x)?.sum_dim(dv, keep)?.sqrt();
-                }
-                let a = x.abs()?;
-                if p == 1.0 {
-                    a.sum_dim(dv, keep)
-                } else if p == f64::INFINITY {
-                    a.amax(dv, keep)
+                if p == f64::INFINITY {
+                    x.abs()?.amax(dv, keep)
                 } else if p == f64::NEG_INFINITY {
-                    a.amin(dv, keep)
-                } else if p == 0.0 {
-                    a.ne(0.0)?.to_dtype(x.dtype())?.sum_dim(dv, keep)
+                    x.abs()?.amin(dv, keep)
                 } else {
-                    a.pow(p)?.sum_dim(dv, keep)?.pow(1.0 / p)
+                    norm_root(&self.norm_sum(x, p)?, p)
                 }
             }
             CompositeKind::LogSumExp => {
@@ -119,6 +111,23 @@ impl CompositeReduce {
                 let m = if keep { m } else { m.squeeze_dims(&dv)? };
                 s.add(&m)
             }
+        }
+    }
+
+    /// The sum a finite-`p` norm takes the root of: `Σ x²` for 2, `Σ |x|^p`,
+    /// `Σ |x|` for 1, the count of nonzeros for 0.
+    fn norm_sum(&self, x: &Tensor, p: f64) -> Result<Tensor> {
+        let (dv, keep) = (self.dims_i64(x.ndim()), self.keepdim);
+        if p == 2.0 {
+            return x.mul(x)?.sum_dim(dv, keep);
+        }
+        let a = x.abs()?;
+        if p == 1.0 {
+            a.sum_dim(dv, keep)
+        } else if p == 0.0 {
+            a.ne(0.0)?.to_dtype(x.dtype())?.sum_dim(dv, keep)
+        } else {
+            a.pow(p)?.sum_dim(dv, keep)
         }
     }
 
@@ -256,12 +265,21 @@ impl Op for CompositeReduce {
 }
 
 /// The forward of every composite reduction, in PyTorch's CPU accumulation
-/// type, rounded once at the end: f32 for half-precision inputs, and f64
-/// for f32 variances and norms (PyTorch's `acc_type<float>` on the CPU,
+/// type, rounded once at the end: f32 for half-precision inputs, f64 for
+/// every variance and for f32 norms (PyTorch's `acc_type<float>` on the CPU,
 /// whose squares of 1e20 do not overflow).
 fn composite_kernel(call: &Call) -> Result<Tensors> {
     let op: &CompositeReduce = downcast_op(call.op)?;
     let x = call.inputs[0];
+    if let CompositeKind::Norm { p } = op.kind
+        && p != 0.0
+        && op.count(x.shape()) == 1
+    {
+        // As PyTorch: a norm of one element is its absolute value, whatever
+        // the order (no power of it to overflow or underflow).
+        let a = x.abs()?.sum_dim(op.dims_i64(x.ndim()), op.keepdim)?;
+        return Ok(smallvec::smallvec![a.to_dtype(op.dtype.unwrap_or(x.dtype()))?]);
+    }
     if let Some(dt) = op.dtype {
         let acc = if matches!(dt, DType::F16 | DType::BF16) {
             DType::F32
@@ -271,11 +289,24 @@ fn composite_kernel(call: &Call) -> Result<Tensors> {
         let r = op.compute(&x.to_dtype(acc)?)?.to_dtype(dt)?;
         return Ok(smallvec::smallvec![r]);
     }
+    if let (DType::F32, CompositeKind::Norm { p }) = (x.dtype(), op.kind)
+        && p.is_finite()
+    {
+        // PyTorch accumulates an f32 norm in f32 and takes the root in f32:
+        // the sum, exact in f64 here, is rounded to f32 first, so a norm
+        // whose sum of powers overflows (or underflows) f32 does so as in
+        // PyTorch, and the root rounds once, as PyTorch's.
+        let sum = op.norm_sum(&x.to_dtype(DType::F64)?, p)?.to_dtype(DType::F32)?;
+        return Ok(smallvec::smallvec![norm_root(&sum, p)?]);
+    }
     let wide = match (x.dtype(), op.kind) {
-        (DType::F16 | DType::BF16, _) => Some(DType::F32),
-        (DType::F32, CompositeKind::Var { .. } | CompositeKind::Std { .. } | CompositeKind::Norm { .. }) => {
+        // PyTorch's CPU variance is a Welford reduction in f64 for every
+        // floating dtype, half-precision ones included.
+        (DType::F16 | DType::BF16 | DType::F32, CompositeKind::Var { .. } | CompositeKind::Std { .. }) => {
             Some(DType::F64)
         }
+        (DType::F16 | DType::BF16, _) => Some(DType::F32),
+        (DType::F32, CompositeKind::Norm { .. }) => Some(DType::F64),
         _ => None,
     };
     let r = match wide {
@@ -290,4 +321,16 @@ pub(crate) fn register() -> Result<()> {
         e.register_builtin(Slot::AnyBackend, Kernel::Functional(composite_kernel))?;
     }
     Ok(())
+}
+
+/// The root of a norm's sum of powers: `sqrt` for 2, the `1/p`-th power
+/// for other `p` but 1 and 0.
+fn norm_root(sum: &Tensor, p: f64) -> Result<Tensor> {
+    if p == 2.0 {
+        sum.sqrt()
+    } else if p == 1.0 || p == 0.0 {
+        Ok(sum.clone())
+    } else {
+        sum.pow(1.0 / p)
+    }
 }

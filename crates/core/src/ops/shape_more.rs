@@ -116,6 +116,57 @@ fn triangle_indices(rows: i64, cols: i64, offset: i64, lower: bool) -> Result<Te
     Tensor::from_vec(r, [2, n])
 }
 
+/// The `repeats` of [`Tensor::repeat_interleave_with`]: one count for
+/// every element or slice, or a tensor of counts.
+#[derive(Debug, Clone, Copy)]
+pub enum Repeats<'a> {
+    /// One count for every element or slice.
+    Count(i64),
+    /// A 0-d or 1-d tensor of counts.
+    Tensor(&'a Tensor),
+}
+
+impl From<i64> for Repeats<'_> {
+    fn from(r: i64) -> Self {
+        Repeats::Count(r)
+    }
+}
+
+impl<'a> From<&'a Tensor> for Repeats<'a> {
+    fn from(r: &'a Tensor) -> Self {
+        Repeats::Tensor(r)
+    }
+}
+
+/// The keyword arguments of [`Tensor::repeat_interleave_with`] (PyTorch's
+/// defaults: no dim, flattening the input; no `output_size`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RepeatInterleaveOptions {
+    /// The dim to repeat along (`None`: the flattened input).
+    pub dim: Option<i64>,
+    /// The result's length along `dim`, checked (`output_size=`).
+    pub output_size: Option<i64>,
+}
+
+impl RepeatInterleaveOptions {
+    /// PyTorch's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Repeats along `dim`.
+    pub fn dim(mut self, dim: i64) -> Self {
+        self.dim = Some(dim);
+        self
+    }
+
+    /// The expected length along `dim` (checked).
+    pub fn output_size(mut self, size: i64) -> Self {
+        self.output_size = Some(size);
+        self
+    }
+}
+
 /// # Shape conveniences
 ///
 /// ```
@@ -222,6 +273,94 @@ impl Tensor {
         let index = Tensor::from_vec(index, [len])?.to_device(self.device())?;
         let x = if x.ndim() == 0 { x.reshape([1])? } else { x };
         x.index_select(d as i64, &index)
+    }
+
+    /// `torch.repeat_interleave(self, repeats, dim=, output_size=)`:
+    /// `repeats` is one count for every element or slice (an integer) or
+    /// a count per slice (a 0-d or 1-d tensor). `output_size`, when given,
+    /// must be the result's length along `dim` (PyTorch's check: "Invalid
+    /// output_size" for an integer count, "allocated size does not match
+    /// required size" for a tensor). Errors as the two forms above.
+    ///
+    /// ```
+    /// use ferrotorch_core::{RepeatInterleaveOptions, Tensor};
+    /// let x = Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?;
+    /// let y = x.repeat_interleave_with(2, RepeatInterleaveOptions::new().dim(0).output_size(4))?;
+    /// assert_eq!(y.shape(), [4, 2]);
+    /// let r = Tensor::new([1i64, 2])?;
+    /// assert_eq!(x.repeat_interleave_with(&r, RepeatInterleaveOptions::new().dim(1))?.shape(), [2, 3]);
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn repeat_interleave_with<'a>(
+        &self,
+        repeats: impl Into<Repeats<'a>>,
+        opts: RepeatInterleaveOptions,
+    ) -> Result<Tensor> {
+        let name = "repeat_interleave";
+        let (out, count) = match repeats.into() {
+            Repeats::Count(r) => (self.repeat_interleave(r, opts.dim)?, true),
+            Repeats::Tensor(r) => (self.repeat_interleave_tensor(r, opts.dim)?, false),
+        };
+        if let Some(size) = opts.output_size {
+            let d = match opts.dim {
+                Some(d) => normalize_dim(name, d, out.ndim())?,
+                None => 0,
+            };
+            let got = if out.ndim() == 0 { 1 } else { out.shape()[d] } as i64;
+            if got != size {
+                return Err(if count {
+                    Error::invalid(
+                        name,
+                        format!("repeat_interleave: Invalid output_size, expected {got} but got {size}"),
+                    )
+                } else {
+                    Error::invalid(name, "allocated size does not match required size")
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// `torch.repeat_interleave(repeats)` of a 1-d count tensor `self`:
+    /// each index `i` repeated `self[i]` times (`[1, 0, 3]` gives `[0, 2,
+    /// 2, 2]`), in `self`'s dtype. `output_size`, when given, must be the
+    /// total. Errors (PyTorch's messages): a tensor that is not 1-d,
+    /// negative counts, a float dtype, a wrong `output_size`.
+    pub fn repeat_interleave_counts(&self, output_size: Option<i64>) -> Result<Tensor> {
+        let name = "repeat_interleave";
+        if self.ndim() != 1 {
+            return Err(Error::invalid(
+                name,
+                "repeat_interleave only accept 1D vector as repeat",
+            ));
+        }
+        if !matches!(self.dtype(), DType::I64 | DType::I32) {
+            return Err(Error::dtype(
+                name,
+                self.dtype(),
+                format!(
+                    "\"repeat_interleave_cpu\" not implemented for '{}'",
+                    self.dtype().scalar_type_name()
+                ),
+            ));
+        }
+        let counts: Vec<i64> = self.to_dtype(DType::I64)?.to_vec()?;
+        if counts.iter().any(|&c| c < 0) {
+            return Err(Error::invalid(name, "repeats can not be negative"));
+        }
+        let total = counts.iter().try_fold(0i64, |a, &c| a.checked_add(c));
+        if output_size.is_some_and(|s| Some(s) != total) {
+            return Err(Error::invalid(name, "allocated size does not match required size"));
+        }
+        let index: Vec<i64> = counts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &c)| std::iter::repeat_n(i as i64, c as usize))
+            .collect();
+        let len = index.len();
+        Tensor::from_vec(index, [len])?
+            .to_dtype(self.dtype())?
+            .to_device(self.device())
     }
 
     /// `torch.movedim(self, source, destination)`: the dims in `source`

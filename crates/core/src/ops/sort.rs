@@ -144,9 +144,14 @@ impl Tensor {
         Ok(self.sort_stable(dim, descending)?.1)
     }
 
-    /// The `k` largest (`largest`) or smallest entries along `dim` and their indices, sorted.
-    pub fn topk(&self, k: usize, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+    /// The `k` largest (`largest`) or smallest entries along `dim` and their
+    /// indices, sorted. Errors for a `k` outside `[0, size]` ("selected
+    /// index k out of range").
+    pub fn topk(&self, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
         let d = normalize_dim("topk", dim, self.ndim())?;
+        let Ok(k) = usize::try_from(k) else {
+            return Err(Error::invalid("topk", "selected index k out of range"));
+        };
         call2(&TopK { k, dim: d, largest }, &[self])
     }
 }

@@ -190,13 +190,20 @@ fn run(x: &Tensor, op: Split) -> Result<Vec<Tensor>> {
 impl Tensor {
     /// Splits `dim` into pieces of `size` (the last one smaller), as views
     /// (`torch.split` with an int; node `SplitBackward0`). An error for a
-    /// 0-d tensor, a bad dim, or `size == 0` on a nonempty dim.
-    pub fn split(&self, size: usize, dim: i64) -> Result<Vec<Tensor>> {
+    /// 0-d tensor, a bad dim, a negative `size`, or `size == 0` on a
+    /// nonempty dim (PyTorch's messages).
+    pub fn split(&self, size: i64, dim: i64) -> Result<Vec<Tensor>> {
         if self.ndim() == 0 {
             return Err(Error::invalid("split", "split expects at least a 1-dimensional tensor"));
         }
         let d = normalize_dim("split", dim, self.ndim())?;
         let n = self.shape()[d];
+        let Ok(size) = usize::try_from(size) else {
+            return Err(Error::invalid(
+                "split",
+                format!("split expects split_size be non-negative, but got split_size={size}"),
+            ));
+        };
         if size == 0 && n != 0 {
             return Err(Error::invalid(
                 "split",
@@ -256,11 +263,18 @@ impl Tensor {
 
     /// Splits `dim` into `chunks` pieces of equal size (the last may be
     /// smaller, and there may be fewer), as PyTorch's `chunk`: a `split`,
-    /// or for an empty dim `chunks` empty pieces.
-    pub fn chunk(&self, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
-        if chunks == 0 {
-            return Err(Error::invalid("chunk", "chunk expects `chunks` to be greater than 0"));
-        }
+    /// or for an empty dim `chunks` empty pieces. Errors for `chunks < 1`
+    /// and a 0-d tensor (PyTorch's messages).
+    pub fn chunk(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+        let chunks = match usize::try_from(chunks) {
+            Ok(c) if c > 0 => c,
+            _ => {
+                return Err(Error::invalid(
+                    "chunk",
+                    format!("chunk expects `chunks` to be greater than 0, got: {chunks}"),
+                ));
+            }
+        };
         if self.ndim() == 0 {
             return Err(Error::invalid("chunk", "chunk expects at least a 1-dimensional tensor"));
         }
@@ -269,7 +283,7 @@ impl Tensor {
         if n == 0 {
             return self.split_sizes(vec![0; chunks], dim);
         }
-        self.split(n.div_ceil(chunks), dim)
+        self.split(n.div_ceil(chunks) as i64, dim)
     }
 
     /// The slices along `dim`, each without that dim, as views (node

@@ -502,7 +502,9 @@ impl Op for Clamp {
         if let Some(hi) = self.max {
             keep = keep.logical_and(&x.lt(hi)?)?;
         }
-        Ok(vec![Some(g.mul(&mask(&keep, &g)?)?)])
+        // PyTorch's `where(mask, grad, 0)`: a clamped element's gradient is
+        // 0 even where the incoming one is NaN or inf.
+        Ok(vec![Some(g.where_cond(&keep, 0.0)?)])
     }
 }
 

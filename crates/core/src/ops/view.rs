@@ -651,8 +651,16 @@ impl Tensor {
 
     /// Windows of `size` elements every `step` along `dim`, as a view with
     /// one more (last) dim of `size` (`Tensor.unfold`; windows overlap
-    /// when `step < size`). Errors when `size` exceeds the dim or `step` is 0.
-    pub fn unfold(&self, dim: i64, size: usize, step: usize) -> Result<Tensor> {
+    /// when `step < size`). Errors when `size` is negative or exceeds the
+    /// dim, or `step` is not positive (PyTorch's messages).
+    pub fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        let Ok(size) = usize::try_from(size) else {
+            return Err(Error::invalid("unfold", format!("size is {size} but must be >= 0")));
+        };
+        let step = match usize::try_from(step) {
+            Ok(s) if s > 0 => s,
+            _ => return Err(Error::invalid("unfold", format!("step is {step} but must be > 0"))),
+        };
         view_op(self, ViewKind::Unfold { dim, size, step })
     }
 
@@ -712,6 +720,9 @@ impl Tensor {
         if self.ndim() == 0 {
             // PyTorch wraps the dim, then asks the 0-d tensor for its size.
             return Err(crate::layout::no_dims("unflatten", d as i64));
+        }
+        if sizes.is_empty() {
+            return Err(Error::invalid("unflatten", "unflatten: sizes must be non-empty"));
         }
         let inner = crate::layout::infer_shape("unflatten", &sizes, self.shape()[d])?;
         let mut shape: Vec<i64> = to_i64(&self.shape()[..d]);

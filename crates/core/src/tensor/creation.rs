@@ -7,6 +7,39 @@ use crate::storage::Storage;
 use crate::{DType, Error, IntoShape, Result, Scalar, Tensor, TensorOptions};
 
 impl TensorOptions {
+    /// `torch.tensor(data, dtype=, device=)`: `data` (a number, an array or
+    /// nested arrays, a `Vec`) in the options' dtype (the data's own when
+    /// none is set) and device, converted as PyTorch converts Python
+    /// numbers: integer dtypes refuse values out of range (PyTorch's "value
+    /// cannot be converted to type uint8 without overflow"; uint8 takes
+    /// integers in [-255, 255], wrapping), float dtypes turn overflow into
+    /// inf. Errors for ragged data.
+    ///
+    /// ```
+    /// use ferrotorch_core::{DType, TensorOptions};
+    /// let t = TensorOptions::new().dtype(DType::U8).tensor([-1i64, 7])?;
+    /// assert_eq!(t.to_vec::<u8>()?, [255, 7]);
+    /// let h = TensorOptions::new().dtype(DType::F16).tensor([70000.0])?;
+    /// assert!(h.item::<f32>()?.is_infinite());
+    /// assert!(TensorOptions::new().dtype(DType::U8).tensor([300i64]).is_err());
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn tensor<D: crate::TensorData>(&self, data: D) -> Result<Tensor> {
+        let shape = data.shape()?;
+        let mut flat = Vec::new();
+        data.flatten_into(&mut flat);
+        let dtype = self.dtype.unwrap_or(<D::Elem as crate::Element>::DTYPE);
+        convert_python_numbers(&flat, dtype)?
+            .reshape(&shape[..])?
+            .to_device(self.device)
+    }
+
+    /// `torch.empty_strided(size, stride, dtype=, device=)`: a zeroed
+    /// tensor with the given strides (see [`Tensor::empty_strided`]).
+    pub fn empty_strided(&self, shape: impl IntoShape, strides: impl IntoShape) -> Result<Tensor> {
+        empty_strided(self, shape, strides)
+    }
+
     /// Every element `value`; without a dtype set, the dtype follows the
     /// value (bool, int64, or the default float dtype), as `torch.full`. A
     /// value outside the dtype's range is an error ([`Scalar::check_fits`]).
@@ -19,7 +52,8 @@ impl TensorOptions {
             Scalar::Int(_) => DType::I64,
             Scalar::Float(_) => crate::default_dtype(),
         });
-        value.check_fits("full", dtype)?;
+        let numel = crate::layout::checked_numel("full", shape)?;
+        value.check_fits_fill("full", dtype, numel)?;
         self.fill(shape, value, dtype)
     }
 
@@ -59,12 +93,17 @@ impl TensorOptions {
 
     /// `start, start + step, ...` below `end`. Integer arguments give int64
     /// unless a dtype is set; float arguments give the default float dtype.
+    /// Errors for a bool dtype, a zero step, a step pointing away from
+    /// `end`, infinite bounds (PyTorch's messages).
     pub fn arange(&self, start: impl Into<Scalar>, end: impl Into<Scalar>, step: impl Into<Scalar>) -> Result<Tensor> {
         let (start, end, step) = (start.into(), end.into(), step.into());
         let any_float = start.is_float() || end.is_float() || step.is_float();
         let dtype = self
             .dtype
             .unwrap_or(if any_float { crate::default_dtype() } else { DType::I64 });
+        if dtype == DType::Bool {
+            return Err(Error::invalid("arange", "\"arange_cpu\" not implemented for 'Bool'"));
+        }
         let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
         if st == 0.0 {
             return Err(Error::invalid("arange", "step must be nonzero"));
@@ -94,8 +133,23 @@ impl TensorOptions {
         )
     }
 
-    /// `steps` evenly spaced values from `start` to `end`, both included.
-    pub fn linspace(&self, start: f64, end: f64, steps: usize) -> Result<Tensor> {
+    /// `steps` evenly spaced values from `start` to `end`, both included
+    /// (PyTorch's arithmetic: the first half counted from `start`, the
+    /// second from `end`). Errors for negative `steps`, a bool dtype, and
+    /// `start` or `end` out of the dtype's range (PyTorch's messages).
+    pub fn linspace(&self, start: f64, end: f64, steps: i64) -> Result<Tensor> {
+        let Ok(steps) = usize::try_from(steps) else {
+            return Err(Error::invalid("linspace", "number of steps must be non-negative"));
+        };
+        let dtype = self.dt();
+        if dtype == DType::Bool {
+            return Err(Error::invalid(
+                "linspace",
+                "\"linspace_cpu\" not implemented for 'Bool'",
+            ));
+        }
+        Scalar::Float(start).check_fits("linspace", dtype)?;
+        Scalar::Float(end).check_fits("linspace", dtype)?;
         call1(
             &Linspace {
                 start,
@@ -108,8 +162,14 @@ impl TensorOptions {
         )
     }
 
-    /// An `n x m` matrix with ones on the diagonal.
-    pub fn eye(&self, n: usize, m: usize) -> Result<Tensor> {
+    /// An `n x m` matrix with ones on the diagonal. Errors for a negative
+    /// `n` or `m` (PyTorch's messages).
+    pub fn eye(&self, n: i64, m: i64) -> Result<Tensor> {
+        let size = |v: i64, name: &str| {
+            usize::try_from(v)
+                .map_err(|_| Error::invalid("eye", format!("{name} must be greater or equal to 0, got {v}")))
+        };
+        let (n, m) = (size(n, "n")?, size(m, "m")?);
         let z = self.zeros([n, m])?;
         if n.min(m) > 0 {
             z.as_strided([n.min(m)], [m + 1], 0)?.fill_(Scalar::Int(1))?;
@@ -338,13 +398,14 @@ impl Tensor {
         TensorOptions::new().arange(start, end, step)
     }
 
-    /// `steps` evenly spaced values from `start` to `end`.
-    pub fn linspace(start: f64, end: f64, steps: usize) -> Result<Tensor> {
+    /// `steps` evenly spaced values from `start` to `end` (see
+    /// [`TensorOptions::linspace`]).
+    pub fn linspace(start: f64, end: f64, steps: i64) -> Result<Tensor> {
         TensorOptions::new().linspace(start, end, steps)
     }
 
-    /// The `n x n` identity matrix.
-    pub fn eye(n: usize) -> Result<Tensor> {
+    /// The `n x n` identity matrix (an error for a negative `n`).
+    pub fn eye(n: i64) -> Result<Tensor> {
         TensorOptions::new().eye(n, n)
     }
 
@@ -370,14 +431,14 @@ impl Tensor {
 
     /// A zeroed tensor with `self`'s shape and device in `dtype`, laid out
     /// as PyTorch's `memory_format=torch.preserve_format` lays it out:
-    /// with `self`'s strides when `self` is dense but not contiguous (a
-    /// transposed or permuted tensor), contiguous otherwise.
+    /// `self`'s strides when `self` is non-overlapping and dense (size-0 and
+    /// size-1 dims keep any stride), else dense strides in the order of
+    /// `self`'s ([`Layout::preserve_format_strides`](crate::backend::Layout::preserve_format_strides)).
     pub fn empty_like_dtype(&self, dtype: DType) -> Result<Tensor> {
-        let dense = !self.is_contiguous() && self.layout().is_non_overlapping_and_dense();
         let spec = crate::dispatch::OutSpec {
             shape: self.dims(),
             dtype,
-            strides: dense.then(|| crate::layout::dims_of(self.strides())),
+            strides: self.layout().preserve_format_strides(),
         };
         Tensor::empty_for_spec(&spec, self.device())
     }
@@ -396,7 +457,7 @@ impl Tensor {
     /// `value` does not fit the dtype.
     pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
-        value.check_fits("full_like", self.dtype())?;
+        value.check_fits_fill("full_like", self.dtype(), self.numel())?;
         self.empty_like_dtype(self.dtype())?.fill_(value)
     }
 
@@ -420,33 +481,22 @@ impl Tensor {
         self.empty_like_dtype(self.dtype())?.random_from_(low, Some(high))
     }
 
-    /// A tensor of `data` with `self`'s dtype and device (`self.new_tensor(data)`).
+    /// A tensor of `data` with `self`'s dtype and device
+    /// (`self.new_tensor(data)`), converted as [`TensorOptions::tensor`]
+    /// converts: integer dtypes check the range (PyTorch's "value cannot be
+    /// converted to type uint8 without overflow"), float dtypes turn
+    /// overflow into inf.
     pub fn new_tensor<T: crate::Element>(&self, data: Vec<T>, shape: impl IntoShape) -> Result<Tensor> {
-        Tensor::from_vec(data, shape)?
-            .to_dtype(self.dtype())?
-            .to_device(self.device())
+        let shape = crate::shape_arg::new_sizes("new_tensor", &shape.into_shape())?;
+        let t = convert_python_numbers(&data, self.dtype())?;
+        t.reshape(&shape[..])?.to_device(self.device())
     }
 
     /// `torch.empty_strided(size, stride)`: a zeroed tensor with the given
     /// strides. Errors for negative sizes or strides, mismatched lengths,
     /// or strides that make elements overlap beyond what the sizes allow.
     pub fn empty_strided(shape: impl IntoShape, strides: impl IntoShape) -> Result<Tensor> {
-        let shape = crate::shape_arg::new_sizes("empty_strided", &shape.into_shape())?;
-        let strides = strides.into_shape();
-        if strides.len() != shape.len() || strides.iter().any(|&s| s < 0) {
-            return Err(Error::invalid(
-                "empty_strided",
-                format!("empty_strided: invalid strides {strides:?} for size {:?}", &shape[..]),
-            ));
-        }
-        let storage: usize = shape
-            .iter()
-            .zip(strides.iter())
-            .map(|(&n, &st)| n.saturating_sub(1).saturating_mul(st as usize))
-            .fold(1usize, |a, b| a.saturating_add(b));
-        let numel = crate::layout::checked_numel("empty_strided", &shape)?;
-        let base = Tensor::zeros([if numel == 0 { 0 } else { storage }])?;
-        Ok(base.as_strided(&shape[..], strides, 0)?.detach())
+        empty_strided(&TensorOptions::new(), shape, strides)
     }
 
     /// A tensor with the given data, shape and dtype `T`.
@@ -487,5 +537,104 @@ impl Tensor {
         debug_assert_eq!(crate::layout::numel(&shape), data.len());
         let storage = Storage::cpu_from_elems(data)?;
         Ok(Tensor::from_fresh(storage, Layout::contiguous(&shape), T::DTYPE))
+    }
+}
+
+/// `torch.empty_strided` with the options' dtype and device: a zeroed
+/// storage just large enough for the strides, viewed with them.
+fn empty_strided(opts: &TensorOptions, shape: impl IntoShape, strides: impl IntoShape) -> Result<Tensor> {
+    let shape = crate::shape_arg::new_sizes("empty_strided", &shape.into_shape())?;
+    let strides = strides.into_shape();
+    if strides.len() != shape.len() {
+        return Err(Error::invalid(
+            "empty_strided",
+            format!(
+                "dimensionality of sizes ({}) must match dimensionality of strides ({})",
+                shape.len(),
+                strides.len()
+            ),
+        ));
+    }
+    if strides.iter().any(|&s| s < 0) {
+        return Err(Error::invalid(
+            "empty_strided",
+            format!(
+                "Storage size calculation overflowed with sizes={:?} and strides={:?}",
+                &shape[..],
+                &strides[..]
+            ),
+        ));
+    }
+    let storage: usize = shape
+        .iter()
+        .zip(strides.iter())
+        .map(|(&n, &st)| n.saturating_sub(1).saturating_mul(st as usize))
+        .fold(1usize, |a, b| a.saturating_add(b));
+    let numel = crate::layout::checked_numel("empty_strided", &shape)?;
+    let base = opts.zeros([if numel == 0 { 0 } else { storage }])?;
+    Ok(base.as_strided(&shape[..], strides, 0)?.detach())
+}
+
+/// Numbers converted to `dtype` as `torch.tensor(data, dtype=dtype)`
+/// converts Python numbers (`torch/csrc/utils/python_scalars.h`): into an
+/// integer dtype, checked (integers within the type, or for uint8 within
+/// [-255, 255], wrapping; floats finite and truncated, from -0.99.. up to
+/// below max + 1); into a float dtype, unchecked (overflow is inf; f16 and
+/// bf16 round through f32, as PyTorch's); into bool, nonzero (NaN is true).
+pub(crate) fn convert_python_numbers<T: crate::Element>(data: &[T], dtype: DType) -> Result<Tensor> {
+    let n = data.len();
+    let from_float = T::DTYPE.is_floating_point();
+    let scalar = |v: T| {
+        if from_float {
+            Scalar::Float(v.to_f64())
+        } else if T::DTYPE == DType::Bool {
+            Scalar::Bool(v.is_nonzero())
+        } else {
+            Scalar::Int(v.to_i64())
+        }
+    };
+    let check = |v: T, name: &str| -> Result<i64> {
+        let s = scalar(v);
+        if s.fits(dtype) {
+            Ok(s.to_i64())
+        } else {
+            Err(Error::invalid(
+                "tensor",
+                format!("value cannot be converted to type {name} without overflow"),
+            ))
+        }
+    };
+    match dtype {
+        DType::Bool => Tensor::from_vec(data.iter().map(|v| v.is_nonzero()).collect::<Vec<bool>>(), [n]),
+        DType::U8 => Tensor::from_vec(
+            data.iter()
+                .map(|&v| check(v, "uint8").map(|i| i.rem_euclid(256) as u8))
+                .collect::<Result<Vec<u8>>>()?,
+            [n],
+        ),
+        DType::I32 => Tensor::from_vec(
+            data.iter()
+                .map(|&v| check(v, "int32").map(|i| i as i32))
+                .collect::<Result<Vec<i32>>>()?,
+            [n],
+        ),
+        DType::I64 => Tensor::from_vec(
+            data.iter().map(|&v| check(v, "int64")).collect::<Result<Vec<i64>>>()?,
+            [n],
+        ),
+        DType::F64 => Tensor::from_vec(data.iter().map(|v| v.to_f64()).collect::<Vec<f64>>(), [n]),
+        DType::F32 => Tensor::from_vec(data.iter().map(|v| v.to_f64() as f32).collect::<Vec<f32>>(), [n]),
+        DType::F16 => Tensor::from_vec(
+            data.iter()
+                .map(|v| half::f16::from_f32(v.to_f64() as f32))
+                .collect::<Vec<half::f16>>(),
+            [n],
+        ),
+        DType::BF16 => Tensor::from_vec(
+            data.iter()
+                .map(|v| half::bf16::from_f32(v.to_f64() as f32))
+                .collect::<Vec<half::bf16>>(),
+            [n],
+        ),
     }
 }

@@ -109,27 +109,27 @@ impl Formatter {
                     _ => None,
                 })
                 .collect();
+            // As `_Formatter`: without a nonzero finite value the fixed
+            // format stays (even with `sci_mode` set); otherwise the mode is
+            // chosen first, PyTorch's rule or the option, then the width.
             if !finite.is_empty() {
                 let amin = finite.iter().fold(f64::INFINITY, |a, x| a.min(x.abs()));
                 let amax = finite.iter().fold(0.0f64, |a, x| a.max(x.abs()));
                 f.int_mode = finite.iter().all(|x| *x == x.ceil());
+                f.sci_mode = opts
+                    .sci_mode
+                    .unwrap_or(amax / amin > 1000.0 || amax > 1.0e8 || amin < 1.0e-4);
                 let p = opts.precision;
-                if f.int_mode {
-                    if amax / amin > 1000.0 || amax > 1.0e8 {
-                        f.sci_mode = true;
-                        f.max_width = finite.iter().map(|x| sci(*x, p).len()).max().unwrap_or(1);
+                let width = |x: &f64| {
+                    if f.sci_mode {
+                        sci(*x, p).len()
+                    } else if f.int_mode {
+                        fixed(*x, 0).len() + 1
                     } else {
-                        f.max_width = finite.iter().map(|x| fixed(*x, 0).len() + 1).max().unwrap_or(1);
+                        fixed(*x, p).len()
                     }
-                } else if amax / amin > 1000.0 || amax > 1.0e8 || amin < 1.0e-4 {
-                    f.sci_mode = true;
-                    f.max_width = finite.iter().map(|x| sci(*x, p).len()).max().unwrap_or(1);
-                } else {
-                    f.max_width = finite.iter().map(|x| fixed(*x, p).len()).max().unwrap_or(1);
-                }
-            }
-            if let Some(s) = opts.sci_mode {
-                f.sci_mode = s;
+                };
+                f.max_width = finite.iter().map(width).max().unwrap_or(1);
             }
         }
         f

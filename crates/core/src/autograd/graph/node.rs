@@ -27,6 +27,15 @@ pub trait Backward: Send + Sync {
     /// gradients of its outputs (`None` where no gradient flowed).
     fn apply(&self, node: &Arc<Node>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>;
 
+    /// Checks what [`Backward::apply`] would unpack first (its saved
+    /// tensors: freed, or modified in place since saved) without computing
+    /// anything: the engine calls it for a node that received no gradient,
+    /// as PyTorch's engine runs such a node, whose first act is to unpack.
+    fn check_saved(&self, node: &Arc<Node>) -> Result<()> {
+        let _ = node;
+        Ok(())
+    }
+
     /// Frees saved tensors (after a backward without `retain_graph`).
     fn release(&self) {}
 

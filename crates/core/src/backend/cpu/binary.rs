@@ -73,11 +73,12 @@ fn f32_block(op: &Binary, x: &[f32], y: &[f32], o: &mut [f32]) {
     let alpha = op.alpha.to_f64() as f32;
     match op.kind {
         Add if alpha == 1.0 => each!(|a, b| a + b),
-        Add => each!(|a, b| a + alpha * b),
+        // PyTorch's add kernel: `fmadd(b, alpha, a)`, one rounding.
+        Add => each!(|a: f32, b: f32| b.mul_add(alpha, a)),
         Sub if alpha == 1.0 => each!(|a, b| a - b),
         Sub => {
             let na = neg_alpha(op) as f32;
-            each!(|a, b| a + na * b)
+            each!(|a: f32, b: f32| b.mul_add(na, a))
         }
         Mul => each!(|a: f32, b: f32| a * b),
         Div => match op.rounding {
@@ -119,8 +120,8 @@ fn f64_one(op: &Binary, a: f64, b: f64) -> f64 {
     use BinaryKind::*;
     let alpha = op.alpha.to_f64();
     match op.kind {
-        Add => a + alpha * b,
-        Sub => a + neg_alpha(op) * b,
+        Add => b.mul_add(alpha, a),
+        Sub => b.mul_add(neg_alpha(op), a),
         Mul => a * b,
         Div => match op.rounding {
             Rounding::None => a / b,
@@ -149,10 +150,10 @@ fn f64_block(op: &Binary, x: &[f64], y: &[f64], o: &mut [f64]) {
     }
     let alpha = op.alpha.to_f64();
     match op.kind {
-        Add => each!(|a, b| a + alpha * b),
+        Add => each!(|a: f64, b: f64| b.mul_add(alpha, a)),
         Sub => {
             let na = neg_alpha(op);
-            each!(|a, b| a + na * b)
+            each!(|a: f64, b: f64| b.mul_add(na, a))
         }
         Mul => each!(|a: f64, b: f64| a * b),
         Div => match op.rounding {

@@ -46,6 +46,10 @@ pub(crate) fn linspace_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tens
     let out = outputs[0];
     let steps = l.steps;
     let half = steps / 2;
+    // PyTorch's linspace_kernel, as its x86-64 build computes it: the first
+    // half `start + step * i`, the second `end - step * (steps - 1 - i)`,
+    // each a fused multiply-add (one rounding), except for f16, whose
+    // float arithmetic is not fused.
     with_dtype!(out.dtype(), T => {
         if steps == 1 {
             // A single value is `start` (PyTorch fills with it).
@@ -53,17 +57,25 @@ pub(crate) fn linspace_kernel(op: &dyn Op, _inputs: &[&Tensor], outputs: &[&Tens
             fill_contiguous::<T>("linspace", out, |_| T::from_f64(v))
         } else if T::DTYPE == DType::F64 || !T::DTYPE.is_floating_point() {
             // Integer outputs convert start and end to the integer type
-            // first, then step in f64 (as PyTorch).
+            // first, step in f64, and truncate.
             let (s, e) = if T::DTYPE.is_floating_point() { (l.start, l.end) } else { (l.start.trunc(), l.end.trunc()) };
-            let step = if steps > 1 { (e - s) / (steps - 1) as f64 } else { 0.0 };
+            let step = (e - s) / (steps - 1) as f64;
             fill_contiguous::<T>("linspace", out, |i| {
-                T::from_f64(if i < half { s + step * i as f64 } else { e - step * (steps - i - 1) as f64 })
+                T::from_f64(if i < half {
+                    step.mul_add(i as f64, s)
+                } else {
+                    (-step).mul_add((steps - i - 1) as f64, e)
+                })
             })
         } else {
-            let (s, e) = (l.start as f32, l.end as f32);
-            let step = if steps > 1 { (e - s) / (steps - 1) as f32 } else { 0.0 };
+            // f32 in f32; f16 and bf16 from their own start and end, in f32.
+            let (s, e) = (T::from_f64(l.start).to_f64() as f32, T::from_f64(l.end).to_f64() as f32);
+            let step = (e - s) / (steps - 1) as f32;
+            let fused = T::DTYPE != DType::F16;
             fill_contiguous::<T>("linspace", out, |i| {
-                T::from_f64(if i < half { s + step * i as f32 } else { e - step * (steps - i - 1) as f32 } as f64)
+                let (base, k, st) = if i < half { (s, i, step) } else { (e, steps - i - 1, -step) };
+                let v = if fused { st.mul_add(k as f32, base) } else { base + st * k as f32 };
+                T::from_f64(v as f64)
             })
         }
     })

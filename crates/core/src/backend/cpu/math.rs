@@ -82,6 +82,8 @@ pub(crate) fn tanh_f32(x: f32) -> f32 {
         * z
         * x
         + x;
+    // tanh(±0) is ±0: the polynomial's `(-c * 0) * -0 + -0` would be +0.
+    let small = if x == 0.0 { x } else { small };
     let e = exp_f32(2.0 * a.min(20.0));
     let large = 1.0 - 2.0 / (e + 1.0);
     let large = if x < 0.0 { -large } else { large };

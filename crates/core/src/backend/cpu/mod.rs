@@ -21,6 +21,7 @@ mod gemm;
 mod index;
 mod index_rows;
 pub(crate) mod lapack;
+mod layer_norm_rows;
 mod loss;
 mod math;
 pub(crate) mod norm;

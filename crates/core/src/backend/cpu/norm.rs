@@ -14,6 +14,7 @@
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use super::access::access;
+use super::layer_norm_rows;
 use super::simd::multiversion;
 use super::warm::par_for_each;
 use crate::dispatch::{Op, downcast_op};
@@ -44,6 +45,11 @@ pub(crate) trait Real:
     fn wide(self) -> f64;
     /// Square root.
     fn root(self) -> Self;
+    /// Lanes of PyTorch's vectors of this type in its layer-norm kernels
+    /// (256 bits wide in its x86-64 build: 8 f32, 4 f64).
+    const LANES: usize;
+    /// `self * a + b` rounded once.
+    fn fma(self, a: Self, b: Self) -> Self;
 }
 
 impl Real for f32 {
@@ -61,6 +67,11 @@ impl Real for f32 {
     fn root(self) -> f32 {
         self.sqrt()
     }
+    const LANES: usize = 8;
+    #[inline(always)]
+    fn fma(self, a: f32, b: f32) -> f32 {
+        self.mul_add(a, b)
+    }
 }
 
 impl Real for f64 {
@@ -77,6 +88,11 @@ impl Real for f64 {
     #[inline(always)]
     fn root(self) -> f64 {
         self.sqrt()
+    }
+    const LANES: usize = 4;
+    #[inline(always)]
+    fn fma(self, a: f64, b: f64) -> f64 {
+        self.mul_add(a, b)
     }
 }
 
@@ -103,9 +119,14 @@ fn finish<T: Real>(acc: &[T; L], t: &[T; L], r: usize) -> T {
     a[0]
 }
 
-/// `sum(f(a[i]))` in [`L`] fixed lanes.
+/// `sum(f(a[i]))` in PyTorch's order (its `map_reduce_all`): in [`L`]
+/// fixed lanes, the tail's terms added to the first lanes; a line shorter
+/// than [`L`] in order.
 #[inline(always)]
 pub(crate) fn sum1<T: Real>(a: &[T], f: impl Fn(T) -> T) -> T {
+    if a.len() < L {
+        return a.iter().map(|&v| f(v)).reduce(|s, v| s + v).unwrap_or(T::ZERO);
+    }
     let mut acc = [T::ZERO; L];
     let ca = a.chunks_exact(L);
     let ra = ca.remainder();
@@ -121,11 +142,19 @@ pub(crate) fn sum1<T: Real>(a: &[T], f: impl Fn(T) -> T) -> T {
     finish(&acc, &t, ra.len())
 }
 
-/// `sum(f(a[i], b[i]))` in [`L`] fixed lanes.
+/// `sum(f(a[i], b[i]))` in PyTorch's order (as [`sum1`]).
 #[inline(always)]
 pub(crate) fn sum2<T: Real>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
     let mut acc = [T::ZERO; L];
     let n = a.len().min(b.len());
+    if n < L {
+        return a
+            .iter()
+            .zip(b)
+            .map(|(&x, &y)| f(x, y))
+            .reduce(|s, v| s + v)
+            .unwrap_or(T::ZERO);
+    }
     let split = n - n % L;
     for (ca, cb) in a[..split].chunks_exact(L).zip(b[..split].chunks_exact(L)) {
         for k in 0..L {
@@ -137,31 +166,6 @@ pub(crate) fn sum2<T: Real>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
         *o = f(x, y);
     }
     finish(&acc, &t, n - split)
-}
-
-/// `(sum(f(a, b, c).0), sum(f(a, b, c).1))` in one pass, each in [`L`]
-/// fixed lanes (the same bits as two separate sums).
-#[inline(always)]
-fn sum3_pair<T: Real>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> (T, T)) -> (T, T) {
-    let (mut acc0, mut acc1) = ([T::ZERO; L], [T::ZERO; L]);
-    let n = a.len().min(b.len()).min(c.len());
-    let split = n - n % L;
-    for ((ca, cb), cc) in a[..split]
-        .chunks_exact(L)
-        .zip(b[..split].chunks_exact(L))
-        .zip(c[..split].chunks_exact(L))
-    {
-        for k in 0..L {
-            let (u, v) = f(ca[k], cb[k], cc[k]);
-            acc0[k] = acc0[k] + u;
-            acc1[k] = acc1[k] + v;
-        }
-    }
-    let (mut t0, mut t1) = ([T::ZERO; L], [T::ZERO; L]);
-    for (k, ((&x, &y), &z)) in a[split..n].iter().zip(&b[split..n]).zip(&c[split..n]).enumerate() {
-        (t0[k], t1[k]) = f(x, y, z);
-    }
-    (finish(&acc0, &t0, n - split), finish(&acc1, &t1, n - split))
 }
 
 /// The mean as `shift + delta` (`shift` the first element, `delta` the
@@ -188,54 +192,9 @@ fn affine_run<T: Real>(x: &[T], y: &mut [T], center: T, scale: T, shift: T) {
     }
 }
 
-/// Layer norm of one row; returns the mean and rstd.
-#[inline(always)]
-fn ln_row<T: Real>(x: &[T], y: &mut [T], w: Option<&[T]>, b: Option<&[T]>, eps: T) -> (T, T) {
-    let (shift, delta, rstd) = moments(x, eps);
-    let xhat = |v: T| ((v - shift) - delta) * rstd;
-    match (w, b) {
-        (Some(w), Some(b)) => {
-            for (((o, &v), &wv), &bv) in y.iter_mut().zip(x).zip(w).zip(b) {
-                *o = xhat(v) * wv + bv;
-            }
-        }
-        (Some(w), None) => {
-            for ((o, &v), &wv) in y.iter_mut().zip(x).zip(w) {
-                *o = xhat(v) * wv;
-            }
-        }
-        (None, Some(b)) => {
-            for ((o, &v), &bv) in y.iter_mut().zip(x).zip(b) {
-                *o = xhat(v) + bv;
-            }
-        }
-        (None, None) => {
-            for (o, &v) in y.iter_mut().zip(x) {
-                *o = xhat(v);
-            }
-        }
-    }
-    (shift + delta, rstd)
-}
-
-/// The coefficients `(b, c)` of a layer-norm row's input gradient
-/// `dx = a * dy * w + b * x + c` (`a` the row's rstd, `m` its mean), from
-/// the row's sums of `dy * w * x` and `dy * w` (`w` = 1 when absent).
-#[inline(always)]
-fn dx_coefficients<T: Real>(dyr: &[T], xr: &[T], w: Option<&[T]>, m: T, a: T, scale: T) -> (T, T) {
-    let (ds, dbs) = match w {
-        Some(w) => sum3_pair(dyr, xr, w, |d, x, w| {
-            let dw = d * w;
-            (dw * x, dw)
-        }),
-        None => (sum2(dyr, xr, |d, x| d * x), sum1(dyr, |d| d)),
-    };
-    let b = (dbs * m - ds) * a * a * a * scale;
-    (b, -b * m - dbs * a * scale)
-}
-
 /// The rows' part of a layer norm's backward: `dx` of each row, and the
-/// rows' sums of `dy * xhat` and `dy` into `dw` / `db`.
+/// rows' terms of the weight's and bias's gradients added into `dw` / `db`
+/// (PyTorch's formulas: `layer_norm_rows`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn ln_bwd_rows<T: Real>(
@@ -249,57 +208,12 @@ fn ln_bwd_rows<T: Real>(
     mut db: Option<&mut [T]>,
     n: usize,
 ) {
-    let scale = T::ONE / T::of(n as f64);
     for r in 0..mean.len() {
         let (dyr, xr) = (&dy[r * n..(r + 1) * n], &x[r * n..(r + 1) * n]);
         let (m, a) = (mean[r], rstd[r]);
-        if let (Some(w), Some(dx), Some(dw), Some(db)) = (w, dx.as_deref_mut(), dw.as_deref_mut(), db.as_deref_mut()) {
-            // Every gradient (the usual case): one pass writes the row's dx
-            // and adds its terms to dw and db (the same operations as the
-            // separate loops below, so the same bits).
-            let dxr = &mut dx[r * n..(r + 1) * n];
-            let (b, c) = dx_coefficients(dyr, xr, Some(w), m, a, scale);
-            let sh = -a * m;
-            for (((((o, &d), &xv), &wv), gw), gb) in dxr
-                .iter_mut()
-                .zip(dyr)
-                .zip(xr)
-                .zip(w)
-                .zip(dw.iter_mut())
-                .zip(db.iter_mut())
-            {
-                *o = a * d * wv + b * xv + c;
-                *gw = *gw + d * (a * xv + sh);
-                *gb = *gb + d;
-            }
-            continue;
-        }
+        layer_norm_rows::param_grad_row(dyr, xr, m, a, dw.as_deref_mut(), db.as_deref_mut());
         if let Some(dx) = dx.as_deref_mut() {
-            let dxr = &mut dx[r * n..(r + 1) * n];
-            let (b, c) = dx_coefficients(dyr, xr, w, m, a, scale);
-            match w {
-                Some(w) => {
-                    for (((o, &d), &xv), &wv) in dxr.iter_mut().zip(dyr).zip(xr).zip(w) {
-                        *o = a * d * wv + b * xv + c;
-                    }
-                }
-                None => {
-                    for ((o, &d), &xv) in dxr.iter_mut().zip(dyr).zip(xr) {
-                        *o = a * d + b * xv + c;
-                    }
-                }
-            }
-        }
-        if let Some(dw) = dw.as_deref_mut() {
-            let sh = -a * m;
-            for ((o, &d), &xv) in dw.iter_mut().zip(dyr).zip(xr) {
-                *o = *o + d * (a * xv + sh);
-            }
-        }
-        if let Some(db) = db.as_deref_mut() {
-            for (o, &d) in db.iter_mut().zip(dyr) {
-                *o = *o + d;
-            }
+            layer_norm_rows::input_grad_row(dyr, xr, w, m, a, &mut dx[r * n..(r + 1) * n]);
         }
     }
 }
@@ -346,7 +260,7 @@ fn ln_rows_generic<T: Real>(
     n: usize,
 ) {
     for r in 0..mean.len() {
-        let (m, s) = ln_row(&x[r * n..(r + 1) * n], &mut y[r * n..(r + 1) * n], w, b, eps);
+        let (m, s) = layer_norm_rows::forward_row(&x[r * n..(r + 1) * n], &mut y[r * n..(r + 1) * n], w, b, eps);
         mean[r] = m;
         rstd[r] = s;
     }
@@ -763,7 +677,11 @@ fn norm_backward_typed<T: NormFloat>(op: &NormBackward, ins: &[Tensor], outs: &[
         NormKind::Layer { normalized } => {
             let n: usize = normalized.iter().product();
             let m = numel / n;
-            let rows = chunk_rows(m);
+            // The weight's and bias's gradients sum the rows in two halves
+            // (each half's rows in order, its terms accumulated fused), then
+            // the halves: PyTorch's partition with two threads, the
+            // reference machine's, whatever thread count runs here.
+            let rows = m.div_ceil(2).max(1);
             let chunks = m.div_ceil(rows);
             let want_partials = mdw || mdb;
             let mut partials = vec![T::ZERO; if want_partials { 2 * chunks * n } else { 0 }];

@@ -16,8 +16,8 @@ use crate::{DType, Element, Error, Result, Tensor};
 /// Lanes of a line's max and exp-sum.
 const L: usize = 16;
 /// Lines per block: each pass runs over all of them before the next (so
-/// the lines' dependency chains overlap), and their shifts (`max +
-/// ln(sum)`) or scales (`1 / sum`) are one vector of [`log_f32`] or
+/// the lines' dependency chains overlap), and their `ln(sum)` (log-softmax
+/// is `(x - max) - ln(sum)`) or scales (`1 / sum`) are one vector of [`log_f32`] or
 /// divisions, not one scalar chain per line.
 const ROWS: usize = 16;
 
@@ -34,13 +34,6 @@ fn last_chunk(x: &[f32], pad: f32) -> [f32; L] {
             t
         }
     }
-}
-
-/// The lanes of [`last_chunk`] holding values not in a full chunk: the
-/// last `len % L` (the first `len` of a short line).
-#[inline(always)]
-fn tail_lane(k: usize, len: usize) -> bool {
-    if len >= L { k >= L - len % L } else { k < len }
 }
 
 /// The lanes of a sum folded pairwise, halving (the fixed end of every
@@ -83,11 +76,23 @@ fn line_max(x: &[f32]) -> f32 {
     if nan[0] { f32::NAN } else { mx[0] }
 }
 
-/// The sum of `exp(x - max)` over a line, in [`L`] fixed lanes folded
-/// pairwise; the values of the full chunks are also written to `y` unless
-/// `log` (the rest are left to [`block_f32`]'s last pass).
+/// A short line's sum in order (PyTorch's `map_reduce_all` for a line
+/// shorter than a vector: one lane, each value added in turn).
+#[inline(always)]
+fn ordered_sum(terms: impl Iterator<Item = f32>) -> f32 {
+    terms.reduce(|s, v| s + v).unwrap_or(0.0)
+}
+
+/// The sum of `exp(x - max)` over a line in PyTorch's order: in order for
+/// a line shorter than [`L`], else in [`L`] fixed lanes, the tail's terms
+/// added to the first lanes, folded pairwise. The values of the full
+/// chunks are also written to `y` unless `log` (the rest are left to
+/// [`block_f32`]'s last pass).
 #[inline(always)]
 fn line_expsum(x: &[f32], y: &mut [f32], max: f32, log: bool) -> f32 {
+    if x.len() < L {
+        return ordered_sum(x.iter().map(|&v| exp_f32_fma(v - max)));
+    }
     let split = x.len() - x.len() % L;
     let mut lanes = [0f32; L];
     if log {
@@ -105,12 +110,8 @@ fn line_expsum(x: &[f32], y: &mut [f32], max: f32, log: bool) -> f32 {
             }
         }
     }
-    if split < x.len() {
-        let tail = last_chunk(x, f32::NEG_INFINITY);
-        for k in 0..L {
-            let e = exp_f32_fma(tail[k] - max);
-            lanes[k] += if tail_lane(k, x.len()) { e } else { 0.0 };
-        }
+    for (lane, &v) in lanes.iter_mut().zip(&x[split..]) {
+        *lane += exp_f32_fma(v - max);
     }
     fold_lanes(lanes)
 }
@@ -135,12 +136,14 @@ fn block_f32(x: &[f32], y: &mut [f32], n: usize, log: bool) {
     let mut f = [0f32; ROWS];
     let split = n - n % L;
     if log {
+        // PyTorch's order, `(x - max) - log(sum)`: the max is subtracted
+        // exactly first (forming `max + log(sum)` would round it).
         for r in 0..ROWS {
-            f[r] = maxs[r] + log_f32(sums[r]);
+            f[r] = log_f32(sums[r]);
         }
-        for ((xr, yr), &shift) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)).zip(&f) {
+        for (((xr, yr), &lse), &m) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)).zip(&f).zip(&maxs) {
             for (o, v) in yr.iter_mut().zip(xr) {
-                *o = *v - shift;
+                *o = (*v - m) - lse;
             }
         }
     } else {
@@ -176,9 +179,9 @@ fn line_f64(x: &[f64], y: &mut [f64], log: bool) {
         *o = e;
     }
     if log {
-        let shift = max + sum.ln();
+        let lse = sum.ln();
         for (o, v) in y.iter_mut().zip(x) {
-            *o = *v - shift;
+            *o = (*v - max) - lse;
         }
     } else {
         for o in y.iter_mut() {
@@ -311,10 +314,14 @@ fn backward_line<T: super::norm::Real>(g: &[T], y: &[T], out: &mut [T], log: boo
     }
 }
 
-/// `sum(a)`, or `sum(a * b)` with `mul`, over a line in [`L`] fixed lanes
-/// folded pairwise (the tail as in [`line_expsum`]).
+/// `sum(a)`, or `sum(a * b)` with `mul`, over a line in PyTorch's order
+/// (as [`line_expsum`]).
 #[inline(always)]
 fn lane_sum(a: &[f32], b: &[f32], mul: bool) -> f32 {
+    let term = |(&p, &q): (&f32, &f32)| if mul { p * q } else { p };
+    if a.len() < L {
+        return ordered_sum(a.iter().zip(b).map(term));
+    }
     let split = a.len() - a.len() % L;
     let mut lanes = [0f32; L];
     for (ca, cb) in a[..split].chunks_exact(L).zip(b[..split].chunks_exact(L)) {
@@ -322,12 +329,8 @@ fn lane_sum(a: &[f32], b: &[f32], mul: bool) -> f32 {
             lanes[k] += if mul { ca[k] * cb[k] } else { ca[k] };
         }
     }
-    if split < a.len() {
-        let (ta, tb) = (last_chunk(a, 0.0), last_chunk(b, 0.0));
-        for k in 0..L {
-            let v = if mul { ta[k] * tb[k] } else { ta[k] };
-            lanes[k] += if tail_lane(k, a.len()) { v } else { 0.0 };
-        }
+    for (lane, t) in lanes.iter_mut().zip(a[split..].iter().zip(&b[split..])) {
+        *lane += term(t);
     }
     fold_lanes(lanes)
 }

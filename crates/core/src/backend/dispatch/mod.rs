@@ -331,19 +331,21 @@ fn write_results(call: &Call, out: &[&Tensor], results: &[Tensor]) -> Result<Ten
 
 fn check_out(name: &'static str, o: &Tensor, shape: &[usize], dtype: crate::DType) -> Result<()> {
     if o.shape() != shape {
-        return Err(Error::shape(
+        return Err(Error::invalid(
             name,
-            o.shape(),
-            shape,
-            "the output's shape doesn't match the result's (broadcast) shape",
+            format!(
+                "output with shape {:?} doesn't match the broadcast shape {shape:?}",
+                o.shape()
+            ),
         ));
     }
     if !o.dtype().can_cast_from(dtype) {
         return Err(Error::DTypeMismatch {
             op: name,
             detail: format!(
-                "result type {dtype} can't be cast to the desired output type {}",
-                o.dtype()
+                "result type {} can't be cast to the desired output type {}",
+                dtype.scalar_type_name(),
+                o.dtype().scalar_type_name()
             ),
         });
     }

@@ -238,16 +238,18 @@ impl Tensor {
     /// with a distribution per row. Errors (PyTorch's messages) for 3-d or
     /// integer input, zero samples, more samples than categories without
     /// replacement, negative, infinite or NaN weights, or a row of zeros.
-    pub fn multinomial(&self, num_samples: usize, replacement: bool) -> Result<Tensor> {
+    pub fn multinomial(&self, num_samples: i64, replacement: bool) -> Result<Tensor> {
         self.multinomial_impl(num_samples, replacement, None)
     }
 
     /// [`Tensor::multinomial`] drawing from `generator`.
-    pub fn multinomial_with(&self, num_samples: usize, replacement: bool, generator: &Generator) -> Result<Tensor> {
+    pub fn multinomial_with(&self, num_samples: i64, replacement: bool, generator: &Generator) -> Result<Tensor> {
         self.multinomial_impl(num_samples, replacement, Some(generator))
     }
 
-    fn multinomial_impl(&self, num_samples: usize, replacement: bool, generator: Option<&Generator>) -> Result<Tensor> {
+    fn multinomial_impl(&self, num_samples: i64, replacement: bool, generator: Option<&Generator>) -> Result<Tensor> {
+        // Non-positive counts reach the shape rule as 0, its error.
+        let num_samples = usize::try_from(num_samples).unwrap_or(0);
         let op = Multinomial {
             num_samples,
             replacement,
@@ -281,13 +283,20 @@ impl Tensor {
     /// filled with [`Tensor::bernoulli_`]). Errors for integer
     /// probabilities and probabilities outside [0, 1].
     pub fn bernoulli(&self) -> Result<Tensor> {
-        let sample = crate::autograd::no_grad(|| self.empty_like()?.bernoulli_(self))?;
+        // PyTorch: `empty_like(p, LEGACY_CONTIGUOUS_MEMORY_FORMAT).bernoulli_(p)`,
+        // so the draws follow the logical (row-major) order whatever p's layout.
+        let sample =
+            crate::autograd::no_grad(|| crate::TensorOptions::like(self).empty(self.shape())?.bernoulli_(self))?;
         attach_zero_grad(sample, &[self], "BernoulliBackward0")
     }
 
     /// [`Tensor::bernoulli`] drawing from `generator`.
     pub fn bernoulli_with(&self, generator: &Generator) -> Result<Tensor> {
-        let sample = crate::autograd::no_grad(|| self.empty_like()?.bernoulli_with_(self, generator))?;
+        let sample = crate::autograd::no_grad(|| {
+            crate::TensorOptions::like(self)
+                .empty(self.shape())?
+                .bernoulli_with_(self, generator)
+        })?;
         attach_zero_grad(sample, &[self], "BernoulliBackward0")
     }
 
