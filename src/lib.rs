@@ -43,7 +43,7 @@
 //!     for batch in loader.iter()? {
 //!         let (xb, yb) = batch?;
 //!         opt.zero_grad()?;
-//!         let loss = loss_fn.forward(&model.call(&xb)?, &yb)?;
+//!         let loss = loss_fn.call(&model.call(&xb)?, &yb)?;
 //!         loss.backward()?;
 //!         opt.step()?;
 //!         sched.step(&mut opt)?;

@@ -33,7 +33,7 @@ fn allocated_bytes_are_flat_after_the_first_step() -> Result<()> {
     for _ in 0..6 {
         memory::reset_peak_memory_stats();
         opt.zero_grad()?;
-        let loss = loss_fn.forward(&model.call(&x)?, &y)?;
+        let loss = loss_fn.call(&model.call(&x)?, &y)?;
         loss.backward()?;
         opt.step()?;
         drop(loss);

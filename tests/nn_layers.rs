@@ -13,8 +13,8 @@ use ferrotorch::nn::{
     self, BCELoss, BCEWithLogitsLoss, BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormLayerOptions, ClassLossOptions,
     CrossEntropyLoss, DecoderForwardOptions, DecoderLayerForwardOptions, Embedding, EmbeddingLayerOptions,
     EncoderForwardOptions, EncoderLayerForwardOptions, Forward, GroupNorm, GroupNormOptions, HuberLoss, KLDivLoss,
-    L1Loss, LayerNorm, LayerNormOptions, MSELoss, MhaForwardOptions, Module, MultiheadAttention, NLLLoss, Parameter,
-    RMSNorm, RmsNormOptions, Sequential, SmoothL1Loss, Transformer, TransformerActivation, TransformerDecoder,
+    L1Loss, LayerNorm, LayerNormOptions, MSELoss, Module, MultiheadAttention, NLLLoss, Parameter, RMSNorm,
+    RmsNormOptions, Sequential, SmoothL1Loss, Transformer, TransformerActivation, TransformerDecoder,
     TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerForwardOptions,
     TransformerLayerOptions, TransformerOptions,
 };
@@ -141,7 +141,7 @@ fn run_case<M: Module>(
     let m = build()?;
     check_described(name, &m, c);
     if let Some(pre) = c.get("pre_inputs") {
-        m.train(true);
+        m.train();
         for x in pre.as_array().unwrap() {
             run(&m, &[tensor_of(x)])?;
         }
@@ -149,7 +149,7 @@ fn run_case<M: Module>(
             check_close(&format!("{name}: running {k}"), t, &c["running"][k]);
         }
     }
-    m.train(train);
+    m.train_mode(train);
     let inputs: Vec<Tensor> = c["inputs"]
         .as_array()
         .unwrap()
@@ -181,12 +181,10 @@ fn run_case<M: Module>(
 }
 
 fn layer_opts(act: TransformerActivation, norm_first: bool) -> TransformerLayerOptions {
-    TransformerLayerOptions {
-        dim_feedforward: 32,
-        activation: act,
-        norm_first,
-        ..Default::default()
-    }
+    TransformerLayerOptions::new()
+        .dim_feedforward(32)
+        .activation(act)
+        .norm_first(norm_first)
 }
 
 #[test]
@@ -198,18 +196,15 @@ fn transformer_layers_match_pytorch() -> Result<()> {
     ] {
         for (nf, n) in [(false, "post"), (true, "pre")] {
             let build = || TransformerEncoderLayer::with_options(16, 4, layer_opts(act, nf));
-            run_case(&format!("enc_layer_{a}_{n}"), build, false, |m, x| {
-                m.forward(&x[0], &EncoderLayerForwardOptions::default())
-            })?;
+            run_case(&format!("enc_layer_{a}_{n}"), build, false, |m, x| m.call(&x[0]))?;
             run_case(&format!("enc_layer_{a}_{n}_masked"), build, false, |m, x| {
                 let kpm = x[2].to_dtype(DType::Bool)?;
-                m.forward(
+                m.call_with(
                     &x[0],
-                    &EncoderLayerForwardOptions {
-                        src_mask: Some(&x[1]),
-                        src_key_padding_mask: Some(&kpm),
-                        is_causal: false,
-                    },
+                    EncoderLayerForwardOptions::new()
+                        .src_mask(&x[1])
+                        .src_key_padding_mask(&kpm)
+                        .is_causal(false),
                 )
             })?;
         }
@@ -220,25 +215,14 @@ fn transformer_layers_match_pytorch() -> Result<()> {
             TransformerEncoderLayer::with_options(
                 16,
                 4,
-                TransformerLayerOptions {
-                    dim_feedforward: 32,
-                    batch_first: true,
-                    layer_norm_eps: 1e-6,
-                    ..Default::default()
-                },
+                TransformerLayerOptions::new()
+                    .dim_feedforward(32)
+                    .batch_first(true)
+                    .layer_norm_eps(1e-6),
             )
         },
         false,
-        |m, x| {
-            m.forward(
-                &x[0],
-                &EncoderLayerForwardOptions {
-                    src_mask: Some(&x[1]),
-                    is_causal: true,
-                    ..Default::default()
-                },
-            )
-        },
+        |m, x| m.call_with(&x[0], EncoderLayerForwardOptions::new().src_mask(&x[1]).is_causal(true)),
     )?;
     let enc = run_case(
         "encoder_2_layers",
@@ -249,13 +233,9 @@ fn transformer_layers_match_pytorch() -> Result<()> {
         false,
         |m, x| {
             let kpm = x[2].to_dtype(DType::Bool)?;
-            m.forward(
+            m.call_with(
                 &x[0],
-                &EncoderForwardOptions {
-                    mask: Some(&x[1]),
-                    src_key_padding_mask: Some(&kpm),
-                    is_causal: None,
-                },
+                EncoderForwardOptions::new().mask(&x[1]).src_key_padding_mask(&kpm),
             )
         },
     )?;
@@ -269,14 +249,12 @@ fn transformer_layers_match_pytorch() -> Result<()> {
             false,
             |m, x| {
                 let mkp = x[3].to_dtype(DType::Bool)?;
-                m.forward(
+                m.call_with(
                     &x[0],
                     &x[1],
-                    &DecoderLayerForwardOptions {
-                        tgt_mask: Some(&x[2]),
-                        memory_key_padding_mask: Some(&mkp),
-                        ..Default::default()
-                    },
+                    DecoderLayerForwardOptions::new()
+                        .tgt_mask(&x[2])
+                        .memory_key_padding_mask(&mkp),
                 )
             },
         )?;
@@ -290,14 +268,12 @@ fn transformer_layers_match_pytorch() -> Result<()> {
         false,
         |m, x| {
             let mkp = x[3].to_dtype(DType::Bool)?;
-            m.forward(
+            m.call_with(
                 &x[0],
                 &x[1],
-                &DecoderForwardOptions {
-                    tgt_mask: Some(&x[2]),
-                    memory_key_padding_mask: Some(&mkp),
-                    ..Default::default()
-                },
+                DecoderForwardOptions::new()
+                    .tgt_mask(&x[2])
+                    .memory_key_padding_mask(&mkp),
             )
         },
     )?;
@@ -316,7 +292,7 @@ fn transformer_layers_match_pytorch() -> Result<()> {
             TransformerDecoder::new(layer, 1, None)
         },
         false,
-        |m, x| m.forward(&x[0], &x[1], &DecoderForwardOptions::default()),
+        |m, x| m.call(&x[0], &x[1]),
     )?;
     let t = run_case(
         "transformer_masked",
@@ -324,25 +300,22 @@ fn transformer_layers_match_pytorch() -> Result<()> {
             Transformer::with_options(
                 16,
                 4,
-                TransformerOptions {
-                    num_encoder_layers: 2,
-                    num_decoder_layers: 2,
-                    layer: layer_opts(TransformerActivation::Relu, false),
-                },
+                TransformerOptions::new()
+                    .num_encoder_layers(2)
+                    .num_decoder_layers(2)
+                    .layer(layer_opts(TransformerActivation::Relu, false)),
             )
         },
         false,
         |m, x| {
             let kpm = x[3].to_dtype(DType::Bool)?;
-            m.forward(
+            m.call_with(
                 &x[0],
                 &x[1],
-                &TransformerForwardOptions {
-                    tgt_mask: Some(&x[2]),
-                    src_key_padding_mask: Some(&kpm),
-                    memory_key_padding_mask: Some(&kpm),
-                    ..Default::default()
-                },
+                TransformerForwardOptions::new()
+                    .tgt_mask(&x[2])
+                    .src_key_padding_mask(&kpm)
+                    .memory_key_padding_mask(&kpm),
             )
         },
     )?;
@@ -353,22 +326,21 @@ fn transformer_layers_match_pytorch() -> Result<()> {
             Transformer::with_options(
                 16,
                 4,
-                TransformerOptions {
-                    num_encoder_layers: 1,
-                    num_decoder_layers: 1,
-                    layer: TransformerLayerOptions {
-                        dim_feedforward: 24,
-                        activation: TransformerActivation::Gelu,
-                        batch_first: true,
-                        norm_first: true,
-                        layer_norm_eps: 1e-6,
-                        ..Default::default()
-                    },
-                },
+                TransformerOptions::new()
+                    .num_encoder_layers(1)
+                    .num_decoder_layers(1)
+                    .layer(
+                        TransformerLayerOptions::new()
+                            .dim_feedforward(24)
+                            .activation(TransformerActivation::Gelu)
+                            .batch_first(true)
+                            .norm_first(true)
+                            .layer_norm_eps(1e-6),
+                    ),
             )
         },
         false,
-        |m, x| m.forward(&x[0], &x[1], &TransformerForwardOptions::default()),
+        |m, x| m.call(&x[0], &x[1]),
     )?;
     // The causal mask helper is PyTorch's.
     assert_eq!(
@@ -386,10 +358,7 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
     let _rng = rng_lock();
     let call = |m: &dyn Forward, x: &[Tensor]| m.call(&x[0]);
     run_case("batchnorm2d", || BatchNorm2d::new(4), false, |m, x| call(m, x))?;
-    let cma = BatchNormLayerOptions {
-        momentum: None,
-        ..Default::default()
-    };
+    let cma = BatchNormLayerOptions::new().momentum(None);
     run_case(
         "batchnorm2d_cma",
         || BatchNorm2d::with_options(4, cma),
@@ -399,22 +368,14 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
     let bn = run_case("batchnorm2d_train", || BatchNorm2d::new(4), true, |m, x| call(m, x))?;
     let nbt = bn.num_batches_tracked.as_ref().unwrap().tensor();
     assert_eq!((nbt.dtype(), nbt.ndim(), nbt.item::<i64>()?), (DType::I64, 0, 1));
-    let no_stats = BatchNormLayerOptions {
-        affine: false,
-        track_running_stats: false,
-        ..Default::default()
-    };
+    let no_stats = BatchNormLayerOptions::new().affine(false).track_running_stats(false);
     run_case(
         "batchnorm2d_no_stats",
         || BatchNorm2d::with_options(4, no_stats),
         false,
         |m, x| call(m, x),
     )?;
-    let o = BatchNormLayerOptions {
-        eps: 1e-3,
-        momentum: Some(0.3),
-        ..Default::default()
-    };
+    let o = BatchNormLayerOptions::new().eps(1e-3).momentum(0.3);
     run_case(
         "batchnorm1d_3d_train",
         || BatchNorm1d::with_options(3, o),
@@ -423,11 +384,7 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
     )?;
     run_case("batchnorm1d_2d_train", || BatchNorm1d::new(3), true, |m, x| call(m, x))?;
     run_case("batchnorm3d", || BatchNorm3d::new(3), false, |m, x| call(m, x))?;
-    let o = BatchNormLayerOptions {
-        eps: 1e-3,
-        momentum: None,
-        ..Default::default()
-    };
+    let o = BatchNormLayerOptions::new().eps(1e-3).momentum(None);
     let bn3 = run_case(
         "batchnorm3d_cma_train",
         || BatchNorm3d::with_options(3, o),
@@ -436,10 +393,7 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
     )?;
     assert_eq!(bn3.num_batches_tracked.as_ref().unwrap().tensor().item::<i64>()?, 3);
     assert_eq!(bn3.num_features(), 3);
-    let o = BatchNormLayerOptions {
-        affine: false,
-        ..Default::default()
-    };
+    let o = BatchNormLayerOptions::new().affine(false);
     run_case(
         "batchnorm3d_no_affine_train",
         || BatchNorm3d::with_options(3, o),
@@ -448,21 +402,14 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
     )?;
 
     run_case("layernorm", || LayerNorm::new([3, 4]), false, |m, x| call(m, x))?;
-    let o = LayerNormOptions {
-        eps: 1e-3,
-        bias: false,
-        ..Default::default()
-    };
+    let o = LayerNormOptions::new().eps(1e-3).bias(false);
     run_case(
         "layernorm_nobias",
         || LayerNorm::with_options([8], o),
         false,
         |m, x| call(m, x),
     )?;
-    let o = LayerNormOptions {
-        elementwise_affine: false,
-        ..Default::default()
-    };
+    let o = LayerNormOptions::new().elementwise_affine(false);
     run_case(
         "layernorm_noaffine",
         || LayerNorm::with_options([8], o),
@@ -470,11 +417,7 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
         |m, x| call(m, x),
     )?;
     run_case("groupnorm", || GroupNorm::new(2, 6), false, |m, x| call(m, x))?;
-    let o = GroupNormOptions {
-        eps: 1e-3,
-        affine: false,
-        ..Default::default()
-    };
+    let o = GroupNormOptions::new().eps(1e-3).affine(false);
     run_case(
         "groupnorm_noaffine",
         || GroupNorm::with_options(3, 6, o),
@@ -482,20 +425,14 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
         |m, x| call(m, x),
     )?;
     run_case("rmsnorm", || RMSNorm::new([4]), false, |m, x| call(m, x))?;
-    let o = RmsNormOptions {
-        eps: Some(1e-6),
-        ..Default::default()
-    };
+    let o = RmsNormOptions::new().eps(1e-6);
     run_case(
         "rmsnorm_eps_2d",
         || RMSNorm::with_options([5, 4], o),
         false,
         |m, x| call(m, x),
     )?;
-    let o = RmsNormOptions {
-        elementwise_affine: false,
-        ..Default::default()
-    };
+    let o = RmsNormOptions::new().elementwise_affine(false);
     run_case(
         "rmsnorm_noaffine",
         || RMSNorm::with_options([4], o),
@@ -503,10 +440,7 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
         |m, x| call(m, x),
     )?;
 
-    let o = EmbeddingLayerOptions {
-        padding_idx: Some(-2),
-        ..Default::default()
-    };
+    let o = EmbeddingLayerOptions::new().padding_idx(-2);
     let e = run_case(
         "embedding_padding",
         || Embedding::with_options(10, 4, o),
@@ -514,21 +448,14 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
         |m, x| call(m, x),
     )?;
     assert_eq!(e.padding_idx(), Some(8));
-    let o = EmbeddingLayerOptions {
-        scale_grad_by_freq: true,
-        ..Default::default()
-    };
+    let o = EmbeddingLayerOptions::new().scale_grad_by_freq(true);
     run_case(
         "embedding_freq",
         || Embedding::with_options(10, 4, o),
         false,
         |m, x| call(m, x),
     )?;
-    let o = EmbeddingLayerOptions {
-        max_norm: Some(1.0),
-        norm_type: 1.5,
-        ..Default::default()
-    };
+    let o = EmbeddingLayerOptions::new().max_norm(1.0).norm_type(1.5);
     run_case(
         "embedding_max_norm",
         || Embedding::with_options(10, 4, o),
@@ -538,10 +465,7 @@ fn norm_and_embedding_layers_match_pytorch() -> Result<()> {
 
     // from_pretrained: the given rows, frozen by default, no row zeroed.
     let w = Tensor::new([[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])?;
-    let pad = EmbeddingLayerOptions {
-        padding_idx: Some(0),
-        ..Default::default()
-    };
+    let pad = EmbeddingLayerOptions::new().padding_idx(0);
     let e = Embedding::from_pretrained(&w, true, pad)?;
     assert!(!e.weight.tensor().requires_grad());
     assert_eq!(e.repr(), "Embedding(3, 2, padding_idx=0)");
@@ -589,33 +513,28 @@ fn loss_modules_match_pytorch_for_every_reduction() -> Result<()> {
     for red in ["none", "mean", "sum"] {
         let r = reduction(red);
         let n = format!("ce_{red}");
-        let ce = CrossEntropyLoss::with_options(ClassLossOptions {
-            weight: Some(buffer_value(&n, "weight")),
-            ignore_index: Some(1),
-            reduction: r,
-            label_smoothing: 0.1,
-        });
+        let ce = CrossEntropyLoss::with_options(
+            ClassLossOptions::new()
+                .weight(buffer_value(&n, "weight"))
+                .ignore_index(1)
+                .reduction(r)
+                .label_smoothing(0.1),
+        );
         loss_case(&n, &ce, |x, t| ce.forward(x, t))?;
-        let ce = CrossEntropyLoss::with_options(ClassLossOptions {
-            reduction: r,
-            ..Default::default()
-        });
+        let ce = CrossEntropyLoss::with_options(ClassLossOptions::new().reduction(r));
         loss_case(&format!("ce_plain_{red}"), &ce, |x, t| ce.forward(x, t))?;
         loss_case(&format!("ce_3d_{red}"), &ce, |x, t| ce.forward(x, t))?;
         let n = format!("ce_probs_{red}");
-        let ce = CrossEntropyLoss::with_options(ClassLossOptions {
-            weight: Some(buffer_value(&n, "weight")),
-            reduction: r,
-            ..Default::default()
-        });
+        let ce =
+            CrossEntropyLoss::with_options(ClassLossOptions::new().weight(buffer_value(&n, "weight")).reduction(r));
         loss_case(&n, &ce, |x, t| ce.forward(x, t))?;
         let n = format!("nll_{red}");
-        let nll = NLLLoss::with_options(ClassLossOptions {
-            weight: Some(buffer_value(&n, "weight")),
-            ignore_index: Some(3),
-            reduction: r,
-            ..Default::default()
-        });
+        let nll = NLLLoss::with_options(
+            ClassLossOptions::new()
+                .weight(buffer_value(&n, "weight"))
+                .ignore_index(3)
+                .reduction(r),
+        );
         loss_case(&n, &nll, |x, t| nll.forward(x, t))?;
         let m = MSELoss::with_reduction(r);
         loss_case(&format!("mse_{red}"), &m, |x, t| m.forward(x, t))?;
@@ -813,21 +732,21 @@ fn layers_gradcheck_in_f64() -> Result<()> {
         let bn3 = BatchNorm3d::new(2)?;
         bn3.to_dtype(DType::F64)?;
         perturb(&bn3)?;
-        bn3.train(train);
+        bn3.train_mode(train);
         let x = randn64(&[2, 2, 2, 2, 2])?;
         let f = |xs: &[Tensor]| bn3.call(&xs[0]);
         module_gradcheck("BatchNorm3d", bn3.parameters(), std::slice::from_ref(&x), &f, true)?;
         let bn = BatchNorm2d::new(3)?;
         bn.to_dtype(DType::F64)?;
         perturb(&bn)?;
-        bn.train(train);
+        bn.train_mode(train);
         let x = randn64(&[2, 3, 2, 2])?;
         let f = |xs: &[Tensor]| bn.call(&xs[0]);
         module_gradcheck("BatchNorm2d", bn.parameters(), std::slice::from_ref(&x), &f, true)?;
         let bn1 = BatchNorm1d::new(3)?;
         bn1.to_dtype(DType::F64)?;
         perturb(&bn1)?;
-        bn1.train(train);
+        bn1.train_mode(train);
         let x = randn64(&[4, 3])?;
         let f = |xs: &[Tensor]| bn1.call(&xs[0]);
         module_gradcheck("BatchNorm1d", bn1.parameters(), std::slice::from_ref(&x), &f, true)?;
@@ -836,11 +755,7 @@ fn layers_gradcheck_in_f64() -> Result<()> {
     let emb = Embedding::with_options(
         6,
         3,
-        EmbeddingLayerOptions {
-            padding_idx: Some(2),
-            scale_grad_by_freq: true,
-            ..Default::default()
-        },
+        EmbeddingLayerOptions::new().padding_idx(2).scale_grad_by_freq(true),
     )?;
     emb.to_dtype(DType::F64)?;
     let idx = Tensor::new([[0i64, 2, 5], [5, 1, 0]])?;
@@ -858,37 +773,18 @@ fn layers_gradcheck_in_f64() -> Result<()> {
     module_gradcheck("Embedding", plain.parameters(), std::slice::from_ref(&idx), &fp, true)?;
 
     // Transformers (small), eval mode.
-    let o = TransformerLayerOptions {
-        dim_feedforward: 6,
-        ..Default::default()
-    };
+    let o = TransformerLayerOptions::new().dim_feedforward(6);
     for (act, nf) in [
         (TransformerActivation::Relu, false),
         (TransformerActivation::Gelu, true),
     ] {
-        let layer = TransformerEncoderLayer::with_options(
-            4,
-            2,
-            TransformerLayerOptions {
-                activation: act,
-                norm_first: nf,
-                ..o
-            },
-        )?;
+        let layer = TransformerEncoderLayer::with_options(4, 2, o.activation(act).norm_first(nf))?;
         layer.to_dtype(DType::F64)?;
         perturb(&layer)?;
         layer.eval();
         let src = randn64(&[3, 2, 4])?;
         let mask = nn::generate_square_subsequent_mask(3, Some(DType::F64))?;
-        let f = |xs: &[Tensor]| {
-            layer.forward(
-                &xs[0],
-                &EncoderLayerForwardOptions {
-                    src_mask: Some(&mask),
-                    ..Default::default()
-                },
-            )
-        };
+        let f = |xs: &[Tensor]| layer.call_with(&xs[0], EncoderLayerForwardOptions::new().src_mask(&mask));
         module_gradcheck(
             "TransformerEncoderLayer",
             layer.parameters(),
@@ -905,7 +801,7 @@ fn layers_gradcheck_in_f64() -> Result<()> {
     enc.to_dtype(DType::F64)?;
     enc.eval();
     let src = randn64(&[3, 2, 4])?;
-    let f = |xs: &[Tensor]| enc.forward(&xs[0], &EncoderForwardOptions::default());
+    let f = |xs: &[Tensor]| enc.call(&xs[0]);
     module_gradcheck(
         "TransformerEncoder",
         enc.parameters(),
@@ -918,7 +814,7 @@ fn layers_gradcheck_in_f64() -> Result<()> {
     perturb(&dec)?;
     dec.eval();
     let (tgt, mem) = (randn64(&[2, 2, 4])?, randn64(&[3, 2, 4])?);
-    let f = |xs: &[Tensor]| dec.forward(&xs[0], &xs[1], &DecoderLayerForwardOptions::default());
+    let f = |xs: &[Tensor]| dec.call(&xs[0], &xs[1]);
     module_gradcheck(
         "TransformerDecoderLayer",
         dec.parameters(),
@@ -935,16 +831,7 @@ fn layers_gradcheck_in_f64() -> Result<()> {
     perturb(&stack)?;
     stack.eval();
     let tgt_mask = nn::generate_square_subsequent_mask(2, Some(DType::F64))?;
-    let f = |xs: &[Tensor]| {
-        stack.forward(
-            &xs[0],
-            &xs[1],
-            &DecoderForwardOptions {
-                tgt_mask: Some(&tgt_mask),
-                ..Default::default()
-            },
-        )
-    };
+    let f = |xs: &[Tensor]| stack.call_with(&xs[0], &xs[1], DecoderForwardOptions::new().tgt_mask(&tgt_mask));
     module_gradcheck(
         "TransformerDecoder",
         stack.parameters(),
@@ -955,47 +842,26 @@ fn layers_gradcheck_in_f64() -> Result<()> {
     let tr = Transformer::with_options(
         4,
         2,
-        TransformerOptions {
-            num_encoder_layers: 1,
-            num_decoder_layers: 1,
-            layer: TransformerLayerOptions {
-                activation: TransformerActivation::Gelu,
-                ..o
-            },
-        },
+        TransformerOptions::new()
+            .num_encoder_layers(1)
+            .num_decoder_layers(1)
+            .layer(o.activation(TransformerActivation::Gelu)),
     )?;
     tr.to_dtype(DType::F64)?;
     perturb(&tr)?;
     tr.eval();
-    let f = |xs: &[Tensor]| {
-        tr.forward(
-            &xs[0],
-            &xs[1],
-            &TransformerForwardOptions {
-                tgt_mask: Some(&tgt_mask),
-                ..Default::default()
-            },
-        )
-    };
+    let f = |xs: &[Tensor]| tr.call_with(&xs[0], &xs[1], TransformerForwardOptions::new().tgt_mask(&tgt_mask));
     module_gradcheck("Transformer", tr.parameters(), &[mem, tgt], &f, true)?;
 
     // Losses (no parameters: input gradients, first and second order).
     let x = randn64(&[3, 4])?;
     let t = Tensor::new([0i64, 3, 1])?;
     let w = Tensor::new([0.5f64, 1.0, 1.5, 2.0])?;
-    let ce = CrossEntropyLoss::with_options(ClassLossOptions {
-        weight: Some(w.clone()),
-        label_smoothing: 0.2,
-        ..Default::default()
-    });
+    let ce = CrossEntropyLoss::with_options(ClassLossOptions::new().weight(w.clone()).label_smoothing(0.2));
     let f = |xs: &[Tensor]| ce.forward(&xs[0], &t);
     autograd::gradcheck(&f, std::slice::from_ref(&x), gc)?;
     autograd::gradgradcheck(&f, std::slice::from_ref(&x), gc)?;
-    let nll = NLLLoss::with_options(ClassLossOptions {
-        weight: Some(w.clone()),
-        reduction: Reduction::Sum,
-        ..Default::default()
-    });
+    let nll = NLLLoss::with_options(ClassLossOptions::new().weight(w.clone()).reduction(Reduction::Sum));
     let f = |xs: &[Tensor]| nll.forward(&xs[0].log_softmax(1)?, &t);
     autograd::gradcheck(&f, std::slice::from_ref(&x), gc)?;
     autograd::gradgradcheck(&f, std::slice::from_ref(&x), gc)?;
@@ -1097,17 +963,10 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
         e.contains("index out of range in self") && e.contains("12") && e.contains("10"),
         "{e}"
     );
-    let e = Embedding::with_options(
-        10,
-        4,
-        EmbeddingLayerOptions {
-            padding_idx: Some(10),
-            ..Default::default()
-        },
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    let e = Embedding::with_options(10, 4, EmbeddingLayerOptions::new().padding_idx(10))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("Padding_idx must be within num_embeddings"), "{e}");
     let ce = CrossEntropyLoss::new();
     let e = ce
@@ -1124,18 +983,8 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
         e.contains("Expected input batch_size (3) to match target batch_size (2)"),
         "{e}"
     );
-    let layer = TransformerEncoderLayer::with_options(
-        16,
-        4,
-        TransformerLayerOptions {
-            dim_feedforward: 32,
-            ..Default::default()
-        },
-    )?;
-    let e = layer
-        .forward(&Tensor::ones([5, 2, 8])?, &Default::default())
-        .unwrap_err()
-        .to_string();
+    let layer = TransformerEncoderLayer::with_options(16, 4, TransformerLayerOptions::new().dim_feedforward(32))?;
+    let e = layer.call(&Tensor::ones([5, 2, 8])?).unwrap_err().to_string();
     assert_eq!(
         e,
         "TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, batch_first=False, norm_first=False): \
@@ -1147,25 +996,17 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
         e.ends_with("expected src [S, N, 16] (or unbatched [S, 16]), got [5, 2, 8]"),
         "{e}"
     );
-    let small = TransformerLayerOptions {
-        dim_feedforward: 8,
-        ..Default::default()
-    };
+    let small = TransformerLayerOptions::new().dim_feedforward(8);
     let t = Transformer::with_options(
         8,
         2,
-        TransformerOptions {
-            num_encoder_layers: 1,
-            num_decoder_layers: 1,
-            layer: small,
-        },
+        TransformerOptions::new()
+            .num_encoder_layers(1)
+            .num_decoder_layers(1)
+            .layer(small),
     )?;
     let e = t
-        .forward(
-            &Tensor::ones([5, 2, 8])?,
-            &Tensor::ones([4, 3, 8])?,
-            &Default::default(),
-        )
+        .call(&Tensor::ones([5, 2, 8])?, &Tensor::ones([4, 3, 8])?)
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -1174,11 +1015,7 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
          got src [5, 2, 8] and tgt [4, 3, 8]"
     );
     let e = t
-        .forward(
-            &Tensor::ones([5, 2, 8])?,
-            &Tensor::ones([4, 2, 6])?,
-            &Default::default(),
-        )
+        .call(&Tensor::ones([5, 2, 8])?, &Tensor::ones([4, 2, 6])?)
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -1188,7 +1025,7 @@ fn bad_input_names_the_layer_and_both_shapes() -> Result<()> {
     );
     let dec = TransformerDecoder::new(TransformerDecoderLayer::with_options(8, 2, small)?, 1, None)?;
     let e = dec
-        .forward(&Tensor::ones([4, 2, 8])?, &Tensor::ones([5, 8])?, &Default::default())
+        .call(&Tensor::ones([4, 2, 8])?, &Tensor::ones([5, 8])?)
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -1280,37 +1117,19 @@ fn earlier_layers_gradcheck_in_f64() -> Result<()> {
     one("AdaptiveAvgPool2d", &aap, &[1, 2, 5, 4], &|xs| aap.call(&xs[0]))?;
     let amp = AdaptiveMaxPool2d::new([2, 2]);
     one("AdaptiveMaxPool2d", &amp, &[1, 2, 5, 4], &|xs| amp.call(&xs[0]))?;
-    let lstm = LSTM::with_options(
-        3,
-        2,
-        RnnOptions {
-            num_layers: 2,
-            bidirectional: true,
-            ..Default::default()
-        },
-    )?;
-    one("LSTM", &lstm, &[4, 2, 3], &|xs| Ok(lstm.forward(&xs[0], None)?.0))?;
-    let gru = GRU::with_options(
-        3,
-        2,
-        RnnOptions {
-            batch_first: true,
-            ..Default::default()
-        },
-    )?;
-    one("GRU", &gru, &[2, 4, 3], &|xs| Ok(gru.forward(&xs[0], None)?.0))?;
+    let lstm = LSTM::with_options(3, 2, RnnOptions::new().num_layers(2).bidirectional(true))?;
+    one("LSTM", &lstm, &[4, 2, 3], &|xs| Ok(lstm.call(&xs[0])?.0))?;
+    let gru = GRU::with_options(3, 2, RnnOptions::new().batch_first(true))?;
+    one("GRU", &gru, &[2, 4, 3], &|xs| Ok(gru.call(&xs[0])?.0))?;
     let mha = MultiheadAttention::new(4, 2)?;
     mha.to_dtype(DType::F64)?;
     let (q, kv) = (randn64(&[3, 2, 4])?, randn64(&[5, 2, 4])?);
-    let opts = MhaForwardOptions {
-        need_weights: false,
-        ..Default::default()
-    };
+    let opts = MhaForwardOptions::new().need_weights(false);
     module_gradcheck(
         "MultiheadAttention",
         mha.parameters(),
         &[q, kv],
-        &|xs| Ok(mha.forward(&xs[0], &xs[1], &xs[1], &opts)?.0),
+        &|xs| Ok(mha.call_with(&xs[0], &xs[1], &xs[1], opts)?.0),
         true,
     )?;
     let acts: Vec<(&str, Box<dyn Forward>)> = vec![
@@ -1361,7 +1180,7 @@ fn multihead_attention_hooks_match_pytorch() -> Result<()> {
         .iter()
         .map(|v| tensor_of(v).requires_grad_(true))
         .collect::<Result<_>>()?;
-    let (out, w) = m.forward(&inputs[0], &inputs[1], &inputs[2], &MhaForwardOptions::default())?;
+    let (out, w) = m.call(&inputs[0], &inputs[1], &inputs[2])?;
     let w = w.expect("need_weights gives the weights");
     check_close("mha_hooks: output", &out, &c["output"]);
     check_close("mha_hooks: weights", &w, &c["weights"]);
@@ -1404,8 +1223,8 @@ fn multihead_attention_hooks_match_pytorch() -> Result<()> {
         h.remove();
     }
     let x: Vec<Tensor> = inputs.iter().map(Tensor::detach).collect();
-    let (plain, _) = m.forward(&x[0], &x[1], &x[2], &MhaForwardOptions::default())?;
-    let (scaled, _) = m.forward(&x[0].mul(2.0)?, &x[1], &x[2], &MhaForwardOptions::default())?;
+    let (plain, _) = m.call(&x[0], &x[1], &x[2])?;
+    let (scaled, _) = m.call(&x[0].mul(2.0)?, &x[1], &x[2])?;
     assert_ne!(plain.to_vec::<f32>()?, scaled.add(1.0)?.to_vec::<f32>()?);
     plain.sum()?.backward()?;
     assert_eq!(seen.lock().unwrap().len(), 1);
@@ -1419,20 +1238,12 @@ fn multihead_attention_hooks_match_pytorch() -> Result<()> {
 fn encoder_layers_chain_in_sequential() -> Result<()> {
     let _rng = rng_lock();
     manual_seed(3);
-    let o = TransformerLayerOptions {
-        dim_feedforward: 8,
-        ..Default::default()
-    };
+    let o = TransformerLayerOptions::new().dim_feedforward(8);
     let layer = TransformerEncoderLayer::with_options(8, 2, o)?;
     let enc = TransformerEncoder::new(TransformerEncoderLayer::with_options(8, 2, o)?, 2, None)?;
     layer.eval();
     let x1 = Tensor::randn([3, 8])?;
-    assert_eq!(
-        layer.call(&x1)?.to_vec::<f32>()?,
-        layer
-            .forward(&x1, &EncoderLayerForwardOptions::default())?
-            .to_vec::<f32>()?
-    );
+    assert_eq!(layer.call(&x1)?.to_vec::<f32>()?, layer.call(&x1)?.to_vec::<f32>()?);
     let net = Sequential::new().push(layer).push(enc).push(nn::Linear::new(8, 3)?);
     net.eval();
     let keys: Vec<String> = net.state_dict().keys().map(str::to_string).collect();

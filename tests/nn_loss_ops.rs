@@ -75,11 +75,9 @@ fn graph_nodes_are_pytorchs() -> Result<()> {
         &x3,
         Some(&Tensor::zeros([4])?),
         Some(&Tensor::ones([4])?),
-        &F::BatchNormOptions {
-            weight: Some(&c4),
-            training: true,
-            ..Default::default()
-        },
+        Some(&c4),
+        None,
+        &F::BatchNormOptions::new().training(true),
     )?;
     assert_eq!(first(&bn), "NativeBatchNormBackward0");
     let e = leaf(&[10, 3], 6);
@@ -123,10 +121,7 @@ fn graph_nodes_are_pytorchs() -> Result<()> {
         nodes(&ce(&Default::default())?, 3),
         ["NllLossBackward0", "LogSoftmaxBackward0", "AccumulateGrad"]
     );
-    let smooth = ce(&F::CrossEntropyOptions {
-        label_smoothing: 0.1,
-        ..Default::default()
-    })?;
+    let smooth = ce(&F::CrossEntropyOptions::new().label_smoothing(0.1))?;
     assert_eq!(
         nodes(&smooth, 8),
         unify(&[
@@ -224,18 +219,12 @@ fn errors_carry_pytorchs_messages() -> Result<()> {
     assert!(err(ce(&Tensor::new([0i64, -1, 2])?)).contains("Target -1 is out of bounds."));
     assert!(err(ce(&Tensor::new([0i32, 1, 2])?)).contains("expected target dtype to be Long or Byte, but got Int"));
     assert!(err(ce(&Tensor::new([0.0f32, 1.0, 2.0])?)).contains("but got Float"));
-    let smooth = F::CrossEntropyOptions {
-        label_smoothing: 1.5,
-        ..Default::default()
-    };
+    let smooth = F::CrossEntropyOptions::new().label_smoothing(1.5);
     assert!(
         err(F::cross_entropy(&x, &Tensor::new([0i64, 1, 2])?, &smooth))
             .contains("label_smoothing must be between 0.0 and 1.0. Got: 1.5")
     );
-    let ignore = F::CrossEntropyOptions {
-        ignore_index: 1,
-        ..Default::default()
-    };
+    let ignore = F::CrossEntropyOptions::new().ignore_index(1);
     assert!(
         err(F::cross_entropy(&x, &Tensor::ones([3, 5])?, &ignore))
             .contains("ignore_index is not supported for floating point target")
@@ -250,10 +239,7 @@ fn errors_carry_pytorchs_messages() -> Result<()> {
     let emb = |i: Tensor| F::embedding(&i, &e, &Default::default());
     assert!(err(emb(Tensor::new([1i64, 10])?)).contains("index out of range in self"));
     assert!(err(emb(Tensor::new([-1i64])?)).contains("index out of range in self"));
-    let pad = F::EmbeddingOptions {
-        padding_idx: Some(10),
-        ..Default::default()
-    };
+    let pad = F::EmbeddingOptions::new().padding_idx(10);
     assert!(err(F::embedding(&Tensor::new([1i64])?, &e, &pad)).contains("Padding_idx must be within num_embeddings"));
     assert!(
         err(F::layer_norm(&x, &[4], None, None, 1e-5))
@@ -264,24 +250,37 @@ fn errors_carry_pytorchs_messages() -> Result<()> {
         err(F::group_norm(&g6, 4, None, None, 1e-5))
             .contains("Expected number of channels in input to be divisible by num_groups")
     );
-    let train = F::BatchNormOptions {
-        training: true,
-        ..Default::default()
-    };
+    let train = F::BatchNormOptions::new().training(true);
     let (rm, rv) = (Tensor::zeros([4])?, Tensor::ones([4])?);
     assert!(
-        err(F::batch_norm(&leaf(&[1, 4], 23), Some(&rm), Some(&rv), &train))
-            .contains("Expected more than 1 value per channel when training, got input size [1, 4]")
+        err(F::batch_norm(
+            &leaf(&[1, 4], 23),
+            Some(&rm),
+            Some(&rv),
+            None,
+            None,
+            &train
+        ))
+        .contains("Expected more than 1 value per channel when training, got input size [1, 4]")
     );
     assert!(
-        err(F::batch_norm(&leaf(&[3, 4], 24), None, None, &Default::default()))
-            .contains("running_mean must be defined in evaluation mode")
+        err(F::batch_norm(
+            &leaf(&[3, 4], 24),
+            None,
+            None,
+            None,
+            None,
+            &Default::default()
+        ))
+        .contains("running_mean must be defined in evaluation mode")
     );
     assert!(
         err(F::batch_norm(
             &leaf(&[3, 4], 24),
             Some(&Tensor::zeros([3])?),
             Some(&rv),
+            None,
+            None,
             &train
         ))
         .contains("running_mean should contain 4 elements not 3")
@@ -332,12 +331,8 @@ fn batch_norm_updates_running_statistics_in_place() -> Result<()> {
     let x = Tensor::new([[1.0f32, 2.0], [3.0, 6.0], [5.0, 10.0]])?;
     let (rm, rv) = (Tensor::zeros([2])?, Tensor::ones([2])?);
     let v0 = rm.version();
-    let train = F::BatchNormOptions {
-        training: true,
-        momentum: 0.5,
-        ..Default::default()
-    };
-    F::batch_norm(&x, Some(&rm), Some(&rv), &train)?;
+    let train = F::BatchNormOptions::new().training(true).momentum(0.5);
+    F::batch_norm(&x, Some(&rm), Some(&rv), None, None, &train)?;
     assert!(rm.version() > v0);
     // mean (3, 6), unbiased variance (4, 16).
     assert_eq!(rm.to_vec::<f32>()?, [1.5, 3.0]);
@@ -345,10 +340,10 @@ fn batch_norm_updates_running_statistics_in_place() -> Result<()> {
     // Non-contiguous statistics are updated too.
     let stats = Tensor::zeros([2, 2])?;
     let (rm2, rv2) = (stats.select(1, 0)?, Tensor::ones([2, 2])?.select(1, 1)?);
-    F::batch_norm(&x, Some(&rm2), Some(&rv2), &train)?;
+    F::batch_norm(&x, Some(&rm2), Some(&rv2), None, None, &train)?;
     assert_eq!(stats.to_vec::<f32>()?, [1.5, 0.0, 3.0, 0.0]);
     // Evaluation leaves them alone.
-    F::batch_norm(&x, Some(&rm), Some(&rv), &Default::default())?;
+    F::batch_norm(&x, Some(&rm), Some(&rv), None, None, &Default::default())?;
     assert_eq!(rm.to_vec::<f32>()?, [1.5, 3.0]);
     Ok(())
 }
@@ -356,10 +351,7 @@ fn batch_norm_updates_running_statistics_in_place() -> Result<()> {
 #[test]
 fn embedding_max_norm_renormalises_the_weight_in_place() -> Result<()> {
     let w = Tensor::new([[3.0f32, 4.0], [0.3, 0.4], [6.0, 8.0]])?.requires_grad_(true)?;
-    let opts = F::EmbeddingOptions {
-        max_norm: Some(1.0),
-        ..Default::default()
-    };
+    let opts = F::EmbeddingOptions::new().max_norm(1.0);
     let y = F::embedding(&Tensor::new([0i64, 1, 0])?, &w, &opts)?;
     let got = w.detach().to_vec::<f32>()?;
     // Row 0 scaled to norm 1 (times 5 / (5 + 1e-7)), row 1 kept, row 2 not named.
@@ -384,18 +376,15 @@ fn meta_device_runs_the_shape_rules() -> Result<()> {
     );
     assert_eq!(x.native_group_norm(3, Some(&c), Some(&c), 1e-5)?.1.shape(), [4, 3]);
     let (rm, rv) = (m.clone().zeros([3])?, m.clone().ones([3])?);
-    let train = F::BatchNormOptions {
-        training: true,
-        ..Default::default()
-    };
-    assert_eq!(F::batch_norm(&x, Some(&rm), Some(&rv), &train)?.device(), Device::Meta);
+    let train = F::BatchNormOptions::new().training(true);
+    assert_eq!(
+        F::batch_norm(&x, Some(&rm), Some(&rv), None, None, &train)?.device(),
+        Device::Meta
+    );
     let t = m.clone().dtype(DType::I64).zeros([4, 5])?;
     let ce = F::cross_entropy(&x, &t, &Default::default())?;
     assert_eq!((ce.shape(), ce.device()), ([].as_slice(), Device::Meta));
-    let none = F::CrossEntropyOptions {
-        reduction: Reduction::None,
-        ..Default::default()
-    };
+    let none = F::CrossEntropyOptions::new().reduction(Reduction::None);
     assert_eq!(F::cross_entropy(&x, &t, &none)?.shape(), [4, 5]);
     assert_eq!(F::mse_loss(&x, &x, Reduction::None)?.shape(), [4, 3, 5]);
     assert_eq!(
@@ -431,21 +420,37 @@ fn half_precision_computes_in_f32() -> Result<()> {
 
 #[test]
 fn functional_defaults_are_pytorchs() {
-    let ce = F::CrossEntropyOptions::default();
-    assert_eq!(
-        (ce.ignore_index, ce.reduction, ce.label_smoothing),
-        (-100, Reduction::Mean, 0.0)
+    // The options' fields are set through their builders; their Debug
+    // form shows the defaults.
+    let has = |o: String, parts: &[&str]| {
+        for p in parts {
+            assert!(o.contains(p), "{o} lacks {p}");
+        }
+    };
+    has(
+        format!("{:?}", F::CrossEntropyOptions::new()),
+        &[
+            "weight: None",
+            "ignore_index: -100",
+            "reduction: Mean",
+            "label_smoothing: 0.0",
+        ],
     );
-    assert!(ce.weight.is_none());
-    let bn = F::BatchNormOptions::default();
-    assert_eq!((bn.training, bn.momentum, bn.eps), (false, 0.1, 1e-5));
-    let emb = F::EmbeddingOptions::default();
-    assert_eq!(
-        (emb.padding_idx, emb.max_norm, emb.norm_type, emb.scale_grad_by_freq),
-        (None, None, 2.0, false)
+    has(
+        format!("{:?}", F::BatchNormOptions::new()),
+        &["training: false", "momentum: 0.1", "eps: 1e-5"],
     );
-    assert_eq!(F::NllLossOptions::default().ignore_index, -100);
-    assert_eq!(F::BceWithLogitsOptions::default().reduction, Reduction::Mean);
+    has(
+        format!("{:?}", F::EmbeddingOptions::new()),
+        &[
+            "padding_idx: None",
+            "max_norm: None",
+            "norm_type: 2.0",
+            "scale_grad_by_freq: false",
+        ],
+    );
+    has(format!("{:?}", F::NllLossOptions::new()), &["ignore_index: -100"]);
+    has(format!("{:?}", F::BceWithLogitsOptions::new()), &["reduction: Mean"]);
     assert_eq!(F::KlDivReduction::default(), F::KlDivReduction::Mean);
     assert_eq!(Reduction::default().as_str(), "mean");
 }

@@ -165,11 +165,7 @@ fn modules_match_pytorch_after_manual_seed() -> Result<()> {
     check_module("mnist_mlp", || Ok(Box::new(mnist_mlp()?)))?;
     check_module("linear_small", || Ok(Box::new(Linear::new(5, 3)?)))?;
     check_module("linear_nobias_f64", || {
-        let opts = LinearOptions {
-            bias: false,
-            dtype: Some(DType::F64),
-            ..Default::default()
-        };
+        let opts = LinearOptions::new().bias(false).dtype(DType::F64);
         Ok(Box::new(Linear::with_options(4, 6, opts)?))
     })?;
     check_module("bilinear", || Ok(Box::new(nn::Bilinear::new(3, 4, 2)?)))?;
@@ -218,21 +214,25 @@ fn train_eval_zero_grad_and_to_dtype() -> Result<()> {
     net.eval();
     assert!(!net.is_training());
     assert!(net.modules().iter().all(|m| !m.is_training()));
-    net.train(true);
+    net.train();
     assert!(net.is_training());
 
     // An optimizer's handles stay valid across to_dtype.
     let params = net.parameters();
     let x = Tensor::randn([2, 1, 28, 28])?;
     net.call(&x)?.sum()?.backward()?;
-    assert!(params.iter().all(|p| p.grad().is_some()));
+    assert!(params.iter().all(|p| p.grad_opt().is_some()));
     net.to_dtype(DType::F64)?;
     assert!(
         params
             .iter()
             .all(|p| p.tensor().dtype() == DType::F64 && p.tensor().requires_grad())
     );
-    assert!(params.iter().all(|p| p.grad().is_some_and(|g| g.dtype() == DType::F64)));
+    assert!(
+        params
+            .iter()
+            .all(|p| p.grad_opt().is_some_and(|g| g.dtype() == DType::F64))
+    );
     net.zero_grad(false)?;
     assert!(
         params
@@ -240,7 +240,7 @@ fn train_eval_zero_grad_and_to_dtype() -> Result<()> {
             .all(|p| p.grad().unwrap().abs().unwrap().sum().unwrap().item::<f64>().unwrap() == 0.0)
     );
     net.zero_grad(true)?;
-    assert!(params.iter().all(|p| p.grad().is_none()));
+    assert!(params.iter().all(|p| p.grad_opt().is_none()));
     assert!(net.to_dtype(DType::I64).is_err());
     net.requires_grad_(false)?;
     assert!(params.iter().all(|p| !p.tensor().requires_grad()));
@@ -403,18 +403,18 @@ fn forward_pre_hook_replaces_multihead_attention_inputs() -> Result<()> {
         count.fetch_add(args.len(), Ordering::Relaxed);
         Ok(Some(vec![args[0].clone(), args[1].clone(), args[1].clone()]))
     })?;
-    let (out, w) = mha.forward(&q, &k, &v, &opts)?;
+    let (out, w) = mha.call_with(&q, &k, &v, opts)?;
     assert_eq!(seen.load(Ordering::Relaxed), 3);
     pre.remove();
-    let (want, want_w) = mha.forward(&q, &k, &k, &opts)?;
+    let (want, want_w) = mha.call_with(&q, &k, &k, opts)?;
     assert_eq!(values(&out), values(&want));
     assert_eq!(values(&w.unwrap()), values(&want_w.unwrap()));
-    let (plain, _) = mha.forward(&q, &k, &v, &opts)?;
+    let (plain, _) = mha.call_with(&q, &k, &v, opts)?;
     assert_ne!(values(&plain), values(&want));
     assert_eq!(seen.load(Ordering::Relaxed), 3, "removed: not called again");
     // A pre-hook must give back one tensor per input.
     let bad = mha.register_forward_pre_hook(|_, args| Ok(Some(args[..2].to_vec())))?;
-    let e = mha.forward(&q, &k, &v, &opts).unwrap_err().to_string();
+    let e = mha.call_with(&q, &k, &v, opts).unwrap_err().to_string();
     assert_eq!(
         e,
         "MultiheadAttention: a forward pre-hook returned 2 tensors, expected 3 (one per tensor it was given)"
@@ -422,14 +422,7 @@ fn forward_pre_hook_replaces_multihead_attention_inputs() -> Result<()> {
     bad.remove();
     // Inside a transformer layer, the attention's hooks run too (PyTorch's
     // `self.self_attn(x, x, x, ...)`).
-    let layer = nn::TransformerEncoderLayer::with_options(
-        4,
-        2,
-        nn::TransformerLayerOptions {
-            dim_feedforward: 8,
-            ..Default::default()
-        },
-    )?;
+    let layer = nn::TransformerEncoderLayer::with_options(4, 2, nn::TransformerLayerOptions::new().dim_feedforward(8))?;
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
     let h = layer.self_attn.register_forward_pre_hook(move |_, args| {
@@ -462,7 +455,7 @@ fn forward_hook_sees_and_replaces_every_lstm_output() -> Result<()> {
         ));
         Ok(Some(vec![out[0].clone(), out[1].clone(), out[2].zeros_like()?]))
     })?;
-    let (out, (hn, cn)) = lstm.forward(&x, None)?;
+    let (out, (hn, cn)) = lstm.call(&x)?;
     assert_eq!(
         *shapes.lock().unwrap(),
         [(vec![vec![5, 2, 3]], vec![vec![5, 2, 4], vec![1, 2, 4], vec![1, 2, 4]])]
@@ -470,20 +463,20 @@ fn forward_hook_sees_and_replaces_every_lstm_output() -> Result<()> {
     assert!(values(&cn).iter().all(|&v| v == 0.0));
     // With an initial state the hooks see it as inputs too.
     let (h0, c0) = (Tensor::randn([1, 2, 4])?, Tensor::randn([1, 2, 4])?);
-    lstm.forward(&x, Some((&h0, &c0)))?;
+    lstm.call_with(&x, (&h0, &c0))?;
     assert_eq!(
         shapes.lock().unwrap()[1].0,
         [vec![5, 2, 3], vec![1, 2, 4], vec![1, 2, 4]]
     );
     h.remove();
-    let (out2, (hn2, cn2)) = lstm.forward(&x, None)?;
+    let (out2, (hn2, cn2)) = lstm.call(&x)?;
     assert_eq!(values(&out), values(&out2));
     assert_eq!(values(&hn), values(&hn2));
     assert!(values(&cn2).iter().any(|&v| v != 0.0));
     assert_eq!(shapes.lock().unwrap().len(), 2);
     // A forward hook must return as many outputs as it saw.
     let bad = lstm.register_forward_hook(|_, _, out| Ok(Some(vec![out[0].clone()])))?;
-    let e = lstm.forward(&x, None).unwrap_err().to_string();
+    let e = lstm.call(&x).unwrap_err().to_string();
     assert_eq!(
         e,
         "LSTM: a forward hook returned 1 tensors, expected 3 (one per tensor it was given)"
@@ -497,10 +490,10 @@ fn forward_hook_sees_and_replaces_every_lstm_output() -> Result<()> {
         assert_eq!(out.len(), 2);
         Ok(None)
     })?;
-    let (o, hn) = gru.forward(&x, Some(&h0))?;
+    let (o, hn) = gru.call_with(&x, &h0)?;
     pre.remove();
     post.remove();
-    let (o0, hn0) = gru.forward(&x, None)?;
+    let (o0, hn0) = gru.call(&x)?;
     assert_eq!((values(&o), values(&hn)), (values(&o0), values(&hn0)));
     Ok(())
 }
@@ -524,12 +517,12 @@ fn full_backward_hook_sees_every_input_and_output_gradient() -> Result<()> {
     })?;
     // Both outputs used: grad_output for both; grad_input for the query
     // and the key, None for the value.
-    let (out, w) = mha.forward(&q, &k, &v, &opts)?;
+    let (out, w) = mha.call_with(&q, &k, &v, opts)?;
     let w = w.unwrap();
     total(&[&out, &w.mul(3.0)?])?.backward()?;
     let (gq, gk) = (values(&q.grad()?), values(&k.grad()?));
     // Only the output used: grad_output None for the weights.
-    let (out, _) = mha.forward(&q, &k, &v, &opts)?;
+    let (out, _) = mha.call_with(&q, &k, &v, opts)?;
     out.sum()?.backward()?;
     assert_eq!(
         *calls.lock().unwrap(),
@@ -548,7 +541,7 @@ fn full_backward_hook_sees_every_input_and_output_gradient() -> Result<()> {
     h.remove();
     q.set_grad(None)?;
     k.set_grad(None)?;
-    let (out, w) = mha.forward(&q, &k, &v, &opts)?;
+    let (out, w) = mha.call_with(&q, &k, &v, opts)?;
     total(&[&out, &w.unwrap().mul(3.0)?])?.backward()?;
     assert_eq!(values(&q.grad()?), gq);
     assert_eq!(values(&k.grad()?), gk);
@@ -558,14 +551,14 @@ fn full_backward_hook_sees_every_input_and_output_gradient() -> Result<()> {
     let h = mha.register_full_backward_hook(|gin, _| Ok(Some(vec![gin[0].clone(), None, None])))?;
     q.set_grad(None)?;
     k.set_grad(None)?;
-    let (out, w) = mha.forward(&q, &k, &v, &opts)?;
+    let (out, w) = mha.call_with(&q, &k, &v, opts)?;
     total(&[&out, &w.unwrap().mul(3.0)?])?.backward()?;
     assert_eq!(values(&q.grad()?), gq);
     assert!(k.grad_opt().is_none());
     h.remove();
     // A replacement of the wrong length is an error at backward.
     let h = mha.register_full_backward_hook(|gin, _| Ok(Some(gin[..1].to_vec())))?;
-    let (out, _) = mha.forward(&q, &k, &v, &opts)?;
+    let (out, _) = mha.call_with(&q, &k, &v, opts)?;
     let e = out.sum()?.backward().unwrap_err().to_string();
     assert!(
         e.contains("Backward hook returned an invalid number of grad_input, got 1, but expected 3"),
@@ -585,7 +578,7 @@ fn full_backward_hook_sees_every_input_and_output_gradient() -> Result<()> {
         log.lock().unwrap().push((shapes(gin), shapes(gout)));
         Ok(None)
     })?;
-    let (o, (hn, cn)) = lstm.forward(&x, Some((&h0, &c0)))?;
+    let (o, (hn, cn)) = lstm.call_with(&x, (&h0, &c0))?;
     total(&[&o, &hn, &cn])?.backward()?;
     assert_eq!(
         *seen.lock().unwrap(),
@@ -611,7 +604,7 @@ fn backward_hook_without_input_gradients_runs_at_the_output() -> Result<()> {
     })?;
     fc.call(&Tensor::ones([1, 3])?)?.sum()?.backward()?;
     assert_eq!(*calls.lock().unwrap(), [(1, 0, 1)]);
-    assert!(fc.weight.grad().is_some());
+    assert!(fc.weight.grad_opt().is_some());
     // Replacing the input gradients when there are none is PyTorch's error.
     h.remove();
     let h = fc.register_full_backward_hook(|_, gout| Ok(Some(vec![gout[0].clone()])))?;
@@ -637,11 +630,7 @@ fn backward_hook_without_input_gradients_runs_at_the_output() -> Result<()> {
 #[test]
 fn deep_copies_keep_hooks() -> Result<()> {
     let _rng = rng_lock();
-    let o = nn::TransformerLayerOptions {
-        dim_feedforward: 8,
-        dropout: 0.0,
-        ..Default::default()
-    };
+    let o = nn::TransformerLayerOptions::new().dim_feedforward(8).dropout(0.0);
     let layer = nn::TransformerEncoderLayer::with_options(4, 2, o)?;
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
@@ -746,71 +735,46 @@ fn attention_and_recurrent_layers_match_pytorch() -> Result<()> {
     use nn::{Gru, Lstm, MhaForwardOptions, MultiheadAttention, MultiheadAttentionOptions, RnnOptions};
     check_module("mha", || Ok(Box::new(MultiheadAttention::new(8, 2)?)))?;
     check_module("mha_kdim_vdim_nobias", || {
-        let o = MultiheadAttentionOptions {
-            bias: false,
-            kdim: Some(4),
-            vdim: Some(5),
-            ..Default::default()
-        };
+        let o = MultiheadAttentionOptions::new().bias(false).kdim(4).vdim(5);
         Ok(Box::new(MultiheadAttention::with_options(6, 3, o)?))
     })?;
-    let bi = RnnOptions {
-        num_layers: 2,
-        bidirectional: true,
-        ..Default::default()
-    };
+    let bi = RnnOptions::new().num_layers(2).bidirectional(true);
     check_module("lstm_2layer_bi", || Ok(Box::new(Lstm::with_options(10, 20, bi)?)))?;
-    let gru_opts = RnnOptions {
-        batch_first: true,
-        bias: false,
-        ..Default::default()
-    };
+    let gru_opts = RnnOptions::new().batch_first(true).bias(false);
     check_module("gru_batch_first", || Ok(Box::new(Gru::with_options(4, 6, gru_opts)?)))?;
 
     let c = case("mha_forward_weights");
     manual_seed(21);
     let mha = MultiheadAttention::new(8, 2)?;
     let ins: Vec<Tensor> = c["inputs"].as_array().unwrap().iter().map(tensor_of).collect();
-    let (out, w) = mha.forward(&ins[0], &ins[1], &ins[2], &MhaForwardOptions::default())?;
+    let (out, w) = mha.call(&ins[0], &ins[1], &ins[2])?;
     check_close("mha out", &out, &c["outputs"][0]);
     check_close("mha weights", &w.unwrap(), &c["outputs"][1]);
 
     let c = case("mha_forward_masks");
     let ins: Vec<Tensor> = c["inputs"].as_array().unwrap().iter().map(tensor_of).collect();
     let (kpm, am) = (ins[3].to_dtype(DType::Bool)?, ins[4].to_dtype(DType::Bool)?);
-    let opts = MhaForwardOptions {
-        key_padding_mask: Some(&kpm),
-        attn_mask: Some(&am),
-        average_attn_weights: false,
-        ..Default::default()
-    };
-    let (out, w) = mha.forward(&ins[0], &ins[1], &ins[2], &opts)?;
+    let opts = MhaForwardOptions::new()
+        .key_padding_mask(&kpm)
+        .attn_mask(&am)
+        .average_attn_weights(false);
+    let (out, w) = mha.call_with(&ins[0], &ins[1], &ins[2], opts)?;
     check_close("mha masked out", &out, &c["outputs"][0]);
     check_close("mha per-head weights", &w.unwrap(), &c["outputs"][1]);
 
     let c = case("mha_forward_batch_first_no_weights");
     manual_seed(21);
-    let mha = MultiheadAttention::with_options(
-        8,
-        2,
-        MultiheadAttentionOptions {
-            batch_first: true,
-            ..Default::default()
-        },
-    )?;
+    let mha = MultiheadAttention::with_options(8, 2, MultiheadAttentionOptions::new().batch_first(true))?;
     let q = tensor_of(&c["inputs"][0]);
-    let opts = MhaForwardOptions {
-        need_weights: false,
-        ..Default::default()
-    };
-    let (out, w) = mha.forward(&q, &q, &q, &opts)?;
+    let opts = MhaForwardOptions::new().need_weights(false);
+    let (out, w) = mha.call_with(&q, &q, &q, opts)?;
     assert!(w.is_none());
     check_close("mha batch_first out", &out, &c["outputs"][0]);
 
     let c = case("lstm_forward");
     manual_seed(23);
     let lstm = Lstm::with_options(10, 20, bi)?;
-    let (out, (h, cell)) = lstm.forward(&tensor_of(&c["inputs"][0]), None)?;
+    let (out, (h, cell)) = lstm.call(&tensor_of(&c["inputs"][0]))?;
     check_close("lstm out", &out, &c["outputs"][0]);
     check_close("lstm h_n", &h, &c["outputs"][1]);
     check_close("lstm c_n", &cell, &c["outputs"][2]);
@@ -818,11 +782,11 @@ fn attention_and_recurrent_layers_match_pytorch() -> Result<()> {
     let c = case("gru_forward");
     manual_seed(24);
     let gru = Gru::with_options(4, 6, gru_opts)?;
-    let (out, h) = gru.forward(&tensor_of(&c["inputs"][0]), Some(&tensor_of(&c["inputs"][1])))?;
+    let (out, h) = gru.call_with(&tensor_of(&c["inputs"][0]), &tensor_of(&c["inputs"][1]))?;
     check_close("gru out", &out, &c["outputs"][0]);
     check_close("gru h_n", &h, &c["outputs"][1]);
     // Bad input names the layer and both sizes.
-    let e = gru.forward(&Tensor::ones([2, 5, 3])?, None).unwrap_err().to_string();
+    let e = gru.call(&Tensor::ones([2, 5, 3])?).unwrap_err().to_string();
     assert!(
         e.starts_with(
             "GRU(4, 6, bias=False, batch_first=True): input.size(-1) must be equal to input_size. Expected 4, got 3"

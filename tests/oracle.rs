@@ -336,12 +336,16 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "log_softmax" => one(x().log_softmax(kw(case, "dim").unwrap().as_i64().unwrap())),
         "scaled_dot_product_attention" => {
             let t = |n: &str| input(case, inputs, n).unwrap();
-            let opts = ferrotorch::nn::functional::SdpaOptions {
-                attn_mask: input(case, inputs, "attn_mask"),
-                dropout_p: kw(case, "dropout_p").and_then(Value::as_f64).unwrap_or(0.0),
-                is_causal: kw(case, "is_causal").and_then(Value::as_bool).unwrap_or(false),
-                scale: kw(case, "scale").and_then(Value::as_f64),
-            };
+            use ferrotorch::nn::functional::SdpaOptions;
+            let mut opts = SdpaOptions::new()
+                .dropout_p(kw(case, "dropout_p").and_then(Value::as_f64).unwrap_or(0.0))
+                .is_causal(kw(case, "is_causal").and_then(Value::as_bool).unwrap_or(false));
+            if let Some(m) = input(case, inputs, "attn_mask") {
+                opts = opts.attn_mask(m);
+            }
+            if let Some(s) = kw(case, "scale").and_then(Value::as_f64) {
+                opts = opts.scale(s);
+            }
             one(ferrotorch::nn::functional::scaled_dot_product_attention(
                 t("query"),
                 t("key"),
@@ -355,10 +359,10 @@ fn run_op(case: &Value, inputs: &[Tensor]) -> Option<Run> {
         "reshape" => one(x().reshape(dims("shape").unwrap())),
         "permute" => one(x().permute(dims("dims").unwrap())),
         "transpose" => one(x().transpose(kw(case, "dim0")?.as_i64()?, kw(case, "dim1")?.as_i64()?)),
-        "flatten" => one(x().flatten(
+        "flatten" => one(x().flatten((
             kw(case, "start_dim").and_then(Value::as_i64).unwrap_or(0),
             kw(case, "end_dim").and_then(Value::as_i64).unwrap_or(-1),
-        )),
+        ))),
         "__getitem__" => one(x().get(&index_items(kw(case, "index").unwrap(), inputs))),
         "cat" | "stack" => {
             let refs: Vec<&Tensor> = inputs.iter().collect();

@@ -662,7 +662,7 @@ fn matmul_and_reshape_nodes() -> Result<()> {
         ),
         (
             "x.t().flatten()",
-            x.t()?.flatten(0, -1)?,
+            x.t()?.flatten((0, -1))?,
             "UnsafeViewBackward0",
             vec![12],
         ),
@@ -673,7 +673,7 @@ fn matmul_and_reshape_nodes() -> Result<()> {
         assert_eq!((node(&t).as_str(), t.shape()), (want, &shape[..]), "{expr}");
     }
     // flatten over one dim returns the tensor itself.
-    let f = x.flatten(1, 1)?;
+    let f = x.flatten((1, 1))?;
     assert!(f.is_leaf() && f.storage().same(x.storage()));
     // A reshape that copied is not a view: an in-place op on it records its own node.
     let y = x.t()?.reshape([-1])?;

@@ -99,10 +99,14 @@ fn train(model: &Sequential, loader: &DataLoader<(Tensor, i64)>, steps: usize) -
         let (x, y) = batch?;
         opt.zero_grad()?;
         let out = model.call(&x)?;
-        let loss = loss_fn.forward(&out, &y)?;
+        let loss = loss_fn.call(&out, &y)?;
         loss.backward()?;
         if step == 0 {
-            let grads = model.parameters().iter().map(|p| p.grad()).collect::<Option<Vec<_>>>();
+            let grads = model
+                .parameters()
+                .iter()
+                .map(|p| p.grad_opt())
+                .collect::<Option<Vec<_>>>();
             run.step0 = Some((out.detach(), grads.ok_or("a parameter without a gradient")?));
         }
         opt.step()?;
@@ -175,7 +179,7 @@ fn mnist_mlp_adamw_cosine_matches_pytorch() -> TestResult {
         .next()
         .ok_or("no batch")??;
     let hidden =
-        ferrotorch::nn::functional::linear(&x0.flatten(1, -1)?, &initial_weights[0], Some(&initial_weights[1]))?;
+        ferrotorch::nn::functional::linear(&x0.flatten((1, -1))?, &initial_weights[0], Some(&initial_weights[1]))?;
     // The data pipeline (ToTensor, Normalize, collation) gives PyTorch's bits.
     assert_eq!(
         bits_checksum(&x0)?,

@@ -74,7 +74,7 @@ fn run(op: &str, d: i64) -> Option<Result<Got>> {
         "squeeze_dim" => t(x.squeeze_dim(d)),
         "squeeze_dims" => t(x.squeeze_dims([d])),
         "unsqueeze" => t(x.unsqueeze(d)),
-        "flatten" => t(x.flatten(d, d)),
+        "flatten" => t(x.flatten((d, d))),
         "transpose" => t(x.transpose(d, d)),
         "swapdims" => t(x.swapdims(d, 0)),
         "diagonal" => t(x.diagonal(0, d, d + 1)),

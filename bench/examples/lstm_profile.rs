@@ -54,23 +54,16 @@ fn main() -> Result<()> {
             "x @ w_ih^T [2048,256]x[256,1024]: {}",
             per(mm, 2.0 * 2048.0 * 256.0 * 1024.0)
         );
-        let lstm = Lstm::with_options(
-            256,
-            256,
-            RnnOptions {
-                num_layers: 2,
-                ..Default::default()
-            },
-        )?;
+        let lstm = Lstm::with_options(256, 256, RnnOptions::new().num_layers(2))?;
         let params: Vec<Tensor> = lstm.parameters().iter().map(|p| p.tensor()).collect();
         let x = Tensor::randn([64, 32, 256])?.requires_grad_(true)?;
         let gy = Tensor::randn([64, 32, 256])?;
-        let fwd = tmin(|| no_grad(|| lstm.forward(&x, None)).map(|c| drop(black_box(c))))?;
+        let fwd = tmin(|| no_grad(|| lstm.call(&x)).map(|c| drop(black_box(c))))?;
         println!("forward (no grad): {fwd:.2} ms");
-        let fwd = tmin(|| lstm.forward(&x, None).map(|c| drop(black_box(c))))?;
+        let fwd = tmin(|| lstm.call(&x).map(|c| drop(black_box(c))))?;
         println!("forward (graph): {fwd:.2} ms");
         let all = tmin(|| {
-            let (y, _) = lstm.forward(&x, None)?;
+            let (y, _) = lstm.call(&x)?;
             let mut xs: Vec<&Tensor> = vec![&x];
             xs.extend(params.iter());
             let opts = GradOptions {

@@ -165,10 +165,7 @@ fn run() -> Result<()> {
                 grad_outputs: Some(&gy),
                 ..Default::default()
             };
-            let causal = SdpaOptions {
-                is_causal: true,
-                ..Default::default()
-            };
+            let causal = SdpaOptions::new().is_causal(true);
             for _ in 0..iters {
                 let y = scaled_dot_product_attention(&qkv[0], &qkv[1], &qkv[2], &causal)?;
                 std::hint::black_box(ferrotorch::autograd::grad(&[&y], &[&qkv[0], &qkv[1], &qkv[2]], opts)?);

@@ -214,10 +214,7 @@ fn figures() -> Vec<Figure> {
         let v = Tensor::randn([16, 4, 64, 32])?.requires_grad_(true)?;
         let gy = Tensor::randn([16, 4, 64, 32])?;
         Ok(Box::new(move || {
-            let opts = SdpaOptions {
-                is_causal: true,
-                ..Default::default()
-            };
+            let opts = SdpaOptions::new().is_causal(true);
             let y = scaled_dot_product_attention(&q, &k, &v, &opts)?;
             fwd_bwd(&y, &[&q, &k, &v], Some(&gy))
         }))
@@ -244,19 +241,12 @@ fn figures() -> Vec<Figure> {
     }));
     v.push(figure("lstm_2x256_seq64_b32_fwd_bwd", move || {
         use ferrotorch::nn::{Lstm, Module, RnnOptions};
-        let lstm = Lstm::with_options(
-            256,
-            256,
-            RnnOptions {
-                num_layers: 2,
-                ..Default::default()
-            },
-        )?;
+        let lstm = Lstm::with_options(256, 256, RnnOptions::new().num_layers(2))?;
         let params: Vec<Tensor> = lstm.parameters().iter().map(|p| p.tensor()).collect();
         let x = Tensor::randn([64, 32, 256])?.requires_grad_(true)?;
         let gy = Tensor::randn([64, 32, 256])?;
         Ok(Box::new(move || {
-            let (y, _) = lstm.forward(&x, None)?;
+            let (y, _) = lstm.call(&x)?;
             let mut xs: Vec<&Tensor> = vec![&x];
             xs.extend(params.iter());
             fwd_bwd(&y, &xs, Some(&gy))

@@ -79,13 +79,7 @@ impl BertConfig {
 }
 
 fn layer_norm(c: &BertConfig) -> Result<LayerNorm> {
-    LayerNorm::with_options(
-        [c.hidden_size],
-        LayerNormOptions {
-            eps: c.layer_norm_eps,
-            ..Default::default()
-        },
-    )
+    LayerNorm::with_options([c.hidden_size], LayerNormOptions::new().eps(c.layer_norm_eps))
 }
 
 /// Word, position and token-type embeddings, summed, then LayerNorm.
@@ -151,10 +145,7 @@ impl BertSelfAttention {
         let q = heads(self.query.call(x)?)?;
         let k = heads(self.key.call(x)?)?;
         let v = heads(self.value.call(x)?)?;
-        let opts = SdpaOptions {
-            attn_mask: Some(mask),
-            ..Default::default()
-        };
+        let opts = SdpaOptions::new().attn_mask(mask);
         let y = scaled_dot_product_attention(&q, &k, &v, &opts)?;
         y.transpose(1, 2)?.contiguous()?.view([b, t, h])
     }

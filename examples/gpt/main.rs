@@ -195,7 +195,7 @@ fn estimate_loss(model: &Gpt, corpus: &Corpus, args: &Args, g: &Generator) -> Bo
         }
         Ok(())
     })?;
-    model.train(true);
+    model.train();
     Ok((out[0], out[1]))
 }
 
@@ -226,7 +226,7 @@ fn generate(model: &Gpt, corpus: &Corpus, context: &str, n: usize, args: &Args, 
         }
         Ok(())
     })?;
-    model.train(true);
+    model.train();
     Ok(ids.iter().map(|&i| corpus.chars[i as usize]).collect())
 }
 

@@ -57,11 +57,9 @@ impl Forward for CausalSelfAttention {
         let qkv = self.c_attn.call(x)?.split(c as i64, 2)?;
         let heads = |t_: &Tensor| t_.view([b, t, self.n_head, hs])?.transpose(1, 2);
         let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
-        let opts = SdpaOptions {
-            is_causal: true,
-            dropout_p: if self.is_training() { self.dropout } else { 0.0 },
-            ..Default::default()
-        };
+        let opts = SdpaOptions::new()
+            .is_causal(true)
+            .dropout_p(if self.is_training() { self.dropout } else { 0.0 });
         let y = scaled_dot_product_attention(&q, &k, &v, &opts)?;
         let y = y.transpose(1, 2)?.contiguous()?.view([b, t, c])?;
         self.resid_dropout.call(&self.c_proj.call(&y)?)
@@ -139,14 +137,7 @@ impl Gpt {
     /// head tied to the token embedding.
     pub fn new(c: &GptConfig) -> Result<Self> {
         let wte = Embedding::new(c.vocab_size, c.n_embd)?;
-        let mut lm_head = Linear::with_options(
-            c.n_embd,
-            c.vocab_size,
-            LinearOptions {
-                bias: false,
-                ..Default::default()
-            },
-        )?;
+        let mut lm_head = Linear::with_options(c.n_embd, c.vocab_size, LinearOptions::new().bias(false))?;
         // self.lm_head.weight = self.transformer.wte.weight
         lm_head.weight = wte.weight.clone();
         let model = Gpt {

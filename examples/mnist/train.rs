@@ -146,12 +146,12 @@ fn evaluate<M: Forward>(model: &M, loader: &DataLoader<(Tensor, i64)>, n: usize,
                 model.call(&images)?
             };
             // Summed over the batch, so the mean is over images, not batches.
-            loss_sum += criterion.forward(&out, &labels)?.item::<f32>()? as f64 * labels.shape()[0] as f64;
+            loss_sum += criterion.call(&out, &labels)?.item::<f32>()? as f64 * labels.shape()[0] as f64;
             correct += out.argmax(Some(1), false)?.eq(&labels)?.sum()?.item::<i64>()?;
         }
         Ok(())
     })?;
-    model.train(true);
+    model.train();
     Ok((loss_sum / n as f64, correct as f64 / n as f64 * 100.0))
 }
 
@@ -323,7 +323,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
                 .ok_or("--profile: the training set has too few batches")??;
             let loss = {
                 let _region = args.amp.region()?;
-                criterion.forward(&model.call(&images)?, &labels)?
+                criterion.call(&model.call(&images)?, &labels)?
             };
             backward_and_step(&mut scaler, &mut optimizer, &loss)?;
             optimizer.zero_grad()?;
@@ -347,7 +347,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         if progress.step_in_epoch == 0 {
             progress.loader_state = Some(shuffle.get_state_tensor()?);
         }
-        model.train(true);
+        model.train();
         let bar = ProgressBar::new(batches as u64);
         bar.set_style(ProgressStyle::with_template(
             "epoch {prefix} {bar:30} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
@@ -365,7 +365,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
             // (the forward pass under autocast with --amp, backward outside it; a GradScaler with f16)
             let loss = {
                 let _region = args.amp.region()?;
-                criterion.forward(&model.call(&images)?, &labels)?
+                criterion.call(&model.call(&images)?, &labels)?
             };
             backward_and_step(&mut scaler, &mut optimizer, &loss)?;
             optimizer.zero_grad()?;
@@ -476,7 +476,7 @@ fn predict_memory(args: &Args) -> BoxResult<()> {
         let labels = Tensor::randint(0, 10, [args.batch_size])?;
         let loss = {
             let _region = args.amp.region()?;
-            CrossEntropyLoss::new().forward(&model.call(&images)?, &labels)?
+            CrossEntropyLoss::new().call(&model.call(&images)?, &labels)?
         };
         loss.backward()?;
         optimizer.step()?;

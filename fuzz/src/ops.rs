@@ -221,7 +221,7 @@ pub(crate) fn other(name: &str, env: &Env, a: &[Value]) -> Res<Vec<Tensor>> {
         "squeeze_dim" => e1(x()?.squeeze_dim(i(1)?)),
         "squeeze_dims" => e1(x()?.squeeze_dims(&ints(&a[1])?)),
         "unsqueeze" => e1(x()?.unsqueeze(i(1)?)),
-        "flatten" => e1(x()?.flatten(i(1)?, i(2)?)),
+        "flatten" => e1(x()?.flatten((i(1)?, i(2)?))),
         "unflatten" => e1(x()?.unflatten(i(1)?, &ints(&a[2])?)),
         "split" => ev(x()?.split(i(1)?, i(2)?)),
         "chunk" => ev(x()?.chunk(i(1)?, i(2)?)),

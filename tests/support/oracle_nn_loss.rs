@@ -76,23 +76,27 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor]) -> Option<Run
             x(),
             t("running_mean"),
             t("running_var"),
-            &F::BatchNormOptions {
-                weight: t("weight"),
-                bias: t("bias"),
-                training: flag("training"),
-                momentum: f("momentum", 0.1),
-                eps: f("eps", 1e-5),
-            },
+            t("weight"),
+            t("bias"),
+            &F::BatchNormOptions::new()
+                .training(flag("training"))
+                .momentum(f("momentum", 0.1))
+                .eps(f("eps", 1e-5)),
         ),
         "embedding" => F::embedding(
             x(),
             t("weight")?,
-            &F::EmbeddingOptions {
-                padding_idx: int("padding_idx"),
-                max_norm: kw(case, "max_norm").map(num),
-                norm_type: f("norm_type", 2.0),
-                scale_grad_by_freq: flag("scale_grad_by_freq"),
-            },
+            &some(
+                some(
+                    F::EmbeddingOptions::new()
+                        .norm_type(f("norm_type", 2.0))
+                        .scale_grad_by_freq(flag("scale_grad_by_freq")),
+                    int("padding_idx"),
+                    F::EmbeddingOptions::padding_idx,
+                ),
+                kw(case, "max_norm").map(num),
+                F::EmbeddingOptions::max_norm,
+            ),
         ),
         "linear" => F::linear(x(), t("weight")?, t("bias")),
         "leaky_relu" => F::leaky_relu(x(), f("negative_slope", 0.01)),
@@ -120,21 +124,25 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor]) -> Option<Run
                 "cross_entropy" => F::cross_entropy(
                     x(),
                     target,
-                    &F::CrossEntropyOptions {
-                        weight: t("weight"),
-                        ignore_index: int("ignore_index").unwrap_or(-100),
-                        reduction,
-                        label_smoothing: f("label_smoothing", 0.0),
-                    },
+                    &some(
+                        F::CrossEntropyOptions::new()
+                            .ignore_index(int("ignore_index").unwrap_or(-100))
+                            .reduction(reduction)
+                            .label_smoothing(f("label_smoothing", 0.0)),
+                        t("weight"),
+                        F::CrossEntropyOptions::weight,
+                    ),
                 ),
                 "nll_loss" => F::nll_loss(
                     x(),
                     target,
-                    &F::NllLossOptions {
-                        weight: t("weight"),
-                        ignore_index: int("ignore_index").unwrap_or(-100),
-                        reduction,
-                    },
+                    &some(
+                        F::NllLossOptions::new()
+                            .ignore_index(int("ignore_index").unwrap_or(-100))
+                            .reduction(reduction),
+                        t("weight"),
+                        F::NllLossOptions::weight,
+                    ),
                 ),
                 "mse_loss" => F::mse_loss(x(), target, reduction),
                 "l1_loss" => F::l1_loss(x(), target, reduction),
@@ -144,11 +152,15 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor]) -> Option<Run
                 _ => F::binary_cross_entropy_with_logits(
                     x(),
                     target,
-                    &F::BceWithLogitsOptions {
-                        weight: t("weight"),
-                        pos_weight: t("pos_weight"),
-                        reduction,
-                    },
+                    &some(
+                        some(
+                            F::BceWithLogitsOptions::new().reduction(reduction),
+                            t("weight"),
+                            F::BceWithLogitsOptions::weight,
+                        ),
+                        t("pos_weight"),
+                        F::BceWithLogitsOptions::pos_weight,
+                    ),
                 ),
             })
         }
@@ -160,4 +172,12 @@ pub(super) fn run_op(short: &str, case: &Value, inputs: &[Tensor]) -> Option<Run
         _ => return None,
     };
     one(r)
+}
+
+/// `opts` with the keyword `set` applied when the case gives a value.
+pub fn some<O, V>(opts: O, value: Option<V>, set: impl FnOnce(O, V) -> O) -> O {
+    match value {
+        Some(v) => set(opts, v),
+        None => opts,
+    }
 }

@@ -52,7 +52,7 @@ pub use ops::loss::Reduction;
 pub use ops::pool::{AvgPoolOptions, MaxPoolOptions};
 pub use ops::shape_more::{Indexing, RepeatInterleaveOptions, Repeats};
 pub use ops::unique::{UniqueOptions, UniqueOutput};
-pub use ops::{IntoOperand, Operand, Rounding, result_type};
+pub use ops::{FlattenDims, IntoOperand, Operand, Rounding, result_type};
 pub use random::{Generator, manual_seed};
 pub use random_state::{RNG_STATE_BYTES, get_rng_state, set_rng_state};
 pub use scalar::Scalar;

@@ -119,7 +119,7 @@ fn call_dim_op(name: &str, x: &Tensor, d: i64) -> Outcome {
             let d = if d >= 0 { d.max(n + 1) } else { d.min(-n - 2) };
             dbg(x.unsqueeze(d))
         }
-        "flatten" => dbg(x.flatten(d, -1)),
+        "flatten" => dbg(x.flatten((d, -1))),
         "unflatten" => dbg(x.unflatten(d, [-1])),
         "split" => dbg(x.split(1, d)),
         "chunk" => dbg(x.chunk(1, d)),
@@ -450,7 +450,7 @@ proptest! {
             4 => (dbg(x.chunk(0, 0)), &["chunk"][..]),
             5 => (dbg(x.mm(&x.unsqueeze(0).unwrap())), &["mm"][..]),
             6 => (dbg(x.bmm(&x.unsqueeze(0).unwrap())), &["bmm"][..]),
-            7 => (dbg(x.flatten(0, -1).unwrap().dot(&y.flatten(0, -1).unwrap())), &["dot"][..]),
+            7 => (dbg(x.flatten((0, -1)).unwrap().dot(&y.flatten((0, -1)).unwrap())), &["dot"][..]),
             8 => (dbg(x.mv(&y)), &["mv"][..]),
             9 if nd >= 2 => (dbg(x.matmul(&y.transpose(-1, -2).unwrap())), &["matmul", "mm", "bmm", "dot", "mv"][..]),
             9 => (dbg(x.matmul(&y)), &["matmul", "mm", "bmm", "dot", "mv"][..]),

@@ -444,7 +444,7 @@ fn apply(step: &Step, t: &Tensor, pos: &Nd<usize>) -> Outcome {
                 _ => (None, true),
             };
             Outcome {
-                got: t.flatten(s, e),
+                got: t.flatten((s, e)),
                 want,
                 names: &["flatten"],
                 share: Share::Reshape(can_view),

@@ -18,6 +18,11 @@
 //!   `::ferrotorch::nn`, or `crate` inside `ferrotorch-nn`).
 //!
 //! It also implements `Display` (PyTorch's module repr).
+//!
+//! `#[derive(Options)]`: the builder of a keyword-argument struct (see
+//! [`derive_options`]).
+
+mod options;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
@@ -30,6 +35,21 @@ use syn::{Data, DeriveInput, Fields, LitStr, Path, Type, parse_macro_input};
 pub fn derive_module(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     match expand(&input) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// Derives the builder of a keyword-argument struct (PyTorch's keyword
+/// arguments, one convention for every module and functional form):
+/// `new()`, the struct's `Default` (PyTorch's defaults), and one setter per
+/// field, named and documented as the field, taking the plain value (`T`
+/// for an `Option<T>` field; `T` or `None` with `#[options(nullable)]`).
+/// `#[options(skip)]` on a field leaves it out.
+#[proc_macro_derive(Options, attributes(options))]
+pub fn derive_options(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match options::expand(&input) {
         Ok(ts) => ts.into(),
         Err(e) => e.to_compile_error().into(),
     }

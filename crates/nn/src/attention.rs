@@ -40,20 +40,20 @@ pub struct MultiheadAttention {
 }
 
 /// The construction options of [`MultiheadAttention`] (PyTorch's keywords).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct MultiheadAttentionOptions {
     /// Dropout on the attention weights in training (default 0).
-    pub dropout: f64,
+    pub(crate) dropout: f64,
     /// Biases on the projections (default true).
-    pub bias: bool,
+    pub(crate) bias: bool,
     /// The key's feature size (default: the embedding size).
-    pub kdim: Option<usize>,
+    pub(crate) kdim: Option<usize>,
     /// The value's feature size (default: the embedding size).
-    pub vdim: Option<usize>,
+    pub(crate) vdim: Option<usize>,
     /// Inputs are `[N, L, E]` instead of `[L, N, E]` (default false).
-    pub batch_first: bool,
+    pub(crate) batch_first: bool,
     /// The parameters' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
 }
 
 impl Default for MultiheadAttentionOptions {
@@ -69,21 +69,21 @@ impl Default for MultiheadAttentionOptions {
     }
 }
 
-/// The call arguments of [`MultiheadAttention::forward`] besides query,
+/// The call arguments of [`MultiheadAttention::call_with`] besides query,
 /// key and value (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, crate::Options)]
 pub struct MhaForwardOptions<'a> {
     /// `[N, S]`: true (or a float bias) for keys to ignore.
-    pub key_padding_mask: Option<&'a Tensor>,
+    pub(crate) key_padding_mask: Option<&'a Tensor>,
     /// Return the attention weights (default true).
-    pub need_weights: bool,
+    pub(crate) need_weights: bool,
     /// `[L, S]` or `[N * num_heads, L, S]`: true (or a float bias) where
     /// attention is not allowed.
-    pub attn_mask: Option<&'a Tensor>,
+    pub(crate) attn_mask: Option<&'a Tensor>,
     /// Average the returned weights over heads (default true).
-    pub average_attn_weights: bool,
+    pub(crate) average_attn_weights: bool,
     /// Apply a causal mask when no `attn_mask` is given.
-    pub is_causal: bool,
+    pub(crate) is_causal: bool,
 }
 
 impl Default for MhaForwardOptions<'_> {
@@ -183,18 +183,41 @@ impl MultiheadAttention {
     /// ...)`): they see the inputs `[query, key, value]` (the masks are
     /// keyword arguments, which PyTorch's hooks do not see either) and the
     /// outputs `[output]` or `[output, weights]`.
-    pub fn forward(
+    pub fn call(&self, query: &Tensor, key: &Tensor, value: &Tensor) -> Result<(Tensor, Option<Tensor>)> {
+        self.call_with(query, key, value, MhaForwardOptions::default())
+    }
+
+    /// [`MultiheadAttention::call`] with PyTorch's keyword arguments
+    /// (`mha(q, k, v, key_padding_mask=m, need_weights=False)`:
+    /// `mha.call_with(&q, &k, &v, MhaForwardOptions::new().key_padding_mask(&m).need_weights(false))`).
+    pub fn call_with(
         &self,
         query: &Tensor,
         key: &Tensor,
         value: &Tensor,
-        opts: &MhaForwardOptions,
+        opts: MhaForwardOptions,
     ) -> Result<(Tensor, Option<Tensor>)> {
         if !self.state.has_hooks() {
-            return self.attend(query, key, value, opts);
+            return self.attend(query, key, value, &opts);
         }
         let args = [query.clone(), key.clone(), value.clone()];
-        call_with_hooks(self, &args, |a| self.attend(&a[0], &a[1], &a[2], opts))
+        call_with_hooks(self, &args, |a| self.attend(&a[0], &a[1], &a[2], &opts))
+    }
+
+    /// [`MultiheadAttention::call`] without the hooks (`mha.forward(q, k, v)`).
+    pub fn forward(&self, query: &Tensor, key: &Tensor, value: &Tensor) -> Result<(Tensor, Option<Tensor>)> {
+        self.attend(query, key, value, &MhaForwardOptions::default())
+    }
+
+    /// [`MultiheadAttention::call_with`] without the hooks.
+    pub fn forward_with(
+        &self,
+        query: &Tensor,
+        key: &Tensor,
+        value: &Tensor,
+        opts: MhaForwardOptions,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        self.attend(query, key, value, &opts)
     }
 
     /// The forward without hooks.

@@ -34,8 +34,10 @@ pub fn bilinear(x1: &Tensor, x2: &Tensor, weight: &Tensor, bias: Option<&Tensor>
 }
 
 mod attention;
+mod conv_pool;
 mod norm_loss;
 pub use attention::{SdpaOptions, scaled_dot_product_attention};
+pub use conv_pool::*;
 pub use norm_loss::*;
 
 /// `max(x, 0)`.
@@ -50,8 +52,14 @@ pub fn leaky_relu(x: &Tensor, negative_slope: f64) -> Result<Tensor> {
     x.leaky_relu(negative_slope)
 }
 
-/// GELU: exact (`approximate='none'`) or the tanh approximation.
-pub fn gelu(x: &Tensor, approximate: GeluApproximate) -> Result<Tensor> {
+/// GELU with PyTorch's default, the exact form (`F.gelu(x)`).
+pub fn gelu(x: &Tensor) -> Result<Tensor> {
+    x.gelu()
+}
+
+/// GELU: exact (`approximate='none'`) or the tanh approximation
+/// (`F.gelu(x, approximate=...)`).
+pub fn gelu_with(x: &Tensor, approximate: GeluApproximate) -> Result<Tensor> {
     match approximate {
         GeluApproximate::None => x.gelu(),
         GeluApproximate::Tanh => x.gelu_tanh(),

@@ -24,7 +24,7 @@ pub mod utils;
 
 pub use attention::{MhaForwardOptions, MultiheadAttention, MultiheadAttentionOptions};
 pub use containers::{ModuleDict, Sequential};
-pub use ferrotorch_nn_derive::Module;
+pub use ferrotorch_nn_derive::{Module, Options};
 pub use forward::Forward;
 pub use layers::activation::{GELU, Gelu, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Tanh};
 pub use layers::conv::{Conv1d, Conv2d, ConvLayerOptions, ConvTranspose1d, ConvTranspose2d};

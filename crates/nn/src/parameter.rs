@@ -65,8 +65,16 @@ impl Parameter {
         self.0.get()
     }
 
-    /// The accumulated gradient, if backward has written one.
-    pub fn grad(&self) -> Option<Tensor> {
+    /// The accumulated gradient, as [`Tensor::grad`]: an error
+    /// ([`ferrotorch_core::Error::NoGrad`], saying why) before backward has
+    /// written one.
+    pub fn grad(&self) -> Result<Tensor> {
+        self.tensor().grad()
+    }
+
+    /// The accumulated gradient, `None` before any (PyTorch's `p.grad is
+    /// None`).
+    pub fn grad_opt(&self) -> Option<Tensor> {
         self.tensor().grad().ok()
     }
 

@@ -18,7 +18,7 @@ use crate::Parameter;
 
 /// The gradients of `params` that exist, in order.
 fn grads<P: Borrow<Parameter>>(params: impl IntoIterator<Item = P>) -> Vec<Tensor> {
-    params.into_iter().filter_map(|p| p.borrow().grad()).collect()
+    params.into_iter().filter_map(|p| p.borrow().grad_opt()).collect()
 }
 
 /// The dtype two floating dtypes promote to.

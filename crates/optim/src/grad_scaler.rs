@@ -181,7 +181,7 @@ impl GradScaler {
         no_grad(|| -> Result<()> {
             for g in 0..optimizer.num_param_groups() {
                 for p in optimizer.group_params(g) {
-                    let Some(grad) = p.grad() else { continue };
+                    let Some(grad) = p.grad_opt() else { continue };
                     if grad.dtype() == DType::F16 {
                         return Err(Error::GradScaler("Attempting to unscale FP16 gradients.".into()));
                     }

@@ -65,7 +65,7 @@ fn the_pytorch_call_translates_directly() {
     opt.step().unwrap();
     assert_ne!(model.weight.tensor().to_vec::<f32>().unwrap(), before);
     opt.zero_grad().unwrap();
-    assert!(model.weight.grad().is_none());
+    assert!(model.weight.grad_opt().is_none());
 }
 
 #[test]
@@ -280,7 +280,7 @@ fn zero_grad_to_none_or_to_zeros() {
     // Zeroed in place, as PyTorch's `p.grad.zero_()`.
     assert_eq!(g.to_vec::<f32>().unwrap(), z.to_vec::<f32>().unwrap());
     opt.zero_grad().unwrap();
-    assert!(p[0].grad().is_none() && p[1].grad().is_none());
+    assert!(p[0].grad_opt().is_none() && p[1].grad_opt().is_none());
     // A step without gradients changes nothing and creates no state.
     let before = values(&p);
     opt.step().unwrap();

@@ -709,7 +709,9 @@ impl Tensor {
 
     /// `torch.block_diag(*tensors)`: the inputs (0-d, 1-d as a row, or 2-d)
     /// as blocks down the diagonal of a zero matrix, in their result dtype.
-    pub fn block_diag(tensors: &[&Tensor]) -> Result<Tensor> {
+    pub fn block_diag<T: AsRef<Tensor>>(tensors: &[T]) -> Result<Tensor> {
+        let list: Vec<&Tensor> = tensors.iter().map(AsRef::as_ref).collect();
+        let tensors = list.as_slice();
         if tensors.is_empty() {
             return Tensor::zeros([1, 0]);
         }

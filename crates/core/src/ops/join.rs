@@ -131,7 +131,9 @@ pub(crate) fn register() -> Result<()> {
 impl Tensor {
     /// Concatenates `tensors` along `dim` (promoting to a common dtype).
     /// 1-D empty tensors are skipped, as in PyTorch.
-    pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
+    pub fn cat<T: AsRef<Tensor>>(tensors: &[T], dim: i64) -> Result<Tensor> {
+        let list: Vec<&Tensor> = tensors.iter().map(AsRef::as_ref).collect();
+        let tensors = list.as_slice();
         if tensors.is_empty() {
             return Err(Error::invalid("cat", "expected a non-empty list of tensors"));
         }
@@ -156,7 +158,9 @@ impl Tensor {
     }
 
     /// Stacks equally shaped `tensors` along a new dim `dim`.
-    pub fn stack(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
+    pub fn stack<T: AsRef<Tensor>>(tensors: &[T], dim: i64) -> Result<Tensor> {
+        let list: Vec<&Tensor> = tensors.iter().map(AsRef::as_ref).collect();
+        let tensors = list.as_slice();
         let first = tensors
             .first()
             .ok_or_else(|| Error::invalid("stack", "expects a non-empty list of tensors"))?;

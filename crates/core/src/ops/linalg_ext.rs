@@ -109,8 +109,9 @@ impl Tensor {
     /// Errors (PyTorch's messages): an equation that does not parse, a
     /// number of operands or subscripts that does not match, sizes that do
     /// not broadcast, operands of different dtypes summed together.
-    pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
-        crate::ops::einsum::einsum(equation, operands)
+    pub fn einsum<T: AsRef<Tensor>>(equation: &str, operands: &[T]) -> Result<Tensor> {
+        let operands: Vec<&Tensor> = operands.iter().map(AsRef::as_ref).collect();
+        crate::ops::einsum::einsum(equation, &operands)
     }
 
     /// `torch.tensordot(self, other, dims=(dims_a, dims_b))`: contracts

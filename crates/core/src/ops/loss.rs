@@ -811,7 +811,7 @@ impl Tensor {
         let ret = match reduction {
             Reduction::Mean => match weight {
                 Some(w) => {
-                    let kept = target.masked_select(&ignore_mask.logical_not()?)?.flatten(0, -1)?;
+                    let kept = target.masked_select(&ignore_mask.logical_not()?)?.flatten((0, -1))?;
                     smooth.sum()?.div(&w.gather(0, &kept.to_dtype(DType::I64)?)?.sum()?)?
                 }
                 None => smooth.sum()?.div(&ignore_mask.logical_not()?.sum()?)?,

@@ -70,7 +70,7 @@ pub use softmax::Softmax;
 pub use sort::{Sort, TopK};
 pub use split::{Split, SplitKind};
 pub use unary::{ALL_UNARY, Clamp, Domain, PowScalar, Softplus, Unary, UnaryKind};
-pub use view::{ViewKind, ViewOp, ViewScatter};
+pub use view::{FlattenDims, ViewKind, ViewOp, ViewScatter};
 
 inventory::submit! {
     crate::dispatch::registration::Registration {

@@ -194,8 +194,8 @@ fn zeros_of(meta: &TensorMeta) -> Result<Tensor> {
 /// PyTorch's `max_pool_double_backward`: the gradient of a max pool's
 /// backward with respect to its `grad_output`: `gg` picked at the indices.
 fn gather_at_indices(gg: &Tensor, indices: &Tensor) -> Result<Tensor> {
-    let flat = gg.flatten(-2, -1)?;
-    let idx = indices.flatten(-2, -1)?;
+    let flat = gg.flatten((-2, -1))?;
+    let idx = indices.flatten((-2, -1))?;
     flat.gather(-1, &idx)?.reshape(indices.shape())
 }
 

@@ -197,7 +197,7 @@ impl Tensor {
         // in the unsqueeze, as PyTorch's does.
         let input = match dim {
             Some(_) => self.clone(),
-            None => self.flatten(0, -1)?,
+            None => self.flatten((0, -1))?,
         };
         let d = normalize_dim("repeat_interleave", dim.unwrap_or(0), self.ndim())?;
         if repeats < 0 {
@@ -209,7 +209,7 @@ impl Tensor {
         input
             .expand(&expanded)?
             .clone_contiguous()?
-            .flatten(d as i64, d as i64 + 1)
+            .flatten((d as i64, d as i64 + 1))
     }
 
     /// `torch.repeat_interleave(self, repeats, dim)` with a count per slice
@@ -492,7 +492,9 @@ impl Tensor {
     /// `torch.meshgrid(*tensors, indexing=...)`: for 0-d or 1-d inputs of
     /// sizes `n_0, n_1, ...`, views of shape `(n_0, n_1, ...)` (the first two
     /// swapped with [`Indexing::Xy`]) each varying along its own dim.
-    pub fn meshgrid(tensors: &[&Tensor], indexing: Indexing) -> Result<Vec<Tensor>> {
+    pub fn meshgrid<T: AsRef<Tensor>>(tensors: &[T], indexing: Indexing) -> Result<Vec<Tensor>> {
+        let list: Vec<&Tensor> = tensors.iter().map(AsRef::as_ref).collect();
+        let tensors = list.as_slice();
         if tensors.is_empty() {
             return Err(Error::invalid(
                 "meshgrid",
@@ -535,7 +537,9 @@ impl Tensor {
 
     /// `torch.cartesian_prod`: every combination of the 1-d inputs' elements,
     /// one row each (a single input is returned as it is).
-    pub fn cartesian_prod(tensors: &[&Tensor]) -> Result<Tensor> {
+    pub fn cartesian_prod<T: AsRef<Tensor>>(tensors: &[T]) -> Result<Tensor> {
+        let list: Vec<&Tensor> = tensors.iter().map(AsRef::as_ref).collect();
+        let tensors = list.as_slice();
         for t in tensors {
             if t.ndim() != 1 {
                 return Err(Error::invalid(
@@ -555,7 +559,9 @@ impl Tensor {
 
     /// `torch.broadcast_tensors`: every input expanded to their common
     /// shape (an input already of that shape is returned as it is).
-    pub fn broadcast_tensors(tensors: &[&Tensor]) -> Result<Vec<Tensor>> {
+    pub fn broadcast_tensors<T: AsRef<Tensor>>(tensors: &[T]) -> Result<Vec<Tensor>> {
+        let list: Vec<&Tensor> = tensors.iter().map(AsRef::as_ref).collect();
+        let tensors = list.as_slice();
         let mut shape: Vec<usize> = Vec::new();
         for t in tensors {
             shape = broadcast_shapes("broadcast_tensors", &shape, t.shape())?.to_vec();

@@ -518,7 +518,7 @@ fn to_i64(shape: &[usize]) -> Vec<i64> {
 /// assert_eq!(x.t()?.shape(), [3, 2]);
 /// assert_eq!(x.unsqueeze(0)?.shape(), [1, 2, 3]);
 /// assert_eq!(x.narrow(1, 1, 2)?.to_vec::<i64>()?, [1, 2, 4, 5]);
-/// assert_eq!(x.flatten(0, -1)?.shape(), [6]);
+/// assert_eq!(x.flatten((0, -1))?.shape(), [6]);
 /// # Ok::<(), ferrotorch_core::Error>(())
 /// ```
 impl Tensor {
@@ -693,8 +693,20 @@ impl Tensor {
         view_op(self, ViewKind::Alias)
     }
 
-    /// Merges dims `start_dim..=end_dim` into one.
-    pub fn flatten(&self, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    /// Merges dims `start_dim..=end_dim` into one (`torch.flatten`):
+    /// `x.flatten(())` every dim, `x.flatten(1)` from dim 1 to the last,
+    /// `x.flatten((1, 2))` dims 1 and 2.
+    ///
+    /// ```
+    /// # use ferrotorch_core::Tensor;
+    /// let x = Tensor::zeros([2, 3, 4])?;
+    /// assert_eq!(x.flatten(())?.shape(), [24]);
+    /// assert_eq!(x.flatten(1)?.shape(), [2, 12]);
+    /// assert_eq!(x.flatten((0, 1))?.shape(), [6, 4]);
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn flatten(&self, dims: impl FlattenDims) -> Result<Tensor> {
+        let (start_dim, end_dim) = dims.start_end();
         let s = normalize_dim("flatten", start_dim, self.ndim())?;
         let e = normalize_dim("flatten", end_dim, self.ndim())?;
         if self.ndim() == 0 {
@@ -734,5 +746,42 @@ impl Tensor {
     /// The shape as signed sizes (for passing to `view`/`expand`).
     pub fn shape_i64(&self) -> Vec<i64> {
         to_i64(self.shape())
+    }
+}
+
+/// The dims [`Tensor::flatten`] merges: `()` (all, PyTorch's defaults), a
+/// start dim (to the last) or `(start_dim, end_dim)`.
+pub trait FlattenDims {
+    /// `(start_dim, end_dim)`, inclusive; negative counts from the end.
+    fn start_end(self) -> (i64, i64);
+}
+
+impl FlattenDims for () {
+    fn start_end(self) -> (i64, i64) {
+        (0, -1)
+    }
+}
+
+impl FlattenDims for i64 {
+    fn start_end(self) -> (i64, i64) {
+        (self, -1)
+    }
+}
+
+impl FlattenDims for i32 {
+    fn start_end(self) -> (i64, i64) {
+        (i64::from(self), -1)
+    }
+}
+
+impl FlattenDims for (i64, i64) {
+    fn start_end(self) -> (i64, i64) {
+        self
+    }
+}
+
+impl FlattenDims for (i32, i32) {
+    fn start_end(self) -> (i64, i64) {
+        (i64::from(self.0), i64::from(self.1))
     }
 }

@@ -525,6 +525,14 @@ impl Tensor {
     }
 }
 
+/// A tensor is a list of one for the list-taking ops (`Tensor::cat`,
+/// `Tensor::stack`, ...), which accept `&[Tensor]` and `&[&Tensor]` alike.
+impl AsRef<Tensor> for Tensor {
+    fn as_ref(&self) -> &Tensor {
+        self
+    }
+}
+
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Display::fmt(self, f)

@@ -8,19 +8,19 @@
 use ferrotorch_core::{DType, Error, Result, Tensor, TensorOptions};
 
 /// The keyword arguments of [`scaled_dot_product_attention`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, crate::Options)]
 pub struct SdpaOptions<'a> {
     /// A boolean mask (true: attend) or a float mask added to the scores,
     /// broadcastable to `[..., L, S]`.
-    pub attn_mask: Option<&'a Tensor>,
+    pub(crate) attn_mask: Option<&'a Tensor>,
     /// Dropout probability on the attention weights (applied always, as
     /// PyTorch's functional form does).
-    pub dropout_p: f64,
+    pub(crate) dropout_p: f64,
     /// Attend only to keys at or before the query's position (the top-left
     /// aligned lower triangle of `[L, S]`).
-    pub is_causal: bool,
+    pub(crate) is_causal: bool,
     /// The score scale (default `1 / sqrt(E)`).
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
 }
 
 /// `softmax(q kᵀ · scale + mask) v` over the last two dims (`F.scaled_dot_product_attention`):

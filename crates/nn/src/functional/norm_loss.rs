@@ -50,28 +50,22 @@ pub fn group_norm(
 }
 
 /// `F.batch_norm`'s keyword arguments, with PyTorch's defaults.
-#[derive(Debug, Clone, Copy)]
-pub struct BatchNormOptions<'a> {
-    /// Per-channel scale (`None`).
-    pub weight: Option<&'a Tensor>,
-    /// Per-channel shift (`None`).
-    pub bias: Option<&'a Tensor>,
+#[derive(Debug, Clone, Copy, crate::Options)]
+pub struct BatchNormOptions {
     /// Normalise with the batch's statistics and update the running ones
     /// (`false`).
-    pub training: bool,
+    pub(crate) training: bool,
     /// Weight of the batch statistics in the running ones' update (`0.1`).
     /// `BatchNorm` with `momentum=None` (a cumulative average) passes
     /// `1 / num_batches_tracked` here, as PyTorch's module does.
-    pub momentum: f64,
+    pub(crate) momentum: f64,
     /// Added to the variance (`1e-5`).
-    pub eps: f64,
+    pub(crate) eps: f64,
 }
 
-impl Default for BatchNormOptions<'_> {
+impl Default for BatchNormOptions {
     fn default() -> Self {
         BatchNormOptions {
-            weight: None,
-            bias: None,
             training: false,
             momentum: 0.1,
             eps: 1e-5,
@@ -79,8 +73,8 @@ impl Default for BatchNormOptions<'_> {
     }
 }
 
-/// `F.batch_norm(input, running_mean, running_var, ...)`: see
-/// [`Tensor::batch_norm`]; the running statistics are updated in place in
+/// `F.batch_norm(input, running_mean, running_var, weight, bias, ...)`:
+/// see [`Tensor::batch_norm`]; the running statistics are updated in place in
 /// training. Errors: one value per channel in training, running statistics
 /// missing in evaluation, parameters or statistics not of size C (PyTorch's
 /// messages).
@@ -88,13 +82,15 @@ pub fn batch_norm(
     input: &Tensor,
     running_mean: Option<&Tensor>,
     running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
     opts: &BatchNormOptions,
 ) -> Result<Tensor> {
     input.batch_norm(
         running_mean,
         running_var,
-        opts.weight,
-        opts.bias,
+        weight,
+        bias,
         opts.training,
         opts.momentum,
         opts.eps,
@@ -104,18 +100,18 @@ pub fn batch_norm(
 // -------------------------------------------------------------------- embedding
 
 /// `F.embedding`'s keyword arguments, with PyTorch's defaults.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, crate::Options)]
 pub struct EmbeddingOptions {
     /// The row that gets no gradient; negative counts from the end (`None`).
-    pub padding_idx: Option<i64>,
+    pub(crate) padding_idx: Option<i64>,
     /// Rows named by the input whose norm exceeds this are rescaled in place
     /// to it first (`None`).
-    pub max_norm: Option<f64>,
+    pub(crate) max_norm: Option<f64>,
     /// The `p` of `max_norm`'s norm (`2.0`).
-    pub norm_type: f64,
+    pub(crate) norm_type: f64,
     /// Divide each row's gradient by its index's count in the batch
     /// (`false`).
-    pub scale_grad_by_freq: bool,
+    pub(crate) scale_grad_by_freq: bool,
 }
 
 impl Default for EmbeddingOptions {
@@ -211,16 +207,16 @@ pub fn hardshrink(input: &Tensor, lambd: f64) -> Result<Tensor> {
 // ------------------------------------------------------------------------ losses
 
 /// `F.cross_entropy`'s keyword arguments, with PyTorch's defaults.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, crate::Options)]
 pub struct CrossEntropyOptions<'a> {
     /// Per-class weight `[C]` (`None`).
-    pub weight: Option<&'a Tensor>,
+    pub(crate) weight: Option<&'a Tensor>,
     /// Class index whose samples count for nothing (`-100`).
-    pub ignore_index: i64,
+    pub(crate) ignore_index: i64,
     /// Reduction (`Mean`).
-    pub reduction: Reduction,
+    pub(crate) reduction: Reduction,
     /// Mix of the target with the uniform distribution (`0.0`).
-    pub label_smoothing: f64,
+    pub(crate) label_smoothing: f64,
 }
 
 impl Default for CrossEntropyOptions<'_> {
@@ -251,14 +247,14 @@ pub fn cross_entropy(input: &Tensor, target: &Tensor, opts: &CrossEntropyOptions
 }
 
 /// `F.nll_loss`'s keyword arguments, with PyTorch's defaults.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, crate::Options)]
 pub struct NllLossOptions<'a> {
     /// Per-class weight `[C]` (`None`).
-    pub weight: Option<&'a Tensor>,
+    pub(crate) weight: Option<&'a Tensor>,
     /// Class index whose samples count for nothing (`-100`).
-    pub ignore_index: i64,
+    pub(crate) ignore_index: i64,
     /// Reduction (`Mean`).
-    pub reduction: Reduction,
+    pub(crate) reduction: Reduction,
 }
 
 impl Default for NllLossOptions<'_> {
@@ -313,14 +309,14 @@ pub fn binary_cross_entropy(
 
 /// `F.binary_cross_entropy_with_logits`'s keyword arguments, with
 /// PyTorch's defaults.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, crate::Options)]
 pub struct BceWithLogitsOptions<'a> {
     /// Per-element weight, broadcast (`None`).
-    pub weight: Option<&'a Tensor>,
+    pub(crate) weight: Option<&'a Tensor>,
     /// Weight of the positive class, per class (the last dim) (`None`).
-    pub pos_weight: Option<&'a Tensor>,
+    pub(crate) pos_weight: Option<&'a Tensor>,
     /// Reduction (`Mean`).
-    pub reduction: Reduction,
+    pub(crate) reduction: Reduction,
 }
 
 /// `F.binary_cross_entropy_with_logits(input, target, ...)`, numerically

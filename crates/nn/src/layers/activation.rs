@@ -115,7 +115,7 @@ impl Gelu {
 
 impl Forward for Gelu {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        F::gelu(x, self.approximate)
+        F::gelu_with(x, self.approximate)
     }
 }
 

@@ -17,20 +17,20 @@ use crate::{Forward, Module, ModuleState, Parameter};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConvLayerOptions {
     /// Stride per spatial dim (one value: every dim).
-    pub stride: ShapeVec,
+    pub(crate) stride: ShapeVec,
     /// Padding: explicit per dim, `Same` or `Valid` (`Same`/`Valid` only
     /// for non-transposed convolutions).
-    pub padding: Padding,
+    pub(crate) padding: Padding,
     /// Extra size on one side of a transposed convolution's output.
-    pub output_padding: ShapeVec,
+    pub(crate) output_padding: ShapeVec,
     /// Dilation per spatial dim.
-    pub dilation: ShapeVec,
+    pub(crate) dilation: ShapeVec,
     /// Channel groups (both channel counts must divide by it).
-    pub groups: i64,
+    pub(crate) groups: i64,
     /// Whether the layer has a bias.
-    pub bias: bool,
+    pub(crate) bias: bool,
     /// The parameters' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
 }
 
 impl Default for ConvLayerOptions {

@@ -8,23 +8,23 @@ use crate::pyfmt::py_float;
 use crate::{Forward, Module, ModuleState, Parameter, init};
 
 /// The options of [`Embedding`] (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct EmbeddingLayerOptions {
     /// The row that is zero-initialised and gets no gradient; negative
     /// counts from the end (`None`).
-    pub padding_idx: Option<i64>,
+    pub(crate) padding_idx: Option<i64>,
     /// Rows looked up whose `norm_type`-norm exceeds this are renormalised
     /// in place to it (`None`).
-    pub max_norm: Option<f64>,
+    pub(crate) max_norm: Option<f64>,
     /// The `p` of `max_norm`'s norm (`2.0`).
-    pub norm_type: f64,
+    pub(crate) norm_type: f64,
     /// Divide each row's gradient by its index's count in the batch
     /// (`false`).
-    pub scale_grad_by_freq: bool,
+    pub(crate) scale_grad_by_freq: bool,
     /// The weight's dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
     /// The weight's device (the CPU).
-    pub device: Device,
+    pub(crate) device: Device,
 }
 
 impl Default for EmbeddingLayerOptions {

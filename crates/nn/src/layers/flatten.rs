@@ -42,7 +42,7 @@ impl Flatten {
 
 impl Forward for Flatten {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        x.flatten(self.start_dim, self.end_dim)
+        x.flatten((self.start_dim, self.end_dim))
     }
 }
 

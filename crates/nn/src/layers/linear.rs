@@ -8,15 +8,15 @@ use crate::{Forward, Module, ModuleState, Parameter, functional as F};
 
 /// Dtype, device and bias of a layer's parameters (PyTorch's `bias=`,
 /// `dtype=`, `device=` keywords).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct LinearOptions {
     /// Whether the layer has a bias (default true).
-    pub bias: bool,
+    pub(crate) bias: bool,
     /// The parameters' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
     /// The parameters' device (default: [`ferrotorch_core::default_device`], the CPU
     /// unless a `default_device_scope` is open).
-    pub device: Device,
+    pub(crate) device: Device,
 }
 
 impl Default for LinearOptions {
@@ -203,9 +203,31 @@ impl Bilinear {
         })
     }
 
-    /// The layer on `x1` `[*, in1]` and `x2` `[*, in2]`; errors naming the
-    /// layer and the shapes when they do not fit.
+    /// The layer on `x1` `[*, in1]` and `x2` `[*, in2]` between the
+    /// module's hooks (PyTorch's `bilinear(x1, x2)`; they see `[x1, x2]`);
+    /// errors naming the layer and the shapes when they do not fit.
+    pub fn call(&self, x1: &Tensor, x2: &Tensor) -> Result<Tensor> {
+        self.check(x1, x2)?;
+        let args = [x1.clone(), x2.clone()];
+        crate::state::call_with_hooks(self, &args, |a| self.apply(&a[0], &a[1]))
+    }
+
+    /// [`Bilinear::call`] without the hooks (`bilinear.forward(x1, x2)`).
     pub fn forward(&self, x1: &Tensor, x2: &Tensor) -> Result<Tensor> {
+        self.check(x1, x2)?;
+        self.apply(x1, x2)
+    }
+
+    fn apply(&self, x1: &Tensor, x2: &Tensor) -> Result<Tensor> {
+        F::bilinear(
+            x1,
+            x2,
+            &self.weight.tensor(),
+            self.bias.as_ref().map(Parameter::tensor).as_ref(),
+        )
+    }
+
+    fn check(&self, x1: &Tensor, x2: &Tensor) -> Result<()> {
         if x1.shape().last() != Some(&self.in1_features)
             || x2.shape().last() != Some(&self.in2_features)
             || x1.shape()[..x1.ndim() - 1] != x2.shape()[..x2.ndim() - 1]
@@ -221,15 +243,7 @@ impl Bilinear {
                 ),
             ));
         }
-        let args = [x1.clone(), x2.clone()];
-        crate::state::call_with_hooks(self, &args, |a| {
-            F::bilinear(
-                &a[0],
-                &a[1],
-                &self.weight.tensor(),
-                self.bias.as_ref().map(Parameter::tensor).as_ref(),
-            )
-        })
+        Ok(())
     }
 
     fn extra_repr(&self) -> String {

@@ -11,15 +11,22 @@ use crate::functional::{self as F, KlDivReduction, Reduction};
 use crate::state::call_with_hooks;
 use crate::{Buffer, Module, ModuleState};
 
-/// Runs a loss between the module's hooks, naming the module in errors.
+/// Runs a loss (between the module's hooks with `hooks`), naming the
+/// module in errors.
 fn run_loss(
     m: &dyn Module,
+    hooks: bool,
     input: &Tensor,
     target: &Tensor,
     f: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
-    let args = [input.clone(), target.clone()];
-    call_with_hooks(m, &args, |a| f(&a[0], &a[1])).map_err(|e| match e {
+    let r = if hooks {
+        let args = [input.clone(), target.clone()];
+        call_with_hooks(m, &args, |a| f(&a[0], &a[1]))
+    } else {
+        f(input, target)
+    };
+    r.map_err(|e| match e {
         Error::Module { .. } => e,
         other => Error::module(m.repr(), other.to_string()),
     })
@@ -73,8 +80,17 @@ macro_rules! elementwise_loss {
 
             /// The loss of `input` against `target` (same shape or
             /// broadcastable). Errors name the module.
+            pub fn call(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+                self.run(input, target, true)
+            }
+
+            /// [`Self::call`] without the module's hooks.
             pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-                run_loss(self, input, target, |x, t| $f(x, t, self.reduction $(, self.$extra)?))
+                self.run(input, target, false)
+            }
+
+            fn run(&self, input: &Tensor, target: &Tensor, hooks: bool) -> Result<Tensor> {
+                run_loss(self, hooks, input, target, |x, t| $f(x, t, self.reduction $(, self.$extra)?))
             }
         }
     };
@@ -102,17 +118,17 @@ pub type MseLoss = MSELoss;
 
 /// The options of [`CrossEntropyLoss`] and [`NLLLoss`] (PyTorch's
 /// keywords and defaults).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, crate::Options)]
 pub struct ClassLossOptions {
     /// Per-class weight `[C]` (`None`), kept as the buffer `weight`.
-    pub weight: Option<Tensor>,
+    pub(crate) weight: Option<Tensor>,
     /// Class index whose samples count for nothing (`-100`).
-    pub ignore_index: Option<i64>,
+    pub(crate) ignore_index: Option<i64>,
     /// Reduction (`Mean`).
-    pub reduction: Reduction,
+    pub(crate) reduction: Reduction,
     /// Mix of the target with the uniform distribution (`0.0`;
     /// cross-entropy only).
-    pub label_smoothing: f64,
+    pub(crate) label_smoothing: f64,
 }
 
 /// Cross-entropy of unnormalised scores against class indices or class
@@ -157,9 +173,18 @@ impl CrossEntropyLoss {
     /// against class indices (`[]`, `[N]`, `[N, d...]`, int64) or
     /// probabilities (the input's shape). Errors name the module; a class
     /// index out of range names the index and the number of classes.
+    pub fn call(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, true)
+    }
+
+    /// [`Self::call`] without the module's hooks.
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, false)
+    }
+
+    fn run(&self, input: &Tensor, target: &Tensor, hooks: bool) -> Result<Tensor> {
         let w = self.weight.as_ref().map(Buffer::tensor);
-        run_loss(self, input, target, |x, t| {
+        run_loss(self, hooks, input, target, |x, t| {
             F::cross_entropy(
                 x,
                 t,
@@ -214,9 +239,18 @@ impl NLLLoss {
 
     /// The loss of log-probabilities `input` against class indices.
     /// Errors as [`CrossEntropyLoss::forward`].
+    pub fn call(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, true)
+    }
+
+    /// [`Self::call`] without the module's hooks.
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, false)
+    }
+
+    fn run(&self, input: &Tensor, target: &Tensor, hooks: bool) -> Result<Tensor> {
         let w = self.weight.as_ref().map(Buffer::tensor);
-        run_loss(self, input, target, |x, t| {
+        run_loss(self, hooks, input, target, |x, t| {
             F::nll_loss(
                 x,
                 t,
@@ -263,9 +297,18 @@ impl BCELoss {
 
     /// The loss of probabilities `input` against `target` (same shape, in
     /// [0, 1]). Errors name the module.
+    pub fn call(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, true)
+    }
+
+    /// [`Self::call`] without the module's hooks.
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, false)
+    }
+
+    fn run(&self, input: &Tensor, target: &Tensor, hooks: bool) -> Result<Tensor> {
         let w = self.weight.as_ref().map(Buffer::tensor);
-        run_loss(self, input, target, |x, t| {
+        run_loss(self, hooks, input, target, |x, t| {
             F::binary_cross_entropy(x, t, w.as_ref(), self.reduction)
         })
     }
@@ -309,10 +352,19 @@ impl BCEWithLogitsLoss {
 
     /// The loss of logits `input` against `target` (same shape). Errors
     /// name the module.
+    pub fn call(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, true)
+    }
+
+    /// [`Self::call`] without the module's hooks.
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, false)
+    }
+
+    fn run(&self, input: &Tensor, target: &Tensor, hooks: bool) -> Result<Tensor> {
         let w = self.weight.as_ref().map(Buffer::tensor);
         let pw = self.pos_weight.as_ref().map(Buffer::tensor);
-        run_loss(self, input, target, |x, t| {
+        run_loss(self, hooks, input, target, |x, t| {
             F::binary_cross_entropy_with_logits(
                 x,
                 t,
@@ -354,8 +406,17 @@ impl KLDivLoss {
     }
 
     /// The divergence. Errors name the module.
+    pub fn call(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+        self.run(input, target, true)
+    }
+
+    /// [`Self::call`] without the module's hooks.
     pub fn forward(&self, input: &Tensor, target: &Tensor) -> Result<Tensor> {
-        run_loss(self, input, target, |x, t| {
+        self.run(input, target, false)
+    }
+
+    fn run(&self, input: &Tensor, target: &Tensor, hooks: bool) -> Result<Tensor> {
+        run_loss(self, hooks, input, target, |x, t| {
             F::kl_div(x, t, self.reduction, self.log_target)
         })
     }

@@ -2,7 +2,7 @@
 //! `BatchNorm1d`, `BatchNorm2d` and `BatchNorm3d`, with PyTorch's parameters, buffers,
 //! defaults and reprs.
 
-use ferrotorch_core::{DType, Device, Error, Result, Tensor, TensorOptions, autograd};
+use ferrotorch_core::{DType, Device, Error, IntoShape, Result, Tensor, TensorOptions, autograd};
 
 use crate::functional::{self as F, BatchNormOptions};
 use crate::parameter::{copy_parameter, tensor_options};
@@ -11,18 +11,18 @@ use crate::pyfmt::py_float;
 use crate::{Buffer, Forward, Module, ModuleState, Parameter};
 
 /// The options of [`LayerNorm`] (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct LayerNormOptions {
     /// Added to the variance (`1e-5`).
-    pub eps: f64,
+    pub(crate) eps: f64,
     /// Learnable per-element `weight` (and `bias`) (`true`).
-    pub elementwise_affine: bool,
+    pub(crate) elementwise_affine: bool,
     /// A learnable `bias` when `elementwise_affine` (`true`).
-    pub bias: bool,
+    pub(crate) bias: bool,
     /// The parameters' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
     /// The parameters' device (the CPU).
-    pub device: Device,
+    pub(crate) device: Device,
 }
 
 impl Default for LayerNormOptions {
@@ -55,14 +55,15 @@ pub struct LayerNorm {
 
 impl LayerNorm {
     /// The layer with PyTorch's defaults (`LayerNorm(normalized_shape)`).
-    pub fn new(normalized_shape: impl Into<Vec<usize>>) -> Result<Self> {
+    pub fn new(normalized_shape: impl IntoShape) -> Result<Self> {
         Self::with_options(normalized_shape, LayerNormOptions::default())
     }
 
-    /// The layer with the given options. Errors for an empty
-    /// `normalized_shape`.
-    pub fn with_options(normalized_shape: impl Into<Vec<usize>>, opts: LayerNormOptions) -> Result<Self> {
-        let normalized_shape = normalized_shape.into();
+    /// The layer with the given options. `normalized_shape` is one size
+    /// (`LayerNorm::new(7)`, PyTorch's `int`) or several. Errors for an
+    /// empty or negative `normalized_shape`.
+    pub fn with_options(normalized_shape: impl IntoShape, opts: LayerNormOptions) -> Result<Self> {
+        let normalized_shape = sizes("LayerNorm", normalized_shape)?;
         if normalized_shape.is_empty() {
             return Err(Error::invalid("LayerNorm", "normalized_shape must not be empty"));
         }
@@ -148,18 +149,18 @@ impl Forward for LayerNorm {
 }
 
 /// The options of [`GroupNorm`] (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct GroupNormOptions {
     /// Added to the variance (`1e-5`).
-    pub eps: f64,
+    pub(crate) eps: f64,
     /// Learnable per-channel `weight` and `bias` (`true`).
-    pub affine: bool,
+    pub(crate) affine: bool,
     /// A learnable `bias` when `affine` (`true`).
-    pub bias: bool,
+    pub(crate) bias: bool,
     /// The parameters' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
     /// The parameters' device (the CPU).
-    pub device: Device,
+    pub(crate) device: Device,
 }
 
 impl Default for GroupNormOptions {
@@ -261,17 +262,17 @@ impl Forward for GroupNorm {
 }
 
 /// The options of [`RMSNorm`] (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct RmsNormOptions {
     /// Added to the mean square; `None` is the input dtype's machine
     /// epsilon (`None`).
-    pub eps: Option<f64>,
+    pub(crate) eps: Option<f64>,
     /// A learnable per-element `weight` (`true`).
-    pub elementwise_affine: bool,
+    pub(crate) elementwise_affine: bool,
     /// The parameters' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
     /// The parameters' device (the CPU).
-    pub device: Device,
+    pub(crate) device: Device,
 }
 
 impl Default for RmsNormOptions {
@@ -303,14 +304,15 @@ pub type RmsNorm = RMSNorm;
 
 impl RMSNorm {
     /// The layer with PyTorch's defaults.
-    pub fn new(normalized_shape: impl Into<Vec<usize>>) -> Result<Self> {
+    pub fn new(normalized_shape: impl IntoShape) -> Result<Self> {
         Self::with_options(normalized_shape, RmsNormOptions::default())
     }
 
-    /// The layer with the given options. Errors for an empty
-    /// `normalized_shape`.
-    pub fn with_options(normalized_shape: impl Into<Vec<usize>>, opts: RmsNormOptions) -> Result<Self> {
-        let normalized_shape = normalized_shape.into();
+    /// The layer with the given options. `normalized_shape` is one size
+    /// (`LayerNorm::new(7)`, PyTorch's `int`) or several. Errors for an
+    /// empty or negative `normalized_shape`.
+    pub fn with_options(normalized_shape: impl IntoShape, opts: RmsNormOptions) -> Result<Self> {
+        let normalized_shape = sizes("RMSNorm", normalized_shape)?;
         if normalized_shape.is_empty() {
             return Err(Error::invalid("RMSNorm", "normalized_shape must not be empty"));
         }
@@ -356,25 +358,26 @@ impl Forward for RMSNorm {
 
 /// The options of [`BatchNorm1d`], [`BatchNorm2d`] and [`BatchNorm3d`] (PyTorch's keywords
 /// and defaults).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct BatchNormLayerOptions {
     /// Added to the variance (`1e-5`).
-    pub eps: f64,
+    pub(crate) eps: f64,
     /// Weight of a batch's statistics in the running ones (`Some(0.1)`);
     /// `None` is the cumulative moving average (`1 / num_batches_tracked`).
-    pub momentum: Option<f64>,
+    #[options(nullable)]
+    pub(crate) momentum: Option<f64>,
     /// Learnable per-channel `weight` and `bias` (`true`).
-    pub affine: bool,
+    pub(crate) affine: bool,
     /// A learnable `bias` when `affine` (`true`).
-    pub bias: bool,
+    pub(crate) bias: bool,
     /// Keep `running_mean`, `running_var` and `num_batches_tracked`
     /// buffers (`true`); without them evaluation uses the batch's
     /// statistics.
-    pub track_running_stats: bool,
+    pub(crate) track_running_stats: bool,
     /// The parameters' and statistics' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
     /// Their device (the CPU).
-    pub device: Device,
+    pub(crate) device: Device,
 }
 
 impl Default for BatchNormLayerOptions {
@@ -480,9 +483,9 @@ impl BatchNormMembers {
             x,
             rm.as_ref(),
             rv.as_ref(),
+            w.as_ref(),
+            b.as_ref(),
             &BatchNormOptions {
-                weight: w.as_ref(),
-                bias: b.as_ref(),
                 training: bn_training,
                 momentum: factor,
                 eps: opts.eps,
@@ -608,3 +611,15 @@ batch_norm_layer!(
     "5D",
     "[N, {}, D, H, W]"
 );
+
+/// A normalized shape as sizes: one size or several (PyTorch's `int` or
+/// list); errors for a negative size.
+fn sizes(layer: &'static str, shape: impl IntoShape) -> Result<Vec<usize>> {
+    shape
+        .into_shape()
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| Error::invalid(layer, format!("normalized_shape has a negative size {d}")))
+        })
+        .collect()
+}

@@ -37,20 +37,20 @@ impl Cell {
 }
 
 /// The construction options of [`Lstm`] and [`Gru`] (PyTorch's keywords).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct RnnOptions {
     /// Stacked layers (default 1).
-    pub num_layers: usize,
+    pub(crate) num_layers: usize,
     /// Biases `b_ih`, `b_hh` (default true).
-    pub bias: bool,
+    pub(crate) bias: bool,
     /// Inputs and outputs are `[N, L, *]` instead of `[L, N, *]`.
-    pub batch_first: bool,
+    pub(crate) batch_first: bool,
     /// Dropout on the outputs of every layer but the last, in training.
-    pub dropout: f64,
+    pub(crate) dropout: f64,
     /// A second direction per layer, run over the reversed sequence.
-    pub bidirectional: bool,
+    pub(crate) bidirectional: bool,
     /// The parameters' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
 }
 
 impl Default for RnnOptions {
@@ -405,15 +405,35 @@ pub type GRU = Gru;
 
 impl Lstm {
     /// Runs the LSTM over `x` (`[L, N, input_size]`, `[N, L, input_size]`
-    /// with `batch_first`, or unbatched `[L, input_size]`) from `(h0, c0)`
-    /// (`[D*num_layers, N, hidden]`; zeros when `None`). Returns the
+    /// with `batch_first`, or unbatched `[L, input_size]`) from zeros (or
+    /// `(h0, c0)`, `[D*num_layers, N, hidden]`, with [`Lstm::call_with`]). Returns the
     /// outputs `[L, N, D*hidden]` and `(h_n, c_n)`. Errors naming the layer
     /// and the shapes when they do not fit.
     ///
-    /// Runs between the module's hooks (PyTorch's `lstm(x, (h0, c0))`):
-    /// they see the inputs `[x]` or `[x, h0, c0]` and the outputs
-    /// `[output, h_n, c_n]`.
-    pub fn forward(&self, x: &Tensor, state: Option<(&Tensor, &Tensor)>) -> Result<(Tensor, (Tensor, Tensor))> {
+    /// Runs between the module's hooks (PyTorch's `lstm(x)`): they see the
+    /// inputs `[x]` (`[x, h0, c0]` with [`Lstm::call_with`]) and the
+    /// outputs `[output, h_n, c_n]`.
+    pub fn call(&self, x: &Tensor) -> Result<(Tensor, (Tensor, Tensor))> {
+        self.call_state(x, None)
+    }
+
+    /// [`Lstm::call`] from the state `(h0, c0)` (PyTorch's `lstm(x, (h0,
+    /// c0))`).
+    pub fn call_with(&self, x: &Tensor, state: (&Tensor, &Tensor)) -> Result<(Tensor, (Tensor, Tensor))> {
+        self.call_state(x, Some(state))
+    }
+
+    /// [`Lstm::call`] without the hooks (`lstm.forward(x)`).
+    pub fn forward(&self, x: &Tensor) -> Result<(Tensor, (Tensor, Tensor))> {
+        self.run(x, None)
+    }
+
+    /// [`Lstm::call_with`] without the hooks.
+    pub fn forward_with(&self, x: &Tensor, state: (&Tensor, &Tensor)) -> Result<(Tensor, (Tensor, Tensor))> {
+        self.run(x, Some(state))
+    }
+
+    fn call_state(&self, x: &Tensor, state: Option<(&Tensor, &Tensor)>) -> Result<(Tensor, (Tensor, Tensor))> {
         if !self.rnn.state.has_hooks() {
             return self.run(x, state);
         }
@@ -440,12 +460,32 @@ impl Lstm {
 }
 
 impl Gru {
-    /// Runs the GRU over `x` (layouts as [`Lstm::forward`]) from `h0`
-    /// (zeros when `None`). Returns the outputs and `h_n`.
+    /// Runs the GRU over `x` (layouts as [`Lstm::call`]) from zeros.
+    /// Returns the outputs and `h_n`.
     ///
-    /// Runs between the module's hooks: they see the inputs `[x]` or `[x,
-    /// h0]` and the outputs `[output, h_n]`.
-    pub fn forward(&self, x: &Tensor, h0: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
+    /// Runs between the module's hooks (PyTorch's `gru(x)`): they see the
+    /// inputs `[x]` (`[x, h0]` with [`Gru::call_with`]) and the outputs
+    /// `[output, h_n]`.
+    pub fn call(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        self.call_state(x, None)
+    }
+
+    /// [`Gru::call`] from the state `h0` (PyTorch's `gru(x, h0)`).
+    pub fn call_with(&self, x: &Tensor, h0: &Tensor) -> Result<(Tensor, Tensor)> {
+        self.call_state(x, Some(h0))
+    }
+
+    /// [`Gru::call`] without the hooks (`gru.forward(x)`).
+    pub fn forward(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        self.run(x, None)
+    }
+
+    /// [`Gru::call_with`] without the hooks.
+    pub fn forward_with(&self, x: &Tensor, h0: &Tensor) -> Result<(Tensor, Tensor)> {
+        self.run(x, Some(h0))
+    }
+
+    fn call_state(&self, x: &Tensor, h0: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
         if !self.rnn.state.has_hooks() {
             return self.run(x, h0);
         }

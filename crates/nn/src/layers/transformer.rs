@@ -41,32 +41,32 @@ impl TransformerActivation {
     fn apply(self, x: &Tensor) -> Result<Tensor> {
         match self {
             TransformerActivation::Relu => F::relu(x),
-            TransformerActivation::Gelu => F::gelu(x, F::GeluApproximate::None),
+            TransformerActivation::Gelu => F::gelu(x),
         }
     }
 }
 
 /// The construction options of [`TransformerEncoderLayer`] and
 /// [`TransformerDecoderLayer`] (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct TransformerLayerOptions {
     /// Hidden size of the feed-forward block (`2048`).
-    pub dim_feedforward: usize,
+    pub(crate) dim_feedforward: usize,
     /// Dropout probability everywhere (`0.1`).
-    pub dropout: f64,
+    pub(crate) dropout: f64,
     /// Feed-forward activation (`Relu`).
-    pub activation: TransformerActivation,
+    pub(crate) activation: TransformerActivation,
     /// The layer norms' epsilon (`1e-5`).
-    pub layer_norm_eps: f64,
+    pub(crate) layer_norm_eps: f64,
     /// Inputs are `[N, S, E]` instead of `[S, N, E]` (`false`).
-    pub batch_first: bool,
+    pub(crate) batch_first: bool,
     /// Layer norm before each block instead of after the residual
     /// (`false`).
-    pub norm_first: bool,
+    pub(crate) norm_first: bool,
     /// Biases in the linear layers, attention and layer norms (`true`).
-    pub bias: bool,
+    pub(crate) bias: bool,
     /// The parameters' dtype (default: the default dtype).
-    pub dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
 }
 
 impl Default for TransformerLayerOptions {
@@ -152,15 +152,15 @@ fn check_input(who: &str, what: &str, x: &Tensor, d_model: usize, batch_first: b
 
 /// The call arguments of [`TransformerEncoderLayer::forward`] besides the
 /// source (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, crate::Options)]
 pub struct EncoderLayerForwardOptions<'a> {
     /// `[S, S]` or `[N * nhead, S, S]`: a float bias, or true where
     /// attention is not allowed.
-    pub src_mask: Option<&'a Tensor>,
+    pub(crate) src_mask: Option<&'a Tensor>,
     /// `[N, S]`: true (or a float bias) for padded positions.
-    pub src_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) src_key_padding_mask: Option<&'a Tensor>,
     /// `src_mask` is the causal mask (a hint; the mask must be given).
-    pub is_causal: bool,
+    pub(crate) is_causal: bool,
 }
 
 /// Self-attention and a feed-forward block, each with a residual
@@ -258,19 +258,24 @@ impl TransformerEncoderLayer {
     /// hooks (inputs `[src]`; the masks are keyword arguments). Errors name
     /// the layer and the shapes. Without masks this is
     /// [`Forward::call`].
-    pub fn forward(&self, src: &Tensor, opts: &EncoderLayerForwardOptions) -> Result<Tensor> {
-        call_with_hooks(self, std::slice::from_ref(src), |a| self.encode(&a[0], opts))
+    pub fn call_with(&self, src: &Tensor, opts: EncoderLayerForwardOptions) -> Result<Tensor> {
+        call_with_hooks(self, std::slice::from_ref(src), |a| self.encode(&a[0], &opts))
+    }
+
+    /// [`TransformerEncoderLayer::call_with`] without the hooks.
+    pub fn forward_with(&self, src: &Tensor, opts: EncoderLayerForwardOptions) -> Result<Tensor> {
+        self.encode(src, &opts)
     }
 
     /// The forward without hooks.
     fn encode(&self, x: &Tensor, opts: &EncoderLayerForwardOptions) -> Result<Tensor> {
         check_input(&self.name(), "src", x, self.d_model, self.opts.batch_first)?;
         let sa = |x: &Tensor| -> Result<Tensor> {
-            let (y, _) = self.self_attn.forward(
+            let (y, _) = self.self_attn.call_with(
                 x,
                 x,
                 x,
-                &MhaForwardOptions {
+                MhaForwardOptions {
                     key_padding_mask: opts.src_key_padding_mask,
                     need_weights: false,
                     attn_mask: opts.src_mask,
@@ -305,20 +310,20 @@ impl Forward for TransformerEncoderLayer {
 
 /// The call arguments of [`TransformerDecoderLayer::forward`] besides the
 /// target and the memory (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, crate::Options)]
 pub struct DecoderLayerForwardOptions<'a> {
     /// `[T, T]` mask of the self-attention.
-    pub tgt_mask: Option<&'a Tensor>,
+    pub(crate) tgt_mask: Option<&'a Tensor>,
     /// `[T, S]` mask of the attention over the memory.
-    pub memory_mask: Option<&'a Tensor>,
+    pub(crate) memory_mask: Option<&'a Tensor>,
     /// `[N, T]`: padded target positions.
-    pub tgt_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) tgt_key_padding_mask: Option<&'a Tensor>,
     /// `[N, S]`: padded memory positions.
-    pub memory_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) memory_key_padding_mask: Option<&'a Tensor>,
     /// `tgt_mask` is the causal mask (a hint).
-    pub tgt_is_causal: bool,
+    pub(crate) tgt_is_causal: bool,
     /// `memory_mask` is the causal mask (a hint).
-    pub memory_is_causal: bool,
+    pub(crate) memory_is_causal: bool,
 }
 
 /// Self-attention, attention over the encoder's memory and a feed-forward
@@ -425,9 +430,25 @@ impl TransformerDecoderLayer {
     /// first with `batch_first`; unbatched `[T, E]`, `[S, E]`), as
     /// PyTorch's math path. Runs between the module's hooks (inputs `[tgt,
     /// memory]`). Errors name the layer and the shapes.
-    pub fn forward(&self, tgt: &Tensor, memory: &Tensor, opts: &DecoderLayerForwardOptions) -> Result<Tensor> {
+    pub fn call(&self, tgt: &Tensor, memory: &Tensor) -> Result<Tensor> {
+        self.call_with(tgt, memory, DecoderLayerForwardOptions::default())
+    }
+
+    /// [`TransformerDecoderLayer::call`] with PyTorch's keyword arguments
+    /// (the masks).
+    pub fn call_with(&self, tgt: &Tensor, memory: &Tensor, opts: DecoderLayerForwardOptions) -> Result<Tensor> {
         let args = [tgt.clone(), memory.clone()];
-        call_with_hooks(self, &args, |a| self.decode(&a[0], &a[1], opts))
+        call_with_hooks(self, &args, |a| self.decode(&a[0], &a[1], &opts))
+    }
+
+    /// [`TransformerDecoderLayer::call`] without the hooks.
+    pub fn forward(&self, tgt: &Tensor, memory: &Tensor) -> Result<Tensor> {
+        self.decode(tgt, memory, &DecoderLayerForwardOptions::default())
+    }
+
+    /// [`TransformerDecoderLayer::call_with`] without the hooks.
+    pub fn forward_with(&self, tgt: &Tensor, memory: &Tensor, opts: DecoderLayerForwardOptions) -> Result<Tensor> {
+        self.decode(tgt, memory, &opts)
     }
 
     /// The forward without hooks.
@@ -446,11 +467,11 @@ impl TransformerDecoderLayer {
             ));
         }
         let sa = |x: &Tensor| -> Result<Tensor> {
-            let (y, _) = self.self_attn.forward(
+            let (y, _) = self.self_attn.call_with(
                 x,
                 x,
                 x,
-                &MhaForwardOptions {
+                MhaForwardOptions {
                     key_padding_mask: opts.tgt_key_padding_mask,
                     need_weights: false,
                     attn_mask: opts.tgt_mask,
@@ -461,11 +482,11 @@ impl TransformerDecoderLayer {
             self.dropout1.call(&y)
         };
         let ca = |x: &Tensor| -> Result<Tensor> {
-            let (y, _) = self.multihead_attn.forward(
+            let (y, _) = self.multihead_attn.call_with(
                 x,
                 mem,
                 mem,
-                &MhaForwardOptions {
+                MhaForwardOptions {
                     key_padding_mask: opts.memory_key_padding_mask,
                     need_weights: false,
                     attn_mask: opts.memory_mask,
@@ -493,15 +514,15 @@ impl TransformerDecoderLayer {
 
 /// The call arguments of [`TransformerEncoder::forward`] besides the
 /// source (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, crate::Options)]
 pub struct EncoderForwardOptions<'a> {
     /// `[S, S]` or `[N * nhead, S, S]` attention mask for every layer.
-    pub mask: Option<&'a Tensor>,
+    pub(crate) mask: Option<&'a Tensor>,
     /// `[N, S]`: padded positions.
-    pub src_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) src_key_padding_mask: Option<&'a Tensor>,
     /// Whether `mask` is the causal mask; `None` (the default) detects it
     /// by comparing with [`generate_square_subsequent_mask`], as PyTorch.
-    pub is_causal: Option<bool>,
+    pub(crate) is_causal: Option<bool>,
 }
 
 /// A stack of `num_layers` copies of an encoder layer and an optional
@@ -538,8 +559,13 @@ impl TransformerEncoder {
     /// Every layer in turn on `src`, then the norm (PyTorch's math path),
     /// between the module's hooks (inputs `[src]`). Errors as
     /// [`TransformerEncoderLayer::forward`].
-    pub fn forward(&self, src: &Tensor, opts: &EncoderForwardOptions) -> Result<Tensor> {
-        call_with_hooks(self, std::slice::from_ref(src), |a| self.encode(&a[0], opts))
+    pub fn call_with(&self, src: &Tensor, opts: EncoderForwardOptions) -> Result<Tensor> {
+        call_with_hooks(self, std::slice::from_ref(src), |a| self.encode(&a[0], &opts))
+    }
+
+    /// [`TransformerEncoder::call_with`] without the hooks.
+    pub fn forward_with(&self, src: &Tensor, opts: EncoderForwardOptions) -> Result<Tensor> {
+        self.encode(src, &opts)
     }
 
     /// The forward without hooks.
@@ -548,9 +574,9 @@ impl TransformerEncoder {
         let is_causal = detect_is_causal_mask(opts.mask, opts.is_causal, seq_len(src, batch_first))?;
         let mut x = src.clone();
         for layer in &self.layers {
-            x = layer.forward(
+            x = layer.call_with(
                 &x,
-                &EncoderLayerForwardOptions {
+                EncoderLayerForwardOptions {
                     src_mask: opts.mask,
                     src_key_padding_mask: opts.src_key_padding_mask,
                     is_causal,
@@ -607,22 +633,22 @@ fn detect_is_causal_mask(mask: Option<&Tensor>, is_causal: Option<bool>, size: u
 
 /// The call arguments of [`TransformerDecoder::forward`] besides the
 /// target and the memory (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, crate::Options)]
 pub struct DecoderForwardOptions<'a> {
     /// `[T, T]` or `[N * nhead, T, T]` mask of every layer's self-attention.
-    pub tgt_mask: Option<&'a Tensor>,
+    pub(crate) tgt_mask: Option<&'a Tensor>,
     /// `[T, S]` mask of every layer's attention over the memory.
-    pub memory_mask: Option<&'a Tensor>,
+    pub(crate) memory_mask: Option<&'a Tensor>,
     /// `[N, T]`: padded target positions.
-    pub tgt_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) tgt_key_padding_mask: Option<&'a Tensor>,
     /// `[N, S]`: padded memory positions.
-    pub memory_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) memory_key_padding_mask: Option<&'a Tensor>,
     /// Whether `tgt_mask` is the causal mask; `None` (the default) detects
     /// it by comparing with [`generate_square_subsequent_mask`], as
     /// PyTorch.
-    pub tgt_is_causal: Option<bool>,
+    pub(crate) tgt_is_causal: Option<bool>,
     /// `memory_mask` is the causal mask (a hint).
-    pub memory_is_causal: bool,
+    pub(crate) memory_is_causal: bool,
 }
 
 /// A stack of `num_layers` copies of a decoder layer and an optional final
@@ -659,9 +685,25 @@ impl TransformerDecoder {
     /// Every layer in turn on `tgt` with `memory`, then the norm (PyTorch's
     /// math path), between the module's hooks (inputs `[tgt, memory]`).
     /// Errors as [`TransformerDecoderLayer::forward`].
-    pub fn forward(&self, tgt: &Tensor, memory: &Tensor, opts: &DecoderForwardOptions) -> Result<Tensor> {
+    pub fn call(&self, tgt: &Tensor, memory: &Tensor) -> Result<Tensor> {
+        self.call_with(tgt, memory, DecoderForwardOptions::default())
+    }
+
+    /// [`TransformerDecoder::call`] with PyTorch's keyword arguments (the
+    /// masks).
+    pub fn call_with(&self, tgt: &Tensor, memory: &Tensor, opts: DecoderForwardOptions) -> Result<Tensor> {
         let args = [tgt.clone(), memory.clone()];
-        call_with_hooks(self, &args, |a| self.decode(&a[0], &a[1], opts))
+        call_with_hooks(self, &args, |a| self.decode(&a[0], &a[1], &opts))
+    }
+
+    /// [`TransformerDecoder::call`] without the hooks.
+    pub fn forward(&self, tgt: &Tensor, memory: &Tensor) -> Result<Tensor> {
+        self.decode(tgt, memory, &DecoderForwardOptions::default())
+    }
+
+    /// [`TransformerDecoder::call_with`] without the hooks.
+    pub fn forward_with(&self, tgt: &Tensor, memory: &Tensor, opts: DecoderForwardOptions) -> Result<Tensor> {
+        self.decode(tgt, memory, &opts)
     }
 
     /// The forward without hooks.
@@ -670,10 +712,10 @@ impl TransformerDecoder {
         let tgt_is_causal = detect_is_causal_mask(opts.tgt_mask, opts.tgt_is_causal, seq_len(tgt, batch_first))?;
         let mut x = tgt.clone();
         for layer in &self.layers {
-            x = layer.forward(
+            x = layer.call_with(
                 &x,
                 memory,
-                &DecoderLayerForwardOptions {
+                DecoderLayerForwardOptions {
                     tgt_mask: opts.tgt_mask,
                     memory_mask: opts.memory_mask,
                     tgt_key_padding_mask: opts.tgt_key_padding_mask,
@@ -692,16 +734,16 @@ impl TransformerDecoder {
 
 /// The construction options of [`Transformer`] (PyTorch's keywords and
 /// defaults).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, crate::Options)]
 pub struct TransformerOptions {
     /// Encoder layers (`6`).
-    pub num_encoder_layers: usize,
+    pub(crate) num_encoder_layers: usize,
     /// Decoder layers (`6`).
-    pub num_decoder_layers: usize,
+    pub(crate) num_decoder_layers: usize,
     /// Every layer's options (`dim_feedforward`, `dropout`, `activation`,
     /// `layer_norm_eps`, `batch_first`, `norm_first`, `bias`, `dtype`),
     /// also used by the final norms (`layer_norm_eps`, `bias`, `dtype`).
-    pub layer: TransformerLayerOptions,
+    pub(crate) layer: TransformerLayerOptions,
 }
 
 impl Default for TransformerOptions {
@@ -716,26 +758,26 @@ impl Default for TransformerOptions {
 
 /// The call arguments of [`Transformer::forward`] besides the source and
 /// the target (PyTorch's keywords and defaults).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, crate::Options)]
 pub struct TransformerForwardOptions<'a> {
     /// `[S, S]` or `[N * nhead, S, S]` mask of the encoder's self-attention.
-    pub src_mask: Option<&'a Tensor>,
+    pub(crate) src_mask: Option<&'a Tensor>,
     /// `[T, T]` or `[N * nhead, T, T]` mask of the decoder's self-attention.
-    pub tgt_mask: Option<&'a Tensor>,
+    pub(crate) tgt_mask: Option<&'a Tensor>,
     /// `[T, S]` mask of the decoder's attention over the memory.
-    pub memory_mask: Option<&'a Tensor>,
+    pub(crate) memory_mask: Option<&'a Tensor>,
     /// `[N, S]`: padded source positions.
-    pub src_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) src_key_padding_mask: Option<&'a Tensor>,
     /// `[N, T]`: padded target positions.
-    pub tgt_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) tgt_key_padding_mask: Option<&'a Tensor>,
     /// `[N, S]`: padded memory positions.
-    pub memory_key_padding_mask: Option<&'a Tensor>,
+    pub(crate) memory_key_padding_mask: Option<&'a Tensor>,
     /// Whether `src_mask` is the causal mask (`None`: detected).
-    pub src_is_causal: Option<bool>,
+    pub(crate) src_is_causal: Option<bool>,
     /// Whether `tgt_mask` is the causal mask (`None`: detected).
-    pub tgt_is_causal: Option<bool>,
+    pub(crate) tgt_is_causal: Option<bool>,
     /// `memory_mask` is the causal mask (a hint).
-    pub memory_is_causal: bool,
+    pub(crate) memory_is_causal: bool,
 }
 
 /// An encoder-decoder transformer (PyTorch's `nn.Transformer`): a
@@ -821,9 +863,24 @@ impl Transformer {
     /// model and both shapes) when the batch sizes of `src` and `tgt` differ
     /// or their feature size is not `d_model`, and as the layers'
     /// forwards.
-    pub fn forward(&self, src: &Tensor, tgt: &Tensor, opts: &TransformerForwardOptions) -> Result<Tensor> {
+    pub fn call(&self, src: &Tensor, tgt: &Tensor) -> Result<Tensor> {
+        self.call_with(src, tgt, TransformerForwardOptions::default())
+    }
+
+    /// [`Transformer::call`] with PyTorch's keyword arguments (the masks).
+    pub fn call_with(&self, src: &Tensor, tgt: &Tensor, opts: TransformerForwardOptions) -> Result<Tensor> {
         let args = [src.clone(), tgt.clone()];
-        call_with_hooks(self, &args, |a| self.run(&a[0], &a[1], opts))
+        call_with_hooks(self, &args, |a| self.run(&a[0], &a[1], &opts))
+    }
+
+    /// [`Transformer::call`] without the hooks.
+    pub fn forward(&self, src: &Tensor, tgt: &Tensor) -> Result<Tensor> {
+        self.run(src, tgt, &TransformerForwardOptions::default())
+    }
+
+    /// [`Transformer::call_with`] without the hooks.
+    pub fn forward_with(&self, src: &Tensor, tgt: &Tensor, opts: TransformerForwardOptions) -> Result<Tensor> {
+        self.run(src, tgt, &opts)
     }
 
     /// The forward without hooks.
@@ -843,18 +900,18 @@ impl Transformer {
         if src.shape().last() != Some(&self.d_model) || tgt.shape().last() != Some(&self.d_model) {
             return Err(bad("the feature number of src and tgt must be equal to d_model"));
         }
-        let memory = self.encoder.forward(
+        let memory = self.encoder.call_with(
             src,
-            &EncoderForwardOptions {
+            EncoderForwardOptions {
                 mask: opts.src_mask,
                 src_key_padding_mask: opts.src_key_padding_mask,
                 is_causal: opts.src_is_causal,
             },
         )?;
-        self.decoder.forward(
+        self.decoder.call_with(
             tgt,
             &memory,
-            &DecoderForwardOptions {
+            DecoderForwardOptions {
                 tgt_mask: opts.tgt_mask,
                 memory_mask: opts.memory_mask,
                 tgt_key_padding_mask: opts.tgt_key_padding_mask,

@@ -164,9 +164,14 @@ pub trait Module: Send + Sync {
             .unwrap_or(true)
     }
 
+    /// Training mode on the module and every descendant (`model.train()`).
+    fn train(&self) {
+        self.train_mode(true)
+    }
+
     /// Sets training mode (`mode` true) or evaluation mode on the module and
     /// every descendant (`model.train(mode)`).
-    fn train(&self, mode: bool) {
+    fn train_mode(&self, mode: bool) {
         for m in self.modules() {
             if let Some(s) = m.state() {
                 s.set_training(mode);
@@ -174,9 +179,9 @@ pub trait Module: Send + Sync {
         }
     }
 
-    /// Evaluation mode (`model.eval()`): `train(false)`.
+    /// Evaluation mode (`model.eval()`): `train_mode(false)`.
     fn eval(&self) {
-        self.train(false);
+        self.train_mode(false);
     }
 
     /// Clears the parameters' gradients: drops them (`set_to_none`, the
