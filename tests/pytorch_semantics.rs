@@ -969,3 +969,42 @@ fn half_precision_variances_accumulate_in_f64() -> Result<()> {
     assert_eq!(b.var(1.0)?.to_dtype(DType::F32)?.item::<f32>()?, f32::INFINITY);
     Ok(())
 }
+
+/// Gradient accumulation as PyTorch's AccumulateGrad: with create_graph the
+/// first `.grad` is a recorded copy (CopyBackwards) and later ones `old +
+/// g` (AddBackward0); without, the sum is written in place into the
+/// existing `.grad`, even one an earlier create_graph pass left (a handle
+/// to it sees the sum). PyTorch 2.15 prints, for
+/// `x = tensor([1., 2.], requires_grad=True)`:
+/// `(x*x).sum().backward(create_graph=True); g1 = x.grad` ->
+/// `tensor([2., 4.], grad_fn=<CopyBackwards>)`, then
+/// `(x*3).sum().backward()` -> `g1 = tensor([5., 7.], grad_fn=<CopyBackwards>)`.
+#[test]
+fn gradient_accumulation_follows_pytorchs_accumulate_grad() -> Result<()> {
+    use ferrotorch::autograd::{self, GradOptions};
+    let x = leaf(&[1.0, 2.0], &[2])?;
+    autograd::backward(&[&x.mul(&x)?.sum()?], GradOptions::create_graph())?;
+    let g1 = x.grad()?;
+    assert_eq!((node(&g1), g1.requires_grad()), ("CopyBackwards".to_string(), true));
+    x.mul(3.0)?.sum()?.backward()?;
+    assert_eq!(g1.to_vec::<f32>()?, [5.0, 7.0]);
+    assert_eq!(grad_of(&x), [5.0, 7.0]);
+    assert!(x.grad()?.requires_grad());
+    // Two create_graph passes: the sum keeps its graph.
+    let w = leaf(&[1.0, 2.0], &[2])?;
+    for _ in 0..2 {
+        autograd::backward(&[&w.mul(&w)?.mul(&w)?.sum()?], GradOptions::create_graph())?;
+    }
+    let gw = w.grad()?;
+    assert_eq!(node(&gw), "AddBackward0");
+    assert_eq!(gw.to_vec::<f32>()?, [6.0, 24.0]);
+    // d(sum(6 w^2))/dw = 12 w.
+    let h = autograd::grad(&[&gw.sum()?], &[&w], GradOptions::default())?;
+    assert_eq!(h[0].to_vec::<f32>()?, [12.0, 24.0]);
+    // x * x with create_graph: PyTorch's AddBackward0 of the two products.
+    let y = leaf(&[1.0, 2.0, 3.0], &[3])?;
+    let g = autograd::grad(&[&y.mul(&y)?.sum()?], &[&y], GradOptions::create_graph())?;
+    assert_eq!(node(&g[0]), "AddBackward0");
+    assert_eq!(g[0].to_vec::<f32>()?, [2.0, 4.0, 6.0]);
+    Ok(())
+}

@@ -854,6 +854,48 @@ mod tests {
         );
     }
 
+    /// The stride test's contract: no layout made by views of a contiguous
+    /// tensor (transpose, permute, narrow, step slices) may overlap, and a
+    /// dim of stride 0 or strides that reach into each other may.
+    #[test]
+    fn stride_test_of_overlap() {
+        let l = |shape: &[usize], strides: &[usize]| Layout {
+            shape: shape.into(),
+            strides: strides.into(),
+            offset: 0,
+        };
+        for (shape, strides) in [
+            (&[2usize, 3, 4][..], &[12usize, 4, 1][..]),
+            (&[4, 3, 2], &[1, 4, 12]),
+            (&[3, 4, 2], &[4, 1, 12]),
+            (&[2, 2, 3], &[12, 4, 1]),
+            (&[3, 2], &[8, 2]),
+            (&[5, 1, 3], &[3, 100, 1]),
+        ] {
+            assert!(
+                !l(shape, strides).may_have_overlapping_elements(),
+                "{shape:?} {strides:?}"
+            );
+            assert!(!l(shape, strides).has_overlapping_elements(), "{shape:?} {strides:?}");
+        }
+        for (shape, strides, exact) in [
+            (&[3usize, 4][..], &[0usize, 1][..], true),
+            (&[3, 4], &[2, 1], true),
+            (&[2, 3], &[3, 2], false),
+        ] {
+            assert!(
+                l(shape, strides).may_have_overlapping_elements(),
+                "{shape:?} {strides:?}"
+            );
+            assert_eq!(
+                l(shape, strides).has_overlapping_elements(),
+                exact,
+                "{shape:?} {strides:?}"
+            );
+        }
+        assert!(!l(&[3, 0], &[0, 1]).may_have_overlapping_elements());
+    }
+
     #[test]
     fn broadcasting() {
         assert_eq!(

@@ -324,7 +324,10 @@ impl Op for Binary {
                     // one place (one tensor), their sum `g*x + g*x` comes
                     // from one fused kernel, the bits of the two products
                     // the engine would add; else the product is made once.
-                    if ctx.same_edge(0, 1) && g.shape() == a.shape() {
+                    // With create_graph, the two products as PyTorch records
+                    // them (the gradient's node is AddBackward0 of two
+                    // MulBackward0).
+                    if ctx.same_edge(0, 1) && g.shape() == a.shape() && !crate::autograd::mode::is_grad_enabled() {
                         let kind = ActivationKind::Square;
                         return Ok(vec![Some(call1(&ActivationBackward(kind), &[&g, &a])?), None]);
                     }

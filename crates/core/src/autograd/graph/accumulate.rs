@@ -45,15 +45,23 @@ fn stealable(g: &Tensor, leaf: &Tensor) -> bool {
         && g.storage().nbytes() == g.numel() * g.dtype().element_size()
 }
 
-/// Adds `g` to the leaf's `.grad` (in place when the graph of the gradient
-/// is not kept, as PyTorch does).
+/// Adds `g` to the leaf's `.grad` as PyTorch's `AccumulateGrad` does:
+/// with `create_graph` a new tensor that keeps the gradient's graph (the
+/// first one a recorded copy, node `CopyBackwards`; later ones `old + g`);
+/// without, the gradient itself when nothing else holds it, else a copy,
+/// and later ones added in place into the existing `.grad` (whatever it
+/// requires: a `.grad` left by an earlier `create_graph` pass is updated
+/// in place too, and handles to it see the sum).
 fn accumulate(m: &mut AutogradMeta, leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
     m.grad = Some(match m.grad.take() {
-        // Keep the graph of the gradient only with create_graph.
-        None if create_graph => g,
+        None if create_graph => {
+            let copy = g.empty_like()?;
+            copy.copy_(&g)?;
+            copy
+        }
         None if stealable(&g, leaf) => g.detach(),
         None => g.detach().clone_tensor()?,
-        Some(old) if create_graph || old.requires_grad() => old.add(&g)?,
+        Some(old) if create_graph => old.add(&g)?,
         Some(old) => {
             let _ng = crate::autograd::mode::no_grad_guard();
             old.add_(&g)?
