@@ -347,6 +347,8 @@ def exec_op(env, op):
     if n == "full_like":
         return [torch.full_like(T(0), S(1))]
     r = exec_cov(env, n, a)
+    if r is None:
+        r = exec_nn(env, n, a)
     if r is not None:
         return r
     raise KeyError("unknown op " + n)
@@ -481,6 +483,84 @@ def exec_cov(env, n, a):
     if n == "qr_abs":
         q, rr = torch.linalg.qr(T(0), mode=a[1])
         return [q.abs(), rr.abs()]
+    return None
+
+
+# ---- the nn op group: torch.nn.functional's poolings, convolutions, norms, embedding, losses, activations
+
+NN_POOL = ["max_pool1d", "max_pool2d", "max_pool1d_idx", "max_pool2d_idx", "avg_pool1d", "avg_pool2d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"]
+NN_CONV = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "linear"]
+NN_NORM = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "embedding"]
+NN_LOSS = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "binary_cross_entropy", "bce_with_logits", "kl_div"]
+NN_ACT_ARGS = {"leaky_relu": F.leaky_relu, "elu": F.elu, "celu": F.celu, "softshrink": F.softshrink,
+               "hardshrink": F.hardshrink}
+NN_ACT_NOARG = {"selu": F.selu, "relu6": F.relu6, "mish": F.mish, "hardswish": F.hardswish,
+                "hardsigmoid": F.hardsigmoid, "logsigmoid": F.logsigmoid}
+NN_ACT = list(NN_ACT_ARGS) + list(NN_ACT_NOARG) + ["hardtanh"]
+NN_OPS = NN_POOL + NN_CONV + NN_NORM + NN_LOSS + NN_ACT + ["sdpa"]
+
+
+def exec_nn(env, n, a):
+    """The nn ops (PyTorch side); None for another op."""
+    T = lambda i: env[a[i]]  # noqa: E731
+    O = lambda i: None if a[i] is None else env[a[i]]  # noqa: E731
+    if n in ("max_pool1d", "max_pool2d", "max_pool1d_idx", "max_pool2d_idx"):
+        f = F.max_pool1d if n.startswith("max_pool1d") else F.max_pool2d
+        idx = n.endswith("_idx")
+        r = f(T(0), a[1], stride=a[2], padding=a[3], dilation=a[4], ceil_mode=a[5], return_indices=idx)
+        return list(r) if idx else [r]
+    if n == "avg_pool1d":
+        return [F.avg_pool1d(T(0), a[1], stride=a[2], padding=a[3], ceil_mode=a[4], count_include_pad=a[5])]
+    if n == "avg_pool2d":
+        return [F.avg_pool2d(T(0), a[1], stride=a[2], padding=a[3], ceil_mode=a[4], count_include_pad=a[5],
+                             divisor_override=a[6])]
+    if n in ("adaptive_avg_pool1d", "adaptive_avg_pool2d"):
+        return [getattr(F, n)(T(0), a[1])]
+    if n in ("adaptive_max_pool1d", "adaptive_max_pool2d"):
+        return list(getattr(F, n)(T(0), a[1], return_indices=True))
+    if n in ("conv1d", "conv2d"):
+        return [getattr(F, n)(T(0), T(1), O(2), stride=a[3], padding=a[4], dilation=a[5], groups=a[6])]
+    if n in ("conv_transpose1d", "conv_transpose2d"):
+        return [getattr(F, n)(T(0), T(1), O(2), stride=a[3], padding=a[4], output_padding=a[5], groups=a[6],
+                              dilation=a[7])]
+    if n == "linear":
+        return [F.linear(T(0), T(1), O(2))]
+    if n == "layer_norm":
+        return [F.layer_norm(T(0), a[1], O(2), O(3), a[4])]
+    if n == "rms_norm":
+        return [F.rms_norm(T(0), a[1], O(2), a[3])]
+    if n == "group_norm":
+        return [F.group_norm(T(0), a[1], O(2), O(3), a[4])]
+    if n == "batch_norm":
+        return [F.batch_norm(T(0), O(1), O(2), O(3), O(4), training=a[5], momentum=a[6], eps=a[7])]
+    if n == "embedding":
+        return [F.embedding(T(0), T(1), padding_idx=a[2], max_norm=a[3], norm_type=a[4], scale_grad_by_freq=a[5])]
+    if n == "cross_entropy":
+        return [F.cross_entropy(T(0), T(1), weight=O(2), ignore_index=a[3], reduction=a[4], label_smoothing=a[5])]
+    if n == "nll_loss":
+        return [F.nll_loss(T(0), T(1), weight=O(2), ignore_index=a[3], reduction=a[4])]
+    if n in ("mse_loss", "l1_loss"):
+        return [getattr(F, n)(T(0), T(1), reduction=a[2])]
+    if n == "smooth_l1_loss":
+        return [F.smooth_l1_loss(T(0), T(1), reduction=a[2], beta=a[3])]
+    if n == "huber_loss":
+        return [F.huber_loss(T(0), T(1), reduction=a[2], delta=a[3])]
+    if n == "binary_cross_entropy":
+        return [F.binary_cross_entropy(T(0), T(1), weight=O(2), reduction=a[3])]
+    if n == "bce_with_logits":
+        return [F.binary_cross_entropy_with_logits(T(0), T(1), weight=O(2), pos_weight=O(3), reduction=a[4])]
+    if n == "kl_div":
+        return [F.kl_div(T(0), T(1), reduction=a[2], log_target=a[3])]
+    if n == "sdpa":
+        return [F.scaled_dot_product_attention(T(0), T(1), T(2), attn_mask=O(3), is_causal=a[4], scale=a[5])]
+    if n in NN_ACT_ARGS:
+        return [NN_ACT_ARGS[n](T(0), a[1])]
+    if n in NN_ACT_NOARG:
+        return [NN_ACT_NOARG[n](T(0))]
+    if n == "hardtanh":
+        return [F.hardtanh(T(0), a[1], a[2])]
     return None
 
 
@@ -1058,7 +1138,8 @@ class Gen:
             return [x, self.like(x)]
         if name == "full_like":
             return [self.pick(), self.scalar()]
-        return self.gen_cov(name)
+        r = self.gen_cov(name)
+        return r if r is not None else self.gen_nn(name)
 
     # ---- the op-coverage ops (issue 14)
     def size_of(self, x, d):
@@ -1507,6 +1588,295 @@ class Gen:
             return [x]
         return None
 
+    # ---- the nn op group
+    def nn_dtype(self):
+        return wchoice(self.rng, [("float32", 45), ("float64", 35), ("float16", 6), ("bfloat16", 6), ("int64", 2),
+                                  ("int32", 1)])
+
+    def nn_x(self, shape, dtype=None, ndims=(), data=None):
+        """A float input of `shape`, or (sometimes) an earlier float output of a rank in ndims."""
+        r = self.rng
+        if ndims and data is None and r.random() < 0.25:
+            cands = [n for n in self.outs if self.t(n).is_floating_point() and self.t(n).dim() in ndims]
+            if cands:
+                return r.choice(cands)
+        return self.new_input(dtype or self.nn_dtype(), shape, views=data is None, data=data)
+
+    def iol(self, vals):
+        """An int-or-tuple argument: one int when the values agree (mostly), else the list;
+        rarely a list of the wrong length."""
+        r = self.rng
+        if r.random() < 0.02:
+            return vals + [vals[-1]]
+        if len(set(vals)) == 1 and r.random() < 0.6:
+            return vals[0]
+        return list(vals)
+
+    def dt_like(self, dt, p=0.97):
+        return dt if self.rng.random() < p else self.nn_dtype()
+
+    def gen_pool(self, name):
+        r = self.rng
+        k = 2 if "2d" in name else 1
+        batched = r.random() < 0.7
+        sp = [r.randint(1, 7) for _ in range(k)]
+        if r.random() < 0.03:
+            sp[0] = 0
+        shape = ([r.choice([1, 1, 2, 2, 3]) if r.random() > 0.05 else 0] if batched else []) + [r.randint(1, 3)] + sp
+        if r.random() < 0.03:
+            shape = shape[1:] if r.random() < 0.5 else shape + [2]
+        x = self.nn_x(shape, ndims=(k + 1, k + 2))
+        xs = list(self.t(x).shape)
+        sp = xs[-k:] if len(xs) >= k else [1] * k
+        if name.startswith("adaptive"):
+            out = [r.randint(1, 5) if r.random() < 0.96 else r.choice([0, -1]) for _ in range(k)]
+            return [x, self.iol(out)]
+        ks = [r.randint(1, max(1, min(4, s))) if r.random() < 0.9 else r.randint(1, 5) for s in sp]
+        if r.random() < 0.02:
+            ks[0] = r.choice([0, -1])
+        stride = None if r.random() < 0.4 else self.iol([r.choice([1, 1, 2, 3]) if r.random() < 0.98 else 0
+                                                        for _ in range(k)])
+        pad = [r.randint(0, kk // 2) if r.random() < 0.4 else 0 for kk in ks]
+        if r.random() < 0.03:
+            pad[0] = ks[0]  # more than half the kernel
+        ceil = r.random() < 0.35
+        if name.startswith("max_pool"):
+            dil = [1 if r.random() < 0.7 else 2 for _ in range(k)]
+            return [x, self.iol(ks), stride, self.iol(pad), self.iol(dil), ceil]
+        args = [x, self.iol(ks), stride, self.iol(pad), ceil, r.random() < 0.6]
+        if name == "avg_pool2d":
+            args.append(None if r.random() < 0.8 else r.choice([1, 2, 3, 5, 0]))
+        return args
+
+    def gen_conv(self, name):
+        r = self.rng
+        k = 2 if name.endswith("2d") else 1
+        tr = "transpose" in name
+        groups = r.choice([1, 1, 1, 2, 3])
+        cin, cout = groups * r.randint(1, 2), groups * r.randint(1, 3)
+        batched = r.random() < 0.75
+        n = r.choice([1, 2, 2, 3]) if r.random() > 0.04 else 0
+        ks = [r.randint(1, 3) for _ in range(k)]
+        sp = [r.randint(1, 6) for _ in range(k)]
+        dt = self.nn_dtype()
+        x = self.new_input(dt, ([n] if batched else []) + [cin] + sp)
+        wshape = ([cin, cout // groups] if tr else [cout, cin // groups]) + ks
+        if r.random() < 0.04:
+            wshape[r.randrange(len(wshape))] += 1
+        w = self.new_input(self.dt_like(dt), wshape)
+        bias = None if r.random() < 0.35 else self.new_input(self.dt_like(dt), [cout if r.random() < 0.97 else
+                                                                                 cout + 1])
+        g = groups if r.random() < 0.97 else r.choice([0, groups + 1])
+        stride = [r.choice([1, 1, 2, 3]) for _ in range(k)]
+        dil = [r.choice([1, 1, 1, 2]) for _ in range(k)]
+        if r.random() < 0.02:
+            stride[0] = 0
+        if tr:
+            pad = [r.randint(0, 2) for _ in range(k)]
+            op = [r.randint(0, max(s, d) - 1) if r.random() < 0.4 else 0 for s, d in zip(stride, dil)]
+            if r.random() < 0.03:
+                op[0] = max(stride[0], dil[0])
+            return [x, w, bias, self.iol(stride), self.iol(pad), self.iol(op), g, self.iol(dil)]
+        p = r.random()
+        if p < 0.15:
+            padding = "same"
+            if r.random() < 0.8:
+                stride = [1] * k
+        elif p < 0.25:
+            padding = "valid"
+        else:
+            padding = self.iol([r.randint(0, 2) for _ in range(k)])
+        return [x, w, bias, self.iol(stride), padding, self.iol(dil), g]
+
+    def pos_input(self, dt, shape, lo=0.1, hi=3.0):
+        """An input of positive values (variances, class weights)."""
+        r = self.rng
+        return self.new_input(dt, shape, views=False, rg=False,
+                              data=[r.uniform(lo, hi) for _ in range(numel(shape))])
+
+    def unit_input(self, dt, shape, edge=0.1, rg=None):
+        """An input of values in [0, 1] (probabilities), some exactly 0 or 1."""
+        r = self.rng
+        data = [r.choice([0.0, 1.0]) if r.random() < edge else r.random() for _ in range(numel(shape))]
+        return self.new_input(dt, shape, views=False, data=data, rg=rg)
+
+    def gen_nn(self, name):
+        """Arguments of an nn op, or None."""
+        r = self.rng
+        if name in NN_POOL:
+            return self.gen_pool(name)
+        if name in ("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"):
+            return self.gen_conv(name)
+        if name == "linear":
+            din, dout = r.randint(1, 4), r.randint(1, 4)
+            dt = self.nn_dtype()
+            lead = [r.randint(0 if r.random() < 0.05 else 1, 3) for _ in range(r.choice([0, 1, 1, 2]))]
+            x = self.new_input(dt, lead + [din])
+            w = self.new_input(self.dt_like(dt), [dout, din if r.random() < 0.97 else din + 1])
+            return [x, w, None if r.random() < 0.3 else self.new_input(self.dt_like(dt), [dout])]
+        if name in ("layer_norm", "rms_norm"):
+            x = self.nn_x([r.randint(1, 4) if r.random() < 0.97 else 0 for _ in range(r.randint(1, 4))],
+                          ndims=(1, 2, 3, 4))
+            sh = list(self.t(x).shape)
+            dt = DNAME[self.t(x).dtype]
+            m = r.randint(1, len(sh)) if sh else 0
+            ns = sh[len(sh) - m:]
+            if r.random() < 0.03:
+                ns = ns + [2] if r.random() < 0.5 else [s + 1 for s in ns]
+            wsh = ns if r.random() < 0.97 else ns + [1]
+            w = None if r.random() < 0.3 else self.new_input(self.dt_like(dt), wsh)
+            if name == "rms_norm":
+                return [x, ns, w, r.choice([None, None, 1e-6, 1e-5, 0.1])]
+            b = None if r.random() < 0.4 else self.new_input(self.dt_like(dt), ns)
+            return [x, ns, w, b, r.choice([1e-5, 1e-5, 1e-3, 0.1, 0.0])]
+        if name == "group_norm":
+            g = r.randint(1, 3)
+            c = g * r.randint(1, 3)
+            shape = [r.randint(1, 3) if r.random() > 0.04 else 0, c] + [r.randint(1, 4) for _ in range(r.randint(0, 2))]
+            dt = self.nn_dtype()
+            x = self.new_input(dt, shape)
+            if r.random() < 0.04:
+                g = r.choice([c + 1, 0, 2 * c])
+            w = None if r.random() < 0.3 else self.new_input(self.dt_like(dt), [c if r.random() < 0.97 else c + 1])
+            b = None if r.random() < 0.4 else self.new_input(self.dt_like(dt), [c])
+            return [x, g, w, b, r.choice([1e-5, 1e-5, 1e-3, 0.1])]
+        if name == "batch_norm":
+            c = r.randint(1, 3)
+            shape = [r.choice([1, 2, 2, 3, 4]), c] + [r.randint(1, 3) for _ in range(r.choice([0, 0, 1, 2]))]
+            if r.random() < 0.03:
+                shape = shape[1:]
+            dt = self.nn_dtype()
+            x = self.new_input(dt, shape)
+            training = r.random() < 0.5
+            sdt = dt if r.random() < 0.8 else "float32"
+            csz = c if r.random() < 0.97 else c + 1
+            if r.random() < 0.85 or not training:
+                rm = self.new_input(sdt, [csz], views=False, rg=False) if r.random() < 0.97 else None
+                rv = self.pos_input(sdt, [csz]) if r.random() < 0.97 else None
+            else:
+                rm = rv = None
+            w = None if r.random() < 0.3 else self.new_input(self.dt_like(dt), [c])
+            b = None if r.random() < 0.4 else self.new_input(self.dt_like(dt), [c])
+            return [x, rm, rv, w, b, training, r.choice([0.1, 0.1, 0.5, 0.0, 1.0]), r.choice([1e-5, 1e-3, 0.1])]
+        if name == "embedding":
+            v, d = r.randint(1, 6), r.randint(1, 4)
+            w = self.new_input(self.nn_dtype(), [v, d])
+            ish = self.rand_shape(3)
+            data = [r.randrange(v) if r.random() < 0.98 else r.choice([v, -1]) for _ in range(numel(ish))]
+            idt = wchoice(r, [("int64", 20), ("int32", 3), ("float32", 1)])
+            idx = self.new_input(idt, ish, views=False, rg=False, data=data)
+            pidx = None if r.random() < 0.6 else (r.randint(-v, v - 1) if r.random() < 0.95 else v)
+            max_norm = None if r.random() < 0.8 else r.choice([1.0, 0.5, 2.0])
+            return [idx, w, pidx, max_norm, r.choice([2.0, 2.0, 1.0, 3.0]), r.random() < 0.2]
+        if name in ("cross_entropy", "nll_loss"):
+            c = r.randint(1, 5)
+            n = r.randint(1, 4) if r.random() > 0.05 else 0
+            form = r.choice(["2d", "2d", "1d", "kd"])
+            if form == "1d":
+                xs, ts = [c], []
+            elif form == "2d":
+                xs, ts = [n, c], [n]
+            else:
+                extra = [r.randint(1, 3) for _ in range(r.randint(1, 2))]
+                xs, ts = [n, c] + extra, [n] + extra
+            dt = self.nn_dtype()
+            x = self.new_input(dt, xs)
+            ignore = r.choice([-100, -100, -100, -1, r.randrange(c)])
+            if name == "cross_entropy" and r.random() < 0.3:
+                tgt = self.unit_input(self.dt_like(dt), xs if r.random() < 0.97 else ts)
+            else:
+                if r.random() < 0.03 and ts:
+                    ts = [ts[0] + 1] + ts[1:]
+                data = [r.randrange(c) if r.random() < 0.88 else
+                        (ignore if r.random() < 0.8 else r.choice([c, -1, -5])) for _ in range(numel(ts))]
+                tdt = wchoice(r, [("int64", 30), ("int32", 1), ("uint8", 1)])
+                if tdt == "uint8":
+                    data = [v % 256 for v in data]
+                tgt = self.new_input(tdt, ts, views=False, rg=False, data=data)
+            w = None if r.random() < 0.6 else self.pos_input(self.dt_like(dt), [c if r.random() < 0.97 else c + 1])
+            red = r.choice(["none", "mean", "sum"])
+            if name == "nll_loss":
+                return [x, tgt, w, ignore, red]
+            ls = r.choice([0.0, 0.0, 0.1, 0.5, 1.0]) if r.random() < 0.98 else r.choice([-0.1, 1.5])
+            return [x, tgt, w, ignore, red, ls]
+        if name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"):
+            x = self.nn_x(self.rand_shape(3), ndims=(0, 1, 2, 3))
+            dt = DNAME[self.t(x).dtype]
+            k = r.random()
+            if k < 0.85:
+                y = self.new_input(self.dt_like(dt), list(self.t(x).shape))
+            else:
+                y = self.like(x, self.dt_like(dt))
+            red = r.choice(["none", "mean", "sum"])
+            if name == "smooth_l1_loss":
+                return [x, y, red, r.choice([1.0, 1.0, 0.5, 0.0, 2.0]) if r.random() < 0.98 else -1.0]
+            if name == "huber_loss":
+                return [x, y, red, r.choice([1.0, 1.0, 0.5, 2.0]) if r.random() < 0.98 else r.choice([0.0, -1.0])]
+            return [x, y, red]
+        if name == "binary_cross_entropy":
+            shape = self.rand_shape(3)
+            dt = self.nn_dtype()
+            data = [r.choice([0.0, 1.0]) if r.random() < 0.05 else 1 / (1 + math.exp(-r.gauss(0, 2)))
+                    for _ in range(numel(shape))]
+            if r.random() < 0.03 and data:
+                data[0] = r.choice([1.5, -0.5])
+            x = self.new_input(dt, shape, views=False, data=data)
+            y = self.unit_input(self.dt_like(dt), shape if r.random() < 0.97 else shape + [2], 0.3, rg=False)
+            w = None if r.random() < 0.6 else self.pos_input(self.dt_like(dt), [1 if r.random() < 0.3 else s
+                                                                                for s in shape])
+            return [x, y, w, r.choice(["none", "mean", "sum"])]
+        if name == "bce_with_logits":
+            shape = self.rand_shape(3)
+            dt = self.nn_dtype()
+            x = self.new_input(dt, shape)
+            y = self.unit_input(self.dt_like(dt), shape if r.random() < 0.97 else shape + [2], 0.3)
+            w = None if r.random() < 0.6 else self.pos_input(self.dt_like(dt), [1 if r.random() < 0.3 else s
+                                                                                for s in shape])
+            pw = None
+            if r.random() < 0.4:
+                pw = self.pos_input(self.dt_like(dt), shape[-1:] if r.random() < 0.8 else [1])
+            return [x, y, w, pw, r.choice(["none", "mean", "sum"])]
+        if name == "kl_div":
+            shape = self.rand_shape(3)
+            dt = self.nn_dtype()
+            x = self.new_input(dt, shape, views=False, data=[-abs(r.gauss(0, 2)) for _ in range(numel(shape))])
+            log_target = r.random() < 0.4
+            ysh = shape if r.random() < 0.9 else [1 if r.random() < 0.5 else s for s in shape]
+            if log_target:
+                y = self.new_input(self.dt_like(dt), ysh, views=False, data=[-abs(r.gauss(0, 2)) for _ in range(numel(ysh))])
+            else:
+                y = self.unit_input(self.dt_like(dt), ysh, 0.2)
+            return [x, y, r.choice(["none", "mean", "sum", "batchmean"]), log_target]
+        if name == "sdpa":
+            lead = [r.randint(1, 2) for _ in range(r.choice([0, 1, 1, 2]))]
+            ll, s, e, ev = r.randint(1, 4), r.randint(1, 4), r.randint(1, 4), r.randint(1, 4)
+            dt = self.nn_dtype()
+            q = self.new_input(dt, lead + [ll, e])
+            k = self.new_input(self.dt_like(dt), lead + [s, e if r.random() < 0.97 else e + 1])
+            v = self.new_input(self.dt_like(dt), lead + [s, ev])
+            mask = None
+            if r.random() < 0.4:
+                mask = self.new_input(r.choice(["bool", dt]), [ll, s], views=False, rg=False)
+            causal = r.random() < 0.3 and (mask is None or r.random() < 0.1)
+            return [q, k, v, mask, causal, r.choice([None, None, 0.5, 2.0])]
+        if name in NN_ACT:
+            x = self.pick(lambda t: t.is_floating_point()) if r.random() < 0.92 else self.pick()
+            if name == "leaky_relu":
+                return [x, r.choice([0.01, 0.2, -0.5, 0.0, 1.5])]
+            if name == "elu":
+                return [x, r.choice([1.0, 0.5, 2.0, 0.0, -1.0])]
+            if name == "celu":
+                return [x, r.choice([1.0, 0.5, 2.0, -1.0]) if r.random() < 0.97 else 0.0]
+            if name in ("softshrink", "hardshrink"):
+                return [x, r.choice([0.5, 0.5, 0.0, 1.0, 2.5]) if r.random() < 0.97 else -0.5]
+            if name == "hardtanh":
+                lo, hi = r.choice([(-1.0, 1.0), (-1.0, 1.0), (0.0, 6.0), (-0.5, 2.0), (1.0, 1.0)])
+                if r.random() < 0.03:
+                    lo, hi = hi + 1.0, lo
+                return [x, lo, hi]
+            return [x]
+        return None
+
     def factor(self, n, parts=None):
         r = self.rng
         k = parts if parts is not None else r.randint(0, 3)
@@ -1535,7 +1905,7 @@ ALL_OPS = (list(UNARY) + UNARY_INPLACE + list(NOARG) + BINARY + BINARY_INPLACE +
     "transpose", "expand", "narrow", "slice", "select", "squeeze_dim", "squeeze_dims", "unsqueeze", "flatten",
     "unflatten", "split", "chunk", "unbind", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
     "scatter_value", "index_select", "index", "index_put", "index_put_", "tril", "triu", "one_hot", "sort", "argsort", "topk", "cat",
-    "stack", "to", "fill_", "copy_", "full_like"] + COV_SHAPE + COV_COUNT + COV_REDUCE + COV_LINALG)
+    "stack", "to", "fill_", "copy_", "full_like"] + COV_SHAPE + COV_COUNT + COV_REDUCE + COV_LINALG + NN_OPS)
 # Op groups for --ops (a group name stands for its ops).
 OP_GROUPS = {
     "shape": COV_SHAPE + ["nonzero", "tril", "triu", "index_put", "index_put_"],
@@ -1544,6 +1914,7 @@ OP_GROUPS = {
                             "nanmedian", "nanmedian_dim", "mode", "cummax", "cummin", "logcumsumexp", "diff", "unique",
                             "unique_consecutive"],
     "linalg": COV_LINALG + ["norm", "norm_dim"],
+    "nn": NN_OPS + ["softplus", "softmax", "log_softmax", "one_hot"],
 }
 
 

@@ -1008,3 +1008,139 @@ fn gradient_accumulation_follows_pytorchs_accumulate_grad() -> Result<()> {
     assert_eq!(g[0].to_vec::<f32>()?, [2.0, 4.0, 6.0]);
     Ok(())
 }
+
+/// In-place forms PyTorch has (docs/signatures.md listed them missing):
+/// activations, tril_/triu_, softmax(dtype=), *_like(dtype=). Gradients as
+/// PyTorch 2.15 prints them for `x = tensor([[-1., .5], [2., -3.]],
+/// requires_grad=True); y = x * 1; f(y); y.sum().backward()`.
+#[test]
+fn in_place_activations_and_triangles_match_pytorch() -> Result<()> {
+    type Case = (&'static str, fn(&Tensor) -> Result<Tensor>, [f32; 4]);
+    let cases: [Case; 8] = [
+        ("leaky_relu_", |y| y.leaky_relu_(0.1), [0.1, 1.0, 1.0, 0.1]),
+        (
+            "elu_",
+            |y| y.elu_(1.0, 1.0, 1.0),
+            [0.367_879_45, 1.0, 1.0, 0.049_787_04],
+        ),
+        ("celu_", |y| y.celu_(1.0), [0.367_879_45, 1.0, 1.0, 0.049_787_04]),
+        ("hardtanh_", |y| y.hardtanh_(-1.0, 1.0), [0.0, 1.0, 0.0, 0.0]),
+        ("relu6_", |y| y.relu6_(), [0.0, 1.0, 1.0, 0.0]),
+        (
+            "hardswish_",
+            |y| y.hardswish_(),
+            [0.166_666_66, 0.666_666_7, 1.166_666_7, 0.0],
+        ),
+        ("tril_", |y| y.tril_(0), [1.0, 0.0, 1.0, 1.0]),
+        ("triu_", |y| y.triu_(1), [0.0, 1.0, 0.0, 0.0]),
+    ];
+    for (name, f, want) in cases {
+        let x = leaf(&[-1.0, 0.5, 2.0, -3.0], &[2, 2])?;
+        let y = x.mul(1.0)?;
+        let r = f(&y)?;
+        assert!(r.is_same(&y), "{name} returns self");
+        r.sum()?.backward()?;
+        let g = grad_of(&x);
+        for (a, b) in g.iter().zip(want) {
+            assert!((a - b).abs() < 1e-6, "{name}: {g:?} vs {want:?}");
+        }
+    }
+    let m = Tensor::ones([3, 3])?;
+    m.triu_(1)?;
+    assert_eq!(m.to_vec::<f32>()?, [0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]);
+    assert!(Tensor::ones([3])?.tril_(0).is_err());
+    // softmax(x, 0, dtype=torch.float32) of an f16 input: the cast first.
+    let h = leaf(&[1.0, 2.0], &[2])?.to_dtype(DType::F16)?;
+    let p = h.softmax_dtype(0, DType::F32)?;
+    assert_eq!((p.dtype(), node(&p)), (DType::F32, "SoftmaxBackward0".to_string()));
+    assert!((p.to_vec::<f32>()?[1] - 0.731_058_6).abs() < 1e-6);
+    assert!(Tensor::new([1i64, 2])?.softmax_dtype(0, DType::I64).is_err());
+    let z = Tensor::new([1i64, 2])?;
+    assert_eq!(z.ones_like_dtype(DType::F32)?.to_vec::<f32>()?, [1.0, 1.0]);
+    assert_eq!(z.full_like_dtype(2.5, DType::F64)?.to_vec::<f64>()?, [2.5, 2.5]);
+    assert_eq!(z.zeros_like_dtype(DType::Bool)?.to_vec::<bool>()?, [false, false]);
+    assert!(z.rand_like_dtype(DType::I64).is_err());
+    Ok(())
+}
+
+/// The activations' derivatives at their corners, in f64, as PyTorch 2.15
+/// gives them (`x = tensor([-3, -1, -.5, 0, .5, 1, 3, 6], dtype=float64)`;
+/// `f(x).sum().backward()`): which side each corner takes, and PyTorch's
+/// f32 `1/6` in hardsigmoid's derivative.
+#[test]
+fn activation_derivatives_at_their_corners_match_pytorch() -> Result<()> {
+    type Act = (&'static str, fn(&Tensor) -> Result<Tensor>, [f64; 8]);
+    let sixth = f64::from(1.0f32 / 6.0);
+    let cases: [Act; 9] = [
+        (
+            "leaky_relu",
+            |x| x.leaky_relu(0.1),
+            [0.1, 0.1, 0.1, 0.1, 1.0, 1.0, 1.0, 1.0],
+        ),
+        (
+            "elu",
+            |x| x.elu(1.0, 1.0, 1.0),
+            [
+                0.049787068367863944,
+                0.36787944117144233,
+                0.6065306597126334,
+                1.0,
+                1.0,
+                1.0,
+                1.0,
+                1.0,
+            ],
+        ),
+        (
+            "hardtanh",
+            |x| x.hardtanh(-1.0, 1.0),
+            [0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0],
+        ),
+        ("relu6", |x| x.relu6(), [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0]),
+        (
+            "hardswish",
+            |x| x.hardswish(),
+            [
+                0.0,
+                0.16666666666666669,
+                0.33333333333333337,
+                0.5,
+                0.6666666666666666,
+                0.8333333333333333,
+                1.0,
+                1.0,
+            ],
+        ),
+        (
+            "hardsigmoid",
+            |x| x.hardsigmoid(),
+            [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
+        ),
+        (
+            "softshrink",
+            |x| x.softshrink(0.5),
+            [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+        ),
+        (
+            "hardshrink",
+            |x| x.hardshrink(0.5),
+            [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+        ),
+        ("relu", |x| x.relu(), [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]),
+    ];
+    // f64, and f32 (its own kernels): the same corners, values rounded.
+    for (dtype, tol) in [(DType::F64, 1e-16), (DType::F32, 1e-7)] {
+        for (name, f, want) in cases {
+            let x = Tensor::new([-3.0f64, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0])?
+                .to_dtype(dtype)?
+                .requires_grad_(true)?;
+            f(&x)?.sum()?.backward()?;
+            let g = x.grad()?.to_dtype(DType::F64)?.to_vec::<f64>()?;
+            for (i, (a, b)) in g.iter().zip(want).enumerate() {
+                let b = if name == "hardsigmoid" { b * sixth } else { b };
+                assert!((a - b).abs() <= tol, "{name} ({dtype:?}) at {i}: {g:?}");
+            }
+        }
+    }
+    Ok(())
+}

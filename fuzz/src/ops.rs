@@ -298,6 +298,8 @@ pub(crate) fn other(name: &str, env: &Env, a: &[Value]) -> Res<Vec<Tensor>> {
         "copy_" => e1(x()?.copy_(&t(1)?)),
         "full_like" => e1(x()?.full_like(s(1)?)),
         "float" => e1(x()?.to_dtype(DType::F32)),
-        o => crate::ops_cov::coverage(o, env, a).unwrap_or_else(|| Err(format!("unknown op {o}"))),
+        o => crate::ops_cov::coverage(o, env, a)
+            .or_else(|| crate::ops_nn::nn(o, env, a))
+            .unwrap_or_else(|| Err(format!("unknown op {o}"))),
     }
 }

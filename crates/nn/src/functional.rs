@@ -101,6 +101,16 @@ pub fn log_softmax(x: &Tensor, dim: i64) -> Result<Tensor> {
     x.log_softmax(dim)
 }
 
+/// `F.softmax(x, dim, dtype=dtype)`: `x` cast to `dtype` first.
+pub fn softmax_dtype(x: &Tensor, dim: i64, dtype: ferrotorch_core::DType) -> Result<Tensor> {
+    x.softmax_dtype(dim, dtype)
+}
+
+/// `F.log_softmax(x, dim, dtype=dtype)`: `x` cast to `dtype` first.
+pub fn log_softmax_dtype(x: &Tensor, dim: i64, dtype: ferrotorch_core::DType) -> Result<Tensor> {
+    x.log_softmax_dtype(dim, dtype)
+}
+
 /// Dropout (`F.dropout`): in training, zeroes each element with
 /// probability `p` and scales the others by `1 / (1 - p)`, drawing the
 /// mask as PyTorch's CPU kernel does (`bernoulli_(1 - p)` on a tensor like

@@ -13,7 +13,7 @@
 //! every activation has higher derivatives.
 
 use crate::autograd::{BackwardCtx, Saves};
-use crate::dispatch::{Op, OpEntry, OutSpecs, call1};
+use crate::dispatch::{Op, OpEntry, OutSpecs, call_out, call1};
 use crate::ops::grad_util::grad0;
 use crate::ops::unary::same_layout_spec;
 use crate::{DType, Error, Result, Scalar, Tensor};
@@ -227,18 +227,21 @@ impl Act {
                 let t = x.exp().ln_1p().tanh();
                 g * (t + x * s * (1.0 - t * t))
             }
+            // PyTorch's hardswish_backward: 0 up to and at -3, 1 from 3.
             Act::Hardswish => {
-                if x < -3.0 {
+                if x <= -3.0 {
                     0.0
-                } else if x <= 3.0 {
+                } else if x < 3.0 {
                     g * (x / 3.0 + 0.5)
                 } else {
                     g
                 }
             }
+            // PyTorch's hardsigmoid_backward multiplies by an f32 `1/6`,
+            // in every dtype.
             Act::Hardsigmoid => {
                 if x > -3.0 && x < 3.0 {
-                    g / 6.0
+                    g * f64::from(1.0f32 / 6.0)
                 } else {
                     0.0
                 }
@@ -470,6 +473,13 @@ fn activation(act: Act, x: &Tensor) -> Result<Tensor> {
     call1(&Activation(act), &[x])
 }
 
+/// The activation written into `x` (the operator's node, whose formula
+/// reads the input as it was before the write).
+fn activation_(act: Act, x: &Tensor) -> Result<Tensor> {
+    call_out(&Activation(act), &[x], &[x])?;
+    Ok(x.clone())
+}
+
 /// # Activations with hyperparameters
 ///
 /// `F.leaky_relu`, `F.elu`, `F.hardtanh` & co.; each an operator with
@@ -487,6 +497,85 @@ impl Tensor {
     /// `LeakyReluBackward0`). Errors for a non-float input.
     pub fn leaky_relu(&self, negative_slope: f64) -> Result<Tensor> {
         activation(Act::LeakyRelu { slope: negative_slope }, self)
+    }
+
+    /// In-place [`Tensor::leaky_relu`] (`F.leaky_relu_`).
+    pub fn leaky_relu_(&self, negative_slope: f64) -> Result<Tensor> {
+        activation_(Act::LeakyRelu { slope: negative_slope }, self)
+    }
+
+    /// In-place [`Tensor::elu`] (`F.elu_`).
+    pub fn elu_(&self, alpha: f64, scale: f64, input_scale: f64) -> Result<Tensor> {
+        activation_(
+            Act::Elu {
+                alpha,
+                scale,
+                input_scale,
+                celu: false,
+            },
+            self,
+        )
+    }
+
+    /// In-place [`Tensor::celu`] (`torch.celu_`); errors as `celu`.
+    pub fn celu_(&self, alpha: f64) -> Result<Tensor> {
+        if alpha == 0.0 {
+            return Err(Error::invalid("celu", "ZeroDivisionError: alpha cannot be 0 for CELU"));
+        }
+        activation_(
+            Act::Elu {
+                alpha,
+                scale: 1.0,
+                input_scale: 1.0 / alpha,
+                celu: true,
+            },
+            self,
+        )
+    }
+
+    /// In-place [`Tensor::selu`] (`torch.selu_`).
+    pub fn selu_(&self) -> Result<Tensor> {
+        self.elu_(SELU_ALPHA, SELU_SCALE, 1.0)
+    }
+
+    /// In-place [`Tensor::hardtanh`] (`F.hardtanh_`); errors as `hardtanh`.
+    pub fn hardtanh_(&self, min_val: f64, max_val: f64) -> Result<Tensor> {
+        if min_val > max_val {
+            return Err(Error::invalid("hardtanh", "min_val cannot be greater than max_val"));
+        }
+        if !self.dtype().is_floating_point() {
+            if self.dtype() == DType::Bool {
+                return Err(Error::dtype("hardtanh", self.dtype(), "not supported for bool tensors"));
+            }
+            return self.copy_(&self.hardtanh(min_val, max_val)?);
+        }
+        activation_(
+            Act::Hardtanh {
+                min: min_val,
+                max: max_val,
+            },
+            self,
+        )
+    }
+
+    /// In-place [`Tensor::relu6`] (`F.relu6(x, inplace=True)`).
+    pub fn relu6_(&self) -> Result<Tensor> {
+        self.hardtanh_(0.0, 6.0)
+    }
+
+    /// In-place [`Tensor::mish`] (`F.mish(x, inplace=True)`).
+    pub fn mish_(&self) -> Result<Tensor> {
+        activation_(Act::Mish, self)
+    }
+
+    /// In-place [`Tensor::hardswish`] (`F.hardswish(x, inplace=True)`).
+    pub fn hardswish_(&self) -> Result<Tensor> {
+        activation_(Act::Hardswish, self)
+    }
+
+    /// In-place [`Tensor::hardsigmoid`] (`F.hardsigmoid(x, inplace=True)`).
+    pub fn hardsigmoid_(&self) -> Result<Tensor> {
+        activation_(Act::Hardsigmoid, self)
     }
 
     /// `torch.nn.functional.elu` with PyTorch's full form (`scale`,

@@ -668,6 +668,29 @@ impl Tensor {
         self.triangle(diagonal, true)
     }
 
+    /// In-place [`Tensor::tril`] (node `TrilBackward0`).
+    pub fn tril_(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle_(diagonal, false)
+    }
+
+    /// In-place [`Tensor::triu`] (node `TriuBackward0`): `mask.triu_(1)`.
+    pub fn triu_(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle_(diagonal, true)
+    }
+
+    fn triangle_(&self, k: i64, upper: bool) -> Result<Tensor> {
+        let name = if upper { "triu_" } else { "tril_" };
+        if self.ndim() < 2 {
+            return Err(Error::invalid(name, "input tensor must have at least 2 dimensions"));
+        }
+        crate::dispatch::call_out(
+            &crate::ops::composite::CompositeOp::Triangle { diagonal: k, upper },
+            &[self],
+            &[self],
+        )?;
+        Ok(self.clone())
+    }
+
     fn triangle(&self, k: i64, upper: bool) -> Result<Tensor> {
         let name = if upper { "triu" } else { "tril" };
         if self.ndim() < 2 {

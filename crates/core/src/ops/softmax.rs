@@ -4,7 +4,7 @@ use crate::autograd::{BackwardCtx, Saves};
 use crate::dispatch::{Call, Kernel, Op, OpEntry, OutSpec, OutSpecs, Slot, Tensors, call1, downcast_op};
 use crate::layout::normalize_dim;
 use crate::ops::grad_util::grad0;
-use crate::{Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
 
 /// Dispatch table of `_softmax`, the operator with the kernel and the
 /// derivative (`SoftmaxBackward0`) that PyTorch's `softmax.int` calls.
@@ -182,5 +182,17 @@ impl Tensor {
     pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
         let d = normalize_dim("log_softmax", dim, self.ndim())?;
         call1(&Softmax { dim: d, log: true }, &[self])
+    }
+
+    /// `torch.softmax(x, dim, dtype=dtype)`: the input cast to `dtype`
+    /// first (nodes `ToCopyBackward0`, then `SoftmaxBackward0`); errors as
+    /// softmax for an integer `dtype`.
+    pub fn softmax_dtype(&self, dim: i64, dtype: DType) -> Result<Tensor> {
+        self.to_dtype(dtype)?.softmax(dim)
+    }
+
+    /// `torch.log_softmax(x, dim, dtype=dtype)`, as [`Tensor::softmax_dtype`].
+    pub fn log_softmax_dtype(&self, dim: i64, dtype: DType) -> Result<Tensor> {
+        self.to_dtype(dtype)?.log_softmax(dim)
     }
 }

@@ -476,6 +476,36 @@ impl Tensor {
         self.empty_like_dtype(self.dtype())?.normal_(0.0, 1.0)
     }
 
+    /// Zeros like `self` in `dtype` (`torch.zeros_like(x, dtype=dtype)`).
+    pub fn zeros_like_dtype(&self, dtype: DType) -> Result<Tensor> {
+        self.empty_like_dtype(dtype)
+    }
+
+    /// Ones like `self` in `dtype` (`torch.ones_like(x, dtype=dtype)`).
+    pub fn ones_like_dtype(&self, dtype: DType) -> Result<Tensor> {
+        self.empty_like_dtype(dtype)?.fill_(1)
+    }
+
+    /// `value` like `self` in `dtype` (`torch.full_like(x, v,
+    /// dtype=dtype)`); errors when `value` does not fit `dtype`.
+    pub fn full_like_dtype(&self, value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
+        let value = value.into();
+        value.check_fits_fill("full_like", dtype, self.numel())?;
+        self.empty_like_dtype(dtype)?.fill_(value)
+    }
+
+    /// Uniform samples like `self` in `dtype` (`torch.rand_like(x,
+    /// dtype=dtype)`); errors for a non-float `dtype`.
+    pub fn rand_like_dtype(&self, dtype: DType) -> Result<Tensor> {
+        self.empty_like_dtype(dtype)?.uniform_(0.0, 1.0)
+    }
+
+    /// Standard normal samples like `self` in `dtype` (`torch.randn_like(x,
+    /// dtype=dtype)`); errors for a non-float `dtype`.
+    pub fn randn_like_dtype(&self, dtype: DType) -> Result<Tensor> {
+        self.empty_like_dtype(dtype)?.normal_(0.0, 1.0)
+    }
+
     /// Random integers in `[low, high)` like `self`.
     pub fn randint_like(&self, low: i64, high: i64) -> Result<Tensor> {
         self.empty_like_dtype(self.dtype())?.random_from_(low, Some(high))

@@ -112,18 +112,20 @@ fn grad_one(act: Act, g: f32, x: f32) -> f32 {
             let t = tanh_f32(log1p_f32(exp_f32(x)));
             g * (t + x * s * (1.0 - t * t))
         }
+        // PyTorch's hardswish_backward: 0 up to and at -3, 1 from 3.
         Act::Hardswish => {
-            if x < -3.0 {
+            if x <= -3.0 {
                 0.0
-            } else if x <= 3.0 {
+            } else if x < 3.0 {
                 g * (x / 3.0 + 0.5)
             } else {
                 g
             }
         }
+        // PyTorch's hardsigmoid_backward multiplies by its f32 `1/6`.
         Act::Hardsigmoid => {
             if x > -3.0 && x < 3.0 {
-                g / 6.0
+                g * (1.0f32 / 6.0)
             } else {
                 0.0
             }
