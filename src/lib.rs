@@ -34,7 +34,7 @@
 //!     .generator(Generator::new(0))
 //!     .build()?;
 //! let model = Sequential::new().push(Linear::new(8, 16)?).push(ReLU::new()).push(Linear::new(16, 2)?);
-//! let mut opt = AdamW::new(model.parameters(), AdamWOptions { lr: 1e-2, ..Default::default() })?;
+//! let mut opt = AdamW::new(model.parameters(), AdamWOptions::new().lr(1e-2))?;
 //! let epochs = 3;
 //! let mut sched = CosineAnnealingLR::new(&mut opt, epochs * loader.len()? as i64, 0.0)?;
 //! let loss_fn = CrossEntropyLoss::new();

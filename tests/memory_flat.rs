@@ -16,13 +16,7 @@ fn allocated_bytes_are_flat_after_the_first_step() -> Result<()> {
         .push(Linear::new(784, 256)?)
         .push(ReLU::new())
         .push(Linear::new(256, 10)?);
-    let mut opt = AdamW::new(
-        model.parameters(),
-        AdamWOptions {
-            lr: 1e-3,
-            ..Default::default()
-        },
-    )?;
+    let mut opt = AdamW::new(model.parameters(), AdamWOptions::new().lr(1e-3))?;
     let loss_fn = CrossEntropyLoss::new();
     let x = Tensor::randn([128, 1, 28, 28])?;
     let y = Tensor::randint(0, 10, [128])?;

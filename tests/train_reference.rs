@@ -81,13 +81,7 @@ struct Run {
 /// `for x, y in loader: opt.zero_grad(); loss = loss_fn(model(x), y);
 /// loss.backward(); opt.step(); sched.step()`.
 fn train(model: &Sequential, loader: &DataLoader<(Tensor, i64)>, steps: usize) -> TestResult<Run> {
-    let mut opt = AdamW::new(
-        model.parameters(),
-        AdamWOptions {
-            lr: 1e-3,
-            ..Default::default()
-        },
-    )?;
+    let mut opt = AdamW::new(model.parameters(), AdamWOptions::new().lr(1e-3))?;
     let mut sched = CosineAnnealingLR::new(&mut opt, 100, 0.0)?;
     let loss_fn = CrossEntropyLoss::new();
     let mut run = Run {

@@ -31,10 +31,7 @@ impl Amp {
 
     /// The loss scaler: enabled for f16 only (it passes through otherwise).
     pub fn scaler(self) -> Result<GradScaler, ferrotorch::optim::Error> {
-        GradScaler::new(GradScalerOptions {
-            enabled: self == Amp::F16,
-            ..Default::default()
-        })
+        GradScaler::new(GradScalerOptions::new().enabled(self == Amp::F16))
     }
 }
 

@@ -357,11 +357,11 @@ fn run(args: Args) -> BoxResult<()> {
     // nanoGPT's groups: weight decay on matrices and embeddings, none on
     // biases and norm weights.
     let (decay, no_decay): (Vec<_>, Vec<_>) = model.parameters().into_iter().partition(|p| p.tensor().ndim() >= 2);
-    let opts = |wd: f64| AdamWOptions {
-        lr: args.learning_rate,
-        betas: (0.9, 0.99),
-        weight_decay: wd,
-        ..Default::default()
+    let opts = |wd: f64| {
+        AdamWOptions::new()
+            .lr(args.learning_rate)
+            .betas((0.9, 0.99))
+            .weight_decay(wd)
     };
     let mut opt = AdamW::with_groups([(decay, opts(args.weight_decay)), (no_decay, opts(0.0))], opts(0.0))?;
     // Linear warmup, then cosine decay to min_lr (as a factor of the peak).

@@ -292,13 +292,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         .num_workers(args.workers)
         .build()?;
     let criterion = CrossEntropyLoss::new();
-    let mut optimizer = AdamW::new(
-        model.parameters(),
-        AdamWOptions {
-            lr: args.lr,
-            ..Default::default()
-        },
-    )?;
+    let mut optimizer = AdamW::new(model.parameters(), AdamWOptions::new().lr(args.lr))?;
     let mut scheduler = CosineAnnealingLR::new(&mut optimizer, args.epochs as i64, 0.0)?;
     let mut scaler = args.amp.scaler()?;
     let mut progress = match &args.resume {
@@ -465,13 +459,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
 /// optimizer built inside it), predicted on the meta device and measured.
 fn predict_memory(args: &Args) -> BoxResult<()> {
     fn step<M: Forward>(model: M, args: &Args) -> ferrotorch::Result<()> {
-        let mut optimizer = AdamW::new(
-            model.parameters(),
-            AdamWOptions {
-                lr: args.lr,
-                ..Default::default()
-            },
-        )?;
+        let mut optimizer = AdamW::new(model.parameters(), AdamWOptions::new().lr(args.lr))?;
         let images = Tensor::randn([args.batch_size, 1, 28, 28])?;
         let labels = Tensor::randint(0, 10, [args.batch_size])?;
         let loss = {

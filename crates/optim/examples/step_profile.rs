@@ -48,40 +48,18 @@ fn params(numel: usize) -> Result<Vec<Parameter>> {
 fn optimizer(kind: &str, ps: Vec<Parameter>) -> Result<Box<dyn Optimizer>> {
     let sgd = |o: SgdOptions| -> Result<Box<dyn Optimizer>> { Ok(Box::new(SGD::new(ps.clone(), o)?)) };
     Ok(match kind {
-        "sgd" => sgd(SgdOptions {
-            lr: 1e-2,
-            ..Default::default()
-        })?,
-        "sgd_momentum" => sgd(SgdOptions {
-            lr: 1e-2,
-            momentum: 0.9,
-            ..Default::default()
-        })?,
-        "sgd_nesterov_wd" => sgd(SgdOptions {
-            lr: 1e-2,
-            momentum: 0.9,
-            nesterov: true,
-            weight_decay: 1e-4,
-            ..Default::default()
-        })?,
+        "sgd" => sgd(SgdOptions::new().lr(1e-2))?,
+        "sgd_momentum" => sgd(SgdOptions::new().lr(1e-2).momentum(0.9))?,
+        "sgd_nesterov_wd" => sgd(SgdOptions::new()
+            .lr(1e-2)
+            .momentum(0.9)
+            .nesterov(true)
+            .weight_decay(1e-4))?,
         "adam" => Box::new(Adam::new(ps, AdamOptions::default())?),
         "adamw" => Box::new(AdamW::new(ps, AdamWOptions::default())?),
-        "adam_amsgrad" => Box::new(Adam::new(
-            ps,
-            AdamOptions {
-                amsgrad: true,
-                ..Default::default()
-            },
-        )?),
+        "adam_amsgrad" => Box::new(Adam::new(ps, AdamOptions::new().amsgrad(true))?),
         "rmsprop" => Box::new(RMSprop::new(ps, RmsPropOptions::default())?),
-        "rmsprop_centered_momentum" => Box::new(RMSprop::new(
-            ps,
-            RmsPropOptions {
-                centered: true,
-                momentum: 0.9,
-                ..Default::default()
-            },
-        )?),
+        "rmsprop_centered_momentum" => Box::new(RMSprop::new(ps, RmsPropOptions::new().centered(true).momentum(0.9))?),
         "adagrad" => Box::new(Adagrad::new(ps, AdagradOptions::default())?),
         other => {
             return Err(ferrotorch::Error::invalid(

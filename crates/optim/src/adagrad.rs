@@ -13,10 +13,10 @@ use crate::value::{Dict, Value};
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{Adagrad, AdagradOptions};
 /// let model = Linear::new(4, 2)?;
-/// let opt = Adagrad::new(model.parameters(), AdagradOptions { lr_decay: 1e-3, ..Default::default() })?;
+/// let opt = Adagrad::new(model.parameters(), AdagradOptions::new().lr_decay(1e-3))?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, ferrotorch_nn::Options)]
 pub struct AdagradOptions {
     /// Learning rate (`1e-2`).
     pub lr: f64,

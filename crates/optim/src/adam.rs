@@ -16,10 +16,10 @@ use crate::value::{Dict, Value};
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{Adam, AdamOptions};
 /// let model = Linear::new(4, 2)?;
-/// let opt = Adam::new(model.parameters(), AdamOptions { lr: 1e-2, amsgrad: true, ..Default::default() })?;
+/// let opt = Adam::new(model.parameters(), AdamOptions::new().lr(1e-2).amsgrad(true))?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, ferrotorch_nn::Options)]
 pub struct AdamOptions {
     /// Learning rate (`1e-3`).
     pub lr: f64,
@@ -59,10 +59,10 @@ impl Default for AdamOptions {
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{AdamW, AdamWOptions};
 /// let model = Linear::new(4, 2)?;
-/// let opt = AdamW::new(model.parameters(), AdamWOptions { lr: 1e-3, ..Default::default() })?;
+/// let opt = AdamW::new(model.parameters(), AdamWOptions::new().lr(1e-3))?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, ferrotorch_nn::Options)]
 pub struct AdamWOptions {
     /// Learning rate (`1e-3`).
     pub lr: f64,

@@ -34,7 +34,7 @@ use ferrotorch_core::{DType, Tensor};
 use crate::{Dict, Error, Optimizer, Result, Value};
 
 /// The options of [`GradScaler::new`] (`GradScaler`'s keywords).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, ferrotorch_nn::Options)]
 pub struct GradScalerOptions {
     /// The first scale (`2.0**16`).
     pub init_scale: f64,

@@ -759,7 +759,7 @@ impl AnnealStrategy {
 
 /// `OneCycleLR`'s arguments, with PyTorch's defaults (give `max_lr` and
 /// either `total_steps` or `epochs` and `steps_per_epoch`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, ferrotorch_nn::Options)]
 pub struct OneCycleLrOptions {
     /// The peak learning rate, for all groups or per group.
     pub max_lr: PerGroup,
@@ -1108,7 +1108,7 @@ pub enum ThresholdMode {
 }
 
 /// `ReduceLROnPlateau`'s arguments, with PyTorch's defaults.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, ferrotorch_nn::Options)]
 pub struct ReduceLrOnPlateauOptions {
     /// `Min` (`"min"`) or `Max`.
     pub mode: PlateauMode,
@@ -1358,7 +1358,7 @@ impl ReduceLROnPlateau {
 /// use ferrotorch::optim::lr_scheduler::{CosineAnnealingLR, LinearLR, LrScheduler, SequentialLR};
 /// use ferrotorch::optim::{SGD, SgdOptions};
 /// let model = Linear::new(3, 1)?;
-/// let mut opt = SGD::new(model.parameters(), SgdOptions { lr: 0.1, ..Default::default() })?;
+/// let mut opt = SGD::new(model.parameters(), SgdOptions::new().lr(0.1))?;
 /// let warmup = LinearLR::new(&mut opt, 0.1, 1.0, 5)?;
 /// let cosine = CosineAnnealingLR::new(&mut opt, 95, 0.0)?;
 /// let mut sched = SequentialLR::new(&mut opt, vec![Box::new(warmup), Box::new(cosine)], vec![5])?;

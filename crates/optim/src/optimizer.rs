@@ -284,7 +284,7 @@ impl<A: Algorithm> Optim<A> {
 
     /// An optimizer over several groups, each with its own options (PyTorch's
     /// list of group dicts; write a group's options as
-    /// `AdamOptions { lr: 1e-2, ..defaults }`). `defaults` are what
+    /// `defaults.clone().lr(1e-2)`). `defaults` are what
     /// [`Optim::defaults`] reports and what later groups start from.
     pub fn with_groups(
         groups: impl IntoIterator<Item = (Vec<Parameter>, A::Options)>,

@@ -13,10 +13,10 @@ use crate::value::{Dict, Value};
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{RMSprop, RmsPropOptions};
 /// let model = Linear::new(4, 2)?;
-/// let opt = RMSprop::new(model.parameters(), RmsPropOptions { centered: true, ..Default::default() })?;
+/// let opt = RMSprop::new(model.parameters(), RmsPropOptions::new().centered(true))?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, ferrotorch_nn::Options)]
 pub struct RmsPropOptions {
     /// Learning rate (`1e-2`).
     pub lr: f64,

@@ -13,11 +13,11 @@ use crate::value::{Dict, Value};
 /// use ferrotorch::nn::{Linear, Module};
 /// use ferrotorch::optim::{Optimizer, SGD, SgdOptions};
 /// let model = Linear::new(4, 2)?;
-/// let mut opt = SGD::new(model.parameters(), SgdOptions { lr: 0.1, momentum: 0.9, ..Default::default() })?;
+/// let mut opt = SGD::new(model.parameters(), SgdOptions::new().lr(0.1).momentum(0.9))?;
 /// opt.step()?; // parameters without gradients are skipped
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, ferrotorch_nn::Options)]
 pub struct SgdOptions {
     /// Learning rate (`1e-3`).
     pub lr: f64,

@@ -9,13 +9,7 @@ use ferrotorch::{DType, Tensor, manual_seed};
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 fn sgd(params: Vec<Parameter>) -> Result<Sgd, ferrotorch::optim::Error> {
-    Sgd::new(
-        params,
-        SgdOptions {
-            lr: 0.1,
-            ..Default::default()
-        },
-    )
+    Sgd::new(params, SgdOptions::new().lr(0.1))
 }
 
 fn bits(t: &Tensor) -> Vec<u32> {
@@ -62,11 +56,7 @@ fn one_param(grad: &[f32]) -> Result<(Parameter, Sgd), Box<dyn std::error::Error
 
 #[test]
 fn an_inf_or_nan_skips_the_step_and_backs_off() -> TestResult {
-    let mut scaler = GradScaler::new(GradScalerOptions {
-        init_scale: 1024.0,
-        growth_interval: 3,
-        ..Default::default()
-    })?;
+    let mut scaler = GradScaler::new(GradScalerOptions::new().init_scale(1024.0).growth_interval(3))?;
     for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
         let (p, mut opt) = one_param(&[1.0, bad])?;
         let before = scaler.get_scale();
@@ -92,10 +82,7 @@ fn an_inf_or_nan_skips_the_step_and_backs_off() -> TestResult {
 
 #[test]
 fn unscale_then_clip_then_step_unscales_once() -> TestResult {
-    let mut scaler = GradScaler::new(GradScalerOptions {
-        init_scale: 4.0,
-        ..Default::default()
-    })?;
+    let mut scaler = GradScaler::new(GradScalerOptions::new().init_scale(4.0))?;
     let (p, mut opt) = one_param(&[12.0, 16.0])?;
     scaler.unscale_(&mut opt)?;
     assert_eq!(p.grad().unwrap().to_vec::<f32>()?, [3.0, 4.0]);
@@ -132,22 +119,10 @@ fn fp16_gradients_are_refused_and_bad_options_are_errors() -> TestResult {
         "Attempting to unscale FP16 gradients."
     );
     for o in [
-        GradScalerOptions {
-            growth_factor: 1.0,
-            ..Default::default()
-        },
-        GradScalerOptions {
-            backoff_factor: 1.0,
-            ..Default::default()
-        },
-        GradScalerOptions {
-            growth_interval: 0,
-            ..Default::default()
-        },
-        GradScalerOptions {
-            init_scale: f64::INFINITY,
-            ..Default::default()
-        },
+        GradScalerOptions::new().growth_factor(1.0),
+        GradScalerOptions::new().backoff_factor(1.0),
+        GradScalerOptions::new().growth_interval(0),
+        GradScalerOptions::new().init_scale(f64::INFINITY),
     ] {
         assert!(GradScaler::new(o).is_err(), "{o:?}");
     }
@@ -156,11 +131,7 @@ fn fp16_gradients_are_refused_and_bad_options_are_errors() -> TestResult {
 
 #[test]
 fn the_state_dict_has_pytorchs_keys_and_round_trips() -> TestResult {
-    let mut scaler = GradScaler::new(GradScalerOptions {
-        init_scale: 8.0,
-        growth_interval: 10,
-        ..Default::default()
-    })?;
+    let mut scaler = GradScaler::new(GradScalerOptions::new().init_scale(8.0).growth_interval(10))?;
     let (_, mut opt) = one_param(&[1.0])?;
     scaler.step(&mut opt)?;
     scaler.update()?;
@@ -190,10 +161,7 @@ fn the_state_dict_has_pytorchs_keys_and_round_trips() -> TestResult {
             .contains("empty")
     );
     // A disabled scaler passes through and saves nothing.
-    let mut off = GradScaler::new(GradScalerOptions {
-        enabled: false,
-        ..Default::default()
-    })?;
+    let mut off = GradScaler::new(GradScalerOptions::new().enabled(false))?;
     let loss = Tensor::new(vec![2.0f32])?;
     assert!(off.scale(&loss)?.is_same(&loss));
     let (p, mut opt) = one_param(&[1.0])?;

@@ -49,14 +49,7 @@ fn the_pytorch_call_translates_directly() {
     // torch.optim.AdamW(model.parameters(), lr=1e-3)
     let model = ferrotorch::nn::Linear::new(4, 2).unwrap();
     use ferrotorch::nn::{Forward, Module};
-    let mut opt = AdamW::new(
-        model.parameters(),
-        AdamWOptions {
-            lr: 1e-3,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut opt = AdamW::new(model.parameters(), AdamWOptions::new().lr(1e-3)).unwrap();
     assert_eq!(opt.lrs(), [1e-3]);
     assert_eq!(opt.defaults().weight_decay, 1e-2);
     let x = Tensor::ones([3, 4]).unwrap();
@@ -72,125 +65,47 @@ fn the_pytorch_call_translates_directly() {
 fn hyperparameter_errors_are_pytorchs() {
     let p = params();
     let sgd = |o: SgdOptions| err(SGD::new(p.clone(), o).map(drop));
+    assert_eq!(sgd(SgdOptions::new().lr(-0.1)), "Invalid learning rate: -0.1");
+    assert_eq!(sgd(SgdOptions::new().momentum(-1.0)), "Invalid momentum value: -1.0");
     assert_eq!(
-        sgd(SgdOptions {
-            lr: -0.1,
-            ..Default::default()
-        }),
-        "Invalid learning rate: -0.1"
-    );
-    assert_eq!(
-        sgd(SgdOptions {
-            momentum: -1.0,
-            ..Default::default()
-        }),
-        "Invalid momentum value: -1.0"
-    );
-    assert_eq!(
-        sgd(SgdOptions {
-            weight_decay: -1e-8,
-            ..Default::default()
-        }),
+        sgd(SgdOptions::new().weight_decay(-1e-8)),
         "Invalid weight_decay value: -1e-08"
     );
     let nesterov = "Nesterov momentum requires a momentum and zero dampening";
+    assert_eq!(sgd(SgdOptions::new().nesterov(true)), nesterov);
     assert_eq!(
-        sgd(SgdOptions {
-            nesterov: true,
-            ..Default::default()
-        }),
-        nesterov
-    );
-    assert_eq!(
-        sgd(SgdOptions {
-            nesterov: true,
-            momentum: 0.9,
-            dampening: 0.1,
-            ..Default::default()
-        }),
+        sgd(SgdOptions::new().nesterov(true).momentum(0.9).dampening(0.1)),
         nesterov
     );
     assert!(matches!(
-        SGD::new(
-            p.clone(),
-            SgdOptions {
-                nesterov: true,
-                ..Default::default()
-            }
-        ),
+        SGD::new(p.clone(), SgdOptions::new().nesterov(true)),
         Err(Error::Nesterov)
     ));
     let adam = |o: AdamOptions| err(Adam::new(p.clone(), o).map(drop));
     assert_eq!(
-        adam(AdamOptions {
-            betas: (1.0, 0.999),
-            ..Default::default()
-        }),
+        adam(AdamOptions::new().betas((1.0, 0.999))),
         "Invalid beta parameter at index 0: 1.0"
     );
     assert_eq!(
-        adam(AdamOptions {
-            betas: (0.9, -0.1),
-            ..Default::default()
-        }),
+        adam(AdamOptions::new().betas((0.9, -0.1))),
         "Invalid beta parameter at index 1: -0.1"
     );
+    assert_eq!(adam(AdamOptions::new().eps(-1.0)), "Invalid epsilon value: -1.0");
+    assert_eq!(adam(AdamOptions::new().lr(f64::NAN)), "Invalid learning rate: nan");
     assert_eq!(
-        adam(AdamOptions {
-            eps: -1.0,
-            ..Default::default()
-        }),
-        "Invalid epsilon value: -1.0"
-    );
-    assert_eq!(
-        adam(AdamOptions {
-            lr: f64::NAN,
-            ..Default::default()
-        }),
-        "Invalid learning rate: nan"
-    );
-    assert_eq!(
-        err(AdamW::new(
-            p.clone(),
-            AdamWOptions {
-                weight_decay: -0.01,
-                ..Default::default()
-            }
-        )
-        .map(drop)),
+        err(AdamW::new(p.clone(), AdamWOptions::new().weight_decay(-0.01)).map(drop)),
         "Invalid weight_decay value: -0.01"
     );
     assert_eq!(
-        err(RMSprop::new(
-            p.clone(),
-            RmsPropOptions {
-                alpha: -0.5,
-                ..Default::default()
-            }
-        )
-        .map(drop)),
+        err(RMSprop::new(p.clone(), RmsPropOptions::new().alpha(-0.5)).map(drop)),
         "Invalid alpha value: -0.5"
     );
     assert_eq!(
-        err(Adagrad::new(
-            p.clone(),
-            AdagradOptions {
-                lr_decay: -1.0,
-                ..Default::default()
-            }
-        )
-        .map(drop)),
+        err(Adagrad::new(p.clone(), AdagradOptions::new().lr_decay(-1.0)).map(drop)),
         "Invalid lr_decay value: -1.0"
     );
     assert_eq!(
-        err(Adagrad::new(
-            p.clone(),
-            AdagradOptions {
-                initial_accumulator_value: -1.0,
-                ..Default::default()
-            }
-        )
-        .map(drop)),
+        err(Adagrad::new(p.clone(), AdagradOptions::new().initial_accumulator_value(-1.0)).map(drop)),
         "Invalid initial_accumulator_value value: -1.0"
     );
     assert_eq!(
@@ -213,14 +128,8 @@ fn a_parameter_given_twice_is_an_error() {
         "some parameters appear in more than one parameter group"
     );
     assert_eq!(opt.num_param_groups(), 1);
-    opt.add_param_group(
-        vec![p[1].clone()],
-        SgdOptions {
-            lr: 0.5,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    opt.add_param_group(vec![p[1].clone()], SgdOptions::new().lr(0.5))
+        .unwrap();
     assert_eq!(opt.lrs(), [1e-3, 0.5]);
 }
 
@@ -229,20 +138,8 @@ fn groups_hyperparameters_and_lr_access() {
     let p = params();
     let mut opt = Adam::with_groups(
         vec![
-            (
-                vec![p[0].clone()],
-                AdamOptions {
-                    lr: 0.1,
-                    ..Default::default()
-                },
-            ),
-            (
-                vec![p[1].clone()],
-                AdamOptions {
-                    betas: (0.8, 0.9),
-                    ..Default::default()
-                },
-            ),
+            (vec![p[0].clone()], AdamOptions::new().lr(0.1)),
+            (vec![p[1].clone()], AdamOptions::new().betas((0.8, 0.9))),
         ],
         AdamOptions::default(),
     )
@@ -321,73 +218,17 @@ fn round_trip<O: Optimizer>(make: impl Fn(Vec<Parameter>) -> O) {
 
 #[test]
 fn state_dict_round_trip_continues_bit_for_bit() {
-    round_trip(|p| {
-        SGD::new(
-            p,
-            SgdOptions {
-                lr: 0.1,
-                momentum: 0.9,
-                nesterov: true,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-    });
-    round_trip(|p| {
-        Adam::new(
-            p,
-            AdamOptions {
-                amsgrad: true,
-                weight_decay: 0.1,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-    });
-    round_trip(|p| {
-        AdamW::new(
-            p,
-            AdamWOptions {
-                lr: 0.01,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-    });
-    round_trip(|p| {
-        RMSprop::new(
-            p,
-            RmsPropOptions {
-                centered: true,
-                momentum: 0.5,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-    });
-    round_trip(|p| {
-        Adagrad::new(
-            p,
-            AdagradOptions {
-                lr_decay: 0.1,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-    });
+    round_trip(|p| SGD::new(p, SgdOptions::new().lr(0.1).momentum(0.9).nesterov(true)).unwrap());
+    round_trip(|p| Adam::new(p, AdamOptions::new().amsgrad(true).weight_decay(0.1)).unwrap());
+    round_trip(|p| AdamW::new(p, AdamWOptions::new().lr(0.01)).unwrap());
+    round_trip(|p| RMSprop::new(p, RmsPropOptions::new().centered(true).momentum(0.5)).unwrap());
+    round_trip(|p| Adagrad::new(p, AdagradOptions::new().lr_decay(0.1)).unwrap());
 }
 
 #[test]
 fn state_dict_layout_is_pytorchs() {
     let p = params();
-    let mut opt = Adam::new(
-        p.clone(),
-        AdamOptions {
-            amsgrad: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut opt = Adam::new(p.clone(), AdamOptions::new().amsgrad(true)).unwrap();
     set_grads(&p, 0);
     opt.step().unwrap();
     let sd = opt.state_dict();
@@ -422,14 +263,7 @@ fn state_dict_layout_is_pytorchs() {
     let ada = Adagrad::new(p.clone(), AdagradOptions::default()).unwrap();
     assert_eq!(ada.state_dict().state.len(), 2);
     // Plain SGD keeps no state; with momentum, a momentum buffer.
-    let mut sgd = SGD::new(
-        p.clone(),
-        SgdOptions {
-            momentum: 0.9,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut sgd = SGD::new(p.clone(), SgdOptions::new().momentum(0.9)).unwrap();
     sgd.step().unwrap();
     let sgd_sd = sgd.state_dict();
     let keys: Vec<&str> = sgd_sd.state[&1].keys().collect();
@@ -476,14 +310,7 @@ fn load_state_dict_checks_what_it_loads() {
     bad_lr.param_groups[0].options.insert("lr", "fast");
     assert!(matches!(b.load_state_dict(&bad_lr), Err(Error::ParamGroupKey { .. })));
     // Loading sets the group's hyperparameters.
-    let mut c = Adam::new(
-        p.clone(),
-        AdamOptions {
-            lr: 0.5,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut c = Adam::new(p.clone(), AdamOptions::new().lr(0.5)).unwrap();
     c.load_state_dict(&sd).unwrap();
     assert_eq!(c.lrs(), [1e-3]);
     // Loading an Adam state into AdamW keeps its decay decoupled.
@@ -511,16 +338,7 @@ fn f64_and_non_contiguous_parameters() {
     let a = Parameter::new(base.t().unwrap()).unwrap();
     let b = Parameter::new(base.t().unwrap().contiguous().unwrap().clone_tensor().unwrap()).unwrap();
     assert!(!a.tensor().is_contiguous());
-    let mk = |p: &Parameter| {
-        Adam::new(
-            vec![p.clone()],
-            AdamOptions {
-                lr: 0.1,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-    };
+    let mk = |p: &Parameter| Adam::new(vec![p.clone()], AdamOptions::new().lr(0.1)).unwrap();
     let (mut oa, mut ob) = (mk(&a), mk(&b));
     for s in 0..3 {
         let g = Tensor::from_vec((0..12).map(|i| ((i + s) % 5) as f32 - 2.0).collect(), [4, 3]).unwrap();
@@ -555,13 +373,7 @@ fn f64_and_non_contiguous_parameters() {
 fn errors_convert_for_question_mark_in_ferrotorch_code() {
     fn train() -> ferrotorch::Result<()> {
         let p = Parameter::new(Tensor::zeros([2])?)?;
-        let _opt = SGD::new(
-            vec![p],
-            SgdOptions {
-                lr: -1.0,
-                ..Default::default()
-            },
-        )?;
+        let _opt = SGD::new(vec![p], SgdOptions::new().lr(-1.0))?;
         Ok(())
     }
     assert!(train().unwrap_err().to_string().contains("Invalid learning rate: -1.0"));
@@ -637,14 +449,7 @@ fn adamw_checkpoint_of_the_shared_oracle() {
     let w = Parameter::new(tensor(&ck["weights_before_step"]["weight"])).unwrap();
     let b = Parameter::new(tensor(&ck["weights_before_step"]["bias"])).unwrap();
     let x = tensor(&ck["input"]);
-    let mut opt = AdamW::new(
-        vec![w.clone(), b.clone()],
-        AdamWOptions {
-            lr: 1e-3,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut opt = AdamW::new(vec![w.clone(), b.clone()], AdamWOptions::new().lr(1e-3)).unwrap();
     let loss = x
         .matmul(&w.tensor().t().unwrap())
         .unwrap()

@@ -24,26 +24,19 @@ fn make_opt(kind: &str, lrs: &[f64]) -> Box<dyn Optimizer> {
         .collect();
     match kind {
         "SGD" => {
-            let d = SgdOptions {
-                lr: lrs[0],
-                momentum: 0.9,
-                ..Default::default()
-            };
+            let d = SgdOptions::new().lr(lrs[0]).momentum(0.9);
             let groups = params
                 .iter()
                 .zip(lrs)
-                .map(|(p, &lr)| (vec![p.clone()], SgdOptions { lr, ..d.clone() }));
+                .map(|(p, &lr)| (vec![p.clone()], d.clone().lr(lr)));
             Box::new(SGD::with_groups(groups.collect::<Vec<_>>(), d).unwrap())
         }
         _ => {
-            let d = AdamOptions {
-                lr: lrs[0],
-                ..Default::default()
-            };
+            let d = AdamOptions::new().lr(lrs[0]);
             let groups = params
                 .iter()
                 .zip(lrs)
-                .map(|(p, &lr)| (vec![p.clone()], AdamOptions { lr, ..d.clone() }));
+                .map(|(p, &lr)| (vec![p.clone()], d.clone().lr(lr)));
             Box::new(Adam::with_groups(groups.collect::<Vec<_>>(), d).unwrap())
         }
     }
@@ -97,10 +90,7 @@ fn build(kind: &str, c: &Json, opt: &mut dyn Optimizer) -> Box<dyn LrScheduler> 
             _ => unreachable!(),
         },
         "OneCycleLR" => {
-            let mut o = OneCycleLrOptions {
-                max_lr: per_group(&c["max_lr"]),
-                ..Default::default()
-            };
+            let mut o = OneCycleLrOptions::new().max_lr(per_group(&c["max_lr"]));
             for (k, v) in c.as_object().unwrap() {
                 match k.as_str() {
                     "max_lr" => {}
@@ -321,10 +311,7 @@ fn state_dict_round_trip_continues_the_schedule() {
 #[test]
 fn plateau_round_trip() {
     let mut a = make_opt("SGD", &[0.1]);
-    let o = ReduceLrOnPlateauOptions {
-        patience: 1,
-        ..Default::default()
-    };
+    let o = ReduceLrOnPlateauOptions::new().patience(1);
     let mut sa = ReduceLROnPlateau::new(a.as_mut(), o.clone()).unwrap();
     for m in [1.0, 0.9, 0.95, 0.97] {
         sa.step(a.as_mut(), m).unwrap();
@@ -355,14 +342,7 @@ fn scheduler_errors_are_pytorchs() {
         "Ending multiplicative factor expected to be between 0 and 1."
     );
     assert_eq!(
-        msg(ReduceLROnPlateau::new(
-            o,
-            ReduceLrOnPlateauOptions {
-                factor: 1.0,
-                ..Default::default()
-            }
-        )
-        .map(drop)),
+        msg(ReduceLROnPlateau::new(o, ReduceLrOnPlateauOptions::new().factor(1.0)).map(drop)),
         "Factor should be < 1.0."
     );
     assert_eq!(
@@ -370,25 +350,10 @@ fn scheduler_errors_are_pytorchs() {
         "You must define either total_steps OR (epochs AND steps_per_epoch)"
     );
     assert_eq!(
-        msg(OneCycleLR::new(
-            o,
-            OneCycleLrOptions {
-                total_steps: Some(10),
-                pct_start: 1.5,
-                ..Default::default()
-            }
-        )
-        .map(drop)),
+        msg(OneCycleLR::new(o, OneCycleLrOptions::new().total_steps(10).pct_start(1.5)).map(drop)),
         "Expected float between 0 and 1 pct_start, but got 1.5"
     );
-    let mut s = OneCycleLR::new(
-        o,
-        OneCycleLrOptions {
-            total_steps: Some(3),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut s = OneCycleLR::new(o, OneCycleLrOptions::new().total_steps(3)).unwrap();
     for _ in 0..3 {
         s.step(o).unwrap();
     }
@@ -402,14 +367,7 @@ fn scheduler_errors_are_pytorchs() {
     )
     .unwrap();
     assert_eq!(
-        msg(OneCycleLR::new(
-            &mut ada,
-            OneCycleLrOptions {
-                total_steps: Some(10),
-                ..Default::default()
-            }
-        )
-        .map(drop)),
+        msg(OneCycleLR::new(&mut ada, OneCycleLrOptions::new().total_steps(10)).map(drop)),
         "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
     );
     let exp: Box<dyn LrScheduler> = Box::new(ExponentialLR::new(o, 0.9).unwrap());

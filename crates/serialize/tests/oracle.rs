@@ -167,14 +167,7 @@ fn restored_model_steps_as_pytorch() {
     let model = Linear::new(4, 3).unwrap();
     let sd = load_state_dict_from_bytes(&read("linear_state_dict.pt"), &LoadOptions::new()).unwrap();
     model.load_state_dict(&sd, true).unwrap();
-    let mut opt = AdamW::new(
-        model.parameters(),
-        AdamWOptions {
-            lr: 1e-3,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut opt = AdamW::new(model.parameters(), AdamWOptions::new().lr(1e-3)).unwrap();
     let x = json_tensor(&json["input"]);
     model.forward(&x).unwrap().sum().unwrap().backward().unwrap();
     opt.step().unwrap();
