@@ -1843,7 +1843,8 @@ class Gen:
             log_target = r.random() < 0.4
             ysh = shape if r.random() < 0.9 else [1 if r.random() < 0.5 else s for s in shape]
             if log_target:
-                y = self.new_input(self.dt_like(dt), ysh, views=False, data=[-abs(r.gauss(0, 2)) for _ in range(numel(ysh))])
+                data = [-abs(r.gauss(0, 2)) for _ in range(numel(ysh))]
+                y = self.new_input(self.dt_like(dt), ysh, views=False, data=data)
             else:
                 y = self.unit_input(self.dt_like(dt), ysh, 0.2)
             return [x, y, r.choice(["none", "mean", "sum", "batchmean"]), log_target]
