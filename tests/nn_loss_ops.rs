@@ -454,3 +454,40 @@ fn functional_defaults_are_pytorchs() {
     assert_eq!(F::KlDivReduction::default(), F::KlDivReduction::Mean);
     assert_eq!(Reduction::default().as_str(), "mean");
 }
+
+/// Checks and rounding the differential fuzzer's nn group found apart from
+/// PyTorch 2.15: mse_loss's derivative scaled before the upstream gradient
+/// (no overflow for a difference of 3e38), group_norm of groups of one
+/// value refused, adaptive_avg_pool2d's kernel only for 3-d and 4-d inputs.
+#[test]
+fn fuzzer_found_nn_differences() -> Result<()> {
+    // mse_loss([3e38, 1, 2, .5], [-1, 0, 0, 0]).backward(): x.grad[0] = 1.5e38.
+    let x = Tensor::new([3e38f32, 1.0, 2.0, 0.5])?.requires_grad_(true)?;
+    F::mse_loss(&x, &Tensor::new([-1.0f32, 0.0, 0.0, 0.0])?, Reduction::Mean)?.backward()?;
+    assert_eq!(x.grad()?.to_vec::<f32>()?, [1.5e38, 0.5, 1.0, 0.25]);
+    for (shape, groups, size) in [
+        (&[1usize, 1][..], 1, "[1, 1]"),
+        (&[1, 4], 4, "[1, 4]"),
+        (&[1, 2, 1], 2, "[1, 2, 1]"),
+    ] {
+        let e = F::group_norm(&Tensor::ones(shape)?, groups, None, None, 1e-5)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "Expected more than 1 value per channel when training, got input size {size}"
+            )),
+            "{e}"
+        );
+    }
+    assert!(F::group_norm(&Tensor::ones([2, 2])?, 2, None, None, 1e-5).is_ok());
+    assert_eq!(F::adaptive_avg_pool2d(&Tensor::ones([3, 4])?, 1)?.shape(), [1, 1]);
+    let e = F::adaptive_avg_pool2d(&Tensor::ones([3, 4])?, 2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [3, 4]"),
+        "{e}"
+    );
+    Ok(())
+}

@@ -510,6 +510,14 @@ impl Op for PointwiseLoss {
         let g = grad0(grads)?;
         let inputs: Vec<Tensor> = (0..ctx.num_inputs()).map(|i| ctx.input(i)).collect::<Result<_>>()?;
         let (x, t) = (&inputs[0], &inputs[1]);
+        // PyTorch's mse_loss_backward: `norm * (x - t) * grad` with `norm =
+        // 2 / numel` for the mean (scaled before the upstream gradient, so
+        // a large difference does not overflow on the way).
+        let mse_norm = match self.reduction {
+            Reduction::Mean => 2.0 / x.numel() as f64,
+            _ => 2.0,
+        };
+        let g_out = g.clone();
         // The upstream gradient per element: `grad / numel` for the mean.
         let g = match self.reduction {
             Reduction::Mean => g.div(x.numel() as f64)?,
@@ -523,7 +531,7 @@ impl Op for PointwiseLoss {
         };
         let (gx, gt) = match self.kind {
             PointLoss::Mse => {
-                let gx = x.sub(t)?.mul(2.0)?.mul(&g)?;
+                let gx = x.sub(t)?.mul(mse_norm)?.mul(&g_out)?;
                 let gt = ctx.needs_grad(1).then(|| gx.neg()).transpose()?;
                 (gx, gt)
             }

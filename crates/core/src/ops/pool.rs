@@ -1150,6 +1150,17 @@ impl Tensor {
         if out == [1, 1] {
             return self.mean_dim([-1, -2], true);
         }
+        // As PyTorch: the mean above takes any input of 2 dims or more, the
+        // pooling kernel only a 3-d or 4-d one.
+        if !(3..=4).contains(&self.ndim()) {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {:?}",
+                    self.shape()
+                ),
+            ));
+        }
         call1(
             &AdaptiveAvgPool2d {
                 output_size: [out[0], out[1]],

@@ -3,7 +3,7 @@
 //! with PyTorch's keyword defaults (option structs where there are
 //! several). Each calls the core operator of the same name.
 
-use ferrotorch_core::{Result, Tensor, autograd};
+use ferrotorch_core::{Error, Result, Tensor, autograd};
 
 pub use ferrotorch_core::Reduction;
 pub use ferrotorch_core::ops::activation::{SELU_ALPHA, SELU_SCALE};
@@ -38,7 +38,10 @@ pub fn rms_norm(
 
 /// `F.group_norm(input, num_groups, weight, bias, eps)` (PyTorch's default
 /// `eps` is `1e-5`): see [`Tensor::group_norm`]. Errors: fewer than 2
-/// dims, channels not divisible by `num_groups`, parameters not of size C.
+/// dims, groups of one value each (PyTorch's "Expected more than 1 value
+/// per channel when training", naming the size `[N*C/G, G, *]` it
+/// checked), channels not divisible by `num_groups`, parameters not of
+/// size C.
 pub fn group_norm(
     input: &Tensor,
     num_groups: usize,
@@ -46,6 +49,17 @@ pub fn group_norm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
+    let s = input.shape();
+    if s.len() >= 2 && num_groups > 0 {
+        let mut size = vec![s[0] * s[1] / num_groups, num_groups];
+        size.extend_from_slice(&s[2..]);
+        if size[0] * s[2..].iter().product::<usize>() == 1 {
+            return Err(Error::invalid(
+                "group_norm",
+                format!("Expected more than 1 value per channel when training, got input size {size:?}"),
+            ));
+        }
+    }
     input.group_norm(num_groups, weight, bias, eps)
 }
 
