@@ -489,5 +489,31 @@ fn fuzzer_found_nn_differences() -> Result<()> {
         e.contains("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [3, 4]"),
         "{e}"
     );
+    // sdpa's safe softmax on every math path: a row of -inf scores (here
+    // from an infinite query) attends to nothing.
+    let close = |t: &Tensor, want: &[f32]| -> Result<()> {
+        let got = t.to_vec::<f32>()?;
+        for (a, b) in got.iter().zip(want) {
+            assert!((a - b).abs() < 1e-6, "{got:?} vs {want:?}");
+        }
+        Ok(())
+    };
+    let q = Tensor::new([[f32::NEG_INFINITY, 1.0], [1.0, 1.0]])?;
+    let k = Tensor::new([[1.0f32, 0.0], [2.0, 0.0]])?;
+    let v = Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?;
+    let o = F::scaled_dot_product_attention(&q, &k, &v, &F::SdpaOptions::new())?;
+    close(&o, &[0.0, 0.0, 2.339_522_8, 3.339_523])?;
+    // ...and its derivative through a fully masked row is finite (PyTorch's
+    // values for this mask).
+    let q = Tensor::new([[1.0f32, 2.0], [0.5, -1.0]])?.requires_grad_(true)?;
+    let k = Tensor::new([[1.0f32, 0.0], [2.0, 1.0]])?.requires_grad_(true)?;
+    let v = Tensor::new([[1.0f32, 2.0], [3.0, 4.0]])?.requires_grad_(true)?;
+    let m = Tensor::new([[false, false], [true, true]])?;
+    let o = F::scaled_dot_product_attention(&q, &k, &v, &F::SdpaOptions::new().attn_mask(&m))?;
+    o.sum()?.backward()?;
+    close(&o, &[0.0, 0.0, 1.825_041_9, 2.825_041_8])?;
+    close(&q.grad()?, &[0.0, 0.0, 0.685_461_94, 0.685_462])?;
+    close(&k.grad()?, &[-0.342_731, 0.685_462_06, 0.342_731, -0.685_462])?;
+    close(&v.grad()?, &[0.587_479, 0.587_479, 0.412_521, 0.412_521])?;
     Ok(())
 }

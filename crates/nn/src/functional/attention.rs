@@ -101,16 +101,22 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &S
             None => None,
         }
     };
-    let (scores, maskable) = match &bias {
-        Some(b) => (scores.add(b)?, opts.attn_mask.is_some()),
-        None => (scores, false),
+    let scores = match &bias {
+        Some(b) => scores.add(b)?,
+        None => scores,
     };
-    let mut attn = scores.softmax(-1)?;
-    if maskable {
-        // PyTorch's _safe_softmax: a row with every score -inf attends to nothing.
-        let dead = scores.isneginf()?.all_dim([-1], true)?;
-        attn = attn.masked_fill(&dead, 0.0)?;
-    }
+    // PyTorch's math path uses _safe_softmax whatever the mask: a row
+    // with every score -inf (masked out, or from infinite inputs) attends
+    // to nothing.
+    // Its derivative is softmax's at that result (0 on those rows), so the
+    // dead rows are softmaxed as zeros (finite) and then zeroed: no NaN
+    // reaches the gradients.
+    let dead = scores.isneginf()?.all_dim([-1], true)?;
+    let mut attn = if dead.any()?.item::<bool>()? {
+        scores.masked_fill(&dead, 0.0)?.softmax(-1)?.masked_fill(&dead, 0.0)?
+    } else {
+        scores.softmax(-1)?
+    };
     if opts.dropout_p > 0.0 {
         attn = super::dropout(&attn, opts.dropout_p, true)?;
     }
