@@ -515,5 +515,33 @@ fn fuzzer_found_nn_differences() -> Result<()> {
     close(&q.grad()?, &[0.0, 0.0, 0.685_461_94, 0.685_462])?;
     close(&k.grad()?, &[-0.342_731, 0.685_462_06, 0.342_731, -0.685_462])?;
     close(&v.grad()?, &[0.587_479, 0.587_479, 0.412_521, 0.412_521])?;
+    // Mixed precision: a bf16 input with f32 parameters and running
+    // statistics is normalised in f32 and rounded once (PyTorch's CPU
+    // mixed type); the running statistics stay f32.
+    let x = Tensor::new([[0.5f32, -1.25, 2.0], [1.5, 0.25, -0.75]])?;
+    let xb = x.to_dtype(DType::BF16)?;
+    let (w, b) = (Tensor::new([1.5f32, -0.5, 2.0])?, Tensor::new([0.1f32, 0.2, -0.3])?);
+    let want = xb
+        .to_dtype(DType::F32)?
+        .layer_norm([3], Some(&w), Some(&b), 1e-5)?
+        .to_dtype(DType::BF16)?;
+    let got = F::layer_norm(&xb, &[3], Some(&w), Some(&b), 1e-5)?;
+    assert_eq!(
+        (got.dtype(), got.to_vec::<f32>()?),
+        (DType::BF16, want.to_vec::<f32>()?)
+    );
+    let (rm, rv) = (Tensor::zeros([3])?, Tensor::ones([3])?);
+    let bn = F::batch_norm(
+        &xb,
+        Some(&rm),
+        Some(&rv),
+        Some(&w),
+        Some(&b),
+        &F::BatchNormOptions::new().training(true),
+    )?;
+    assert_eq!((bn.dtype(), rm.dtype()), (DType::BF16, DType::F32));
+    assert!(rm.to_vec::<f32>()?.iter().any(|&m| m != 0.0));
+    let gn = F::group_norm(&xb.reshape([2, 3, 1])?, 3, Some(&w), Some(&b), 1e-5)?;
+    assert_eq!(gn.dtype(), DType::BF16);
     Ok(())
 }

@@ -634,6 +634,14 @@ fn to_sizes(name: &'static str, shape: impl IntoShape) -> Result<Dims> {
         .collect()
 }
 
+/// PyTorch's CPU mixed type: an f16 / bf16 input whose parameters (and
+/// running statistics) are all f32 is normalised in f32 and the result
+/// rounded to the input's dtype (its kernels read the input as f32).
+fn mixed_dtype(x: &Tensor, params: &[Option<&Tensor>]) -> bool {
+    let mut given = params.iter().flatten().peekable();
+    matches!(x.dtype(), DType::F16 | DType::BF16) && given.peek().is_some() && given.all(|p| p.dtype() == DType::F32)
+}
+
 fn inputs_of<'a>(x: &'a Tensor, params: &[Option<&'a Tensor>]) -> Vec<&'a Tensor> {
     std::iter::once(x).chain(params.iter().flatten().copied()).collect()
 }
@@ -663,6 +671,13 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
+        if mixed_dtype(self, &[weight, bias]) {
+            let shape = normalized_shape.into_shape();
+            return self
+                .to_dtype(DType::F32)?
+                .layer_norm(shape, weight, bias, eps)?
+                .to_dtype(self.dtype());
+        }
         Ok(self.native_layer_norm(normalized_shape, weight, bias, eps)?.0)
     }
 
@@ -701,6 +716,12 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
+        if mixed_dtype(self, &[weight, bias]) {
+            return self
+                .to_dtype(DType::F32)?
+                .group_norm(num_groups, weight, bias, eps)?
+                .to_dtype(self.dtype());
+        }
         Ok(self.native_group_norm(num_groups, weight, bias, eps)?.0)
     }
 
@@ -756,6 +777,12 @@ impl Tensor {
                     ),
                 ));
             }
+        }
+        if mixed_dtype(self, &[weight, bias, running_mean, running_var]) {
+            return self
+                .to_dtype(DType::F32)?
+                .batch_norm(running_mean, running_var, weight, bias, training, momentum, eps)?
+                .to_dtype(self.dtype());
         }
         Ok(self
             .native_batch_norm(running_mean, running_var, weight, bias, training, momentum, eps)?
