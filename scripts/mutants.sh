@@ -57,6 +57,7 @@ else
   git worktree add --quiet --detach "$tree" HEAD
 fi
 export CARGO_TARGET_DIR="$root/target/mutants"
+mkdir -p "$root/target/mutants-out/${CRATE:-core}"
 exec "$bin" mutants --in-place -d "$tree" -p "$pkg" "${file_args[@]}" \
   "${tests[@]}" --profile mutants \
   --timeout 300 --build-timeout 900 --output "$root/target/mutants-out/${CRATE:-core}" "${shard[@]}" "$@"

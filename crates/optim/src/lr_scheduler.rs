@@ -1370,6 +1370,10 @@ pub struct SequentialLR {
     milestones: Vec<i64>,
     last_epoch: i64,
     last_lr: Vec<f64>,
+    /// An enclosing `SequentialLR` took this one's initial step (PyTorch's
+    /// `_initial_step` then leaves `_step_count` and `_is_initial` in its
+    /// state dict).
+    initial_stepped: bool,
 }
 
 impl std::fmt::Debug for SequentialLR {
@@ -1405,6 +1409,7 @@ impl SequentialLR {
             milestones,
             last_epoch: 0,
             last_lr: Vec::new(),
+            initial_stepped: false,
         };
         for g in 0..opt.num_param_groups() {
             let initial = group_f64(opt, g, "initial_lr")?;
@@ -1456,6 +1461,11 @@ impl LrScheduler for SequentialLR {
             "_schedulers",
             Value::List(self.schedulers.iter().map(|s| Value::Dict(s.state_dict())).collect()),
         );
+        if self.initial_stepped {
+            // `SequentialLR.step` never counts steps: `_initial_step`'s 0 stays.
+            d.insert("_step_count", 0i64);
+            d.insert("_is_initial", false);
+        }
         d
     }
 
@@ -1481,16 +1491,27 @@ impl LrScheduler for SequentialLR {
         if let Some(v) = d.get("_last_lr") {
             self.last_lr = floats(v, "_last_lr")?;
         }
+        if d.get("_step_count").is_some() {
+            self.initial_stepped = true;
+        }
         Ok(())
     }
 
     fn initial_step(&mut self, opt: &mut dyn Optimizer) -> Result<()> {
+        self.initial_stepped = true;
         self.step(opt)
     }
 
-    fn update_lr_at(&mut self, opt: &mut dyn Optimizer, epoch: i64) -> Result<()> {
-        self.last_epoch = epoch - 1;
-        self.step(opt)
+    /// A `SequentialLR` has no closed form to restart at: PyTorch's
+    /// `_update_lr(0)` raises `NotImplementedError` when an enclosing
+    /// `SequentialLR` reaches a milestone that starts this one; this says so.
+    fn update_lr_at(&mut self, _opt: &mut dyn Optimizer, _epoch: i64) -> Result<()> {
+        Err(Error::Scheduler(
+            "a SequentialLR cannot be started at a milestone of an enclosing SequentialLR (it has no closed form \
+             to restart at; PyTorch raises NotImplementedError here): put it first, or flatten the schedules into \
+             one SequentialLR"
+                .into(),
+        ))
     }
 
     fn undo_epoch(&mut self) {

@@ -191,6 +191,23 @@ cases.append(
     )
 )
 
+# A SequentialLR inside a SequentialLR, as the first scheduler (it takes the
+# initial step). After a milestone PyTorch cannot restart one
+# (`_update_lr(0)` raises NotImplementedError): ferrotorch refuses it with a
+# clear error, tested in `schedulers.rs`.
+INNER = {"schedulers": [["LinearLR", {"start_factor": 0.5, "end_factor": 1.0, "total_iters": 5}],
+                        ["StepLR", {"step_size": 3, "gamma": 0.5}]], "milestones": [5]}
+cases.append(
+    record(
+        "sequential_nested_first", "SequentialLR",
+        {"schedulers": [["SequentialLR", INNER], ["ExponentialLR", {"gamma": 0.9}]], "milestones": [12]},
+        build=lambda o: L.SequentialLR(
+            o, [L.SequentialLR(o, [L.LinearLR(o, 0.5, 1.0, 5), L.StepLR(o, 3, 0.5)], [5]), L.ExponentialLR(o, 0.9)],
+            milestones=[12],
+        ),
+    )
+)
+
 out = {"torch_version": torch.__version__.split("+")[0], "steps": STEPS, "cases": cases}
 path = os.path.join(HERE, "data", "schedulers.json")
 with open(path, "w") as f:

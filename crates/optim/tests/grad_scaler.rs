@@ -109,6 +109,38 @@ fn unscale_then_clip_then_step_unscales_once() -> TestResult {
 }
 
 #[test]
+fn update_with_a_new_scale_sets_it_and_ends_the_iteration() -> TestResult {
+    let mut scaler = GradScaler::new(GradScalerOptions::new().init_scale(8.0).growth_interval(2))?;
+    let (_, mut opt) = one_param(&[1.0])?;
+    assert!(scaler.step(&mut opt)?);
+    scaler.update()?;
+    assert_eq!(scaler.growth_tracker(), 1);
+    assert!(scaler.step(&mut opt)?);
+    // `scaler.update(64.0)`: the scale is set, the growth count kept.
+    scaler.update_to(64.0)?;
+    assert_eq!(scaler.get_scale(), 64.0);
+    assert_eq!(scaler.growth_tracker(), 1);
+    // The iteration ended: the same optimizer may step again.
+    assert!(scaler.step(&mut opt)?);
+    scaler.update()?;
+    assert_eq!(
+        scaler.get_scale(),
+        128.0,
+        "the second clean step in a row grows the new scale"
+    );
+    for bad in [0.0, -1.0, f64::INFINITY, f64::NAN, 1e300] {
+        let e = scaler.update_to(bad).unwrap_err().to_string();
+        assert!(e.starts_with("new_scale should be a positive finite float32"), "{e}");
+    }
+    assert_eq!(scaler.get_scale(), 128.0);
+    // A disabled scaler ignores it, as PyTorch's.
+    let mut off = GradScaler::new(GradScalerOptions::new().enabled(false))?;
+    off.update_to(-1.0)?;
+    assert_eq!(off.get_scale(), 1.0);
+    Ok(())
+}
+
+#[test]
 fn fp16_gradients_are_refused_and_bad_options_are_errors() -> TestResult {
     let p = Parameter::new(Tensor::zeros([2])?.to_dtype(DType::F16)?)?;
     p.tensor().set_grad(Some(Tensor::ones([2])?.to_dtype(DType::F16)?))?;

@@ -8,8 +8,8 @@ mod common;
 use common::{bitwise, data, num, tensor};
 use ferrotorch::nn::Parameter;
 use ferrotorch::optim::{
-    Adagrad, AdagradOptions, Adam, AdamOptions, AdamW, AdamWOptions, Error, Optimizer, RMSprop, RmsPropOptions, SGD,
-    SgdOptions, Value,
+    Adagrad, AdagradOptions, Adam, AdamOptions, AdamW, AdamWOptions, Algorithm, Error, Optim, Optimizer, RMSprop,
+    RmsPropOptions, SGD, SgdOptions, Value,
 };
 use ferrotorch::{DType, Tensor};
 
@@ -223,6 +223,100 @@ fn state_dict_round_trip_continues_bit_for_bit() {
     round_trip(|p| AdamW::new(p, AdamWOptions::new().lr(0.01)).unwrap());
     round_trip(|p| RMSprop::new(p, RmsPropOptions::new().centered(true).momentum(0.5)).unwrap());
     round_trip(|p| Adagrad::new(p, AdagradOptions::new().lr_decay(0.1)).unwrap());
+}
+
+/// Loading `saved`'s state dict into an optimizer built with the defaults
+/// gives it every hyperparameter of `saved`, and none of them lands among
+/// the unknown keys.
+fn load_restores_options<A: Algorithm>(saved: Optim<A>, make_default: impl Fn(Vec<Parameter>) -> Optim<A>)
+where
+    A::Options: PartialEq + std::fmt::Debug,
+{
+    let mut fresh = make_default(params());
+    assert_ne!(fresh.param_groups()[0].options, saved.param_groups()[0].options);
+    fresh.load_state_dict(&saved.state_dict()).unwrap();
+    assert_eq!(
+        fresh.param_groups()[0].options,
+        saved.param_groups()[0].options,
+        "{}",
+        saved.name()
+    );
+    let (got, want) = (fresh.state_dict(), saved.state_dict());
+    assert!(
+        got.param_groups[0].options.same(&want.param_groups[0].options),
+        "{}",
+        saved.name()
+    );
+}
+
+#[test]
+fn load_state_dict_restores_every_hyperparameter() {
+    // Every field differs from its default in one of the variants.
+    let sgd = |o: SgdOptions| SGD::new(params(), o).unwrap();
+    let sgd_default = |p| SGD::new(p, SgdOptions::default()).unwrap();
+    load_restores_options(
+        sgd(SgdOptions::new().lr(0.3).momentum(0.7).nesterov(true).maximize(true)),
+        sgd_default,
+    );
+    load_restores_options(sgd(SgdOptions::new().dampening(0.2).weight_decay(0.1)), sgd_default);
+    load_restores_options(
+        Adam::new(
+            params(),
+            AdamOptions::new()
+                .lr(0.2)
+                .betas((0.8, 0.7))
+                .eps(1e-3)
+                .weight_decay(0.1)
+                .amsgrad(true)
+                .maximize(true)
+                .decoupled_weight_decay(true),
+        )
+        .unwrap(),
+        |p| Adam::new(p, AdamOptions::default()).unwrap(),
+    );
+    load_restores_options(
+        AdamW::new(
+            params(),
+            AdamWOptions::new()
+                .lr(0.2)
+                .betas((0.8, 0.7))
+                .eps(1e-3)
+                .weight_decay(0.5)
+                .amsgrad(true)
+                .maximize(true),
+        )
+        .unwrap(),
+        |p| AdamW::new(p, AdamWOptions::default()).unwrap(),
+    );
+    load_restores_options(
+        RMSprop::new(
+            params(),
+            RmsPropOptions::new()
+                .lr(0.2)
+                .momentum(0.5)
+                .alpha(0.9)
+                .eps(1e-4)
+                .centered(true)
+                .weight_decay(0.1)
+                .maximize(true),
+        )
+        .unwrap(),
+        |p| RMSprop::new(p, RmsPropOptions::default()).unwrap(),
+    );
+    load_restores_options(
+        Adagrad::new(
+            params(),
+            AdagradOptions::new()
+                .lr(0.2)
+                .lr_decay(0.1)
+                .weight_decay(0.1)
+                .initial_accumulator_value(0.5)
+                .eps(1e-4)
+                .maximize(true),
+        )
+        .unwrap(),
+        |p| Adagrad::new(p, AdagradOptions::default()).unwrap(),
+    );
 }
 
 #[test]

@@ -329,6 +329,52 @@ fn plateau_round_trip() {
 }
 
 #[test]
+fn plateau_counts_bad_epochs_and_keeps_the_best() {
+    let mut opt = make_opt("SGD", &[0.1]);
+    let o = opt.as_mut();
+    let mut s = ReduceLROnPlateau::new(o, ReduceLrOnPlateauOptions::new().patience(2).threshold(0.0)).unwrap();
+    let mut seen = Vec::new();
+    for m in [1.0, 0.5, 0.7, 0.6, 0.5, 0.4, 0.4] {
+        s.step(o, m).unwrap();
+        seen.push((s.num_bad_epochs(), s.best(), s.last_epoch()));
+    }
+    assert_eq!(
+        seen,
+        [
+            (0, 1.0, 1),
+            (0, 0.5, 2),
+            (1, 0.5, 3),
+            (2, 0.5, 4),
+            (0, 0.5, 5),
+            (0, 0.4, 6),
+            (1, 0.4, 7)
+        ]
+    );
+    // The third bad epoch in a row (more than `patience`) cut the rate and
+    // reset the count (PyTorch's values, printed by its `ReduceLROnPlateau`).
+    assert_eq!(o.lrs(), [0.1 * 0.1]);
+}
+
+#[test]
+fn a_sequential_lr_after_a_milestone_is_refused_clearly() {
+    // PyTorch's `SequentialLR` restarts the scheduler at a milestone with
+    // `_update_lr(0)`, which a nested `SequentialLR` does not implement
+    // (NotImplementedError): ferrotorch says so at that step.
+    let mut opt = make_opt("SGD", &[0.1]);
+    let o = opt.as_mut();
+    let inner: Vec<Box<dyn LrScheduler>> = vec![
+        Box::new(LinearLR::new(o, 0.5, 1.0, 5).unwrap()),
+        Box::new(StepLR::new(o, 3, 0.5).unwrap()),
+    ];
+    let inner = SequentialLR::new(o, inner, vec![5]).unwrap();
+    let first = ExponentialLR::new(o, 0.9).unwrap();
+    let mut outer = SequentialLR::new(o, vec![Box::new(first), Box::new(inner)], vec![2]).unwrap();
+    outer.step(o).unwrap();
+    let e = outer.step(o).unwrap_err().to_string();
+    assert!(e.contains("SequentialLR") && e.contains("milestone"), "{e}");
+}
+
+#[test]
 fn scheduler_errors_are_pytorchs() {
     let mut opt = make_opt("SGD", &[0.1]);
     let o = opt.as_mut();
