@@ -50,6 +50,13 @@ shard=(--shard 0/40 --sharding round-robin)
 for a in "$@"; do
   case "$a" in --shard | --shard=*) shard=(--sharding round-robin) ;; esac
 done
+for a in "$@"; do
+  if [ "$a" = --list ]; then
+    # Listing reads the sources of HEAD's checkout here: it must not touch
+    # the worktree a running sample is mutating.
+    exec "$bin" mutants -d "$root" -p "$pkg" "${file_args[@]}" "${shard[@]}" "$@"
+  fi
+done
 tree="$root/target/mutants-tree"
 if [ -d "$tree" ]; then
   git -C "$tree" checkout --quiet --detach --force "$(git rev-parse HEAD)"

@@ -478,6 +478,43 @@ fn streams_batched_with_and_without_workers() {
     assert_eq!(items, [0, 1, 2]);
 }
 
+/// A stream that does not know its length (no `len_hint`).
+struct Unsized;
+
+impl IterableDataset for Unsized {
+    type Item = i64;
+    fn iter(&self) -> ItemIter<'_, i64> {
+        Box::new((0..5).map(Ok))
+    }
+}
+
+#[test]
+fn len_and_is_empty_of_maps_and_streams() {
+    let empty = DataLoader::builder(Numbers::new(0)).batch_size(3).build().unwrap();
+    assert_eq!((empty.len().unwrap(), empty.is_empty().unwrap()), (0, true));
+    assert!(collect_i64(&empty).is_empty());
+    let short = DataLoader::builder(Numbers::new(2))
+        .batch_size(3)
+        .drop_last(true)
+        .build()
+        .unwrap();
+    assert_eq!((short.len().unwrap(), short.is_empty().unwrap()), (0, true));
+    let one = DataLoader::builder(Numbers::new(2)).batch_size(3).build().unwrap();
+    assert_eq!((one.len().unwrap(), one.is_empty().unwrap()), (1, false));
+    // A stream without a length: `len(loader)` is an error (PyTorch's
+    // TypeError), and so is asking whether it is empty; iterating works.
+    let stream = DataLoader::iterable(Unsized).batch_size(2).build().unwrap();
+    for e in [
+        stream.len().map(drop).unwrap_err(),
+        stream.is_empty().map(drop).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("len_hint"), "{e}");
+    }
+    assert_eq!(collect_i64(&stream), [vec![0, 1], vec![2, 3], vec![4]]);
+    let sized = DataLoader::iterable(Stream { n: 0, shard: false }).build().unwrap();
+    assert!(sized.is_empty().unwrap());
+}
+
 #[test]
 fn default_collate_of_structures() {
     let t = |v: f32| Tensor::full(2, v).unwrap();
