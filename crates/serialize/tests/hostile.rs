@@ -9,7 +9,8 @@ mod common;
 use std::io::{Cursor, Write};
 
 use ferrotorch_serialize::{
-    Error, Item, LoadOptions, inspect_bytes, load_from_bytes, load_safetensors_from_bytes, load_state_dict_from_bytes,
+    Error, Item, Key, LoadOptions, inspect_bytes, load_from_bytes, load_safetensors_from_bytes,
+    load_state_dict_from_bytes,
 };
 use proptest::prelude::*;
 
@@ -229,6 +230,26 @@ fn malformed_pickles() {
 }
 
 #[test]
+fn ordered_dict_from_a_list_of_pairs() {
+    // `OrderedDict([("a", 1), ("b", 2)])` reduced with its one argument
+    // (older pickles; torch.save itself reduces with no argument and SETITEMS).
+    let one = b"\x80\x02ccollections\nOrderedDict\n((X\x01\x00\x00\x00aK\x01t(X\x01\x00\x00\x00bK\x02tl\x85R.";
+    let v = load_from_bytes(&pt(one, &[])).unwrap();
+    let d = v.as_dict().unwrap();
+    assert!(d.is_ordered_dict());
+    let items: Vec<(Key, i64)> = d.iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap())).collect();
+    assert_eq!(items, [(Key::Str("a".into()), 1), (Key::Str("b".into()), 2)]);
+    // No argument: empty.
+    let none = b"\x80\x02ccollections\nOrderedDict\n)R.";
+    assert!(load_from_bytes(&pt(none, &[])).unwrap().as_dict().unwrap().is_empty());
+    // Two arguments, or items that are not pairs, are errors.
+    let two = b"\x80\x02ccollections\nOrderedDict\n(]]tR.";
+    assert!(err(&pt(two, &[])).to_string().contains("at most one argument"));
+    let triple = b"\x80\x02ccollections\nOrderedDict\n((K\x01K\x02K\x03tl\x85R.";
+    assert!(err(&pt(triple, &[])).to_string().contains("pairs"));
+}
+
+#[test]
 fn deep_nesting_and_exponential_sharing_are_bounded() {
     // 100000 nested lists: the nesting limit, not a stack overflow.
     let n = 100_000;
@@ -241,6 +262,39 @@ fn deep_nesting_and_exponential_sharing_are_bounded() {
     // A list holding itself.
     let e = err(&pt(b"\x80\x02]q\x00h\x00a.", &[]));
     assert!(e.to_string().contains("deeper"), "{e}");
+    // Every container counts a level: {0: {0: ...}} and ((...,),).
+    let mut p = b"\x80\x02".to_vec();
+    for _ in 1..n {
+        p.extend(b"}K\x00");
+    }
+    p.push(b'}');
+    p.extend(std::iter::repeat_n(b's', n - 1));
+    p.push(b'.');
+    let e = err(&pt(&p, &[]));
+    assert!(e.to_string().contains("deeper"), "{e}");
+    let e = err(&pt(b"\x80\x02}q\x00K\x00h\x00s.", &[]));
+    assert!(e.to_string().contains("deeper"), "{e}");
+    let mut p = b"\x80\x02)".to_vec();
+    p.extend(std::iter::repeat_n(0x85u8, n));
+    p.push(b'.');
+    let e = err(&pt(&p, &[]));
+    assert!(e.to_string().contains("deeper"), "{e}");
+    // Just under the limit still loads.
+    let depth = ferrotorch_serialize::MAX_DEPTH - 1;
+    let mut p = b"\x80\x02".to_vec();
+    for _ in 0..depth {
+        p.extend(b"}K\x00");
+    }
+    p.push(b'}');
+    p.extend(std::iter::repeat_n(b's', depth));
+    p.push(b'.');
+    let mut v = load_from_bytes(&pt(&p, &[])).unwrap();
+    let mut levels = 0;
+    while let Some(inner) = v.as_dict().and_then(|d| d.get_int(0)).cloned() {
+        v = inner;
+        levels += 1;
+    }
+    assert_eq!(levels, depth);
     // l0 = [], l1 = [l0, l0], ..., l60: 2^60 leaves if expanded.
     let mut p = b"\x80\x02]q\x00".to_vec();
     for i in 1..=60u8 {

@@ -11,7 +11,7 @@ use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
 use ferrotorch_core::backend::TensorExt;
 use ferrotorch_core::{ALL_DTYPES, DType, Tensor};
 use ferrotorch_serialize::{
-    Dict, LoadOptions, StateDict, Value, load, load_from_bytes, load_safetensors, load_state_dict,
+    Dict, Key, LoadOptions, StateDict, Value, load, load_from_bytes, load_safetensors, load_state_dict,
     optimizer_state_dict_to_value, save, save_safetensors, save_state_dict, save_to_bytes, state_dict_to_value,
     value_to_optimizer_state_dict, value_to_state_dict,
 };
@@ -31,6 +31,36 @@ fn sample(dtype: DType) -> Tensor {
 
 fn roundtrip(v: &Value) -> Value {
     load_from_bytes(&save_to_bytes(v).unwrap()).unwrap()
+}
+
+#[test]
+fn dict_remove_keeps_the_order_and_every_other_key() {
+    let mut d = Dict::new();
+    for (i, k) in ["a", "b", "c", "d"].iter().enumerate() {
+        d.insert(*k, i as i64);
+    }
+    assert_eq!(d.remove(&Key::Str("b".into())).and_then(|v| v.as_i64()), Some(1));
+    assert!(d.remove(&Key::Str("b".into())).is_none());
+    // The keys after the removed one are still found, in order.
+    for (k, want) in [("a", 0), ("c", 2), ("d", 3)] {
+        assert_eq!(d.get_str(k).and_then(Value::as_i64), Some(want), "{k}");
+    }
+    let keys: Vec<Key> = d.keys().cloned().collect();
+    assert_eq!(keys, [Key::Str("a".into()), Key::Str("c".into()), Key::Str("d".into())]);
+    // Inserting again appends; a later removal still finds everything.
+    d.insert("b", 9i64);
+    assert_eq!(d.remove(&Key::Str("c".into())).and_then(|v| v.as_i64()), Some(2));
+    let rest: Vec<(Key, i64)> = d.iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap())).collect();
+    assert_eq!(
+        rest,
+        [
+            (Key::Str("a".into()), 0),
+            (Key::Str("d".into()), 3),
+            (Key::Str("b".into()), 9)
+        ]
+    );
+    assert_eq!(d.get_str("b").and_then(Value::as_i64), Some(9));
+    assert_eq!(d.len(), 3);
 }
 
 #[test]
