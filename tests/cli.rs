@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use ferrotorch::Tensor;
-use ferrotorch::serialize::{Item, Value, inspect, load, load_safetensors};
+use ferrotorch::serialize::{Dict, Item, Value, inspect, load, load_safetensors, save, save_safetensors};
 use serde_json::Value as Json;
 
 /// A folder removed when dropped.
@@ -458,6 +458,90 @@ fn convert_refuses_a_training_checkpoint_unless_told_how() {
     let exp_avg = st.tensors.get("optimizer_state_dict.state.0.exp_avg").unwrap();
     assert_eq!(exp_avg.shape(), [3, 4]);
     assert!(st.tensors.get("model_state_dict.bias").is_some());
+}
+
+#[test]
+fn a_pt_to_pt_conversion_has_no_metadata_note() {
+    // A .pt input's only metadata is {"format": "pt"}: nothing is lost
+    // writing .pt, so nothing is said; other metadata is named.
+    let dir = TempDir::new("ptpt");
+    let src = data("torch_written/st.safetensors");
+    let pt = dir.join("a.pt");
+    ok(&[&"convert", &src, &pt]);
+    let again = dir.join("b.pt");
+    let said = ok(&[&"convert", &pt, &again]);
+    assert!(!said.contains("note"), "{said}");
+    let only_format = dir.join("only_format.safetensors");
+    let sd = load_safetensors(&src).unwrap().tensors;
+    let meta = std::collections::HashMap::from([("format".to_string(), "pt".to_string())]);
+    save_safetensors(&sd, Some(&meta), &only_format).unwrap();
+    let said = ok(&[&"convert", &only_format, &dir.join("c.pt")]);
+    assert!(!said.contains("note"), "{said}");
+    let other = dir.join("other.safetensors");
+    let meta = std::collections::HashMap::from([("format".to_string(), "np".to_string())]);
+    save_safetensors(&sd, Some(&meta), &other).unwrap();
+    let said = ok(&[&"convert", &other, &dir.join("d.pt")]);
+    assert!(
+        said.contains("note: the __metadata__ of") && said.contains("(format)"),
+        "{said}"
+    );
+}
+
+/// A .pt file of one tensor and `n` integers named `v0`, `v1`, ...
+fn tensor_and_ints(path: &Path, n: usize) {
+    let mut d = Dict::new();
+    d.insert("w", Value::Tensor(Tensor::ones([2]).unwrap()));
+    for i in 0..n {
+        d.insert(format!("v{i}"), i as i64);
+    }
+    save(&Value::Dict(d), path).unwrap();
+}
+
+#[test]
+fn error_messages_list_six_names_and_count_the_rest() {
+    let dir = TempDir::new("names");
+    let out = dir.join("out.safetensors");
+    let six = dir.join("six.pt");
+    tensor_and_ints(&six, 6);
+    let err = fails(&[&"convert", &six, &out], 1);
+    assert!(
+        err.contains("v0 (int), v1 (int), v2 (int), v3 (int), v4 (int), v5 (int) are not tensors"),
+        "{err}"
+    );
+    assert!(!err.contains("more"), "{err}");
+    let eight = dir.join("eight.pt");
+    tensor_and_ints(&eight, 8);
+    let err = fails(&[&"convert", &eight, &out], 1);
+    assert!(err.contains("v5 (int) and 2 more are not tensors"), "{err}");
+    let one = dir.join("one.pt");
+    tensor_and_ints(&one, 1);
+    let err = fails(&[&"convert", &one, &out], 1);
+    assert!(err.contains("v0 (int) is not a tensor"), "{err}");
+    // --flatten lists the dropped values the same way.
+    let said = ok(&[&"convert", &"--flatten", &eight, &out]);
+    assert!(
+        said.contains("dropped 8 values that are not tensors: v0, v1, v2, v3, v4, v5 and 2 more"),
+        "{said}"
+    );
+    let said = ok(&[&"convert", &"--flatten", &six, &out]);
+    assert!(
+        said.contains("dropped 6 values that are not tensors: v0, v1, v2, v3, v4, v5\n"),
+        "{said}"
+    );
+}
+
+#[test]
+fn inspect_json_escapes_names_as_json() {
+    // Control characters become \u escapes; a space stays a space.
+    let dir = TempDir::new("json");
+    let path = dir.join("odd.pt");
+    let mut d = Dict::new();
+    d.insert("a b\u{1}\u{1f}\"\\\t", Value::Tensor(Tensor::ones([1]).unwrap()));
+    save(&Value::Dict(d), &path).unwrap();
+    let out = ok(&[&"inspect", &"--json", &path]);
+    assert!(out.contains(r#""a b\u0001\u001f\"\\\t""#), "{out}");
+    let parsed: Json = serde_json::from_str(&out).unwrap();
+    assert!(parsed.to_string().contains(r#"a b\u0001\u001f\"\\\t"#), "{parsed}");
 }
 
 #[test]
