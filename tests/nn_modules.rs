@@ -770,6 +770,47 @@ fn attention_and_recurrent_layers_match_pytorch() -> Result<()> {
     let (out, w) = mha.call_with(&q, &q, &q, opts)?;
     assert!(w.is_none());
     check_close("mha batch_first out", &out, &c["outputs"][0]);
+    // A mask of another shape is refused with PyTorch's message, even one
+    // that would broadcast.
+    let mha = MultiheadAttention::new(4, 2)?;
+    let (q, k) = (Tensor::randn([3, 2, 4])?, Tensor::randn([5, 2, 4])?);
+    for (shape, want) in [
+        (
+            vec![1, 5],
+            "The shape of the 2D attn_mask is [1, 5], but should be [3, 5].",
+        ),
+        (
+            vec![3, 1],
+            "The shape of the 2D attn_mask is [3, 1], but should be [3, 5].",
+        ),
+        (
+            vec![5, 3],
+            "The shape of the 2D attn_mask is [5, 3], but should be [3, 5].",
+        ),
+        (
+            vec![4, 3, 1],
+            "The shape of the 3D attn_mask is [4, 3, 1], but should be [4, 3, 5].",
+        ),
+        (
+            vec![1, 3, 5],
+            "The shape of the 3D attn_mask is [1, 3, 5], but should be [4, 3, 5].",
+        ),
+        (vec![1, 1, 3, 5], "attn_mask's dimension 4 is not supported"),
+    ] {
+        let mask = Tensor::zeros(shape.as_slice())?;
+        let e = mha
+            .call_with(&q, &k, &k, MhaForwardOptions::new().attn_mask(&mask))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("MultiheadAttention(") && e.ends_with(want), "{e}");
+    }
+    let ok = Tensor::zeros([3, 5])?;
+    assert_eq!(
+        mha.call_with(&q, &k, &k, MhaForwardOptions::new().attn_mask(&ok))?
+            .0
+            .shape(),
+        [3, 2, 4]
+    );
 
     let c = case("lstm_forward");
     manual_seed(23);

@@ -403,15 +403,31 @@ impl MultiheadAttention {
         };
         if let Some(m) = &attn_mask {
             let b = as_bias(m)?;
+            // PyTorch's checks and messages (`multi_head_attention_forward`).
             let b = match b.shape() {
                 [a, c] if *a == l && *c == s => b,
                 [nh, a, c] if *nh == n * h && *a == l && *c == s => {
                     b.reshape([n as i64, h as i64, l as i64, s as i64])?
                 }
+                other @ [_, _] => {
+                    return Err(Error::module(
+                        self.repr_line(),
+                        format!("The shape of the 2D attn_mask is {other:?}, but should be [{l}, {s}]."),
+                    ));
+                }
+                other @ [_, _, _] => {
+                    return Err(Error::module(
+                        self.repr_line(),
+                        format!(
+                            "The shape of the 3D attn_mask is {other:?}, but should be [{}, {l}, {s}].",
+                            n * h
+                        ),
+                    ));
+                }
                 other => {
                     return Err(Error::module(
                         self.repr_line(),
-                        format!("attn_mask must be [{l}, {s}] or [{}, {l}, {s}], got {other:?}", n * h),
+                        format!("attn_mask's dimension {} is not supported", other.len()),
                     ));
                 }
             };
