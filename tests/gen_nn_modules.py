@@ -162,6 +162,14 @@ cases.append(forward_case("lstm_forward", 23, lambda: nn.LSTM(10, 20, num_layers
 xg, h0 = torch.randn(2, 5, 4), torch.randn(1, 2, 6)
 cases.append(forward_case("gru_forward", 24, lambda: nn.GRU(4, 6, batch_first=True, bias=False),
                           lambda m, x, h: m(x, h), [xg, h0]))
+# Two layers, both directions, a given initial state: each layer and
+# direction starts from its own slice of h0 (and c0).
+torch.manual_seed(101)
+x2, h2, c2 = torch.randn(4, 3, 5), torch.randn(4, 3, 7), torch.randn(4, 3, 7)
+cases.append(forward_case("lstm_2layer_bi_state", 25, lambda: nn.LSTM(5, 7, num_layers=2, bidirectional=True),
+                          lambda m, x, h, c: (lambda o: (o[0], o[1][0], o[1][1]))(m(x, (h, c))), [x2, h2, c2]))
+cases.append(forward_case("gru_2layer_bi_state", 26, lambda: nn.GRU(5, 7, num_layers=2, bidirectional=True),
+                          lambda m, x, h: m(x, h), [x2, h2]))
 
 torch.manual_seed(50)
 xc = torch.randn(2, 1, 28, 28)

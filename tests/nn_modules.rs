@@ -826,6 +826,24 @@ fn attention_and_recurrent_layers_match_pytorch() -> Result<()> {
     let (out, h) = gru.call_with(&tensor_of(&c["inputs"][0]), &tensor_of(&c["inputs"][1]))?;
     check_close("gru out", &out, &c["outputs"][0]);
     check_close("gru h_n", &h, &c["outputs"][1]);
+
+    // Two layers, both directions, a given state: each (layer, direction)
+    // starts from its own slice `layer * 2 + direction` of h0 and c0.
+    let c = case("lstm_2layer_bi_state");
+    manual_seed(25);
+    let lstm = Lstm::with_options(5, 7, bi)?;
+    let ins: Vec<Tensor> = (0..3).map(|i| tensor_of(&c["inputs"][i])).collect();
+    let (out, (h, cell)) = lstm.call_with(&ins[0], (&ins[1], &ins[2]))?;
+    check_close("lstm (state) out", &out, &c["outputs"][0]);
+    check_close("lstm (state) h_n", &h, &c["outputs"][1]);
+    check_close("lstm (state) c_n", &cell, &c["outputs"][2]);
+    let c = case("gru_2layer_bi_state");
+    manual_seed(26);
+    let gru2 = Gru::with_options(5, 7, bi)?;
+    let (out, h) = gru2.call_with(&ins[0], &ins[1])?;
+    check_close("gru (state) out", &out, &c["outputs"][0]);
+    check_close("gru (state) h_n", &h, &c["outputs"][1]);
+
     // Bad input names the layer and both sizes.
     let e = gru.call(&Tensor::ones([2, 5, 3])?).unwrap_err().to_string();
     assert!(

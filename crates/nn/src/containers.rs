@@ -107,23 +107,32 @@ impl Sequential {
         Self::default()
     }
 
-    /// Appends `layer` under the next index.
-    pub fn push(mut self, layer: impl Forward + 'static) -> Self {
-        let name = self.layers.len().to_string();
-        self.layers.push((name, Box::new(layer)));
-        self
+    /// Appends `layer` under the next index (`str(len(self))`, as
+    /// PyTorch's `append`).
+    pub fn push(self, layer: impl Forward + 'static) -> Self {
+        self.push_boxed(Box::new(layer))
     }
 
     /// Appends `layer` under `name` (PyTorch's `Sequential(OrderedDict(...))`).
-    pub fn push_named(mut self, name: impl Into<String>, layer: impl Forward + 'static) -> Self {
-        self.layers.push((name.into(), Box::new(layer)));
-        self
+    /// A name already taken has its layer replaced in place, as PyTorch's
+    /// `add_module`.
+    pub fn push_named(self, name: impl Into<String>, layer: impl Forward + 'static) -> Self {
+        self.add(name.into(), Box::new(layer))
     }
 
     /// Appends an already boxed layer under the next index.
-    pub fn push_boxed(mut self, layer: Box<dyn Forward>) -> Self {
+    pub fn push_boxed(self, layer: Box<dyn Forward>) -> Self {
         let name = self.layers.len().to_string();
-        self.layers.push((name, layer));
+        self.add(name, layer)
+    }
+
+    /// `add_module(name, layer)`: appended, or in the place of the layer of
+    /// that name (so that names, and state-dict keys, stay unique).
+    fn add(mut self, name: String, layer: Box<dyn Forward>) -> Self {
+        match self.layers.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = layer,
+            None => self.layers.push((name, layer)),
+        }
         self
     }
 

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, PoisonError, RwLock};
 
-use ferrotorch_core::{DType, Device, Result, Tensor, TensorOptions, autograd};
+use ferrotorch_core::{DType, Device, Error, Result, Tensor, TensorOptions, autograd};
 
 /// The tensor cell behind a handle.
 #[derive(Debug)]
@@ -80,9 +80,17 @@ impl Parameter {
 
     /// Replaces the tensor inside the handle (every clone of the handle
     /// sees the new one): `to(dtype)`, `load_state_dict` with `assign`.
-    /// The new tensor keeps the old one's `requires_grad` flag.
+    /// The new tensor keeps the old one's `requires_grad` flag. Errors for
+    /// a tensor that cannot require grad when the parameter does (PyTorch's
+    /// message for `param.data = t`), leaving the parameter as it was.
     pub fn set_tensor(&self, t: Tensor) -> Result<()> {
         let requires = self.tensor().requires_grad();
+        if requires && !t.is_floating_point() {
+            return Err(Error::invalid(
+                "set_tensor",
+                "data set to a tensor that requires gradients must be floating point or complex dtype",
+            ));
+        }
         self.0.set(t.detach().requires_grad_(requires)?);
         Ok(())
     }
