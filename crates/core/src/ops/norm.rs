@@ -879,3 +879,98 @@ impl Tensor {
         y.to_dtype(dtype)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TensorOptions;
+
+    /// The largest absolute difference of two tensors of one shape.
+    fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+        assert_eq!(a.shape(), b.shape());
+        let (a, b) = (a.to_dtype(DType::F64).unwrap(), b.to_dtype(DType::F64).unwrap());
+        let (a, b) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+        a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    }
+
+    /// The `AnyBackend` composite (what a backend without its own norm
+    /// kernels runs) gives the CPU kernel's outputs and running statistics:
+    /// batch norm in training (running statistics updated with the unbiased
+    /// variance), in evaluation, layer and group norm, f32 and f64.
+    #[test]
+    fn composite_kernel_matches_the_cpu_kernel() {
+        for dtype in [DType::F32, DType::F64] {
+            let o = TensorOptions::new().dtype(dtype);
+            let x = o.randn([4, 3, 5]).unwrap();
+            let (w, b) = (o.randn([3]).unwrap(), o.randn([3]).unwrap());
+            let rm = o.randn([3]).unwrap();
+            let rv = o.rand([3]).unwrap().add(0.5).unwrap();
+            let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+            let batch = |training| Norm {
+                kind: NormKind::Batch {
+                    training,
+                    momentum: 0.25,
+                },
+                eps: 1e-5,
+                weight: true,
+                bias: true,
+                running: true,
+            };
+            for training in [true, false] {
+                let op = batch(training);
+                let (rm_cpu, rv_cpu) = (rm.clone_tensor().unwrap(), rv.clone_tensor().unwrap());
+                let (rm_any, rv_any) = (rm.clone_tensor().unwrap(), rv.clone_tensor().unwrap());
+                let cpu = call(&op, &[&x, &w, &b, &rm_cpu, &rv_cpu]).unwrap();
+                let inputs = [&x, &w, &b, &rm_any, &rv_any];
+                let any = norm_composite_kernel(&Call {
+                    op: &op,
+                    inputs: &inputs,
+                    out: None,
+                })
+                .unwrap();
+                assert!(
+                    max_diff(&cpu[0], &any[0]) < tol,
+                    "batch_norm (training {training}) output"
+                );
+                if training {
+                    assert!(max_diff(&cpu[1], &any[1]) < tol, "batch_norm mean");
+                }
+                // Both running statistics moved, each by its own statistic.
+                assert!(max_diff(&rm_cpu, &rm_any) < tol, "running_mean (training {training})");
+                assert!(max_diff(&rv_cpu, &rv_any) < tol, "running_var (training {training})");
+                assert_eq!(max_diff(&rm, &rm_any) > 1e-3, training, "running_mean moved");
+                assert_eq!(max_diff(&rv, &rv_any) > 1e-3, training, "running_var moved");
+            }
+            for kind in [
+                NormKind::Layer {
+                    normalized: Dims::from_slice(&[5]),
+                },
+                NormKind::Group { groups: 3 },
+            ] {
+                let w = if matches!(kind, NormKind::Layer { .. }) {
+                    o.randn([5]).unwrap()
+                } else {
+                    w.clone()
+                };
+                let op = Norm {
+                    kind,
+                    eps: 1e-5,
+                    weight: true,
+                    bias: false,
+                    running: false,
+                };
+                let cpu = call(&op, &[&x, &w]).unwrap();
+                let inputs = [&x, &w];
+                let any = norm_composite_kernel(&Call {
+                    op: &op,
+                    inputs: &inputs,
+                    out: None,
+                })
+                .unwrap();
+                for (i, (c, a)) in cpu.iter().zip(&any).enumerate() {
+                    assert!(max_diff(c, a) < tol, "{:?} output {i}", op.kind);
+                }
+            }
+        }
+    }
+}

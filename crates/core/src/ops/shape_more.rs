@@ -95,11 +95,12 @@ pub enum Indexing {
 /// `rows x cols` matrix with `offset`, row by row.
 fn triangle_indices(rows: i64, cols: i64, offset: i64, lower: bool) -> Result<Tensor> {
     let name = if lower { "tril_indices" } else { "triu_indices" };
-    if rows < 0 || cols < 0 {
-        return Err(Error::invalid(
-            name,
-            format!("row must be non-negative, got{rows}; col must be non-negative, got{cols}"),
-        ));
+    // PyTorch's checks, in its order and words.
+    if rows < 0 {
+        return Err(Error::invalid(name, format!("row must be non-negative, got{rows}")));
+    }
+    if cols < 0 {
+        return Err(Error::invalid(name, format!("col must be non-negative, got{cols}")));
     }
     let (mut r, mut c) = (Vec::new(), Vec::new());
     for i in 0..rows {
@@ -635,5 +636,44 @@ impl Tensor {
     /// `torch.triu_indices(row, col, offset)`: the upper triangle's indices.
     pub fn triu_indices(row: i64, col: i64, offset: i64) -> Result<Tensor> {
         triangle_indices(row, col, offset, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Tensor;
+
+    /// PyTorch's answers (2.15): the pairs row by row, empty `[2, 0]`
+    /// results for a zero size, one message per negative size.
+    #[test]
+    fn triangle_indices_as_pytorch() {
+        let pairs = |t: Tensor| (t.shape().to_vec(), t.to_vec::<i64>().unwrap());
+        let t = Tensor::tril_indices(3, 2, 0).unwrap();
+        assert_eq!(pairs(t), (vec![2, 5], vec![0, 1, 1, 2, 2, 0, 0, 1, 0, 1]));
+        let t = Tensor::triu_indices(2, 3, 1).unwrap();
+        assert_eq!(pairs(t), (vec![2, 3], vec![0, 0, 1, 1, 2, 2]));
+        let t = Tensor::tril_indices(2, 3, -1).unwrap();
+        assert_eq!(pairs(t), (vec![2, 1], vec![1, 0]));
+        for (r, c) in [(0, 3), (3, 0), (0, 0)] {
+            for f in [Tensor::tril_indices, Tensor::triu_indices] {
+                assert_eq!(pairs(f(r, c, 0).unwrap()), (vec![2, 0], vec![]), "({r}, {c})");
+            }
+        }
+        for (r, c, want) in [
+            (-1, 3, "row must be non-negative, got-1"),
+            (-1, -2, "row must be non-negative, got-1"),
+            (3, -2, "col must be non-negative, got-2"),
+        ] {
+            for (f, name) in [
+                (
+                    Tensor::tril_indices as fn(i64, i64, i64) -> crate::Result<Tensor>,
+                    "tril_indices",
+                ),
+                (Tensor::triu_indices, "triu_indices"),
+            ] {
+                let e = f(r, c, 0).unwrap_err().to_string();
+                assert!(e.contains(name) && e.ends_with(want), "{e}");
+            }
+        }
     }
 }
