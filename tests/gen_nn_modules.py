@@ -170,6 +170,11 @@ cases.append(forward_case("lstm_2layer_bi_state", 25, lambda: nn.LSTM(5, 7, num_
                           lambda m, x, h, c: (lambda o: (o[0], o[1][0], o[1][1]))(m(x, (h, c))), [x2, h2, c2]))
 cases.append(forward_case("gru_2layer_bi_state", 26, lambda: nn.GRU(5, 7, num_layers=2, bidirectional=True),
                           lambda m, x, h: m(x, h), [x2, h2]))
+# Dropout between layers in training (none after the last layer): the
+# masks drawn from the generator right after the module's initialisation.
+cases.append(forward_case("lstm_dropout_train", 27,
+                          lambda: nn.LSTM(5, 7, num_layers=3, dropout=0.5),
+                          lambda m, x: (lambda o: (o[0], o[1][0], o[1][1]))(m(x)), [x2]))
 
 torch.manual_seed(50)
 xc = torch.randn(2, 1, 28, 28)

@@ -804,6 +804,60 @@ fn attention_and_recurrent_layers_match_pytorch() -> Result<()> {
             .to_string();
         assert!(e.starts_with("MultiheadAttention(") && e.ends_with(want), "{e}");
     }
+    // Inputs of the wrong rank or size: PyTorch's checks, in its order.
+    let sep = MultiheadAttention::with_options(4, 2, MultiheadAttentionOptions::new().kdim(3).vdim(5))?;
+    let r = |d: &[usize]| Tensor::randn(d);
+    for (m, (qs, ks, vs), want) in [
+        (
+            &mha,
+            (&[3, 2, 2, 4][..], &[3, 2, 2, 4][..], &[3, 2, 2, 4][..]),
+            "query should be unbatched 2D or batched 3D tensor but received 4-D query tensor",
+        ),
+        (
+            &mha,
+            (&[3, 2, 4], &[5, 4], &[5, 4]),
+            "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found 2-D and 2-D tensors respectively",
+        ),
+        (
+            &mha,
+            (&[3, 2, 4], &[5, 2, 4], &[5, 4]),
+            "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found 3-D and 2-D tensors respectively",
+        ),
+        (
+            &mha,
+            (&[3, 4], &[5, 4], &[5, 2, 4]),
+            "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found 2-D and 3-D tensors respectively",
+        ),
+        (
+            &mha,
+            (&[3, 2, 5], &[5, 2, 5], &[5, 2, 5]),
+            "was expecting embedding dimension of 4, but got 5",
+        ),
+        (
+            &mha,
+            (&[3, 2, 4], &[5, 2, 3], &[5, 2, 4]),
+            "key shape [5, 2, 3] does not match value shape [5, 2, 4]",
+        ),
+        (
+            &mha,
+            (&[3, 4], &[5, 4], &[6, 4]),
+            "key shape [5, 1, 4] does not match value shape [6, 1, 4]",
+        ),
+        (
+            &sep,
+            (&[3, 2, 4], &[5, 2, 3], &[6, 2, 5]),
+            "key's sequence and batch dims [5, 2] do not match value's [6, 2]",
+        ),
+        (
+            &sep,
+            (&[3, 2, 4], &[5, 2, 4], &[5, 2, 5]),
+            "expected key [.., 3] and value [.., 5], got [5, 2, 4] and [5, 2, 5]",
+        ),
+    ] {
+        let e = m.call(&r(qs)?, &r(ks)?, &r(vs)?).unwrap_err().to_string();
+        assert!(e.starts_with("MultiheadAttention(") && e.ends_with(want), "{e}");
+    }
+    assert_eq!(sep.call(&r(&[3, 4])?, &r(&[5, 3])?, &r(&[5, 5])?)?.0.shape(), [3, 4]);
     let ok = Tensor::zeros([3, 5])?;
     assert_eq!(
         mha.call_with(&q, &k, &k, MhaForwardOptions::new().attn_mask(&ok))?
@@ -843,6 +897,21 @@ fn attention_and_recurrent_layers_match_pytorch() -> Result<()> {
     let (out, h) = gru2.call_with(&ins[0], &ins[1])?;
     check_close("gru (state) out", &out, &c["outputs"][0]);
     check_close("gru (state) h_n", &h, &c["outputs"][1]);
+
+    // Dropout after every layer but the last, in training: PyTorch's masks.
+    let c = case("lstm_dropout_train");
+    manual_seed(27);
+    let drop = Lstm::with_options(5, 7, RnnOptions::new().num_layers(3).dropout(0.5))?;
+    let (out, (h, cell)) = drop.call(&ins[0])?;
+    check_close("lstm (dropout) out", &out, &c["outputs"][0]);
+    check_close("lstm (dropout) h_n", &h, &c["outputs"][1]);
+    check_close("lstm (dropout) c_n", &cell, &c["outputs"][2]);
+    // One layer: no dropout at all (PyTorch warns that it does nothing).
+    let one = Lstm::with_options(5, 7, RnnOptions::new().dropout(0.5))?;
+    let (train, _) = one.call(&ins[0])?;
+    one.eval();
+    let (eval, _) = one.call(&ins[0])?;
+    assert_eq!(train.to_vec::<f32>()?, eval.to_vec::<f32>()?);
 
     // Bad input names the layer and both sizes.
     let e = gru.call(&Tensor::ones([2, 5, 3])?).unwrap_err().to_string();
@@ -1008,5 +1077,39 @@ fn conv_and_pool_layers_match_pytorch() -> Result<()> {
     assert!(Conv2d::with_options(3, 4, 3, O::new().groups(2)).is_err());
     assert!(Conv2d::with_options(4, 4, 3, O::new().stride(2).padding(Padding::Same)).is_err());
     assert!(Conv2d::new(4, 4, [3, 3, 3]).is_err());
+    Ok(())
+}
+
+/// `nn.ModuleDict` as PyTorch's: insertion order, a key given again
+/// replaces its module in place, parameters and state-dict keys named
+/// `key.param`, the repr.
+#[test]
+fn module_dict_as_pytorch() -> Result<()> {
+    let mut d: nn::ModuleDict = nn::ModuleDict::new();
+    assert!(d.is_empty());
+    assert_eq!(d.len(), 0);
+    assert_eq!(d.repr(), "ModuleDict()");
+    d.insert("fc", Box::new(Linear::new(2, 3)?) as Box<dyn Module>);
+    d.insert("act", Box::new(ReLU::new()));
+    d.insert("out", Box::new(Linear::new(3, 1)?));
+    d.insert("act", Box::new(Tanh::new()));
+    assert!(!d.is_empty());
+    assert_eq!(d.len(), 3);
+    assert_eq!(d.keys().collect::<Vec<_>>(), ["fc", "act", "out"]);
+    assert_eq!(
+        d.get("act").map(|m| m.type_name().into_owned()).as_deref(),
+        Some("Tanh")
+    );
+    assert!(d.get("relu").is_none());
+    let names: Vec<String> = d.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["fc.weight", "fc.bias", "out.weight", "out.bias"]);
+    assert_eq!(d.state_dict().keys().collect::<Vec<_>>(), names);
+    let modules: Vec<String> = d.named_modules().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(modules, ["", "fc", "act", "out"]);
+    assert_eq!(
+        d.repr(),
+        "ModuleDict(\n  (fc): Linear(in_features=2, out_features=3, bias=True)\n  (act): Tanh()\n  \
+         (out): Linear(in_features=3, out_features=1, bias=True)\n)"
+    );
     Ok(())
 }

@@ -229,24 +229,53 @@ impl MultiheadAttention {
         opts: &MhaForwardOptions,
     ) -> Result<(Tensor, Option<Tensor>)> {
         let batched = query.ndim() == 3;
-        let ok = (query.ndim() == 3 || query.ndim() == 2)
-            && key.ndim() == query.ndim()
-            && value.ndim() == query.ndim()
-            && query.shape().last() == Some(&self.embed_dim)
-            && key.shape().last() == Some(&self.kdim)
-            && value.shape().last() == Some(&self.vdim);
-        if !ok {
-            return Err(Error::module(
-                self.repr_line(),
-                format!(
-                    "expected query [L, N, {}], key [S, N, {}] and value [S, N, {}] (batch first with batch_first=True), got {:?}, {:?} and {:?}",
-                    self.embed_dim,
-                    self.kdim,
-                    self.vdim,
-                    query.shape(),
-                    key.shape(),
-                    value.shape()
-                ),
+        // PyTorch's checks and messages (`_mha_shape_check`,
+        // `multi_head_attention_forward`), in its order.
+        let fail = |msg: String| Err(Error::module(self.repr_line(), msg));
+        let (qn, kn, vn) = (query.ndim(), key.ndim(), value.ndim());
+        if qn != 2 && qn != 3 {
+            return fail(format!(
+                "query should be unbatched 2D or batched 3D tensor but received {qn}-D query tensor"
+            ));
+        }
+        if kn != qn || vn != qn {
+            let kind = if batched { "batched (3-D)" } else { "unbatched (2-D)" };
+            return fail(format!(
+                "For {kind} `query`, expected `key` and `value` to be {qn}-D but found {kn}-D and {vn}-D tensors respectively"
+            ));
+        }
+        let e = query.shape()[qn - 1];
+        if e != self.embed_dim {
+            return fail(format!(
+                "was expecting embedding dimension of {}, but got {e}",
+                self.embed_dim
+            ));
+        }
+        // PyTorch compares them after giving unbatched inputs a batch of 1.
+        let batch_of = |t: &Tensor| {
+            let mut d = t.shape().to_vec();
+            if !batched {
+                d.insert(1, 1);
+            }
+            d
+        };
+        let (ks, vs) = (batch_of(key), batch_of(value));
+        if self.kdim == self.embed_dim && self.vdim == self.embed_dim {
+            if ks != vs {
+                return fail(format!("key shape {ks:?} does not match value shape {vs:?}"));
+            }
+        } else if ks[..2] != vs[..2] {
+            return fail(format!(
+                "key's sequence and batch dims {:?} do not match value's {:?}",
+                &ks[..2],
+                &vs[..2]
+            ));
+        }
+        if ks[2] != self.kdim || vs[2] != self.vdim {
+            // PyTorch fails in the projection's matmul here.
+            return fail(format!(
+                "expected key [.., {}] and value [.., {}], got {ks:?} and {vs:?}",
+                self.kdim, self.vdim
             ));
         }
         // To [L, N, E].
