@@ -109,7 +109,7 @@ def random_split_cases():
 
 def distributed():
     cases = []
-    for n in [10, 11, 13, 2]:
+    for n in [10, 11, 13, 2, 12]:
         for num_replicas in [3, 4]:
             for shuffle in [True, False]:
                 for drop_last in [False, True]:
@@ -123,6 +123,7 @@ def distributed():
                                 cases.append(dict(n=n, num_replicas=num_replicas, rank=rank,
                                                   shuffle=shuffle, drop_last=drop_last,
                                                   seed=seed, epoch=epoch, len=len(s),
+                                                  total_size=s.total_size,
                                                   indices=list(s)))
     dump("distributed_sampler.json", cases)
 

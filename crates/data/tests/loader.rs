@@ -332,6 +332,61 @@ fn timeout_is_an_error() {
     assert!(it.next().is_none());
 }
 
+/// A panic payload whose own drop panics: the worker that catches it dies
+/// outside the task's `catch_unwind`, without a reply.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("the panic payload's drop panics");
+    }
+}
+
+/// Item `i` is `i`, but item 0 panics with a [`Bomb`].
+struct KillsItsWorker;
+
+impl Dataset for KillsItsWorker {
+    type Item = i64;
+    fn len(&self) -> usize {
+        4
+    }
+    fn get(&self, index: usize) -> Result<i64> {
+        if index == 0 {
+            std::panic::panic_any(Bomb);
+        }
+        Ok(index as i64)
+    }
+}
+
+#[test]
+fn a_worker_thread_that_dies_is_an_error_not_a_hang() {
+    // Worker 0 (batch 0) dies; worker 1 lives on, so the result channel
+    // stays open: the loader notices the dead thread at its next poll
+    // (every 50 ms), long before the 5 s timeout.
+    let loader = DataLoader::builder(KillsItsWorker)
+        .batch_size(1)
+        .num_workers(2)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let t = Instant::now();
+    let mut it = loader.iter().unwrap();
+    let e = it.next().unwrap().unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(4), "took {:?}", t.elapsed());
+    match &e {
+        DataError::Worker { worker: 0, detail } => {
+            assert_eq!(detail, "the thread stopped without delivering its batch")
+        }
+        other => panic!("expected worker 0 to have stopped, got {other}"),
+    }
+    assert_eq!(
+        e.to_string(),
+        "DataLoader worker 0: the thread stopped without delivering its batch"
+    );
+    // The epoch ends there.
+    assert!(it.next().is_none());
+}
+
 #[test]
 fn sampler_errors_reach_the_loop() {
     // 5 distinct draws from 3 weights without replacement: PyTorch's error,

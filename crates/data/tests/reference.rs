@@ -153,6 +153,9 @@ fn distributed_sampler_orders() {
         .seed(c["seed"].as_u64().unwrap());
         s.set_epoch(c["epoch"].as_u64().unwrap());
         assert_eq!(s.len(), c["len"].as_u64().unwrap() as usize, "case {c}");
+        // `total_size`: padded up (or, with `drop_last`, cut down) to a
+        // multiple of `num_replicas`.
+        assert_eq!(s.total_size(), c["total_size"].as_u64().unwrap() as usize, "case {c}");
         assert_eq!(epoch(&s), usizes(&c["indices"]), "case {c}");
     }
 }

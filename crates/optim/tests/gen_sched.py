@@ -132,11 +132,21 @@ for cfg in [
             build=lambda o, c=cfg: L.LinearLR(o, **c),
         )
     )
+# LinearLR(optimizer) with PyTorch's defaults (`LinearLR::default_for`).
+cases.append(record("linear_default", "LinearLR", {}, lrs=(0.1, 0.07), build=lambda o: L.LinearLR(o)))
 cases.append(record("lambda_pow", "LambdaLR", {"lambda": "pow095"}, build=lambda o: L.LambdaLR(o, lambda e: 0.95**e)))
 cases.append(
     record(
         "lambda_per_group", "LambdaLR", {"lambda": ["pow095", "inverse"]}, lrs=(0.1, 0.2),
         build=lambda o: L.LambdaLR(o, [lambda e: 0.95**e, lambda e: 1 / (1 + e)]),
+    )
+)
+# MultiplicativeLR, which ferrotorch has no type for: the test builds it as
+# a custom rule with `Scheduler::with_rule`.
+cases.append(
+    record(
+        "multiplicative_per_group", "MultiplicativeLR", {"lambda": ["pow095", "inverse"]}, lrs=(0.1, 0.2),
+        build=lambda o: L.MultiplicativeLR(o, [lambda e: 0.95**e, lambda e: 1 / (1 + e)]),
     )
 )
 ONE_CYCLE = [

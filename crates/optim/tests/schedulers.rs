@@ -11,8 +11,8 @@ use ferrotorch::Tensor;
 use ferrotorch::nn::Parameter;
 use ferrotorch::optim::lr_scheduler::{
     AnnealStrategy, CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, LrLambda, LrScheduler, MultiStepLR,
-    OneCycleLR, OneCycleLrOptions, PerGroup, PlateauMode, ReduceLROnPlateau, ReduceLrOnPlateauOptions, SequentialLR,
-    StepLR, ThresholdMode,
+    OneCycleLR, OneCycleLrOptions, PerGroup, PlateauMode, ReduceLROnPlateau, ReduceLrOnPlateauOptions, Rule, Scheduler,
+    SchedulerBase, SequentialLR, StepLR, ThresholdMode,
 };
 use ferrotorch::optim::{Adam, AdamOptions, Dict, Optimizer, SGD, SgdOptions, Value};
 use serde_json::Value as Json;
@@ -58,6 +58,48 @@ fn lambda(name: &str) -> LrLambda {
     }
 }
 
+/// `torch.optim.lr_scheduler.MultiplicativeLR`, which ferrotorch has no
+/// type for, as a custom [`Rule`] (the user's way to a scheduler of their
+/// own): each step multiplies each group's current learning rate by its
+/// function of the epoch; the initial step keeps the rates.
+struct MultiplicativeRule {
+    lambdas: Vec<LrLambda>,
+}
+
+impl Rule for MultiplicativeRule {
+    fn get_lr(&mut self, b: &SchedulerBase, opt: &mut dyn Optimizer) -> Result<Vec<f64>, ferrotorch::optim::Error> {
+        if b.is_initial {
+            return Ok(opt.lrs());
+        }
+        Ok(opt
+            .lrs()
+            .iter()
+            .zip(&self.lambdas)
+            .map(|(lr, f)| lr * f(b.last_epoch))
+            .collect())
+    }
+
+    fn save(&self, _d: &mut Dict) {}
+
+    fn save_after(&self, d: &mut Dict) {
+        d.insert("lr_lambdas", Value::List(vec![Value::None; self.lambdas.len()]));
+    }
+
+    fn load(&mut self, _d: &Dict) -> Result<(), ferrotorch::optim::Error> {
+        Ok(())
+    }
+}
+
+fn multiplicative(opt: &mut dyn Optimizer, c: &Json) -> Scheduler<MultiplicativeRule> {
+    let lambdas = c["lambda"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| lambda(s.as_str().unwrap()))
+        .collect();
+    Scheduler::with_rule(opt, MultiplicativeRule { lambdas }).unwrap()
+}
+
 fn per_group(v: &Json) -> PerGroup {
     match v {
         Json::Array(a) => PerGroup::Each(a.iter().map(|x| x.as_f64().unwrap()).collect()),
@@ -79,9 +121,12 @@ fn build(kind: &str, c: &Json, opt: &mut dyn Optimizer) -> Box<dyn LrScheduler> 
         }
         "ExponentialLR" => Box::new(ExponentialLR::new(opt, f(c, "gamma")).unwrap()),
         "CosineAnnealingLR" => Box::new(CosineAnnealingLR::new(opt, i(c, "T_max"), f(c, "eta_min")).unwrap()),
+        // `LinearLR(optimizer)`: PyTorch's defaults.
+        "LinearLR" if c.as_object().unwrap().is_empty() => Box::new(LinearLR::default_for(opt).unwrap()),
         "LinearLR" => {
             Box::new(LinearLR::new(opt, f(c, "start_factor"), f(c, "end_factor"), i(c, "total_iters")).unwrap())
         }
+        "MultiplicativeLR" => Box::new(multiplicative(opt, c)),
         "LambdaLR" => match &c["lambda"] {
             Json::String(s) => Box::new(LambdaLR::per_group(opt, vec![lambda(s)]).unwrap()),
             Json::Array(a) => {
@@ -423,4 +468,92 @@ fn scheduler_errors_are_pytorchs() {
         msg(LambdaLR::per_group(o, vec![]).map(drop)),
         "Expected 1 lr_lambdas, but got 0"
     );
+}
+
+/// `Scheduler::with_rule` does what PyTorch's `LRScheduler.__init__` does
+/// for a scheduler of one's own (here `MultiplicativeLR`, built after an
+/// `ExponentialLR` stepped twice): it keeps the groups' `initial_lr` (the
+/// base rates), takes the initial step (epoch 0, step count 1) without
+/// changing the current rates, and then each step applies the rule.
+/// PyTorch 2.15's values.
+#[test]
+fn with_rule_keeps_initial_lr_and_takes_the_initial_step() {
+    let mut opt = make_opt("SGD", &[0.1, 0.2]);
+    let o = opt.as_mut();
+    let mut first = ExponentialLR::new(o, 0.5).unwrap();
+    first.step(o).unwrap();
+    first.step(o).unwrap();
+    assert_eq!(o.lrs(), [0.025, 0.05]);
+    let lambdas: Vec<LrLambda> = vec![Box::new(|_| 0.9), Box::new(|e| 1.0 / (1 + e) as f64)];
+    let mut s = Scheduler::with_rule(o, MultiplicativeRule { lambdas }).unwrap();
+    assert_eq!(s.base().base_lrs, [0.1, 0.2]);
+    assert_eq!(
+        (s.last_epoch(), s.base().step_count, s.base().is_initial),
+        (0, 1, false)
+    );
+    assert_eq!(s.get_last_lr(), [0.025, 0.05]);
+    assert_eq!(o.lrs(), [0.025, 0.05]);
+    assert_eq!(s.rule().lambdas.len(), 2);
+    for g in 0..2 {
+        assert_eq!(
+            o.hyperparameter(g, "initial_lr").and_then(|v| v.as_f64()),
+            Some([0.1, 0.2][g])
+        );
+    }
+    let want = [
+        [0.022500000000000003, 0.025],
+        [0.020250000000000004, 0.008333333333333333],
+        [0.018225000000000005, 0.0020833333333333333],
+    ];
+    for (k, w) in want.iter().enumerate() {
+        s.step(o).unwrap();
+        assert_eq!(s.get_last_lr(), w, "step {}", k + 1);
+        assert_eq!(o.lrs(), w);
+        assert_eq!(s.last_epoch(), k as i64 + 1);
+    }
+    let sd = s.state_dict();
+    assert_eq!(
+        sd.keys().collect::<Vec<_>>(),
+        [
+            "base_lrs",
+            "last_epoch",
+            "_step_count",
+            "_is_initial",
+            "_get_lr_called_within_step",
+            "_last_lr",
+            "lr_lambdas"
+        ]
+    );
+    assert_eq!(sd.get("_step_count").and_then(Value::as_i64), Some(4));
+
+    // A scheduler on a fresh optimizer records each group's `lr` as its
+    // `initial_lr`.
+    let mut fresh = make_opt("Adam", &[0.3, 0.01]);
+    let s = Scheduler::with_rule(
+        fresh.as_mut(),
+        MultiplicativeRule {
+            lambdas: vec![lambda("inverse"), lambda("inverse")],
+        },
+    )
+    .unwrap();
+    assert_eq!(s.base().base_lrs, [0.3, 0.01]);
+    assert_eq!(
+        fresh.hyperparameter(1, "initial_lr").and_then(|v| v.as_f64()),
+        Some(0.01)
+    );
+}
+
+/// `LinearLR::default_for` is `LinearLR(optimizer)`: PyTorch 2.15's
+/// defaults `start_factor=1/3`, `end_factor=1.0`, `total_iters=5` (the
+/// `linear_default` case of `schedulers.json` checks its schedule).
+#[test]
+fn linear_lr_default_for_has_pytorchs_defaults() {
+    let mut opt = make_opt("SGD", &[0.1]);
+    let s = LinearLR::default_for(opt.as_mut()).unwrap();
+    let r = s.rule();
+    assert_eq!(
+        (r.start_factor, r.end_factor, r.total_iters),
+        (0.3333333333333333, 1.0, 5)
+    );
+    assert_eq!(s.get_last_lr(), [0.03333333333333333]);
 }
