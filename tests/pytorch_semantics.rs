@@ -672,6 +672,24 @@ fn matmul_and_reshape_nodes() -> Result<()> {
     for (expr, t, want, shape) in cases {
         assert_eq!((node(&t).as_str(), t.shape()), (want, &shape[..]), "{expr}");
     }
+    // A vector times a 5-d tensor: folded into one mv when the batch dims
+    // of its last-two-transposed form are contiguous (PyTorch's
+    // `should_fold`), a bmm otherwise; both end in `_unsafe_view`.
+    let c5 = Tensor::randn([2, 3, 2, 5, 4])?.requires_grad_(true)?;
+    let d5 = Tensor::randn([2, 3, 2, 4, 5])?.requires_grad_(true)?;
+    let v5 = Tensor::randn([4])?;
+    let below = |t: &Tensor| -> Vec<String> {
+        let n = t.grad_fn().unwrap();
+        n.next_edges().iter().flatten().map(|e| e.node.name()).collect()
+    };
+    for (expr, t, want) in [
+        ("v @ c5.transpose(3,4)", v5.matmul(&c5.transpose(3, 4)?)?, "MvBackward0"),
+        ("v @ d5", v5.matmul(&d5)?, "BmmBackward0"),
+    ] {
+        assert_eq!(node(&t), "UnsafeViewBackward0", "{expr}");
+        assert_eq!(t.shape(), [2, 3, 2, 5], "{expr}");
+        assert_eq!(below(&t), [want], "{expr}");
+    }
     // flatten over one dim returns the tensor itself.
     let f = x.flatten((1, 1))?;
     assert!(f.is_leaf() && f.storage().same(x.storage()));
