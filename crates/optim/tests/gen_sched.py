@@ -169,6 +169,9 @@ PLATEAU = [
     ("plateau_patience_cooldown", {"patience": 3, "cooldown": 2, "factor": 0.5, "min_lr": 1e-4}, "min"),
     ("plateau_max_abs", {"mode": "max", "threshold_mode": "abs", "threshold": 0.01, "patience": 2, "factor": 0.3}, "max"),
     ("plateau_min_lr_list", {"patience": 1, "factor": 0.2, "min_lr": [1e-3, 1e-5], "eps": 1e-6}, "min"),
+    # Thresholds large enough that some improvements do not count.
+    ("plateau_max_rel", {"mode": "max", "threshold": 0.05, "patience": 1, "factor": 0.5}, "max"),
+    ("plateau_min_abs", {"threshold_mode": "abs", "threshold": 0.02, "patience": 1, "factor": 0.5}, "min"),
 ]
 for name, cfg, mode in PLATEAU:
     metrics = plateau_metrics(len(name), mode)
