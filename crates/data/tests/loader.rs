@@ -627,6 +627,10 @@ fn datasets_subset_concat_and_errors() {
     let b = TensorDataset::new(vec![Tensor::arange_step(10, 15, 1).unwrap()]).unwrap();
     let c = ConcatDataset::new(vec![a.clone(), b]).unwrap();
     assert_eq!((c.len(), c.cumulative_sizes()), (8, &[3usize, 8][..]));
+    // `c.datasets`: the parts, in order.
+    let parts: Vec<usize> = c.datasets().iter().map(|d| d.len()).collect();
+    assert_eq!(parts, [3, 5]);
+    assert_eq!(c.datasets()[1].get(0).unwrap()[0].item::<i64>().unwrap(), 10);
     let at = |i| c.get(i).unwrap()[0].item::<i64>().unwrap();
     assert_eq!([at(0), at(2), at(3), at(7)], [0, 2, 10, 14]);
     assert!(matches!(
