@@ -113,6 +113,8 @@ impl Value {
     /// objects, with tensors compared by dtype, shape and elements (NaN
     /// equal to NaN, so that a round trip compares equal); list and tuple
     /// are different types, dict and OrderedDict compare by items in order.
+    /// Unlike Python, values of two types are never the same (`1`, `1.0`
+    /// and `True` differ), so that a round trip that changed a type fails.
     pub fn same(&self, other: &Value) -> bool {
         match (self, other) {
             (Value::None, Value::None) => true,

@@ -123,6 +123,25 @@ fn disallowed_globals_name_the_global_and_run_nothing() {
         assert!(matches!(&e, Error::DisallowedGlobal(g) if *g == want), "{e}");
         assert!(e.to_string().contains("weights_only=True"));
     }
+    // `set` and `complex` pass PyTorch's weights_only unpickler; ferrotorch
+    // has no value for them, and says so (not "disallowed").
+    for name in ["set", "complex"] {
+        for module in ["builtins", "__builtin__"] {
+            let mut pkl = b"\x80\x02".to_vec();
+            pkl.extend(format!("c{module}\n{name}\n.").bytes());
+            let e = err(&pt(&pkl, &[]));
+            assert!(
+                matches!(&e, Error::Unsupported(m) if m.contains(&format!("builtins.{name}"))),
+                "{module}.{name}: {e}"
+            );
+        }
+    }
+    // Other builtins stay disallowed.
+    let e = err(&pt(b"\x80\x02cbuiltins\nfrozenset\n.", &[]));
+    assert!(
+        matches!(&e, Error::DisallowedGlobal(g) if g == "builtins.frozenset"),
+        "{e}"
+    );
     // Allowed by PyTorch, but nothing ferrotorch can hold.
     let e = err(&pt(b"\x80\x02ctorch\nfloat32\n.", &[]));
     assert!(
@@ -219,6 +238,7 @@ fn malformed_pickles() {
         (b"\x80\x02u.", "MARK"),
         (b"\x80\x02I1\n.", "opcode"),
         (b"\x80\x09N.", "protocol"),
+        (b"\x80\x06N.", "unsupported pickle protocol 6"),
         (b"\x80\x02X\x02\x00\x00\x00\xff\xfe.", "UTF-8"),
         (b"\x80\x02}]K\x01s.", "dict key"),
         (b"\x80\x02N)R.", "not a global"),
@@ -226,6 +246,11 @@ fn malformed_pickles() {
     for (pkl, want) in cases {
         let e = err(&pt(pkl, &[]));
         assert!(e.to_string().contains(want), "{pkl:?}: {e}");
+    }
+    // Every protocol Python writes (0 has no PROTO opcode; 2 to 5 have one).
+    for pkl in [&b"N."[..], b"\x80\x02N.", b"\x80\x03N.", b"\x80\x04N.", b"\x80\x05N."] {
+        let v = load_from_bytes(&pt(pkl, &[])).unwrap_or_else(|e| panic!("{pkl:?}: {e}"));
+        assert!(matches!(v, ferrotorch_serialize::Value::None), "{pkl:?}: {v:?}");
     }
 }
 

@@ -586,3 +586,81 @@ fn load_options_state_dict_from_a_value() {
         );
     }
 }
+
+/// `Value::same` is Python's `==` for these objects, each arm both ways:
+/// NaN equals NaN and 0.0 equals -0.0 (a round trip compares equal), list
+/// and tuple differ, dicts compare kind and items in order, tensors by
+/// dtype, shape and elements; unlike Python, `1`, `1.0` and `True` differ.
+#[test]
+fn value_same_is_pythons_equality() {
+    let f = |x: f64| Value::Float(x);
+    let t = |v: &[f32]| Value::Tensor(Tensor::from_slice(v));
+    let dict = |kind: DictKind, items: &[(&str, i64)]| {
+        let mut d = Dict::with_kind(kind);
+        for (k, v) in items {
+            d.insert(*k, Value::Int(*v));
+        }
+        Value::Dict(d)
+    };
+    let equal = [
+        (Value::None, Value::None),
+        (Value::Bool(true), Value::Bool(true)),
+        (Value::Int(-3), Value::Int(-3)),
+        (f(1.5), f(1.5)),
+        (f(f64::NAN), f(-f64::NAN)),
+        (f(0.0), f(-0.0)),
+        (f(f64::INFINITY), f(f64::INFINITY)),
+        (Value::Str("a".into()), Value::Str("a".into())),
+        (Value::Bytes(vec![1, 2]), Value::Bytes(vec![1, 2])),
+        (
+            Value::List(vec![Value::Int(1), f(2.0)]),
+            Value::List(vec![Value::Int(1), f(2.0)]),
+        ),
+        (Value::Tuple(vec![]), Value::Tuple(vec![])),
+        (
+            dict(DictKind::OrderedDict, &[("a", 1), ("b", 2)]),
+            dict(DictKind::OrderedDict, &[("a", 1), ("b", 2)]),
+        ),
+        (t(&[1.0, f32::NAN]), t(&[1.0, f32::NAN])),
+    ];
+    for (a, b) in &equal {
+        assert!(a.same(b) && b.same(a), "{a:?} == {b:?}");
+    }
+    let different = [
+        (Value::None, Value::Bool(false)),
+        (Value::Bool(true), Value::Bool(false)),
+        (Value::Int(1), Value::Int(2)),
+        (Value::Int(1), f(1.0)),
+        (Value::Bool(true), Value::Int(1)),
+        (f(1.0), f(1.0000000000000002)),
+        (f(f64::NAN), f(0.0)),
+        (f(f64::INFINITY), f(f64::NEG_INFINITY)),
+        (Value::Str("a".into()), Value::Str("b".into())),
+        (Value::Bytes(vec![1]), Value::Bytes(vec![1, 2])),
+        (Value::List(vec![Value::Int(1)]), Value::Tuple(vec![Value::Int(1)])),
+        (
+            Value::List(vec![Value::Int(1)]),
+            Value::List(vec![Value::Int(1), Value::Int(1)]),
+        ),
+        (Value::List(vec![Value::Int(1)]), Value::List(vec![Value::Int(2)])),
+        (
+            dict(DictKind::Dict, &[("a", 1)]),
+            dict(DictKind::OrderedDict, &[("a", 1)]),
+        ),
+        (
+            dict(DictKind::Dict, &[("a", 1), ("b", 2)]),
+            dict(DictKind::Dict, &[("b", 2), ("a", 1)]),
+        ),
+        (dict(DictKind::Dict, &[("a", 1)]), dict(DictKind::Dict, &[("a", 2)])),
+        (
+            dict(DictKind::Dict, &[("a", 1)]),
+            dict(DictKind::Dict, &[("a", 1), ("b", 2)]),
+        ),
+        (t(&[1.0, 2.0]), t(&[1.0, 3.0])),
+        (t(&[1.0, 2.0]), t(&[1.0])),
+        (t(&[1.0]), Value::Tensor(Tensor::from_slice(&[1.0f64]))),
+    ];
+    for (a, b) in &different {
+        assert!(!a.same(b) && !b.same(a), "{a:?} != {b:?}");
+    }
+}
