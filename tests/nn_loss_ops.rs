@@ -545,3 +545,81 @@ fn fuzzer_found_nn_differences() -> Result<()> {
     assert_eq!(gn.dtype(), DType::BF16);
     Ok(())
 }
+
+/// The losses' dtype rules against PyTorch (`nn_data/loss_dtypes.json`,
+/// `tests/gen_loss_dtypes.py`): for every pair of input / target dtype
+/// (f32, f64, bf16, i64, bool), a full or 0-d target and each reduction,
+/// the result's dtype and values where PyTorch computes the loss, and an
+/// error where it refuses (with its message where the loss itself
+/// decides: "Found dtype ...", "result type ... can't be cast ...").
+/// `broadcast_tensors` comes first (a 0-d f64 target makes an f64 mse
+/// loss), huber writes into its input's dtype, bce_with_logits into its
+/// target's, l1 works on integers.
+#[test]
+fn loss_dtype_rules_match_pytorch() -> Result<()> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nn_data/loss_dtypes.json"))
+        .expect("tests/nn_data/loss_dtypes.json");
+    let data: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let cases = data["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 1050);
+    let dtype = |v: &serde_json::Value| DType::from_name(v.as_str().expect("dtype")).expect("known dtype");
+    let mut checked = 0;
+    for c in cases {
+        let xv: Vec<f64> = c["xv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let x = Tensor::from_vec(xv, [2])?.to_dtype(dtype(&c["x"]))?;
+        let t = match &c["tv"] {
+            serde_json::Value::Array(a) => {
+                Tensor::from_vec(a.iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>(), [2])?
+            }
+            v => Tensor::from_vec(vec![v.as_f64().unwrap()], ())?,
+        }
+        .to_dtype(dtype(&c["t"]))?;
+        let red = Reduction::parse(c["reduction"].as_str().unwrap())?;
+        let loss = c["loss"].as_str().unwrap();
+        let got = match loss {
+            "mse" => F::mse_loss(&x, &t, red),
+            "l1" => F::l1_loss(&x, &t, red),
+            "smooth_l1" => F::smooth_l1_loss(&x, &t, red, 1.0),
+            "smooth_l1_beta0" => F::smooth_l1_loss(&x, &t, red, 0.0),
+            "huber" => F::huber_loss(&x, &t, red, 1.0),
+            "bce" => F::binary_cross_entropy(&x, &t, None, red),
+            "bce_logits" => F::binary_cross_entropy_with_logits(&x, &t, &F::BceWithLogitsOptions::new().reduction(red)),
+            other => panic!("unknown loss {other}"),
+        };
+        let what = format!("{c}");
+        match (&c["error"], got) {
+            (serde_json::Value::String(msg), Err(e)) => {
+                for key in ["Found dtype", "can't be cast to the desired output type"] {
+                    if msg.contains(key) {
+                        assert!(e.to_string().contains(msg.as_str()), "{what}: ours {e}");
+                    }
+                }
+            }
+            (serde_json::Value::String(msg), Ok(y)) => panic!("{what}: PyTorch refuses ({msg}), ours gives {y:?}"),
+            (_, Err(e)) => panic!("{what}: PyTorch computes it, ours: {e}"),
+            (_, Ok(y)) => {
+                assert_eq!(y.dtype(), dtype(&c["dtype"]), "{what}");
+                let want: Vec<f64> = c["values"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_f64().unwrap())
+                    .collect();
+                let ours = y.to_dtype(DType::F64)?.reshape([-1])?.to_vec::<f64>()?;
+                assert_eq!(ours.len(), want.len(), "{what}");
+                let tol = if y.dtype() == DType::BF16 { 1e-2 } else { 1e-6 };
+                for (a, b) in ours.iter().zip(&want) {
+                    assert!((a - b).abs() <= tol * b.abs().max(1.0), "{what}: ours {ours:?}");
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 1050);
+    Ok(())
+}

@@ -383,11 +383,26 @@ pub struct PointwiseLoss {
     pub reduction: Reduction,
     /// A weight is given (input 2).
     pub weight: bool,
+    /// The result's dtype where it is not the input's: `huber_loss`
+    /// computes in the promoted dtype of its (converted) operands and
+    /// writes into its input's dtype (`None`: the input's; for
+    /// `BceWithLogits` the target's, always).
+    pub out_dtype: Option<DType>,
 }
 
 impl PointwiseLoss {
     fn name(&self) -> &'static str {
         self.entry().base_name()
+    }
+
+    /// The dtype of the per-element losses and of the result: the target's
+    /// for `BceWithLogits` (PyTorch computes `(1 - target).mul_(input)` in
+    /// place), else `out_dtype` or the input's.
+    fn result_dtype(&self, x: DType, t: DType) -> DType {
+        match self.kind {
+            PointLoss::BceWithLogits { .. } => t,
+            _ => self.out_dtype.unwrap_or(x),
+        }
     }
 
     fn weight(&self, inputs: &[Tensor]) -> Option<Tensor> {
@@ -448,16 +463,22 @@ impl PointwiseLoss {
                 t.sub(1.0)?.mul(&log1m)?.sub(&t.mul(&logx)?)?
             }
             PointLoss::BceWithLogits { .. } => {
+                // PyTorch's in-place steps, each rounded to the dtype it
+                // writes: `log_sigmoid(x).mul_(log_weight)` in the input's,
+                // `(1 - t).mul_(x).sub_(...)` in the target's.
                 let mut ls = x.log_sigmoid()?;
                 if let Some(pw) = self.pos_weight(inputs) {
-                    ls = ls.mul(&pw.sub(1.0)?.mul(t)?.add(1.0)?)?;
+                    ls = cast(ls.mul(&pw.sub(1.0)?.mul(t)?.add(1.0)?)?, x.dtype())?;
                 }
-                t.neg()?.add(1.0)?.mul(x)?.sub(&ls)?
+                let l = cast(t.neg()?.add(1.0)?.mul(x)?, t.dtype())?;
+                cast(l.sub(&ls)?, t.dtype())?
             }
         };
+        // `loss.mul_(weight)`: the product rounded to the loss's dtype.
+        let out = self.result_dtype(x.dtype(), t.dtype());
         match self.weight(inputs) {
-            Some(w) => l.mul(&w),
-            None => Ok(l),
+            Some(w) => cast(l.mul(&w)?, out),
+            None => cast(l, out),
         }
     }
 }
@@ -476,16 +497,68 @@ impl Op for PointwiseLoss {
     fn infer(&self, inputs: &[&Tensor]) -> Result<OutSpecs> {
         let name = self.name();
         let (x, t) = (inputs[0], inputs[1]);
-        if !x.dtype().is_floating_point() {
-            return Err(Error::dtype(name, x.dtype(), "expects a floating-point input"));
-        }
-        if x.shape() != t.shape() || x.dtype() != t.dtype() {
+        if x.shape() != t.shape() {
             return Err(Error::shape(
                 name,
                 x.shape(),
                 t.shape(),
-                "input and target must have one shape and dtype",
+                "input and target must have one shape",
             ));
+        }
+        let (xd, td) = (x.dtype(), t.dtype());
+        if let PointLoss::BceWithLogits { .. } = self.kind {
+            // PyTorch's order: `log_sigmoid(input)`, then `1 - target`,
+            // then `mul_(input)` into the target's dtype.
+            if !xd.is_floating_point() {
+                return Err(Error::dtype(
+                    name,
+                    xd,
+                    format!("\"log_sigmoid_cpu\" not implemented for '{}'", pt_dtype(xd)),
+                ));
+            }
+            if td == DType::Bool {
+                return Err(Error::invalid(
+                    name,
+                    "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or \
+                     `logical_xor()` operator instead.",
+                ));
+            }
+            if !td.is_floating_point() {
+                return Err(Error::dtype(
+                    name,
+                    td,
+                    format!(
+                        "result type {} can't be cast to the desired output type {}",
+                        pt_dtype(xd.promote(td)),
+                        pt_dtype(td)
+                    ),
+                ));
+            }
+        } else {
+            // One TensorIterator over input and target: one dtype.
+            if xd != td {
+                return Err(Error::dtype(
+                    name,
+                    td,
+                    format!("Found dtype {} but expected {}", pt_dtype(td), pt_dtype(xd)),
+                ));
+            }
+            if !xd.is_floating_point() {
+                return Err(Error::dtype(name, xd, "expects a floating-point input"));
+            }
+            if let Some(o) = self.out_dtype
+                && !o.can_cast_from(xd)
+            {
+                return Err(Error::dtype(
+                    name,
+                    o,
+                    format!(
+                        "result type {} can't be cast to the desired output type {}",
+                        pt_dtype(xd),
+                        pt_dtype(o)
+                    ),
+                ));
+            }
         }
         for w in &inputs[2..] {
             broadcast_shapes(name, w.shape(), x.shape())?;
@@ -495,7 +568,7 @@ impl Op for PointwiseLoss {
         } else {
             Dims::new()
         };
-        Ok(smallvec::smallvec![OutSpec::new(out, x.dtype())])
+        Ok(smallvec::smallvec![OutSpec::new(out, self.result_dtype(xd, td))])
     }
 
     fn differentiable_input(&self, i: usize) -> bool {
@@ -587,6 +660,11 @@ impl Op for PointwiseLoss {
     }
 }
 
+/// `v` in dtype `d` (itself when it already is).
+fn cast(v: Tensor, d: DType) -> Result<Tensor> {
+    if v.dtype() == d { Ok(v) } else { v.to_dtype(d) }
+}
+
 fn pointwise_loss_kernel(call: &Call) -> Result<Tensors> {
     let op: &PointwiseLoss = downcast_op(call.op)?;
     op.infer(call.inputs)?;
@@ -611,19 +689,31 @@ pub(crate) fn register() -> Result<()> {
 
 // ------------------------------------------------------------------ front ends
 
-/// `input` and `target` promoted to one float dtype and broadcast to one
-/// shape (as `F.mse_loss` & co. do before calling the operator).
+/// `input` and `target` broadcast to one shape, as `F.mse_loss` & co. do
+/// (`torch.broadcast_tensors`) before calling the operator, with
+/// `ExpandBackward0` nodes; a 0-d target then joins type promotion as a
+/// full tensor. Errors: shapes that do not broadcast.
 fn broadcast_pair(name: &'static str, x: &Tensor, t: &Tensor) -> Result<(Tensor, Tensor)> {
-    let dt = crate::ops::result_type(&[crate::ops::Operand::Tensor(x), crate::ops::Operand::Tensor(t)]);
-    if !dt.is_floating_point() {
-        return Err(Error::dtype(name, dt, "expects floating-point input and target"));
-    }
-    let (x, t) = (x.to_dtype(dt)?, t.to_dtype(dt)?);
     if x.shape() == t.shape() {
-        return Ok((x, t));
+        return Ok((x.clone(), t.clone()));
     }
     let s = broadcast_shapes(name, x.shape(), t.shape())?;
     Ok((x.expand(s.as_slice())?, t.expand(s.as_slice())?))
+}
+
+/// `x` and `t` converted to their promoted dtype (`torch.promote_types`),
+/// which must be a float one: PyTorch's loss kernel `kernel` exists for
+/// floats only (its message otherwise).
+fn float_pair(name: &'static str, kernel: &str, x: &Tensor, t: &Tensor) -> Result<(Tensor, Tensor)> {
+    let dt = x.dtype().promote(t.dtype());
+    if !dt.is_floating_point() {
+        return Err(Error::dtype(
+            name,
+            dt,
+            format!("\"{kernel}\" not implemented for '{}'", pt_dtype(dt)),
+        ));
+    }
+    Ok((cast(x.clone(), dt)?, cast(t.clone(), dt)?))
 }
 
 fn pointwise(
@@ -633,11 +723,13 @@ fn pointwise(
     reduction: Reduction,
     extra: &[&Tensor],
     weight: bool,
+    out_dtype: Option<DType>,
 ) -> Result<Tensor> {
     let op = PointwiseLoss {
         kind,
         reduction,
         weight,
+        out_dtype,
     };
     let mut ins = vec![x, t];
     ins.extend_from_slice(extra);
@@ -885,17 +977,23 @@ impl Tensor {
     }
 
     /// The mean squared error `(self - target)²` (`F.mse_loss`; node
-    /// `MseLossBackward0`); shapes broadcast (with `ExpandBackward0`
-    /// nodes, as PyTorch) and dtypes promote. Errors: shapes that do not
-    /// broadcast, integer inputs.
+    /// `MseLossBackward0`); shapes broadcast first (with `ExpandBackward0`
+    /// nodes, as PyTorch's `broadcast_tensors`), then the dtypes promote
+    /// as two full tensors (`torch.promote_types`: an f64 0-d target makes
+    /// an f64 loss). Errors: shapes that do not broadcast, a promoted
+    /// dtype that is not a float one (PyTorch's `"mse_cpu" not
+    /// implemented` message).
     pub fn mse_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
         let (x, t) = broadcast_pair("mse_loss", self, target)?;
-        pointwise(PointLoss::Mse, &x, &t, reduction, &[], false)
+        let (x, t) = float_pair("mse_loss", "mse_cpu", &x, &t)?;
+        pointwise(PointLoss::Mse, &x, &t, reduction, &[], false, None)
     }
 
     /// The mean absolute error `|self - target|` (`F.l1_loss`, written in
-    /// `sub`, `abs` and the reduction, as PyTorch). Errors as
-    /// [`Tensor::mse_loss`].
+    /// `sub`, `abs` and the reduction, as PyTorch), after broadcasting as
+    /// [`Tensor::mse_loss`]. Integer tensors work with `None` and `Sum`
+    /// reductions, as in PyTorch. Errors: shapes that do not broadcast, a
+    /// bool operand (`sub`'s error), the mean of integers.
     pub fn l1_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
         let (x, t) = broadcast_pair("l1_loss", self, target)?;
         reduction.apply(&x.sub(&t)?.abs()?)
@@ -904,7 +1002,7 @@ impl Tensor {
     /// Smooth L1 loss (`F.smooth_l1_loss`): `0.5 d² / beta` where `|d| <
     /// beta`, else `|d| - 0.5 beta`; `beta` 0 is [`Tensor::l1_loss`] (node
     /// `SmoothL1LossBackward0`). Errors: a negative `beta` (PyTorch's
-    /// message), as [`Tensor::mse_loss`].
+    /// message), as [`Tensor::mse_loss`] (`"smooth_l1_cpu"`).
     pub fn smooth_l1_loss(&self, target: &Tensor, reduction: Reduction, beta: f64) -> Result<Tensor> {
         if beta.is_nan() || beta < 0.0 {
             return Err(Error::invalid(
@@ -916,29 +1014,51 @@ impl Tensor {
             return self.l1_loss(target, reduction);
         }
         let (x, t) = broadcast_pair("smooth_l1_loss", self, target)?;
-        pointwise(PointLoss::SmoothL1 { beta }, &x, &t, reduction, &[], false)
+        let (x, t) = float_pair("smooth_l1_loss", "smooth_l1_cpu", &x, &t)?;
+        pointwise(PointLoss::SmoothL1 { beta }, &x, &t, reduction, &[], false, None)
     }
 
     /// Huber loss (`F.huber_loss`): `0.5 d²` where `|d| < delta`, else
-    /// `delta (|d| - 0.5 delta)` (node `HuberLossBackward0`). Errors: a
-    /// non-positive `delta` (PyTorch's message), as [`Tensor::mse_loss`].
+    /// `delta (|d| - 0.5 delta)` (node `HuberLossBackward0`), after
+    /// broadcasting as [`Tensor::mse_loss`]. As PyTorch (which writes into
+    /// `empty_like(input)`), the loss has the input's dtype: computed in
+    /// the promoted dtype, rounded to the input's, then reduced. Errors: a
+    /// non-positive `delta`, a promoted dtype the input's cannot hold
+    /// ("result type Double can't be cast to the desired output type
+    /// Int"), integer operands (PyTorch's messages).
     pub fn huber_loss(&self, target: &Tensor, reduction: Reduction, delta: f64) -> Result<Tensor> {
+        let name = "huber_loss";
         if delta.is_nan() || delta <= 0.0 {
             return Err(Error::invalid(
-                "huber_loss",
+                name,
                 "huber_loss does not support non-positive values for delta.",
             ));
         }
-        let (x, t) = broadcast_pair("huber_loss", self, target)?;
-        pointwise(PointLoss::Huber { delta }, &x, &t, reduction, &[], false)
+        let (x, t) = broadcast_pair(name, self, target)?;
+        let (out, common) = (self.dtype(), self.dtype().promote(target.dtype()));
+        if !out.can_cast_from(common) {
+            return Err(Error::dtype(
+                name,
+                out,
+                format!(
+                    "result type {} can't be cast to the desired output type {}",
+                    pt_dtype(common),
+                    pt_dtype(out)
+                ),
+            ));
+        }
+        let (x, t) = float_pair(name, "huber_cpu", &x, &t)?;
+        pointwise(PointLoss::Huber { delta }, &x, &t, reduction, &[], false, Some(out))
     }
 
     /// Binary cross entropy of probabilities `self` (`F.binary_cross_entropy`):
     /// `-weight (t log x + (1 - t) log(1 - x))`, each log clamped at -100
     /// as PyTorch (node `BinaryCrossEntropyBackward0`); `weight`
-    /// broadcasts to the input. Errors: a target of another shape, values
-    /// outside [0, 1] (PyTorch's messages), a weight that does not
-    /// broadcast.
+    /// broadcasts to the input, and the weighted loss is rounded to the
+    /// input's dtype (PyTorch's `loss.mul_(weight)`). Errors (PyTorch's
+    /// messages): a target of another shape or dtype ("Found dtype Float
+    /// but expected Double"), integer inputs, values outside [0, 1], a
+    /// weight that does not broadcast.
     pub fn binary_cross_entropy(
         &self,
         target: &Tensor,
@@ -957,14 +1077,13 @@ impl Tensor {
                 ),
             ));
         }
-        let t = target.to_dtype(self.dtype())?;
         match weight {
             Some(w) => {
                 let s = broadcast_shapes(name, target.shape(), w.shape())?;
-                let w = w.to_dtype(self.dtype())?.expand(s.as_slice())?;
-                pointwise(PointLoss::Bce, self, &t, reduction, &[&w], true)
+                let w = w.expand(s.as_slice())?;
+                pointwise(PointLoss::Bce, self, target, reduction, &[&w], true, None)
             }
-            None => pointwise(PointLoss::Bce, self, &t, reduction, &[], false),
+            None => pointwise(PointLoss::Bce, self, target, reduction, &[], false, None),
         }
     }
 
@@ -972,9 +1091,11 @@ impl Tensor {
     /// (`F.binary_cross_entropy_with_logits`), computed stably through
     /// `log_sigmoid`: `-weight (pos_weight t log σ(x) + (1 - t) log(1 -
     /// σ(x)))`; `weight` and `pos_weight` (per class, the last dim)
-    /// broadcast (node `BinaryCrossEntropyWithLogitsBackward0`). Errors: a
-    /// target of another shape (PyTorch's message), weights that do not
-    /// broadcast.
+    /// broadcast (node `BinaryCrossEntropyWithLogitsBackward0`). As in
+    /// PyTorch, which computes `(1 - target).mul_(input)` in place, the
+    /// loss has the target's dtype. Errors (PyTorch's messages): a target
+    /// of another shape, an integer input, an integer or bool target,
+    /// weights that do not broadcast.
     pub fn binary_cross_entropy_with_logits(
         &self,
         target: &Tensor,
@@ -992,19 +1113,17 @@ impl Tensor {
                 ),
             ));
         }
-        let t = target.to_dtype(self.dtype())?;
-        let w = weight.map(|w| w.to_dtype(self.dtype())).transpose()?;
-        let pw = pos_weight.map(|w| w.to_dtype(self.dtype())).transpose()?;
-        let extra: Vec<&Tensor> = w.iter().chain(pw.iter()).collect();
+        let extra: Vec<&Tensor> = weight.into_iter().chain(pos_weight).collect();
         pointwise(
             PointLoss::BceWithLogits {
-                pos_weight: pw.is_some(),
+                pos_weight: pos_weight.is_some(),
             },
             self,
-            &t,
+            target,
             reduction,
             &extra,
-            w.is_some(),
+            weight.is_some(),
+            None,
         )
     }
 
