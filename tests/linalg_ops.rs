@@ -334,6 +334,17 @@ fn det_gradient_at_singular_matrices_as_pytorch() -> Result<()> {
     for (x, y) in g.iter().zip(cof_first.iter().chain(&cof_second)) {
         assert!((x - y).abs() < 1e-12, "{g:?}");
     }
+    // A 2-d batch `[2, 2, 3, 3]` mixing both kinds: each matrix takes its
+    // own path whatever its place in the batch.
+    let a = a.detach();
+    let b = Tensor::stack(&[&a, &a.flip([0i64])?], 0)?.requires_grad_(true)?;
+    let g = grad(&[&b.linalg_det()?.sum()?], &[&b], GradOptions::create_graph())?;
+    assert_eq!(g[0].shape(), [2, 2, 3, 3]);
+    let g: Vec<f64> = g[0].to_vec()?;
+    let want = [cof_first, cof_second, cof_second, cof_first].concat();
+    for (x, y) in g.iter().zip(&want) {
+        assert!((x - y).abs() < 1e-12, "{g:?}");
+    }
     Ok(())
 }
 

@@ -623,3 +623,54 @@ fn loss_dtype_rules_match_pytorch() -> Result<()> {
     assert_eq!(checked, 1050);
     Ok(())
 }
+
+/// `F.scaled_dot_product_attention` with an empty query or key sequence is
+/// PyTorch's `zeros([..., L, Ev]) + (q.sum() + k.sum() + v.sum()) * 0`
+/// whatever the mask, dropout, scale or rank (PyTorch 2.15's graph:
+/// `AddBackward0` over `MulBackward1`, here over `MulBackward0`, the
+/// core having no `mul.Scalar`): zero gradients, batch dims
+/// broadcast, and an infinite input makes every output NaN.
+#[test]
+fn sdpa_of_an_empty_sequence_is_zeros_plus_the_inputs_sums() -> Result<()> {
+    let o = TensorOptions::new();
+    let leaf = |s: &[usize]| o.randn(s).unwrap().requires_grad_(true).unwrap();
+    let mask = TensorOptions::new().dtype(DType::Bool).ones([3, 0])?;
+    let opts = [
+        F::SdpaOptions::new(),
+        F::SdpaOptions::new().dropout_p(0.5),
+        F::SdpaOptions::new().attn_mask(&mask),
+        F::SdpaOptions::new().is_causal(true),
+        F::SdpaOptions::new().scale(0.3),
+    ];
+    // Query, key, value and output shapes.
+    type Shapes = ([usize; 4], [usize; 4], [usize; 4], [usize; 4]);
+    let shapes: [Shapes; 3] = [
+        ([2, 2, 3, 4], [2, 2, 0, 4], [2, 2, 0, 5], [2, 2, 3, 5]),
+        ([2, 2, 0, 4], [2, 2, 3, 4], [2, 2, 3, 5], [2, 2, 0, 5]),
+        ([2, 2, 3, 4], [1, 2, 0, 4], [2, 1, 0, 5], [2, 2, 3, 5]),
+    ];
+    for (qs, ks, vs, want) in shapes {
+        for opt in &opts {
+            let (q, k, v) = (leaf(&qs), leaf(&ks), leaf(&vs));
+            let out = F::scaled_dot_product_attention(&q, &k, &v, opt)?;
+            assert_eq!(out.shape(), &want, "{qs:?} {ks:?} {vs:?} {opt:?}");
+            assert_eq!(nodes(&out, 1), ["AddBackward0"]);
+            assert!(out.to_vec::<f32>()?.iter().all(|x| *x == 0.0));
+            out.sum()?.backward()?;
+            for t in [&q, &k, &v] {
+                assert!(t.grad()?.to_vec::<f32>()?.iter().all(|x| *x == 0.0));
+            }
+        }
+    }
+    // Unbatched and 3-d inputs alike.
+    let (q, k, v) = (o.randn([3, 4])?, o.randn([0, 4])?, o.randn([0, 5])?);
+    let out = F::scaled_dot_product_attention(&q, &k, &v, &F::SdpaOptions::new())?;
+    assert_eq!(out.shape(), &[3, 5]);
+    // An infinite query element reaches every output as inf * 0 = NaN.
+    let q = Tensor::new([[f32::INFINITY, 1.0], [1.0, 1.0]])?;
+    let (k, v) = (o.zeros([0, 2])?, o.zeros([0, 3])?);
+    let out = F::scaled_dot_product_attention(&q, &k, &v, &F::SdpaOptions::new())?;
+    assert_eq!(out.shape(), &[2, 3]);
+    assert!(out.to_vec::<f32>()?.iter().all(|x| x.is_nan()));
+    Ok(())
+}

@@ -924,3 +924,23 @@ fn sequential_push_named_and_push_boxed_match_ordered_dict() -> Result<()> {
     assert_eq!(seq.len(), 1);
     Ok(())
 }
+
+/// A boxed module (`Box<dyn Module>`, as `Sequential::push_boxed` holds
+/// them) answers every `Module` method as the module inside: its type
+/// name, its `extra_repr` and its repr are PyTorch's for that layer.
+#[test]
+fn boxed_modules_describe_themselves_as_the_module_inside() -> Result<()> {
+    let boxed: Box<dyn Module> = Box::new(Linear::new(3, 2)?);
+    assert_eq!(<Box<dyn Module> as Module>::type_name(&boxed), "Linear");
+    assert_eq!(
+        <Box<dyn Module> as Module>::extra_repr(&boxed),
+        "in_features=3, out_features=2, bias=True"
+    );
+    assert_eq!(
+        <Box<dyn Module> as Module>::repr(&boxed),
+        "Linear(in_features=3, out_features=2, bias=True)"
+    );
+    let boxed: Box<Dropout> = Box::new(Dropout::new(0.25)?);
+    assert_eq!(<Box<Dropout> as Module>::extra_repr(&boxed), "p=0.25, inplace=False");
+    Ok(())
+}

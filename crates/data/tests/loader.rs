@@ -568,6 +568,15 @@ fn len_and_is_empty_of_maps_and_streams() {
     assert_eq!(collect_i64(&stream), [vec![0, 1], vec![2, 3], vec![4]]);
     let sized = DataLoader::iterable(Stream { n: 0, shard: false }).build().unwrap();
     assert!(sized.is_empty().unwrap());
+    // The datasets themselves (`len(ds) == 0`), and a boxed stream keeps
+    // its length hint, so a loader over it still has a length.
+    assert!(Numbers::new(0).is_empty() && !Numbers::new(2).is_empty());
+    let boxed: Box<dyn IterableDataset<Item = i64> + Send + Sync> = Box::new(Stream { n: 5, shard: false });
+    assert_eq!(boxed.len_hint(), Some(5));
+    let loader = DataLoader::iterable(boxed).batch_size(2).build().unwrap();
+    assert_eq!(loader.len().unwrap(), 3);
+    let unsized_box: Box<dyn IterableDataset<Item = i64>> = Box::new(Unsized);
+    assert_eq!(unsized_box.len_hint(), None);
 }
 
 #[test]

@@ -346,3 +346,50 @@ pub(crate) fn update_param(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Float;
+
+    /// `Float::lerp` rounds as `torch.lerp` on CPU: from `self` for
+    /// `|weight| < 0.5`, from `end` otherwise (the other form differs in
+    /// the last bit on some of these). PyTorch 2.15's f32 results for
+    /// `torch.lerp(a, b, w)`.
+    #[test]
+    fn lerp_rounds_as_atens_cpu_kernel() {
+        let a = [0.1f32, 1.3, -2.7, 0.33];
+        let b = [0.7f32, -0.2, 5.1, 0.35];
+        let cases: [(f32, [f64; 4]); 2] = [
+            (
+                0.3,
+                [
+                    0.280_000_001_192_092_9,
+                    0.849_999_904_632_568_4,
+                    -0.359_999_895_095_825_2,
+                    0.335_999_995_470_047,
+                ],
+            ),
+            (
+                0.7,
+                [
+                    0.519_999_980_926_513_7,
+                    0.25,
+                    2.759_999_752_044_677_7,
+                    0.344_000_011_682_510_4,
+                ],
+            ),
+        ];
+        for (w, want) in cases {
+            for i in 0..4 {
+                let got = a[i].lerp(b[i], w);
+                assert_eq!(
+                    got.to_bits(),
+                    (want[i] as f32).to_bits(),
+                    "lerp({}, {}, {w}): {got}",
+                    a[i],
+                    b[i]
+                );
+            }
+        }
+    }
+}

@@ -204,6 +204,31 @@ cases.append(
     )
 )
 
+# Schedulers without a closed form after a milestone: SequentialLR restarts
+# them with `step(0)`, which runs their `get_lr` at epoch 0.
+cases.append(
+    record(
+        "sequential_lambda_second", "SequentialLR",
+        {"schedulers": [["LinearLR", {"start_factor": 0.1, "end_factor": 1.0, "total_iters": 5}],
+                        ["LambdaLR", {"lambda": "pow095"}]], "milestones": [5]},
+        build=lambda o: L.SequentialLR(
+            o, [L.LinearLR(o, start_factor=0.1, total_iters=5), L.LambdaLR(o, lambda e: 0.95**e)], milestones=[5]
+        ),
+    )
+)
+cases.append(
+    record(
+        "sequential_multiplicative_second", "SequentialLR",
+        {"schedulers": [["ExponentialLR", {"gamma": 0.9}],
+                        ["MultiplicativeLR", {"lambda": ["pow095", "inverse"]}]], "milestones": [7]},
+        lrs=(0.1, 0.2),
+        build=lambda o: L.SequentialLR(
+            o, [L.ExponentialLR(o, 0.9), L.MultiplicativeLR(o, [lambda e: 0.95**e, lambda e: 1 / (1 + e)])],
+            milestones=[7],
+        ),
+    )
+)
+
 # A SequentialLR inside a SequentialLR, as the first scheduler (it takes the
 # initial step). After a milestone PyTorch cannot restart one
 # (`_update_lr(0)` raises NotImplementedError): ferrotorch refuses it with a

@@ -194,6 +194,7 @@ fn the_state_dict_has_pytorchs_keys_and_round_trips() -> TestResult {
     );
     // A disabled scaler passes through and saves nothing.
     let mut off = GradScaler::new(GradScalerOptions::new().enabled(false))?;
+    assert!(!off.is_enabled() && scaler.is_enabled());
     let loss = Tensor::new(vec![2.0f32])?;
     assert!(off.scale(&loss)?.is_same(&loss));
     let (p, mut opt) = one_param(&[1.0])?;

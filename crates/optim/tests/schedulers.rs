@@ -557,3 +557,22 @@ fn linear_lr_default_for_has_pytorchs_defaults() {
     );
     assert_eq!(s.get_last_lr(), [0.03333333333333333]);
 }
+
+/// CosineAnnealingLR's first step after a state dict with `_step_count` 0
+/// and a later epoch takes PyTorch's closed form from the base rate (the
+/// `_step_count == 1 and last_epoch > 0` branch of its `get_lr`), then
+/// goes on in the chainable form: PyTorch 2.15 gives these rates for
+/// `CosineAnnealingLR(SGD(lr=0.1), 10, 0.01)` with `last_epoch` set to 5.
+#[test]
+fn cosine_annealing_restarted_from_a_state_dict_takes_the_closed_form_once() {
+    let mut opt = make_opt("SGD", &[0.1]);
+    let mut s = CosineAnnealingLR::new(opt.as_mut(), 10, 0.01).unwrap();
+    let mut sd = s.state_dict();
+    sd.insert("last_epoch", 5i64);
+    sd.insert("_step_count", 0i64);
+    s.load_state_dict(&sd).unwrap();
+    s.step(opt.as_mut()).unwrap();
+    assert_eq!(opt.lrs(), [0.04109423525312737]);
+    s.step(opt.as_mut()).unwrap();
+    assert_eq!(opt.lrs(), [0.028549663646838717]);
+}

@@ -247,6 +247,35 @@ fn malformed_pickles() {
         let e = err(&pt(pkl, &[]));
         assert!(e.to_string().contains(want), "{pkl:?}: {e}");
     }
+    // `bytearray` as Python's pickle writes it (`pickle.dumps(bytearray(b''),
+    // p)` and `bytearray(b'ab')` for protocols 2, 3 and 4): with no argument
+    // it is empty; `_codecs.encode()` needs one (Python: TypeError).
+    // Protocol 0's text opcodes (`p0` here) are refused, as PyTorch's
+    // weights-only unpickler refuses them.
+    let bytearrays: [(&[u8], &[u8]); 5] = [
+        (b"\x80\x02c__builtin__\nbytearray\nq\x00)Rq\x01.", b""),
+        (b"\x80\x03cbuiltins\nbytearray\nq\x00)Rq\x01.", b""),
+        (
+            b"\x80\x02c__builtin__\nbytearray\nq\x00c_codecs\nencode\nq\x01X\x02\x00\x00\x00abq\x02X\x06\x00\x00\x00latin1q\x03\x86q\x04Rq\x05\x85q\x06Rq\x07.",
+            b"ab",
+        ),
+        (b"\x80\x03cbuiltins\nbytearray\nq\x00C\x02abq\x01\x85q\x02Rq\x03.", b"ab"),
+        (
+            b"\x80\x04\x95\x1d\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins\x94\x8c\tbytearray\x94\x93\x94)R\x94.",
+            b"",
+        ),
+    ];
+    for (pkl, want) in bytearrays {
+        let v = load_from_bytes(&pt(pkl, &[])).unwrap_or_else(|e| panic!("{pkl:?}: {e}"));
+        assert!(
+            matches!(&v, ferrotorch_serialize::Value::Bytes(b) if b == want),
+            "{pkl:?}: {v:?}"
+        );
+    }
+    let e = err(&pt(b"c__builtin__\nbytearray\np0\n(tRp1\n.", &[]));
+    assert!(e.to_string().contains("opcode 0x70"), "{e}");
+    let e = err(&pt(b"\x80\x02c_codecs\nencode\n)R.", &[]));
+    assert!(e.to_string().contains("_codecs.encode"), "{e}");
     // Every protocol Python writes (0 has no PROTO opcode; 2 to 5 have one).
     for pkl in [&b"N."[..], b"\x80\x02N.", b"\x80\x03N.", b"\x80\x04N.", b"\x80\x05N."] {
         let v = load_from_bytes(&pt(pkl, &[])).unwrap_or_else(|e| panic!("{pkl:?}: {e}"));

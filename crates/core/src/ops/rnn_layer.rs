@@ -643,4 +643,31 @@ mod tests {
         let e = grad(&[&outs[4].sum().unwrap()], &[&xw], GradOptions::default()).unwrap_err();
         assert!(e.to_string().contains("not differentiable"), "{e}");
     }
+
+    /// An empty sequence, on the CPU kernel and on the operator form: empty
+    /// outputs and workspaces (gates `[0, N, 4H]`), and the initial states
+    /// as the final ones.
+    #[test]
+    fn empty_sequences_end_in_the_initial_states() {
+        let o = TensorOptions::new().dtype(DType::F64);
+        let r = |s: &[usize]| o.randn(s).unwrap();
+        let (xw, w, b, h0, c0) = (r(&[0, 2, 12]), r(&[12, 3]), r(&[12]), r(&[2, 3]), r(&[2, 3]));
+        for reverse in [false, true] {
+            let op = LstmLayer { reverse, bias: true };
+            let ins = [&xw, &w, &b, &h0, &c0];
+            let fast = call(&op, &ins).unwrap();
+            let composite = forward_composite_kernel(&Call {
+                op: &op,
+                inputs: &ins,
+                out: None,
+            })
+            .unwrap();
+            for outs in [&fast, &composite] {
+                let shapes: Vec<&[usize]> = outs.iter().map(|t| t.shape()).collect();
+                assert_eq!(shapes, [&[0, 2, 3][..], &[2, 3], &[2, 3], &[0, 2, 3], &[0, 2, 12]]);
+                close(&outs[1], &h0, 0.0, "h_n");
+                close(&outs[2], &c0, 0.0, "c_n");
+            }
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //! additive mask, a "safe" softmax that gives 0 for fully masked rows,
 //! dropout).
 
+use ferrotorch_core::backend::layout::broadcast_shapes;
 use ferrotorch_core::{DType, Error, Result, Tensor, TensorOptions};
 
 /// The keyword arguments of [`scaled_dot_product_attention`].
@@ -80,6 +81,9 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &S
             ),
         ));
     }
+    if l == 0 || s == 0 {
+        return empty_sequence_attention(q, k, v);
+    }
     let scale = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
     if fused_applies(q, k, v, opts) {
         return Ok(q
@@ -123,10 +127,24 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &S
     attn.matmul(v)
 }
 
+/// PyTorch's result for an empty query or key sequence, whatever the
+/// mask, dropout or scale: `zeros([..., L, Ev]) + (q.sum() + k.sum() +
+/// v.sum()) * 0`, so the gradients are zeros and an infinite or NaN input
+/// makes the output NaN, as in PyTorch.
+fn empty_sequence_attention(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Tensor> {
+    const OP: &str = "scaled_dot_product_attention";
+    let batch = |t: &Tensor| t.shape()[..t.ndim() - 2].to_vec();
+    let qk = broadcast_shapes(OP, &batch(q), &batch(k))?;
+    let mut shape = broadcast_shapes(OP, &qk, &batch(v))?.to_vec();
+    shape.extend([q.shape()[q.ndim() - 2], v.shape()[v.ndim() - 1]]);
+    let sums = q.sum()?.add(&k.sum()?)?.add(&v.sum()?)?.mul(0.0)?;
+    q.new_zeros(shape)?.add(&sums)
+}
+
 /// Whether PyTorch's CPU dispatch would pick the fused (flash) kernel:
 /// 4-d floating-point inputs with one batch size and head count, no mask,
-/// no dropout, non-empty sequences, and one head dim for keys and values.
-/// Everything else takes the math path.
+/// no dropout, and one head dim for keys and values (empty sequences never
+/// get here). Everything else takes the math path.
 fn fused_applies(q: &Tensor, k: &Tensor, v: &Tensor, opts: &SdpaOptions) -> bool {
     let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
     q.ndim() == 4
@@ -137,8 +155,6 @@ fn fused_applies(q: &Tensor, k: &Tensor, v: &Tensor, opts: &SdpaOptions) -> bool
         && q.dtype().is_floating_point()
         && qs[..2] == ks[..2]
         && qs[..2] == vs[..2]
-        && qs[2] > 0
-        && ks[2] > 0
         && qs[3] == vs[3]
 }
 
