@@ -18,12 +18,12 @@ use ferrotorch::nn::functional::{self as F, GeluApproximate};
 use ferrotorch::nn::init::{self, Nonlinearity};
 use ferrotorch::nn::utils::{clip_grads_with_norm_, get_total_norm};
 use ferrotorch::nn::{
-    AdaptiveMaxPool2d, DecoderForwardOptions, DecoderLayerForwardOptions, Dropout, Embedding, EmbeddingLayerOptions,
-    EncoderForwardOptions, EncoderLayerForwardOptions, Forward, GRU, LSTM, LayerNorm, LayerNormOptions, Linear,
-    LinearOptions, MaxPool1d, MaxPool2d, MhaForwardOptions, Module, ModuleState, MultiheadAttention, Parameter, ReLU,
-    RnnOptions, Sequential, Tanh, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
-    TransformerEncoderLayer, TransformerForwardOptions, TransformerLayerOptions, TransformerOptions, call_with_hooks,
-    generate_square_subsequent_mask,
+    AdaptiveAvgPool2d, AdaptiveMaxPool2d, DecoderForwardOptions, DecoderLayerForwardOptions, Dropout, Embedding,
+    EmbeddingLayerOptions, EncoderForwardOptions, EncoderLayerForwardOptions, Forward, GRU, LSTM, LayerNorm,
+    LayerNormOptions, Linear, LinearOptions, MaxPool1d, MaxPool2d, MhaForwardOptions, Module, ModuleState,
+    MultiheadAttention, Parameter, ReLU, RnnOptions, Sequential, Tanh, Transformer, TransformerDecoder,
+    TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer, TransformerForwardOptions,
+    TransformerLayerOptions, TransformerOptions, call_with_hooks, generate_square_subsequent_mask,
 };
 use ferrotorch::{DType, MaxPoolOptions, Result, Tensor, autograd, manual_seed};
 use serde_json::Value;
@@ -942,5 +942,129 @@ fn boxed_modules_describe_themselves_as_the_module_inside() -> Result<()> {
     );
     let boxed: Box<Dropout> = Box::new(Dropout::new(0.25)?);
     assert_eq!(<Box<Dropout> as Module>::extra_repr(&boxed), "p=0.25, inplace=False");
+    Ok(())
+}
+
+/// `F.adaptive_avg_pool2d` / `F.adaptive_max_pool2d` (and their modules)
+/// as PyTorch 2.15's functional forms: a pair of output sizes needs an
+/// input of at least 3 dims (`ValueError: Input dimension should be at
+/// least 3`), while a single size 1 averages any input of 2 dims or more.
+#[test]
+fn adaptive_pools_check_a_pair_of_sizes_as_the_functional_form() -> Result<()> {
+    let x = Tensor::randn([4, 6])?;
+    let want = "Input dimension should be at least 3";
+    let e = F::adaptive_avg_pool2d(&x, [1, 1]).unwrap_err().to_string();
+    assert!(e.contains(want), "{e}");
+    let e = F::adaptive_max_pool2d(&x, [2, 2]).unwrap_err().to_string();
+    assert!(e.contains(want), "{e}");
+    let e = AdaptiveAvgPool2d::new([1, 1]).forward(&x).unwrap_err().to_string();
+    assert!(e.contains(want), "{e}");
+    let e = AdaptiveMaxPool2d::new([1, 2]).forward(&x).unwrap_err().to_string();
+    assert!(e.contains(want), "{e}");
+    // One size: the operator decides (the mean for 1, PyTorch's 3-d/4-d
+    // message otherwise).
+    let m = F::adaptive_avg_pool2d(&x, 1)?;
+    assert_eq!(m.shape(), [1, 1]);
+    assert!((m.item::<f32>()? - x.mean()?.item::<f32>()?).abs() < 1e-6);
+    let e = F::adaptive_avg_pool2d(&x, 2).unwrap_err().to_string();
+    assert!(e.contains("Expected 3D or 4D tensor, but got [4, 6]"), "{e}");
+    // 3-d and 4-d inputs take a pair as before.
+    assert_eq!(
+        F::adaptive_avg_pool2d(&Tensor::randn([2, 4, 6])?, [2, 3])?.shape(),
+        [2, 2, 3]
+    );
+    assert_eq!(
+        AdaptiveMaxPool2d::new([2, 3])
+            .forward(&Tensor::randn([1, 2, 4, 6])?)?
+            .shape(),
+        [1, 2, 2, 3]
+    );
+    Ok(())
+}
+
+/// `F.linear` composes as PyTorch 2.15's: the graph's top nodes for every
+/// rank, contiguity and bias rank (from PyTorch), the dtype of the
+/// in-place bias add (the product's), and `addmm`'s dtype refusal on the
+/// fused path.
+#[test]
+fn linear_takes_pytorchs_path_for_each_input() -> Result<()> {
+    fn top(t: &Tensor, n: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut node = t.grad_fn();
+        while let Some(f) = node {
+            if out.len() == n {
+                break;
+            }
+            out.push(f.name());
+            node = f.next_edges().iter().flatten().next().map(|e| e.node.clone());
+        }
+        out
+    }
+    let w = Tensor::randn([3, 4])?.requires_grad_(true)?;
+    let b = Tensor::randn([3])?.requires_grad_(true)?;
+    let leaf = |s: &[usize]| Tensor::randn(s).unwrap().requires_grad_(true).unwrap();
+    let cases: [(Tensor, Option<Tensor>, [&str; 2]); 9] = [
+        (leaf(&[4]), Some(b.clone()), ["UnsafeViewBackward0", "AddmmBackward0"]),
+        (leaf(&[2, 4]), Some(b.clone()), ["AddmmBackward0", "AccumulateGrad"]),
+        (
+            leaf(&[2, 5, 4]),
+            Some(b.clone()),
+            ["UnsafeViewBackward0", "AddmmBackward0"],
+        ),
+        (
+            leaf(&[2, 2, 5, 4]),
+            Some(b.clone()),
+            ["UnsafeViewBackward0", "AddmmBackward0"],
+        ),
+        (leaf(&[2, 5, 4]), None, ["UnsafeViewBackward0", "MmBackward0"]),
+        (
+            leaf(&[4, 2]).t()?,
+            Some(b.clone()),
+            ["AddmmBackward0", "AccumulateGrad"],
+        ),
+        (
+            leaf(&[5, 2, 4]).transpose(0, 1)?,
+            Some(b.clone()),
+            ["AddBackward0", "UnsafeViewBackward0"],
+        ),
+        (
+            leaf(&[2, 5, 4]),
+            Some(leaf(&[5, 3])),
+            ["AddBackward0", "UnsafeViewBackward0"],
+        ),
+        (leaf(&[4]), Some(leaf(&[])), ["AddBackward0", "SqueezeBackward4"]),
+    ];
+    for (x, bias, want) in cases {
+        let y = F::linear(&x, &w, bias.as_ref())?;
+        let mut shape = x.shape()[..x.ndim() - 1].to_vec();
+        shape.push(3);
+        assert_eq!(y.shape(), shape);
+        assert_eq!(
+            top(&y, 2),
+            want,
+            "input {:?} bias {:?}",
+            x.shape(),
+            bias.map(|b| b.shape().to_vec())
+        );
+    }
+    // The in-place add keeps the product's dtype (bf16 with an f64 bias)...
+    let (wb, b64) = (w.detach().to_dtype(DType::BF16)?, b.detach().to_dtype(DType::F64)?);
+    let x = Tensor::randn([5, 2, 4])?.to_dtype(DType::BF16)?.transpose(0, 1)?;
+    assert_eq!(F::linear(&x, &wb, Some(&b64))?.dtype(), DType::BF16);
+    // ...while the fused path is addmm's, which refuses mixed dtypes.
+    for x in [Tensor::randn([2, 4])?, Tensor::randn([2, 5, 4])?] {
+        let e = F::linear(&x.to_dtype(DType::BF16)?, &wb, Some(&b64))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("must have the same dtype"), "{e}");
+    }
+    // 0-d arguments are refused with PyTorch's message.
+    let e = F::linear(&Tensor::scalar_tensor(1.0.into(), DType::F32), &w, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("both arguments to linear need to be at least 1D, but they are 0D and 2D"),
+        "{e}"
+    );
     Ok(())
 }

@@ -5,22 +5,11 @@
 use ferrotorch_core::{Error, Result, Tensor, autograd};
 
 /// `x Wᵀ + b` (`F.linear`): `x` `[*, in]`, `weight` `[out, in]`, `bias`
-/// `[out]`. As in PyTorch, a 2-D input with a bias is one `addmm`, and so
-/// is a contiguous 3-D one (flattened to 2-D and viewed back); other
-/// inputs are a `matmul` plus the bias.
+/// `[out]`, composed as PyTorch's (see [`Tensor::linear`]: a 2-d input or
+/// a contiguous one with a 1-d bias is one `addmm`, anything else a
+/// `matmul` with the bias added in place).
 pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    let wt = weight.t()?;
-    match bias {
-        Some(b) if x.ndim() == 2 => b.addmm(x, &wt, 1.0, 1.0),
-        Some(b) if x.ndim() == 3 && x.is_contiguous() => {
-            let s = x.shape();
-            let flat = x.reshape([(s[0] * s[1]) as i64, s[2] as i64])?;
-            let y = b.addmm(&flat, &wt, 1.0, 1.0)?;
-            y.view([s[0] as i64, s[1] as i64, y.shape()[1] as i64])
-        }
-        Some(b) => x.matmul(&wt)?.add(b),
-        None => x.matmul(&wt),
-    }
+    x.linear(weight, bias)
 }
 
 /// `x1ᵀ A x2 + b` per output (`F.bilinear`): `x1` `[*, in1]`, `x2`

@@ -45,7 +45,8 @@ impl Value {
         }
     }
 
-    /// The integer (`Int`, or a `Float` with an integer value).
+    /// The integer (`Int`, a `Float` with an integer value, or a bool as
+    /// Python counts it: `True` is 1).
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),
@@ -240,5 +241,34 @@ impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Dict {
             d.insert(k, v);
         }
         d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Value;
+    use ferrotorch_core::Tensor;
+
+    /// The accessors read a state dict's numbers as Python does: a bool is
+    /// an int (`True + 1 == 2`), a float counts as an int only when it is
+    /// whole, an int is 0 / 1 as a bool; anything else is `None`.
+    #[test]
+    fn accessors_read_numbers_as_python() {
+        assert_eq!(Value::Int(-3).as_i64(), Some(-3));
+        assert_eq!(Value::Float(4.0).as_i64(), Some(4));
+        assert_eq!(Value::Float(4.5).as_i64(), None);
+        assert_eq!(Value::Float(1e19).as_i64(), None);
+        assert_eq!(Value::Bool(true).as_i64(), Some(1));
+        assert_eq!(Value::Bool(false).as_i64(), Some(0));
+        assert_eq!(Value::Str("1".into()).as_i64(), None);
+        assert_eq!(Value::Bool(true).as_f64(), Some(1.0));
+        assert_eq!(Value::Int(2).as_f64(), Some(2.0));
+        assert_eq!(Value::Tensor(Tensor::from_slice(&[2.5f32])).as_f64(), Some(2.5));
+        assert_eq!(Value::Tensor(Tensor::from_slice(&[1.0f32, 2.0])).as_f64(), None);
+        assert_eq!(Value::None.as_f64(), None);
+        assert_eq!(Value::Int(1).as_bool(), Some(true));
+        assert_eq!(Value::Int(0).as_bool(), Some(false));
+        assert_eq!(Value::Int(2).as_bool(), None);
+        assert_eq!(Value::Float(1.0).as_bool(), None);
     }
 }

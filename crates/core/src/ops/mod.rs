@@ -30,6 +30,7 @@ pub mod join;
 pub mod linalg;
 pub mod linalg_ext;
 pub mod linalg_norm;
+pub mod linear;
 pub mod loss;
 pub mod nan_reduce;
 pub mod norm;

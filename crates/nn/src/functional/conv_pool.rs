@@ -4,7 +4,7 @@
 //! a pool's kernel size alone converts to its options (`F::max_pool2d(&x, 2)`).
 
 use ferrotorch_core::{AvgPoolOptions, ConvOptions, ConvTransposeOptions, MaxPoolOptions};
-use ferrotorch_core::{IntoShape, Result, Tensor};
+use ferrotorch_core::{Error, IntoShape, Result, Tensor};
 
 /// `F.conv1d(x, weight, bias, ...)`: `x` `[N, C_in, L]` or `[C_in, L]`.
 /// Errors as [`Tensor::conv1d`].
@@ -73,9 +73,27 @@ pub fn adaptive_avg_pool1d(x: &Tensor, output_size: impl IntoShape) -> Result<Te
     x.adaptive_avg_pool1d(output_size)
 }
 
-/// `F.adaptive_avg_pool2d(x, output_size)` (one size or `(h, w)`).
+/// `F.adaptive_avg_pool2d(x, output_size)` (one size or `(h, w)`). As
+/// PyTorch's functional form, a pair of sizes needs an input of at least 3
+/// dims ("Input dimension should be at least 3"); one size of 1 takes the
+/// mean over the last two dims of any input of 2 dims or more.
 pub fn adaptive_avg_pool2d(x: &Tensor, output_size: impl IntoShape) -> Result<Tensor> {
-    x.adaptive_avg_pool2d(output_size)
+    let size = output_size.into_shape();
+    check_sizes_per_dim("adaptive_avg_pool2d", x, &size)?;
+    x.adaptive_avg_pool2d(size)
+}
+
+/// PyTorch's `_list_with_default`: an output size given per dim (a tuple
+/// of `k` sizes) needs an input of at least `k + 1` dims; a single size is
+/// left to the operator.
+fn check_sizes_per_dim(op: &'static str, x: &Tensor, size: &[i64]) -> Result<()> {
+    if size.len() > 1 && x.ndim() <= size.len() {
+        return Err(Error::invalid(
+            op,
+            format!("Input dimension should be at least {}", size.len() + 1),
+        ));
+    }
+    Ok(())
 }
 
 /// `F.adaptive_max_pool1d(x, output_size, return_indices=True)`: the
@@ -85,9 +103,12 @@ pub fn adaptive_max_pool1d(x: &Tensor, output_size: impl IntoShape) -> Result<(T
 }
 
 /// `F.adaptive_max_pool2d(x, output_size, return_indices=True)`: the
-/// maxima and their positions.
+/// maxima and their positions. A pair of sizes needs an input of at least
+/// 3 dims, as [`adaptive_avg_pool2d`].
 pub fn adaptive_max_pool2d(x: &Tensor, output_size: impl IntoShape) -> Result<(Tensor, Tensor)> {
-    x.adaptive_max_pool2d(output_size)
+    let size = output_size.into_shape();
+    check_sizes_per_dim("adaptive_max_pool2d", x, &size)?;
+    x.adaptive_max_pool2d(size)
 }
 
 /// `F.one_hot(x)`: classes inferred as `max + 1`. Errors as

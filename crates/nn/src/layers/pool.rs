@@ -148,7 +148,7 @@ impl AdaptiveAvgPool2d {
 
 impl Forward for AdaptiveAvgPool2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        x.adaptive_avg_pool2d(self.output_size.clone())
+        crate::functional::adaptive_avg_pool2d(x, self.output_size.clone())
     }
 }
 
@@ -171,7 +171,7 @@ impl AdaptiveMaxPool2d {
 
     /// The pooled values and the flat indices of the maxima.
     pub fn forward_with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
-        x.adaptive_max_pool2d(self.output_size.clone())
+        crate::functional::adaptive_max_pool2d(x, self.output_size.clone())
     }
 
     fn extra_repr(&self) -> String {
