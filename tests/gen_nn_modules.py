@@ -190,6 +190,9 @@ def init_case(name, seed, shape, fn):
 
 cases.append(init_case("init_trunc_normal", 31, (40, 50), lambda t: nn.init.trunc_normal_(t, 0.5, 2.0, -1.0, 3.0)))
 cases.append(init_case("init_trunc_normal_tail", 38, (7, 9), lambda t: nn.init.trunc_normal_(t, 0.0, 1.0, 1.5, 3.0)))
+# A tail away from the mean with std != 1: the acceptance test's peak
+# depends on (a - mean) / std.
+cases.append(init_case("init_trunc_normal_far_tail", 39, (6, 7), lambda t: nn.init.trunc_normal_(t, 0.0, 2.0, 3.0, 5.0)))
 cases.append(init_case("init_xavier_normal", 32, (30, 20), lambda t: nn.init.xavier_normal_(t, 1.5)))
 cases.append(init_case("init_xavier_uniform", 33, (6, 5, 3), lambda t: nn.init.xavier_uniform_(t)))
 cases.append(init_case("init_kaiming_normal_fan_out", 34, (8, 4, 3, 3),

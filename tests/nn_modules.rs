@@ -943,6 +943,12 @@ fn init_functions_draw_pytorchs_values() -> Result<()> {
             true,
         ),
         (
+            "init_trunc_normal_far_tail",
+            vec![6, 7],
+            Box::new(|t| init::trunc_normal_(t, 0.0, 2.0, 3.0, 5.0)),
+            true,
+        ),
+        (
             "init_xavier_normal",
             vec![30, 20],
             Box::new(|t| init::xavier_normal_(t, 1.5)),

@@ -1068,3 +1068,40 @@ fn linear_takes_pytorchs_path_for_each_input() -> Result<()> {
     );
     Ok(())
 }
+
+/// `nn.ConvTranspose1d/2d` pass their `padding` (and the rest) to the
+/// functional form: the output size is PyTorch's `(H - 1) * stride - 2 *
+/// padding + dilation * (k - 1) + output_padding + 1`, the values those of
+/// `F.conv_transpose*d` with the layer's parameters.
+#[test]
+fn conv_transpose_layers_pass_their_options_on() -> Result<()> {
+    use ferrotorch::ConvTransposeOptions;
+    use ferrotorch::nn::{ConvLayerOptions, ConvTranspose1d, ConvTranspose2d};
+    let ct2 = ConvTranspose2d::with_options(4, 2, 3, ConvLayerOptions::new().stride(2).padding(1).output_padding(1))?;
+    let x = Tensor::randn([1, 4, 3, 5])?;
+    let y = ct2.call(&x)?;
+    // H: (3 - 1) * 2 - 2 + 2 + 1 + 1 = 6; W: (5 - 1) * 2 - 2 + 2 + 1 + 1 = 10.
+    assert_eq!(y.shape(), [1, 2, 6, 10]);
+    let opts = ConvTransposeOptions::new().stride(2).padding(1).output_padding(1);
+    let want = F::conv_transpose2d(
+        &x,
+        &ct2.weight.tensor(),
+        ct2.bias.as_ref().map(|b| b.tensor()).as_ref(),
+        opts,
+    )?;
+    assert_eq!(y.to_vec::<f32>()?, want.to_vec::<f32>()?);
+    let ct1 = ConvTranspose1d::with_options(2, 3, 4, ConvLayerOptions::new().padding(2).dilation(2))?;
+    let x = Tensor::randn([2, 2, 7])?;
+    let y = ct1.call(&x)?;
+    // (7 - 1) - 4 + 2 * 3 + 1 = 9.
+    assert_eq!(y.shape(), [2, 3, 9]);
+    let opts = ConvTransposeOptions::new().padding(2).dilation(2);
+    let want = F::conv_transpose1d(
+        &x,
+        &ct1.weight.tensor(),
+        ct1.bias.as_ref().map(|b| b.tensor()).as_ref(),
+        opts,
+    )?;
+    assert_eq!(y.to_vec::<f32>()?, want.to_vec::<f32>()?);
+    Ok(())
+}
