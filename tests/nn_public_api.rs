@@ -1105,3 +1105,43 @@ fn conv_transpose_layers_pass_their_options_on() -> Result<()> {
     assert_eq!(y.to_vec::<f32>()?, want.to_vec::<f32>()?);
     Ok(())
 }
+
+/// Transformer layers built with `bias=False` have no bias anywhere (the
+/// attention blocks' projections, the feed-forward block, the norms):
+/// PyTorch 2.15's state-dict keys.
+#[test]
+fn transformer_layers_without_bias_have_pytorchs_keys() -> Result<()> {
+    let o = TransformerLayerOptions::new().dim_feedforward(16).bias(false);
+    let enc = TransformerEncoderLayer::with_options(8, 2, o.clone())?;
+    let sd = enc.state_dict();
+    let keys: Vec<&str> = sd.keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "self_attn.in_proj_weight",
+            "self_attn.out_proj.weight",
+            "linear1.weight",
+            "linear2.weight",
+            "norm1.weight",
+            "norm2.weight"
+        ]
+    );
+    let dec = TransformerDecoderLayer::with_options(8, 2, o)?;
+    let sd = dec.state_dict();
+    let keys: Vec<&str> = sd.keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "self_attn.in_proj_weight",
+            "self_attn.out_proj.weight",
+            "multihead_attn.in_proj_weight",
+            "multihead_attn.out_proj.weight",
+            "linear1.weight",
+            "linear2.weight",
+            "norm1.weight",
+            "norm2.weight",
+            "norm3.weight"
+        ]
+    );
+    Ok(())
+}
