@@ -425,4 +425,30 @@ mod tests {
             (&[5usize, 3][..], &[5usize, 3][..], &[5usize, 12][..])
         );
     }
+
+    /// The backward operator checks that each gradient and `cy` match
+    /// `cx` in shape and in dtype, each on its own.
+    #[test]
+    fn backward_refuses_gradients_unlike_cx() {
+        let o = TensorOptions::new();
+        let (cx, cy, ws) = (
+            o.randn([2, 3]).unwrap(),
+            o.randn([2, 3]).unwrap(),
+            o.randn([2, 12]).unwrap(),
+        );
+        let op = FusedLstmCellBackward {
+            has_dhy: true,
+            has_dcy: false,
+        };
+        let good = o.randn([2, 3]).unwrap();
+        assert!(call(&op, &[&good, &cx, &cy, &ws]).is_ok());
+        let wrong_shape = o.randn([3, 2]).unwrap();
+        let wrong_dtype = good.to_dtype(DType::F64).unwrap();
+        for bad in [&wrong_shape, &wrong_dtype] {
+            let e = call(&op, &[bad, &cx, &cy, &ws]).unwrap_err().to_string();
+            assert!(e.contains("gradients and cy must match cx"), "{e}");
+            let e = call(&op, &[&good, &cx, bad, &ws]).unwrap_err().to_string();
+            assert!(e.contains("gradients and cy must match cx"), "{e}");
+        }
+    }
 }
