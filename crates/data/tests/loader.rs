@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use ferrotorch_core::{DType, Generator, Tensor, manual_seed};
 use ferrotorch_data::{
     BatchSampler, CollateFn, ConcatDataset, DataError, DataLoader, Dataset, DefaultCollate, ItemIter, IterableDataset,
-    Result, SequentialSampler, Subset, TensorDataset, WeightedRandomSampler, get_worker_info,
+    Result, Sampler, SequentialSampler, Subset, TensorDataset, WeightedRandomSampler, get_worker_info,
 };
 
 /// The tests that seed the global generator run one at a time.
@@ -77,7 +77,8 @@ fn sequential_batches_and_len() {
             .build()
             .unwrap();
         assert_eq!(loader.len().unwrap(), 4);
-        assert_eq!(loader.batch_size(), Some(3));
+        assert_eq!((loader.batch_size(), loader.drop_last()), (Some(3), false));
+        assert_eq!(loader.num_workers(), workers);
         assert_eq!(
             collect_i64(&loader),
             [vec![0, 1, 2], vec![3, 4, 5], vec![6, 7, 8], vec![9]]
@@ -89,6 +90,7 @@ fn sequential_batches_and_len() {
             .build()
             .unwrap();
         assert_eq!(loader.len().unwrap(), 3);
+        assert!(loader.drop_last());
         assert_eq!(collect_i64(&loader).len(), 3);
     }
     // The default batch size is 1, as PyTorch's.
@@ -577,6 +579,19 @@ fn len_and_is_empty_of_maps_and_streams() {
     assert_eq!(loader.len().unwrap(), 3);
     let unsized_box: Box<dyn IterableDataset<Item = i64>> = Box::new(Unsized);
     assert_eq!(unsized_box.len_hint(), None);
+    // Samplers (`len(sampler) == 0`): an empty one, a full one, and batch
+    // samplers whose last batch is kept or dropped.
+    assert!(SequentialSampler::new(0).is_empty() && !SequentialSampler::new(2).is_empty());
+    assert!(
+        !BatchSampler::new(SequentialSampler::new(2), 3, false)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        BatchSampler::new(SequentialSampler::new(2), 3, true)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
