@@ -436,3 +436,74 @@ proptest! {
         }
     }
 }
+
+/// `_rebuild_tensor_v2`'s backward hooks and metadata: empty (an empty
+/// dict, `None`) loads; a non-empty one (a hook or a conjugate bit that
+/// ferrotorch cannot carry) is refused as unsupported, never dropped.
+#[test]
+fn tensor_hooks_and_metadata_must_be_empty() {
+    let base = tensor_pkl("FloatStorage", 3, 0, &[3], &[1]);
+    let tail = b"\x89}tR.";
+    assert!(base.ends_with(tail));
+    let with = |args: &[u8]| {
+        let mut p = base[..base.len() - tail.len()].to_vec();
+        p.push(0x89);
+        p.extend(args);
+        p.extend(b"tR.");
+        pt(&p, &[("0", &[0; 12])])
+    };
+    let one = b"}X\x01\x00\x00\x00aK\x01s";
+    for ok in [&b"}"[..], b"N", b"}}", b"}N"] {
+        let v = load_from_bytes(&with(ok)).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        assert!(
+            matches!(&v, ferrotorch_serialize::Value::Tensor(t) if t.shape() == [3]),
+            "{v:?}"
+        );
+    }
+    let e = err(&with(one));
+    assert!(
+        matches!(&e, Error::Unsupported(m) if m.contains("backward hooks")),
+        "{e}"
+    );
+    let mut meta = b"}".to_vec();
+    meta.extend(one);
+    let e = err(&with(&meta));
+    assert!(matches!(&e, Error::Unsupported(m) if m.contains("metadata")), "{e}");
+}
+
+/// The dtypes PyTorch's weights-only unpickler accepts but ferrotorch has
+/// no dtype for (the sub-byte `int1`-`int7` / `uint1`-`uint7`, float8 and
+/// float4 kinds) are refused as unsupported, naming the global, not as
+/// disallowed.
+#[test]
+fn torch_only_dtypes_are_unsupported_not_disallowed() {
+    for name in [
+        "int1",
+        "int4",
+        "int7",
+        "uint1",
+        "uint3",
+        "uint7",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float4_e2m1fn_x2",
+    ] {
+        let mut bytes = b"\x80\x02".to_vec();
+        bytes.extend(format!("ctorch\n{name}\n.").bytes());
+        let e = err(&pt(&bytes, &[]));
+        assert!(
+            matches!(&e, Error::Unsupported(m) if m.contains(&format!("torch.{name}"))),
+            "torch.{name}: {e}"
+        );
+    }
+    // Names that only look like them stay disallowed.
+    for name in ["intx", "uint_8", "int8x", "int-4"] {
+        let mut bytes = b"\x80\x02".to_vec();
+        bytes.extend(format!("ctorch\n{name}\n.").bytes());
+        let e = err(&pt(&bytes, &[]));
+        assert!(
+            matches!(&e, Error::DisallowedGlobal(g) if g == &format!("torch.{name}")),
+            "torch.{name}: {e}"
+        );
+    }
+}
