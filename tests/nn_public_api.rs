@@ -1058,6 +1058,12 @@ fn linear_takes_pytorchs_path_for_each_input() -> Result<()> {
             .to_string();
         assert!(e.contains("must have the same dtype"), "{e}");
     }
+    // Empty inputs, as PyTorch: a zero inner size gives the bias, a zero
+    // batch an empty result.
+    let y = F::linear(&Tensor::zeros([2, 5, 0])?, &Tensor::zeros([3, 0])?, Some(&b.detach()))?;
+    assert_eq!(y.shape(), [2, 5, 3]);
+    assert_eq!(y.to_vec::<f32>()?[..3], b.to_vec::<f32>()?[..]);
+    assert_eq!(F::linear(&Tensor::zeros([0, 5, 4])?, &w, Some(&b))?.shape(), [0, 5, 3]);
     // 0-d arguments are refused with PyTorch's message.
     let e = F::linear(&Tensor::scalar_tensor(1.0.into(), DType::F32), &w, None)
         .unwrap_err()

@@ -49,8 +49,12 @@ impl Tensor {
         match bias {
             Some(b) if self.ndim() == 2 => b.addmm(self, &wt, 1.0, 1.0),
             Some(b) if b.ndim() == 1 && self.is_contiguous() => {
-                let inner = self.shape()[self.ndim() - 1] as i64;
-                let flat = self.view([-1, inner])?;
+                // The leading dims' product, not -1: it must stay defined
+                // when the inner size is 0.
+                let (lead, inner) = self.shape().split_at(self.ndim() - 1);
+                let rows = lead.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+                let rows = rows.ok_or_else(|| Error::invalid("linear", "the input's size overflows"))?;
+                let flat = self.view([rows as i64, inner[0] as i64])?;
                 let y = b.addmm(&flat, &wt, 1.0, 1.0)?;
                 let mut shape: Vec<i64> = self.shape()[..self.ndim() - 1].iter().map(|&s| s as i64).collect();
                 shape.push(y.shape()[1] as i64);
