@@ -930,6 +930,8 @@ fn sequential_push_named_and_push_boxed_match_ordered_dict() -> Result<()> {
 /// name, its `extra_repr` and its repr are PyTorch's for that layer.
 #[test]
 fn boxed_modules_describe_themselves_as_the_module_inside() -> Result<()> {
+    // Draws from the global generator: not while a seeded test runs.
+    let _rng = rng_lock();
     let boxed: Box<dyn Module> = Box::new(Linear::new(3, 2)?);
     assert_eq!(<Box<dyn Module> as Module>::type_name(&boxed), "Linear");
     assert_eq!(
@@ -951,6 +953,8 @@ fn boxed_modules_describe_themselves_as_the_module_inside() -> Result<()> {
 /// least 3`), while a single size 1 averages any input of 2 dims or more.
 #[test]
 fn adaptive_pools_check_a_pair_of_sizes_as_the_functional_form() -> Result<()> {
+    // Draws from the global generator: not while a seeded test runs.
+    let _rng = rng_lock();
     let x = Tensor::randn([4, 6])?;
     let want = "Input dimension should be at least 3";
     let e = F::adaptive_avg_pool2d(&x, [1, 1]).unwrap_err().to_string();
@@ -988,6 +992,8 @@ fn adaptive_pools_check_a_pair_of_sizes_as_the_functional_form() -> Result<()> {
 /// fused path.
 #[test]
 fn linear_takes_pytorchs_path_for_each_input() -> Result<()> {
+    // Draws from the global generator: not while a seeded test runs.
+    let _rng = rng_lock();
     fn top(t: &Tensor, n: usize) -> Vec<String> {
         let mut out = Vec::new();
         let mut node = t.grad_fn();
@@ -1081,6 +1087,8 @@ fn linear_takes_pytorchs_path_for_each_input() -> Result<()> {
 /// `F.conv_transpose*d` with the layer's parameters.
 #[test]
 fn conv_transpose_layers_pass_their_options_on() -> Result<()> {
+    // Draws from the global generator: not while a seeded test runs.
+    let _rng = rng_lock();
     use ferrotorch::ConvTransposeOptions;
     use ferrotorch::nn::{ConvLayerOptions, ConvTranspose1d, ConvTranspose2d};
     let ct2 = ConvTranspose2d::with_options(4, 2, 3, ConvLayerOptions::new().stride(2).padding(1).output_padding(1))?;
@@ -1117,8 +1125,10 @@ fn conv_transpose_layers_pass_their_options_on() -> Result<()> {
 /// PyTorch 2.15's state-dict keys.
 #[test]
 fn transformer_layers_without_bias_have_pytorchs_keys() -> Result<()> {
+    // Draws from the global generator: not while a seeded test runs.
+    let _rng = rng_lock();
     let o = TransformerLayerOptions::new().dim_feedforward(16).bias(false);
-    let enc = TransformerEncoderLayer::with_options(8, 2, o.clone())?;
+    let enc = TransformerEncoderLayer::with_options(8, 2, o)?;
     let sd = enc.state_dict();
     let keys: Vec<&str> = sd.keys().collect();
     assert_eq!(
