@@ -1128,11 +1128,9 @@ fn transformer_layers_without_bias_have_pytorchs_keys() -> Result<()> {
     // Draws from the global generator: not while a seeded test runs.
     let _rng = rng_lock();
     let o = TransformerLayerOptions::new().dim_feedforward(16).bias(false);
-    let enc = TransformerEncoderLayer::with_options(8, 2, o)?;
-    let sd = enc.state_dict();
-    let keys: Vec<&str> = sd.keys().collect();
+    let keys = |m: &dyn Module| -> Vec<String> { m.state_dict().keys().map(str::to_owned).collect() };
     assert_eq!(
-        keys,
+        keys(&TransformerEncoderLayer::with_options(8, 2, o)?),
         [
             "self_attn.in_proj_weight",
             "self_attn.out_proj.weight",
@@ -1142,11 +1140,8 @@ fn transformer_layers_without_bias_have_pytorchs_keys() -> Result<()> {
             "norm2.weight"
         ]
     );
-    let dec = TransformerDecoderLayer::with_options(8, 2, o)?;
-    let sd = dec.state_dict();
-    let keys: Vec<&str> = sd.keys().collect();
     assert_eq!(
-        keys,
+        keys(&TransformerDecoderLayer::with_options(8, 2, o)?),
         [
             "self_attn.in_proj_weight",
             "self_attn.out_proj.weight",

@@ -50,6 +50,13 @@ fn tensor_pkl(ty: &str, numel: i64, offset: i64, size: &[i64], stride: &[i64]) -
     p
 }
 
+/// A protocol-2 pickle of the global `module.name` alone.
+fn global_pkl(module: &str, name: &str) -> Vec<u8> {
+    let mut p = b"\x80\x02".to_vec();
+    p.extend(format!("c{module}\n{name}\n.").bytes());
+    p
+}
+
 fn int(p: &mut Vec<u8>, v: i64) {
     p.extend([0x8a, 8]);
     p.extend(v.to_le_bytes());
@@ -127,9 +134,7 @@ fn disallowed_globals_name_the_global_and_run_nothing() {
     // has no value for them, and says so (not "disallowed").
     for name in ["set", "complex"] {
         for module in ["builtins", "__builtin__"] {
-            let mut pkl = b"\x80\x02".to_vec();
-            pkl.extend(format!("c{module}\n{name}\n.").bytes());
-            let e = err(&pt(&pkl, &[]));
+            let e = err(&pt(&global_pkl(module, name), &[]));
             assert!(
                 matches!(&e, Error::Unsupported(m) if m.contains(&format!("builtins.{name}"))),
                 "{module}.{name}: {e}"
@@ -488,9 +493,7 @@ fn torch_only_dtypes_are_unsupported_not_disallowed() {
         "float8_e5m2",
         "float4_e2m1fn_x2",
     ] {
-        let mut bytes = b"\x80\x02".to_vec();
-        bytes.extend(format!("ctorch\n{name}\n.").bytes());
-        let e = err(&pt(&bytes, &[]));
+        let e = err(&pt(&global_pkl("torch", name), &[]));
         assert!(
             matches!(&e, Error::Unsupported(m) if m.contains(&format!("torch.{name}"))),
             "torch.{name}: {e}"
@@ -498,9 +501,7 @@ fn torch_only_dtypes_are_unsupported_not_disallowed() {
     }
     // Names that only look like them stay disallowed.
     for name in ["intx", "uint_8", "int8x", "int-4"] {
-        let mut bytes = b"\x80\x02".to_vec();
-        bytes.extend(format!("ctorch\n{name}\n.").bytes());
-        let e = err(&pt(&bytes, &[]));
+        let e = err(&pt(&global_pkl("torch", name), &[]));
         assert!(
             matches!(&e, Error::DisallowedGlobal(g) if g == &format!("torch.{name}")),
             "torch.{name}: {e}"

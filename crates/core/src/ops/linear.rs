@@ -56,7 +56,7 @@ impl Tensor {
                 let rows = rows.ok_or_else(|| Error::invalid("linear", "the input's size overflows"))?;
                 let flat = self.view([rows as i64, inner[0] as i64])?;
                 let y = b.addmm(&flat, &wt, 1.0, 1.0)?;
-                let mut shape: Vec<i64> = self.shape()[..self.ndim() - 1].iter().map(|&s| s as i64).collect();
+                let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
                 shape.push(y.shape()[1] as i64);
                 unsafe_view(&y, &shape)
             }

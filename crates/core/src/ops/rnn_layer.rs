@@ -505,6 +505,19 @@ mod tests {
         }
     }
 
+    /// The layer's outputs from the CPU kernel and from the operator form
+    /// other backends run.
+    fn both_forms(op: LstmLayer, ins: &[&Tensor]) -> (Tensors, Tensors) {
+        let fast = call(&op, ins).unwrap();
+        let composite = forward_composite_kernel(&Call {
+            op: &op,
+            inputs: ins,
+            out: None,
+        })
+        .unwrap();
+        (fast, composite)
+    }
+
     /// The CPU kernels agree with the operator forms other backends run
     /// (forward and every gradient), in both directions, with and without
     /// a bias, with any subset of the output gradients.
@@ -528,13 +541,7 @@ mod tests {
                         ins.push(&b);
                     }
                     ins.extend([&h0, &c0]);
-                    let fast = call(&op, &ins).unwrap();
-                    let composite = forward_composite_kernel(&Call {
-                        op: &op,
-                        inputs: &ins,
-                        out: None,
-                    })
-                    .unwrap();
+                    let (fast, composite) = both_forms(op, &ins);
                     let tag = format!("{l}x{n}x{h} reverse={reverse} bias={bias}");
                     for k in 0..5 {
                         close(&fast[k], &composite[k], 1e-12, &format!("output {k} {tag}"));
@@ -655,13 +662,7 @@ mod tests {
         for reverse in [false, true] {
             let op = LstmLayer { reverse, bias: true };
             let ins = [&xw, &w, &b, &h0, &c0];
-            let fast = call(&op, &ins).unwrap();
-            let composite = forward_composite_kernel(&Call {
-                op: &op,
-                inputs: &ins,
-                out: None,
-            })
-            .unwrap();
+            let (fast, composite) = both_forms(op, &ins);
             for outs in [&fast, &composite] {
                 let shapes: Vec<&[usize]> = outs.iter().map(|t| t.shape()).collect();
                 assert_eq!(shapes, [&[0, 2, 3][..], &[2, 3], &[2, 3], &[0, 2, 3], &[0, 2, 12]]);
