@@ -75,11 +75,32 @@ impl StateDict {
 
     /// A copy with `prefix` removed from every key that starts with it
     /// (the `module.` of a checkpoint saved from `DataParallel`), other
-    /// keys unchanged (`consume_prefix_in_state_dict_if_present`).
+    /// keys unchanged, in PyTorch's order: as
+    /// `consume_prefix_in_state_dict_if_present`, each prefixed key in turn
+    /// is popped and its stripped name set, so it moves to the end (or
+    /// replaces the value of a key already there, in place).
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// use ferrotorch_nn::StateDict;
+    /// let mut sd = StateDict::new();
+    /// for k in ["module.0.weight", "head.bias", "module.module.x"] {
+    ///     sd.insert(k, Tensor::zeros([1])?);
+    /// }
+    /// let keys: Vec<_> = sd.strip_prefix("module.").keys().map(String::from).collect();
+    /// assert_eq!(keys, ["head.bias", "0.weight", "module.x"]);
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
     pub fn strip_prefix(&self, prefix: &str) -> StateDict {
-        let mut out = StateDict::new();
-        for (k, t) in &self.entries {
-            out.insert(k.strip_prefix(prefix).unwrap_or(k), t.clone());
+        let mut out = self.clone();
+        for (k, _) in &self.entries {
+            // Each original key is still there at its turn: only its own
+            // turn removes it (an insert of a stripped name never does).
+            if let Some(stripped) = k.strip_prefix(prefix)
+                && let Some(t) = out.remove(k)
+            {
+                out.insert(stripped, t);
+            }
         }
         out
     }

@@ -211,7 +211,7 @@ fn load_options() {
         .add_prefix("net.")
         .dtype(DType::F64);
     let got = load_state_dict(&path, &opts).unwrap();
-    assert_eq!(got.keys().collect::<Vec<_>>(), ["net.weight", "net.steps", "net.head"]);
+    assert_eq!(got.keys().collect::<Vec<_>>(), ["net.head", "net.weight", "net.steps"]);
     assert_eq!(got.get("net.weight").unwrap().dtype(), DType::F64);
     assert_eq!(
         got.get("net.steps").unwrap().dtype(),
@@ -551,7 +551,7 @@ fn load_options_state_dict_from_a_value() {
         .add_prefix("net.")
         .dtype(DType::F64);
     let sd = opts.state_dict_from(&ck).unwrap();
-    assert_eq!(sd.keys().collect::<Vec<_>>(), ["net.weight", "net.steps", "net.head"]);
+    assert_eq!(sd.keys().collect::<Vec<_>>(), ["net.head", "net.weight", "net.steps"]);
     assert_tensor_eq(
         "net.weight",
         sd.get("net.weight").unwrap(),

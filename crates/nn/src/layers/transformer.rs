@@ -891,9 +891,11 @@ impl Transformer {
                 format!("{detail}, got src {:?} and tgt {:?}", src.shape(), tgt.shape()),
             )
         };
-        if src.ndim() == 3 && tgt.ndim() == 3 {
+        // PyTorch checks whenever src is batched, comparing tgt's same dim
+        // (an unbatched tgt's feature size, say) with src's batch.
+        if src.ndim() == 3 {
             let b = usize::from(!self.batch_first);
-            if src.shape()[b] != tgt.shape()[b] {
+            if tgt.shape().get(b) != Some(&src.shape()[b]) {
                 return Err(bad("the batch number of src and tgt must be equal"));
             }
         }
