@@ -152,7 +152,7 @@ fn per_group(name: &str, n: usize, v: &PerGroup) -> Result<Vec<f64>> {
         PerGroup::All(x) => Ok(vec![*x; n]),
         PerGroup::Each(xs) if xs.len() == n => Ok(xs.clone()),
         PerGroup::Each(xs) => Err(Error::Scheduler(format!(
-            "expected {n} values for {name}, got {}",
+            "{name} must have the same length as optimizer.param_groups. {name} has {} values, param_groups has {n}.",
             xs.len()
         ))),
     }

@@ -32,6 +32,10 @@ pub enum Value {
     Tensor(Tensor),
 }
 
+/// 2^63: the floats of magnitude below it are the whole floats an `i64`
+/// holds (`-2^63` aside).
+const I64_BOUND: f64 = 9_223_372_036_854_775_808.0;
+
 impl Value {
     /// The number as an `f64` (`Float`, `Int`, a bool, or a one-element
     /// tensor), `None` for anything else.
@@ -50,7 +54,7 @@ impl Value {
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),
-            Value::Float(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => Some(*x as i64),
+            Value::Float(x) if x.fract() == 0.0 && x.abs() < I64_BOUND => Some(*x as i64),
             Value::Bool(b) => Some(i64::from(*b)),
             _ => None,
         }
@@ -246,7 +250,7 @@ impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Dict {
 
 #[cfg(test)]
 mod tests {
-    use super::Value;
+    use super::{Dict, Value};
     use ferrotorch_core::Tensor;
 
     /// The accessors read a state dict's numbers as Python does: a bool is
@@ -258,6 +262,16 @@ mod tests {
         assert_eq!(Value::Float(4.0).as_i64(), Some(4));
         assert_eq!(Value::Float(4.5).as_i64(), None);
         assert_eq!(Value::Float(1e19).as_i64(), None);
+        // Python's `int(x)` of a whole float, as far as an i64 reaches.
+        assert_eq!(Value::Float(9.2e18).as_i64(), Some(9_200_000_000_000_000_000));
+        assert_eq!(Value::Float(-9.2e18).as_i64(), Some(-9_200_000_000_000_000_000));
+        assert_eq!(
+            Value::Float(9_223_372_036_854_774_784.0).as_i64(),
+            Some(9_223_372_036_854_774_784)
+        );
+        assert_eq!(Value::Float(9_223_372_036_854_775_808.0).as_i64(), None);
+        assert_eq!(Value::Float(f64::INFINITY).as_i64(), None);
+        assert_eq!(Value::Float(f64::NAN).as_i64(), None);
         assert_eq!(Value::Bool(true).as_i64(), Some(1));
         assert_eq!(Value::Bool(false).as_i64(), Some(0));
         assert_eq!(Value::Str("1".into()).as_i64(), None);
@@ -270,5 +284,163 @@ mod tests {
         assert_eq!(Value::Int(0).as_bool(), Some(false));
         assert_eq!(Value::Int(2).as_bool(), None);
         assert_eq!(Value::Float(1.0).as_bool(), None);
+        assert_eq!(Value::Bool(true).as_bool(), Some(true));
+        assert_eq!(Value::Bool(false).as_bool(), Some(false));
+        assert_eq!(Value::Float(-2.5).as_f64(), Some(-2.5));
+        assert_eq!(Value::Float(-7.0).as_i64(), Some(-7));
+        assert_eq!(Value::Bool(false).as_f64(), Some(0.0));
+        assert_eq!(Value::Str("x".into()).as_f64(), None);
+    }
+
+    /// The container accessors give the contents of their own kind only.
+    #[test]
+    fn container_accessors() {
+        let t = Tensor::from_slice(&[1.0f32, 2.0]);
+        let tv = Value::from(t);
+        assert_eq!(tv.as_tensor().map(|t| t.to_vec::<f32>().unwrap()), Some(vec![1.0, 2.0]));
+        assert!(Value::Float(1.0).as_tensor().is_none());
+        let pair = Value::Tuple(vec![Value::Float(0.9), Value::Int(1)]);
+        assert_eq!(pair.as_seq().map(<[Value]>::len), Some(2));
+        assert_eq!(pair.as_f64_vec(), Some(vec![0.9, 1.0]));
+        let list = Value::floats(&[0.5, -0.25]);
+        assert!(matches!(&list, Value::List(v) if v.len() == 2));
+        assert_eq!(list.as_f64_vec(), Some(vec![0.5, -0.25]));
+        assert_eq!(Value::List(vec![]).as_f64_vec(), Some(vec![]));
+        assert_eq!(Value::List(vec![Value::None]).as_f64_vec(), None);
+        assert!(Value::Str("a".into()).as_seq().is_none());
+        assert_eq!(Value::Float(1.0).as_f64_vec(), None);
+        assert_eq!(Value::from("cos").as_str(), Some("cos"));
+        assert_eq!(Value::Int(1).as_str(), None);
+        let d: Dict = [("a", 1i64)].into_iter().collect();
+        let dv = Value::from(d);
+        assert_eq!(dv.as_dict().map(Dict::len), Some(1));
+        assert!(Value::Int(1).as_dict().is_none());
+        assert!(matches!(Value::from(2.5), Value::Float(x) if x == 2.5));
+        assert!(matches!(Value::from(true), Value::Bool(true)));
+        assert!(matches!(Value::from(-3i64), Value::Int(-3)));
+    }
+
+    /// `same`: equal kinds with equal contents (NaN equal to NaN; a tuple
+    /// is not a list; dicts in any order; tensors by shape, dtype and
+    /// elements).
+    #[test]
+    fn same_compares_kind_and_contents() {
+        let f = |x: f64| Value::Float(x);
+        let yes = [
+            (Value::None, Value::None),
+            (Value::Bool(true), Value::Bool(true)),
+            (Value::Int(3), Value::Int(3)),
+            (f(0.5), f(0.5)),
+            (f(f64::NAN), f(f64::NAN)),
+            (Value::from("a"), Value::from("a")),
+            (
+                Value::Tuple(vec![f(1.0), Value::Int(2)]),
+                Value::Tuple(vec![f(1.0), Value::Int(2)]),
+            ),
+            (Value::List(vec![f(1.0)]), Value::List(vec![f(1.0)])),
+            (
+                Value::Dict([("a", 1i64), ("b", 2i64)].into_iter().collect()),
+                Value::Dict([("b", 2i64), ("a", 1i64)].into_iter().collect()),
+            ),
+            (
+                Value::IntKeyDict(vec![(1, Value::Int(2)), (5, Value::Int(1))]),
+                Value::IntKeyDict(vec![(5, Value::Int(1)), (1, Value::Int(2))]),
+            ),
+            (
+                Value::Tensor(Tensor::from_slice(&[1.0f32, f32::NAN])),
+                Value::Tensor(Tensor::from_slice(&[1.0f32, f32::NAN])),
+            ),
+        ];
+        for (a, b) in &yes {
+            assert!(a.same(b), "{a:?} {b:?}");
+        }
+        let no = [
+            (Value::None, Value::Int(0)),
+            (Value::Bool(true), Value::Bool(false)),
+            (Value::Int(3), Value::Int(4)),
+            (Value::Int(1), f(1.0)),
+            (f(0.5), f(0.25)),
+            (f(f64::NAN), f(1.0)),
+            (f(1.0), f(f64::NAN)),
+            (Value::from("a"), Value::from("b")),
+            (Value::Tuple(vec![f(1.0)]), Value::List(vec![f(1.0)])),
+            (Value::Tuple(vec![f(1.0)]), Value::Tuple(vec![f(1.0), f(2.0)])),
+            (Value::List(vec![f(1.0), f(2.0)]), Value::List(vec![f(1.0), f(3.0)])),
+            (
+                Value::Dict([("a", 1i64)].into_iter().collect()),
+                Value::Dict([("a", 2i64)].into_iter().collect()),
+            ),
+            (
+                Value::Dict([("a", 1i64)].into_iter().collect()),
+                Value::Dict([("a", 1i64), ("b", 1i64)].into_iter().collect()),
+            ),
+            (
+                Value::IntKeyDict(vec![(1, Value::Int(2))]),
+                Value::IntKeyDict(vec![(1, Value::Int(2)), (2, Value::Int(1))]),
+            ),
+            (
+                Value::IntKeyDict(vec![(1, Value::Int(2))]),
+                Value::IntKeyDict(vec![(2, Value::Int(2))]),
+            ),
+            (
+                Value::IntKeyDict(vec![(1, Value::Int(2))]),
+                Value::IntKeyDict(vec![(1, Value::Int(3))]),
+            ),
+            (
+                Value::Tensor(Tensor::from_slice(&[1.0f32, 2.0])),
+                Value::Tensor(Tensor::from_slice(&[1.0f32, 3.0])),
+            ),
+            (
+                Value::Tensor(Tensor::from_slice(&[1.0f32, 2.0])),
+                Value::Tensor(Tensor::from_slice(&[1.0f64, 2.0])),
+            ),
+            (
+                Value::Tensor(Tensor::from_slice(&[1.0f32, 2.0])),
+                Value::Tensor(Tensor::from_vec(vec![1.0f32, 2.0], [1, 2]).unwrap()),
+            ),
+        ];
+        for (a, b) in &no {
+            assert!(!a.same(b), "{a:?} {b:?}");
+        }
+    }
+
+    /// `Dict`: Python's dict in insertion order (a set key keeps its place).
+    #[test]
+    fn dict_is_an_insertion_ordered_python_dict() {
+        let mut d = Dict::new();
+        assert!(d.is_empty());
+        assert_eq!(d.len(), 0);
+        d.insert("lr", 0.1);
+        d.insert("betas", Value::Tuple(vec![Value::Float(0.9), Value::Float(0.999)]));
+        d.insert("step", 3i64);
+        d.insert("lr", 0.2);
+        assert!(!d.is_empty());
+        assert_eq!(d.len(), 3);
+        assert_eq!(d.keys().collect::<Vec<_>>(), ["lr", "betas", "step"]);
+        let items: Vec<(&str, Option<f64>)> = d.iter().map(|(k, v)| (k, v.as_f64())).collect();
+        assert_eq!(items, [("lr", Some(0.2)), ("betas", None), ("step", Some(3.0))]);
+        assert_eq!(d.get("lr").and_then(Value::as_f64), Some(0.2));
+        assert_eq!(d.get("step").and_then(Value::as_i64), Some(3));
+        assert!(d.get("eps").is_none());
+        assert!(d.contains_key("betas"));
+        assert!(!d.contains_key("eps"));
+        let other: Dict = [("step", Value::Int(3)), ("lr", Value::Float(0.2))]
+            .into_iter()
+            .collect();
+        assert!(!d.same(&other));
+        assert!(!other.same(&d));
+        assert_eq!(d.remove("betas").and_then(|v| v.as_f64_vec()), Some(vec![0.9, 0.999]));
+        assert!(d.remove("betas").is_none());
+        assert_eq!(d.keys().collect::<Vec<_>>(), ["lr", "step"]);
+        assert!(d.same(&other));
+        assert!(other.same(&d));
+        let changed: Dict = [("step", Value::Int(4)), ("lr", Value::Float(0.2))]
+            .into_iter()
+            .collect();
+        assert!(!d.same(&changed));
+        let renamed: Dict = [("steps", Value::Int(3)), ("lr", Value::Float(0.2))]
+            .into_iter()
+            .collect();
+        assert!(!d.same(&renamed));
     }
 }
