@@ -54,6 +54,10 @@ fn write_value(f: &mut Formatter<'_>, v: &Value, depth: usize) -> fmt::Result {
                 DictKind::Counter => Some("Counter"),
             };
             if let Some(c) = class {
+                // Python 3.12: `OrderedDict()` / `Counter()` when empty.
+                if d.is_empty() {
+                    return write!(f, "{c}()");
+                }
                 write!(f, "{c}(")?;
             }
             f.write_char('{')?;
@@ -199,5 +203,6 @@ mod tests {
         let mut o = Dict::ordered();
         o.insert("x", Value::Str("tab\there\\".into()));
         assert_eq!(Value::Dict(o).to_string(), r"OrderedDict({'x': 'tab\there\\'})");
+        assert_eq!(Value::Dict(Dict::ordered()).to_string(), "OrderedDict()");
     }
 }

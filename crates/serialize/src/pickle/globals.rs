@@ -67,12 +67,13 @@ fn allowed_by_torch_only(module: &str, name: &str) -> bool {
     match module {
         "builtins" => matches!(name, "set" | "complex"),
         "torch" => {
-            name.ends_with("Storage")
+            (name.ends_with("Storage") && name != "UntypedStorage" && name != "TypedStorage")
                 || name.ends_with("Tensor")
                 || name == "device"
                 || name.starts_with("per_tensor_")
                 || name.starts_with("per_channel_")
-                || DType::from_name(name).is_some()
+                // By their canonical names only (PyTorch refuses `torch.int`).
+                || DType::from_name(name).is_some_and(|d| d.name() == name)
                 || matches!(
                     name,
                     "complex32" | "complex64" | "complex128" | "qint8" | "quint8" | "qint32" | "quint4x2" | "quint2x4"
@@ -85,7 +86,18 @@ fn allowed_by_torch_only(module: &str, name: &str) -> bool {
                 })
         }
         "torch.serialization" => name == "_get_layout",
-        "torch._utils" => name.starts_with("_rebuild_"),
+        // torch._weights_only_unpickler._tensor_rebuild_functions().
+        "torch._utils" => matches!(
+            name,
+            "_rebuild_tensor"
+                | "_rebuild_tensor_v3"
+                | "_rebuild_qtensor"
+                | "_rebuild_sparse_tensor"
+                | "_rebuild_meta_tensor_no_storage"
+                | "_rebuild_device_tensor_from_cpu_tensor"
+                | "_rebuild_device_tensor_from_numpy"
+                | "_rebuild_wrapper_subclass"
+        ),
         "torch._tensor" => name == "_rebuild_from_type_v2",
         "torch.cuda" => name.ends_with("Storage"),
         _ => false,
