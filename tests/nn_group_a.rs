@@ -31,88 +31,13 @@ use ferrotorch::{
 };
 use serde_json::Value;
 
-/// Tests that seed and draw from the global generator run one at a time.
-static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+#[path = "support/nn_json.rs"]
+mod nn_json;
 
-fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
-    RNG.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use nn_json::{check, float, floats, rng_lock, shape_of, strings, tensor_of, values};
 
 fn data() -> &'static Value {
-    static DATA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    DATA.get_or_init(|| {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nn_data/group_a.json")).unwrap();
-        serde_json::from_str(&text).unwrap()
-    })
-}
-
-fn shape_of(v: &Value) -> Vec<usize> {
-    v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap() as usize)
-        .collect()
-}
-
-/// A JSON number, or a non-finite value as Python spells it (`inf`, `nan`).
-fn float(x: &Value) -> f64 {
-    x.as_f64().unwrap_or_else(|| x.as_str().unwrap().parse().unwrap())
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(float).collect()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_string())
-        .collect()
-}
-
-fn dtype_of(name: &str) -> DType {
-    match name {
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        "int64" => DType::I64,
-        other => panic!("dtype {other}"),
-    }
-}
-
-/// The tensor a summary describes, in its dtype.
-fn tensor_of(v: &Value) -> Tensor {
-    let shape: Vec<i64> = shape_of(v).iter().map(|&d| d as i64).collect();
-    Tensor::from_slice(&floats(&v["data"]))
-        .to_dtype(dtype_of(v["dtype"].as_str().unwrap()))
-        .unwrap()
-        .reshape(shape)
-        .unwrap()
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(DType::F64).unwrap().reshape([-1]).unwrap().to_vec().unwrap()
-}
-
-/// Shape, dtype and every value within `rel` of PyTorch's relative to
-/// `max(|want|, 1)` (0: bit for bit, the sign of zero included; NaN
-/// matches NaN).
-fn check(what: &str, got: &Tensor, want: &Value, rel: f64) {
-    assert_eq!(got.shape(), &shape_of(want)[..], "{what}: shape");
-    assert_eq!(
-        got.dtype().to_string(),
-        want["dtype"].as_str().unwrap(),
-        "{what}: dtype"
-    );
-    for (i, (a, b)) in values(got).iter().zip(floats(&want["data"])).enumerate() {
-        let ok = if rel == 0.0 {
-            a.to_bits() == b.to_bits()
-        } else {
-            (a - b).abs() <= rel * b.abs().max(1.0) || *a == b
-        } || (a.is_nan() && b.is_nan());
-        assert!(ok, "{what}[{i}]: {a:?} vs PyTorch's {b:?}");
-    }
+    nn_json::data("group_a.json")
 }
 
 /// Runs `F::<name>` on the case's inputs with the keyword arguments the

@@ -11,8 +11,6 @@
 //! causal-mask detection of the stacks, and the errors for bad shapes and
 //! options.
 
-use std::sync::Mutex;
-
 use ferrotorch::autograd;
 use ferrotorch::nn::functional::{self as F, SdpaOptions};
 use ferrotorch::nn::{
@@ -24,83 +22,21 @@ use ferrotorch::nn::{
 use ferrotorch::{DType, Result, Tensor};
 use serde_json::Value;
 
-/// Module construction draws from the global generator: one test at a time.
-static RNG: Mutex<()> = Mutex::new(());
+#[path = "support/nn_json.rs"]
+mod nn_json;
 
-fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
-    RNG.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use nn_json::{dtype_of, err, floats, rng_lock, shape_of, tensor_of, values};
 
 fn case(name: &str) -> &'static Value {
-    static CASES: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    let all = CASES.get_or_init(|| {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nn_data/group_b.json")).unwrap();
-        let v: Value = serde_json::from_str(&text).unwrap();
-        v["cases"].clone()
-    });
-    let c = &all[name];
+    let c = &nn_json::data("group_b.json")["cases"][name];
     assert!(!c.is_null(), "no case {name}");
     c
-}
-
-fn shape_of(v: &Value) -> Vec<usize> {
-    v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap() as usize)
-        .collect()
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    // Non-finite values are strings (`-inf`, `inf`, `nan`).
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap_or_else(|| x.as_str().unwrap().parse().unwrap()))
-        .collect()
-}
-
-fn dtype_of(v: &Value) -> DType {
-    match v["dtype"].as_str().unwrap() {
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        "bool" => DType::Bool,
-        other => panic!("dtype {other}"),
-    }
-}
-
-/// The tensor a summary describes, in its dtype.
-fn tensor_of(v: &Value) -> Tensor {
-    Tensor::from_vec(floats(&v["data"]), shape_of(v))
-        .unwrap()
-        .to_dtype(dtype_of(v))
-        .unwrap()
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(DType::F64).unwrap().reshape([-1]).unwrap().to_vec().unwrap()
 }
 
 /// `got` has PyTorch's shape and dtype and its values within 1e-10
 /// (relative above 1); infinities and NaN where PyTorch has them.
 fn check(what: &str, got: &Tensor, want: &Value) {
-    assert_eq!(got.shape(), &shape_of(want)[..], "{what}: shape");
-    assert_eq!(got.dtype(), dtype_of(want), "{what}: dtype");
-    for (i, (a, b)) in values(got).iter().zip(floats(&want["data"])).enumerate() {
-        let ok =
-            (a - b).abs() <= 1e-10 * b.abs().max(1.0) || (a.is_infinite() && *a == b) || (a.is_nan() && b.is_nan());
-        assert!(ok, "{what}[{i}]: {a} vs {b}");
-    }
-}
-
-/// `got` (f32) within 1e-6 (relative above 1) of PyTorch's values.
-fn check_f32(what: &str, got: &Tensor, want: &Value) {
-    assert_eq!(got.shape(), &shape_of(want)[..], "{what}: shape");
-    assert_eq!(got.dtype(), DType::F32, "{what}: dtype");
-    for (i, (a, b)) in values(got).iter().zip(floats(&want["data"])).enumerate() {
-        assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{what}[{i}]: {a} vs {b}");
-    }
+    nn_json::check(what, got, want, 1e-10);
 }
 
 /// Copies PyTorch's parameters in, checking the names, order, shapes and dtypes.
@@ -120,24 +56,30 @@ fn load(m: &dyn Module, c: &Value) -> Result<()> {
     Ok(())
 }
 
-fn t(c: &Value, key: &str) -> Tensor {
-    tensor_of(&c[key])
+/// [`load`], then eval mode.
+fn load_eval(m: &dyn Module, c: &Value) -> Result<()> {
+    load(m, c)?;
+    m.eval();
+    Ok(())
 }
 
-fn err<T>(r: Result<T>) -> String {
-    match r {
-        Ok(_) => panic!("expected an error"),
-        Err(e) => e.to_string(),
-    }
+fn t(c: &Value, key: &str) -> Tensor {
+    tensor_of(&c[key])
 }
 
 // ------------------------------------------------------------------ MHA
 
 fn mha(e: usize, h: usize, o: MultiheadAttentionOptions, c: &Value) -> Result<MultiheadAttention> {
     let m = MultiheadAttention::with_options(e, h, o.dtype(DType::F64))?;
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     Ok(m)
+}
+
+/// The `mha_plain` case's module, the case, and its query, key and value.
+fn mha_plain() -> Result<(MultiheadAttention, &'static Value, (Tensor, Tensor, Tensor))> {
+    let c = case("mha_plain");
+    let m = mha(6, 2, MultiheadAttentionOptions::new(), c)?;
+    Ok((m, c, (t(c, "q"), t(c, "k"), t(c, "v"))))
 }
 
 /// Runs an MHA case through `forward_with` and `call_with` with its options.
@@ -178,9 +120,7 @@ fn mha_check(name: &str, m: &MultiheadAttention) -> Result<()> {
 #[test]
 fn mha_every_entry_point_matches_pytorch() -> Result<()> {
     let _rng = rng_lock();
-    let c = case("mha_plain");
-    let m = mha(6, 2, MultiheadAttentionOptions::new(), c)?;
-    let (q, k, v) = (t(c, "q"), t(c, "k"), t(c, "v"));
+    let (m, c, (q, k, v)) = mha_plain()?;
     let runs = [
         ("call", m.call(&q, &k, &v)?),
         ("forward", m.forward(&q, &k, &v)?),
@@ -262,9 +202,7 @@ fn mha_dropout_one_in_training_drops_every_weight() -> Result<()> {
 #[test]
 fn mha_hooks_replace_the_outputs_of_call_only() -> Result<()> {
     let _rng = rng_lock();
-    let c = case("mha_plain");
-    let m = mha(6, 2, MultiheadAttentionOptions::new(), c)?;
-    let (q, k, v) = (t(c, "q"), t(c, "k"), t(c, "v"));
+    let (m, c, (q, k, v)) = mha_plain()?;
     let _h = m.register_forward_hook(|_, _, out| Ok(Some(out.iter().map(|o| o.mul(2.0)).collect::<Result<_>>()?)))?;
     let (out, w) = m.call(&q, &k, &v)?;
     check("hooked call: out", &out.mul(0.5)?, &c["out"]);
@@ -431,13 +369,13 @@ fn sdpa_matches_pytorch_for_every_rank_mask_and_scale() -> Result<()> {
 fn sdpa_picks_pytorchs_kernel() -> Result<()> {
     for name in ["sdpa_4d_fused_f32", "sdpa_4d_fused_causal_f32"] {
         let (out, c) = sdpa_run(name)?;
-        check_f32(name, &out, &c["out"]);
+        nn_json::check(name, &out, &c["out"], 1e-6);
     }
     for (i, c) in case("sdpa_kernels")["cases"].as_array().unwrap().iter().enumerate() {
         let (q, k, v) = (t(c, "q"), t(c, "k"), t(c, "v"));
         let causal = c["causal"].as_bool().unwrap();
         let out = F::scaled_dot_product_attention(&q, &k, &v, &SdpaOptions::new().is_causal(causal))?;
-        check_f32(&format!("kernel case {i}"), &out, &c["out"]);
+        nn_json::check(&format!("kernel case {i}"), &out, &c["out"], 1e-6);
         let same = if c["kind"] == "fused" {
             q.scaled_dot_product_flash_attention(&k, &v, causal, None)?.0
         } else {
@@ -501,6 +439,32 @@ fn rnn_opts(name: &str) -> RnnOptions {
     }
 }
 
+/// The module of RNN case `name`, built with [`rnn_opts`] by `new`, with
+/// PyTorch's repr and parameters, in training for the dropout-1 cases and
+/// in eval otherwise.
+fn rnn_case<M: Module>(name: &str, new: impl FnOnce(RnnOptions) -> Result<M>) -> Result<(M, &'static Value)> {
+    let c = case(name);
+    let m = new(rnn_opts(name))?;
+    assert_eq!(m.repr(), c["repr"].as_str().unwrap(), "{name}: repr");
+    load(&m, c)?;
+    if name.contains("train") {
+        m.train();
+    } else {
+        m.eval();
+    }
+    Ok((m, c))
+}
+
+/// An RNN's output, final hidden state and (LSTM) final cell state
+/// against the case's `out`, `hn` and `cn`.
+fn check_rnn(what: &str, c: &Value, out: &Tensor, hn: &Tensor, cn: Option<&Tensor>) {
+    check(&format!("{what}: out"), out, &c["out"]);
+    check(&format!("{what}: h_n"), hn, &c["hn"]);
+    if let Some(cn) = cn {
+        check(&format!("{what}: c_n"), cn, &c["cn"]);
+    }
+}
+
 #[test]
 fn lstm_matches_pytorch_for_every_option() -> Result<()> {
     let _rng = rng_lock();
@@ -514,15 +478,7 @@ fn lstm_matches_pytorch_for_every_option() -> Result<()> {
         "lstm_eval_dropout",
         "lstm_train_dropout1",
     ] {
-        let c = case(name);
-        let m = LSTM::with_options(3, 4, rnn_opts(name))?;
-        assert_eq!(m.repr(), c["repr"].as_str().unwrap(), "{name}: repr");
-        load(&m, c)?;
-        if name.contains("train") {
-            m.train();
-        } else {
-            m.eval();
-        }
+        let (m, c) = rnn_case(name, |o| LSTM::with_options(3, 4, o))?;
         let x = t(c, "x");
         let runs = if c.get("h0").is_some() {
             let (h0, c0) = (t(c, "h0"), t(c, "c0"));
@@ -531,9 +487,7 @@ fn lstm_matches_pytorch_for_every_option() -> Result<()> {
             vec![m.call(&x)?, m.forward(&x)?]
         };
         for (out, (hn, cn)) in runs {
-            check(&format!("{name}: out"), &out, &c["out"]);
-            check(&format!("{name}: h_n"), &hn, &c["hn"]);
-            check(&format!("{name}: c_n"), &cn, &c["cn"]);
+            check_rnn(name, c, &out, &hn, Some(&cn));
         }
     }
     Ok(())
@@ -550,15 +504,7 @@ fn gru_matches_pytorch_for_every_option() -> Result<()> {
         "gru_eval_dropout",
         "gru_train_dropout1",
     ] {
-        let c = case(name);
-        let m = GRU::with_options(3, 4, rnn_opts(name))?;
-        assert_eq!(m.repr(), c["repr"].as_str().unwrap(), "{name}: repr");
-        load(&m, c)?;
-        if name.contains("train") {
-            m.train();
-        } else {
-            m.eval();
-        }
+        let (m, c) = rnn_case(name, |o| GRU::with_options(3, 4, o))?;
         let x = t(c, "x");
         let runs = if c.get("h0").is_some() {
             let h0 = t(c, "h0");
@@ -567,8 +513,7 @@ fn gru_matches_pytorch_for_every_option() -> Result<()> {
             vec![m.call(&x)?, m.forward(&x)?]
         };
         for (out, hn) in runs {
-            check(&format!("{name}: out"), &out, &c["out"]);
-            check(&format!("{name}: h_n"), &hn, &c["hn"]);
+            check_rnn(name, c, &out, &hn, None);
         }
     }
     Ok(())
@@ -603,25 +548,20 @@ fn rnn_hooks_see_the_given_state_and_replace_outputs() -> Result<()> {
     };
     let c = case("lstm_3_bi_state");
     let m = LSTM::with_options(3, 4, rnn_opts("lstm_3_bi_state"))?;
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let _h = m.register_forward_hook(double)?;
     let (x, h0, c0) = (t(c, "x"), t(c, "h0"), t(c, "c0"));
     let (out, (hn, cn)) = m.call_with(&x, (&h0, &c0))?;
-    check("hooked LSTM: out", &out.mul(0.5)?, &c["out"]);
-    check("hooked LSTM: h_n", &hn.mul(0.5)?, &c["hn"]);
-    check("hooked LSTM: c_n", &cn.mul(0.5)?, &c["cn"]);
+    check_rnn("hooked LSTM", c, &out.mul(0.5)?, &hn.mul(0.5)?, Some(&cn.mul(0.5)?));
     let (out, _) = m.forward_with(&x, (&h0, &c0))?;
     check("LSTM forward_with skips the hooks", &out, &c["out"]);
     let c = case("gru_3_bi_state");
     let m = GRU::with_options(3, 4, rnn_opts("gru_3_bi_state"))?;
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let _h = m.register_forward_hook(double)?;
     let (x, h0) = (t(c, "x"), t(c, "h0"));
     let (out, hn) = m.call_with(&x, &h0)?;
-    check("hooked GRU: out", &out.mul(0.5)?, &c["out"]);
-    check("hooked GRU: h_n", &hn.mul(0.5)?, &c["hn"]);
+    check_rnn("hooked GRU", c, &out.mul(0.5)?, &hn.mul(0.5)?, None);
     let (out, _) = m.forward_with(&x, &h0)?;
     check("GRU forward_with skips the hooks", &out, &c["out"]);
     Ok(())
@@ -674,8 +614,7 @@ fn encoder_layer_options_and_entry_points_match_pytorch() -> Result<()> {
     let m = TransformerEncoderLayer::with_options(4, 2, o)?;
     assert_eq!(*m.options(), o);
     let c = case("enc_layer_gelu_nf_bf");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let (src, mask, kpm) = (t(c, "src"), t(c, "src_mask"), t(c, "src_key_padding_mask"));
     let fo = EncoderLayerForwardOptions::new()
         .src_mask(&mask)
@@ -689,8 +628,7 @@ fn encoder_layer_options_and_entry_points_match_pytorch() -> Result<()> {
     let o = layer_opts().bias(false).layer_norm_eps(0.25);
     let m = TransformerEncoderLayer::with_options(4, 2, o)?;
     let c = case("enc_layer_nobias_unbatched");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     check("unbatched enc layer", &m.call(&t(c, "src"))?, &c["out"]);
     // The attention's own dropout (1: every weight dropped) in training,
     // the layer's Dropout modules in eval.
@@ -728,8 +666,7 @@ fn decoder_layer_options_and_entry_points_match_pytorch() -> Result<()> {
     let m = TransformerDecoderLayer::with_options(4, 2, o)?;
     assert_eq!(*m.options(), o);
     let c = case("dec_layer_masks");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let (tgt, mem) = (t(c, "tgt"), t(c, "memory"));
     let (tm, mm, tk, mk) = (
         t(c, "tgt_mask"),
@@ -747,15 +684,15 @@ fn decoder_layer_options_and_entry_points_match_pytorch() -> Result<()> {
     let o = layer_opts().norm_first(true).batch_first(true).bias(false);
     let m = TransformerDecoderLayer::with_options(4, 2, o)?;
     let c = case("dec_layer_nf_bf");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let (tgt, mem) = (t(c, "tgt"), t(c, "memory"));
     check("dec layer call", &m.call(&tgt, &mem)?, &c["out"]);
     check("dec layer forward", &m.forward(&tgt, &mem)?, &c["out"]);
     Ok(())
 }
 
-fn encoder(batch_first: bool, norm: bool) -> Result<TransformerEncoder> {
+/// The stacks' layer options and their final norm, if any.
+fn stack_parts(batch_first: bool, norm: bool) -> Result<(TransformerLayerOptions, Option<LayerNorm>)> {
     let o = layer_opts().batch_first(batch_first).layer_norm_eps(0.5);
     let norm = if norm {
         Some(LayerNorm::with_options(
@@ -765,19 +702,16 @@ fn encoder(batch_first: bool, norm: bool) -> Result<TransformerEncoder> {
     } else {
         None
     };
+    Ok((o, norm))
+}
+
+fn encoder(batch_first: bool, norm: bool) -> Result<TransformerEncoder> {
+    let (o, norm) = stack_parts(batch_first, norm)?;
     TransformerEncoder::new(TransformerEncoderLayer::with_options(4, 2, o)?, 3, norm)
 }
 
 fn decoder(batch_first: bool, norm: bool) -> Result<TransformerDecoder> {
-    let o = layer_opts().batch_first(batch_first).layer_norm_eps(0.5);
-    let norm = if norm {
-        Some(LayerNorm::with_options(
-            vec![4],
-            LayerNormOptions::new().dtype(DType::F64),
-        )?)
-    } else {
-        None
-    };
+    let (o, norm) = stack_parts(batch_first, norm)?;
     TransformerDecoder::new(TransformerDecoderLayer::with_options(4, 2, o)?, 2, norm)
 }
 
@@ -787,8 +721,7 @@ fn encoder_and_decoder_stacks_match_pytorch() -> Result<()> {
     let m = encoder(false, true)?;
     assert_eq!(m.num_layers(), 3);
     let c = case("encoder_nomask");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let x = t(c, "x");
     check("encoder call", &m.call(&x)?, &c["out"]);
     check("encoder Forward::forward", &Forward::forward(&m, &x)?, &c["out"]);
@@ -803,8 +736,7 @@ fn encoder_and_decoder_stacks_match_pytorch() -> Result<()> {
     check("encoder forward_with kpm", &m.forward_with(&x, fo)?, &c["out"]);
     let m = encoder(true, false)?;
     let c = case("encoder_fmask_bf");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let mask = t(c, "mask");
     check(
         "encoder mask",
@@ -815,16 +747,14 @@ fn encoder_and_decoder_stacks_match_pytorch() -> Result<()> {
     let m = decoder(false, true)?;
     assert_eq!(m.num_layers(), 2);
     let c = case("decoder_fmask");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let (x, mem, tm, mm) = (t(c, "x"), t(c, "memory"), t(c, "tgt_mask"), t(c, "memory_mask"));
     let fo = DecoderForwardOptions::new().tgt_mask(&tm).memory_mask(&mm);
     check("decoder call_with", &m.call_with(&x, &mem, fo)?, &c["out"]);
     check("decoder forward_with", &m.forward_with(&x, &mem, fo)?, &c["out"]);
     let m = decoder(true, false)?;
     let c = case("decoder_bf_nonorm");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let (x, mem) = (t(c, "x"), t(c, "memory"));
     check("decoder call", &m.call(&x, &mem)?, &c["out"]);
     check("decoder forward", &m.forward(&x, &mem)?, &c["out"]);
@@ -847,8 +777,7 @@ fn stacks_detect_the_causal_mask_as_pytorch() -> Result<()> {
     let bool_causal = causal.isneginf()?;
     for batch_first in [false, true] {
         let m = encoder(batch_first, true)?;
-        load(&m, case("encoder_nomask"))?;
-        m.eval();
+        load_eval(&m, case("encoder_nomask"))?;
         // [S=5, N=2, E] or [N=2, S=5, E].
         let x = t(case("encoder_nomask"), "x");
         let x = if batch_first {
@@ -875,8 +804,7 @@ fn stacks_detect_the_causal_mask_as_pytorch() -> Result<()> {
             "bool causal mask, batch_first={batch_first}"
         );
         let m = decoder(batch_first, true)?;
-        load(&m, case("decoder_fmask"))?;
-        m.eval();
+        load_eval(&m, case("decoder_fmask"))?;
         let (tgt, mem) = (t(case("decoder_fmask"), "x"), t(case("decoder_fmask"), "memory"));
         let (tgt, mem) = if batch_first {
             (tgt.transpose(0, 1)?.contiguous()?, mem.transpose(0, 1)?.contiguous()?)
@@ -913,15 +841,13 @@ fn transformer_matches_pytorch() -> Result<()> {
     let m = transformer(layer_opts().batch_first(true))?;
     assert_eq!((m.d_model(), m.nhead()), (4, 2));
     let c = case("transformer_bf");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let (src, tgt) = (t(c, "src"), t(c, "tgt"));
     check("transformer call", &m.call(&src, &tgt)?, &c["out"]);
     check("transformer forward", &m.forward(&src, &tgt)?, &c["out"]);
     let m = transformer(layer_opts().activation(TransformerActivation::Gelu).norm_first(true))?;
     let c = case("transformer_masks");
-    load(&m, c)?;
-    m.eval();
+    load_eval(&m, c)?;
     let (src, tgt) = (t(c, "src"), t(c, "tgt"));
     let k = |key: &str| t(c, key);
     let (sm, tm, mm, sk, tk, mk) = (

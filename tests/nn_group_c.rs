@@ -30,90 +30,24 @@ use ferrotorch::nn::{
 use ferrotorch::{AvgPoolOptions, DType, Device, MaxPoolOptions, Padding, Result, Tensor, manual_seed};
 use serde_json::Value;
 
-/// Tests that seed and draw from the global generator run one at a time.
-static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+#[path = "support/nn_json.rs"]
+mod nn_json;
 
-fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
-    RNG.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use nn_json::{check, check_shape_dtype, err, floats, rng_lock, strings, tensor_of, values};
 
 fn data() -> &'static Value {
-    static DATA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    DATA.get_or_init(|| {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nn_data/group_c.json")).unwrap();
-        serde_json::from_str(&text).unwrap()
-    })
+    nn_json::data("group_c.json")
 }
 
-fn shape_of(v: &Value) -> Vec<usize> {
-    v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap() as usize)
-        .collect()
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap().to_string())
-        .collect()
-}
-
-fn dtype_of(name: &str) -> DType {
-    match name {
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        "int64" => DType::I64,
-        other => panic!("dtype {other}"),
-    }
-}
-
-/// The tensor a summary describes, in its dtype.
-fn tensor_of(v: &Value) -> Tensor {
-    let shape: Vec<i64> = shape_of(v).iter().map(|&d| d as i64).collect();
-    Tensor::from_slice(&floats(&v["data"]))
-        .to_dtype(dtype_of(v["dtype"].as_str().unwrap()))
-        .unwrap()
-        .reshape(shape)
-        .unwrap()
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(DType::F64).unwrap().reshape([-1]).unwrap().to_vec().unwrap()
-}
-
-/// Shape, dtype and every value bit for bit.
+/// Shape, dtype and every value bit for bit (`==`: `-0.0` matches `0.0`).
 fn check_exact(what: &str, got: &Tensor, want: &Value) {
-    assert_eq!(got.shape(), &shape_of(want)[..], "{what}: shape");
-    assert_eq!(
-        got.dtype().to_string(),
-        want["dtype"].as_str().unwrap(),
-        "{what}: dtype"
-    );
+    check_shape_dtype(what, got, want);
     assert_eq!(values(got), floats(&want["data"]), "{what}: values");
 }
 
 /// Shape, dtype and every value within `1e-5` (relative above 1).
 fn check_close(what: &str, got: &Tensor, want: &Value) {
-    assert_eq!(got.shape(), &shape_of(want)[..], "{what}: shape");
-    assert_eq!(
-        got.dtype().to_string(),
-        want["dtype"].as_str().unwrap(),
-        "{what}: dtype"
-    );
-    for (i, (a, b)) in values(got).iter().zip(floats(&want["data"])).enumerate() {
-        assert!(
-            (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-            "{what}[{i}]: {a} vs PyTorch's {b}"
-        );
-    }
+    check(what, got, want, 1e-5);
 }
 
 fn repr_of(key: &str) -> &'static str {
@@ -126,13 +60,6 @@ fn layer(key: &str) -> &'static Value {
 
 fn names<T>(v: Vec<(String, T)>) -> Vec<String> {
     v.into_iter().map(|(n, _)| n).collect()
-}
-
-fn err_text<T>(r: Result<T>) -> String {
-    match r {
-        Ok(_) => panic!("expected an error"),
-        Err(e) => e.to_string(),
-    }
 }
 
 #[test]
@@ -376,7 +303,7 @@ fn a_nested_model_names_orders_and_flags_as_pytorch() -> Result<()> {
     sd.remove("norm.bias");
     sd.insert("block.extra.weight", Tensor::zeros([1])?);
     sd.insert("norm.weight", Tensor::new([5.0f32, 6.0])?);
-    let strict = err_text(m.load_state_dict(&sd, true));
+    let strict = err(m.load_state_dict(&sd, true));
     for k in ["block.bn.running_var", "norm.bias", "block.extra.weight"] {
         assert!(strict.contains(k), "{strict}");
     }
@@ -631,10 +558,10 @@ fn hooks_are_counted_removed_one_by_one_and_copied() -> Result<()> {
     assert_eq!(values(&m.forward(&x)?), [4.0, -2.0]);
     pre.remove();
     let pre = m.register_forward_pre_hook(|_, a| Ok(Some(vec![a[0].clone(), a[0].clone()])))?;
-    assert!(err_text(m.forward(&x)).contains("Hooked"));
+    assert!(err(m.forward(&x)).contains("Hooked"));
     pre.remove();
     let post = m.register_forward_hook(|_, _, o| Ok(Some(vec![o[0].clone(), o[0].clone()])))?;
-    assert!(err_text(m.forward(&x)).contains("Hooked"));
+    assert!(err(m.forward(&x)).contains("Hooked"));
     post.remove();
 
     // Forward hooks see every tensor of an Option / Vec output and replace them in order.
@@ -1017,7 +944,7 @@ fn losses_match_pytorch_at_non_default_options() -> Result<()> {
     let h = HuberLoss::with_reduction(Reduction::None).delta(0.3);
     check_close("huber", &h.forward(&logits, &q)?, &c["huber_delta"]);
     // An error from the loss names the loss.
-    assert!(err_text(BCELoss::new().call(&p, &y.reshape([-1])?)).contains("BCELoss"));
+    assert!(err(BCELoss::new().call(&p, &y.reshape([-1])?)).contains("BCELoss"));
     Ok(())
 }
 
@@ -1028,12 +955,12 @@ fn layers_refuse_inputs_and_options_pytorch_refuses() -> Result<()> {
     assert!(c1.call(&Tensor::zeros([4, 5])?).is_ok());
     assert!(c1.call(&Tensor::zeros([1, 4, 5])?).is_ok());
     for bad in [vec![1usize, 3, 5], vec![3, 5], vec![5], vec![1, 1, 4, 5]] {
-        let e = err_text(c1.call(&Tensor::zeros(&bad[..])?));
+        let e = err(c1.call(&Tensor::zeros(&bad[..])?));
         assert!(e.contains("expected input [N, 4, L]") && e.contains(&c1.repr()), "{e}");
     }
     let c2 = Conv2d::new(2, 2, 1)?;
     assert!(c2.call(&Tensor::zeros([2, 3, 3])?).is_ok());
-    let e = err_text(c2.call(&Tensor::zeros([1, 3, 3, 3])?));
+    let e = err(c2.call(&Tensor::zeros([1, 3, 3, 3])?));
     assert!(e.contains("expected input [N, 2, H, W]"), "{e}");
     assert!(c2.call(&Tensor::zeros([3, 3])?).is_err());
     let t1 = ConvTranspose1d::new(3, 2, 2)?;
@@ -1056,7 +983,7 @@ fn layers_refuse_inputs_and_options_pytorch_refuses() -> Result<()> {
     assert!(GroupNorm::new(3, 4).is_err());
     let gn = GroupNorm::new(2, 4)?;
     assert!(gn.call(&Tensor::zeros([4])?).is_err());
-    let e = err_text(gn.call(&Tensor::zeros([2, 6, 3])?));
+    let e = err(gn.call(&Tensor::zeros([2, 6, 3])?));
     assert!(e.contains(&gn.repr()), "{e}");
     assert!(gn.call(&Tensor::zeros([2, 4])?).is_ok());
 
@@ -1064,11 +991,11 @@ fn layers_refuse_inputs_and_options_pytorch_refuses() -> Result<()> {
     assert!(bl.call(&Tensor::zeros([5, 2])?, &Tensor::zeros([5, 3])?).is_ok());
     assert!(bl.forward(&Tensor::zeros([2])?, &Tensor::zeros([3])?).is_ok());
     for (a, b) in [([5, 3], [5, 3]), ([5, 2], [5, 2]), ([5, 2], [4, 3])] {
-        let e = err_text(bl.call(&Tensor::zeros(a)?, &Tensor::zeros(b)?));
+        let e = err(bl.call(&Tensor::zeros(a)?, &Tensor::zeros(b)?));
         assert!(e.contains(&bl.repr()), "{e}");
         assert!(bl.forward(&Tensor::zeros(a)?, &Tensor::zeros(b)?).is_err());
     }
     let lin = Linear::new(3, 2)?;
-    assert!(err_text(lin.call(&Tensor::zeros([2, 2])?)).contains(&lin.repr()));
+    assert!(err(lin.call(&Tensor::zeros([2, 2])?)).contains(&lin.repr()));
     Ok(())
 }
