@@ -55,6 +55,27 @@ impl DType {
         }
     }
 
+    /// The C++ type name PyTorch's messages print for the dtype
+    /// (`caffe2::TypeMeta`'s names: `float`, `double`, `long int`,
+    /// `c10::Half`), as in "expected scalar type float but found double".
+    ///
+    /// ```
+    /// use ferrotorch_core::DType;
+    /// assert_eq!(DType::I64.cpp_type_name(), "long int");
+    /// ```
+    pub fn cpp_type_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "unsigned char",
+            DType::I32 => "int",
+            DType::I64 => "long int",
+            DType::F16 => "c10::Half",
+            DType::BF16 => "c10::BFloat16",
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
+
     /// Bytes per element (`torch.Tensor.element_size()`).
     pub const fn element_size(self) -> usize {
         match self {

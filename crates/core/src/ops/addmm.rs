@@ -50,20 +50,6 @@ fn name(dt: DType) -> &'static str {
     dt.scalar_type_name()
 }
 
-/// The type name `baddbmm`'s dtype message prints (C++'s `TypeMeta` names).
-fn meta_name(dt: DType) -> &'static str {
-    match dt {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::I64 => "long int",
-        DType::I32 => "int",
-        DType::U8 => "unsigned char",
-        DType::Bool => "bool",
-    }
-}
-
 impl AddProduct {
     fn op(&self) -> &'static str {
         self.entry().base_name()
@@ -216,9 +202,9 @@ impl AddProduct {
                 if di != da {
                     return mismatch(format!(
                         "Input dtypes must be the same, got: input {}, batch1: {}, batch2: {}",
-                        meta_name(di),
-                        meta_name(da),
-                        meta_name(db)
+                        di.cpp_type_name(),
+                        da.cpp_type_name(),
+                        db.cpp_type_name()
                     ));
                 }
                 if db != da {

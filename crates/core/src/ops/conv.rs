@@ -62,20 +62,6 @@ pub struct Convolution {
     pub params: ConvParams,
 }
 
-/// The C++ name PyTorch's `Input type (...)` messages print for a dtype.
-fn cpp_type(dt: DType) -> &'static str {
-    match dt {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::I64 => "long int",
-        DType::I32 => "int",
-        DType::U8 => "unsigned char",
-        DType::Bool => "bool",
-    }
-}
-
 /// Validates a convolution's arguments and returns its output shape, with
 /// PyTorch's checks and messages (`check_shape_forward` and the transposed
 /// kernels' shape checks).
@@ -128,8 +114,8 @@ pub(crate) fn conv_output_shape(p: &ConvParams, x: &Tensor, w: &Tensor, bias: Op
             op: OP,
             detail: format!(
                 "Input type ({}) and bias type ({}) should be the same",
-                cpp_type(x.dtype()),
-                cpp_type(b.dtype())
+                x.dtype().cpp_type_name(),
+                b.dtype().cpp_type_name()
             ),
         });
     }

@@ -47,9 +47,9 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &S
             OP,
             format!(
                 "Expected query, key, and value to have the same dtype, but got query.dtype: {} key.dtype: {} and value.dtype: {} instead.",
-                meta_name(q.dtype()),
-                meta_name(k.dtype()),
-                meta_name(v.dtype())
+                q.dtype().cpp_type_name(),
+                k.dtype().cpp_type_name(),
+                v.dtype().cpp_type_name()
             ),
         ));
     }
@@ -125,20 +125,6 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &S
         attn = super::dropout(&attn, opts.dropout_p, true)?;
     }
     attn.matmul(v)
-}
-
-/// The dtype name PyTorch's message prints (C++'s `TypeMeta` names).
-fn meta_name(dt: DType) -> &'static str {
-    match dt {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::I64 => "long int",
-        DType::I32 => "int",
-        DType::U8 => "unsigned char",
-        DType::Bool => "bool",
-    }
 }
 
 /// PyTorch's result for an empty query or key sequence, whatever the

@@ -37,21 +37,6 @@ pub(crate) fn fmt_g(v: f64) -> String {
     }
 }
 
-/// The C++ type name PyTorch prints for a dtype in `random_`'s and
-/// `cauchy_`'s messages (`caffe2::TypeMeta`: `float`, `long int`, ...).
-pub(crate) fn type_meta_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Bool => "bool",
-        DType::U8 => "unsigned char",
-        DType::I32 => "int",
-        DType::I64 => "long int",
-        DType::F16 => "c10::Half",
-        DType::BF16 => "c10::BFloat16",
-        DType::F32 => "float",
-        DType::F64 => "double",
-    }
-}
-
 /// PyTorch's "`\"kernel\" not implemented for 'Long'`" error.
 pub(crate) fn not_implemented(op: &'static str, kernel: &str, dtype: DType) -> Error {
     Error::dtype(
@@ -157,7 +142,7 @@ pub(crate) fn check_distribution(dist: &Distribution, dtype: DType, numel: usize
                     format!(
                         "Cauchy distribution is a continuous probability distribution. dtype must be a floating \
                          point but you specified {}",
-                        type_meta_name(dtype)
+                        dtype.cpp_type_name()
                     ),
                 ));
             }
@@ -185,7 +170,7 @@ fn check_uniform(from: f64, to: f64, dtype: DType) -> Result<()> {
         return Err(not_implemented("uniform_", "check_uniform_bounds", dtype));
     }
     let max = float_max(dtype);
-    let name = type_meta_name(dtype);
+    let name = dtype.cpp_type_name();
     if !(from >= -max && from <= max) {
         return Err(Error::invalid("uniform_", format!("from is out of bounds for {name}")));
     }
@@ -288,7 +273,7 @@ fn check_in_range(from: i64, to_inc: i64, dtype: DType) -> Result<()> {
         DType::I64 => (i64::MIN as f64, i64::MAX as f64),
         d => (-float_max(d), float_max(d)),
     };
-    let name = type_meta_name(dtype);
+    let name = dtype.cpp_type_name();
     // In f64 for float dtypes, as PyTorch compares; integers exactly.
     let inside = |v: i64| {
         if dtype.is_floating_point() {
