@@ -360,6 +360,40 @@ impl Dataset for KillsItsWorker {
     }
 }
 
+/// With persistent workers, the epoch after a worker thread died goes on
+/// with the living ones; the dead worker's batches are errors in place.
+#[test]
+fn persistent_workers_go_on_without_a_dead_one() {
+    let loader = DataLoader::builder(KillsItsWorker)
+        .batch_size(1)
+        .num_workers(2)
+        .persistent_workers(true)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    // Worker 0 dies on batch 0: that epoch ends with the error.
+    let first: Vec<Result<Tensor>> = loader.iter().unwrap().collect();
+    assert_eq!(first.len(), 1);
+    assert!(matches!(first[0], Err(DataError::Worker { worker: 0, .. })));
+    // The next epoch still has worker 1: its batches (1 and 3) arrive, and
+    // the batches of the dead worker are errors in their place.
+    let second: Vec<Result<Tensor>> = loader.iter().unwrap().collect();
+    assert_eq!(second.len(), 4);
+    for (k, r) in second.iter().enumerate() {
+        match r {
+            Ok(t) => {
+                assert_eq!(k % 2, 1);
+                assert_eq!(t.to_vec::<i64>().unwrap(), [k as i64]);
+            }
+            Err(DataError::Worker { worker: 0, detail }) => {
+                assert_eq!(k % 2, 0);
+                assert_eq!(detail, "the thread has stopped");
+            }
+            Err(e) => panic!("batch {k}: {e}"),
+        }
+    }
+}
+
 #[test]
 fn a_worker_thread_that_dies_is_an_error_not_a_hang() {
     // Worker 0 (batch 0) dies; worker 1 lives on, so the result channel

@@ -15,7 +15,7 @@ use ferrotorch_core::Tensor;
 use ferrotorch_data::datasets::MNIST;
 use ferrotorch_data::transforms::{Compose, Normalize, ToTensor, Transform};
 use ferrotorch_data::{
-    BatchSampler, CollateFn, ConcatDataset, DataError, DataLoader, Dataset, DefaultCollate, ItemIter, IterableDataset,
+    BatchSampler, CollateFn, ConcatDataset, DataLoader, Dataset, DefaultCollate, ItemIter, IterableDataset,
     RandomSampler, Result, Sampler, SubsetRandomSampler, TensorDataset, WeightedRandomSampler, get_worker_info,
     random_split_fractions,
 };
@@ -354,63 +354,6 @@ fn dropping_the_iterator_stops_a_worker_mid_batch() {
         after,
         "workers still loading after the drop"
     );
-}
-
-/// A panic payload whose drop panics too: the worker that catches it dies.
-struct Bomb;
-
-impl Drop for Bomb {
-    fn drop(&mut self) {
-        panic!("the panic payload's drop panics");
-    }
-}
-
-/// Item `i` is `i`, but loading item 0 kills the worker's thread.
-struct KillsItsWorker;
-
-impl Dataset for KillsItsWorker {
-    type Item = i64;
-    fn len(&self) -> usize {
-        4
-    }
-    fn get(&self, index: usize) -> Result<i64> {
-        if index == 0 {
-            std::panic::panic_any(Bomb);
-        }
-        Ok(index as i64)
-    }
-}
-
-#[test]
-fn persistent_workers_go_on_without_a_dead_one() {
-    let loader = DataLoader::builder(KillsItsWorker)
-        .batch_size(1)
-        .num_workers(2)
-        .persistent_workers(true)
-        .timeout(LIMIT)
-        .build()
-        .unwrap();
-    // Worker 0 dies on batch 0: that epoch ends with the error.
-    let first: Vec<Result<Tensor>> = loader.iter().unwrap().collect();
-    assert_eq!(first.len(), 1);
-    assert!(matches!(first[0], Err(DataError::Worker { worker: 0, .. })));
-    // The next epoch still has worker 1: its batches (1 and 3) arrive, and
-    // the batches of the dead worker are errors in their place.
-    let second: Vec<Result<Tensor>> = loader.iter().unwrap().collect();
-    assert_eq!(second.len(), 4);
-    for (k, r) in second.iter().enumerate() {
-        match r {
-            Ok(t) => {
-                assert_eq!(k % 2, 1);
-                assert_eq!(t.to_vec::<i64>().unwrap(), [k as i64]);
-            }
-            Err(DataError::Worker { worker: 0, detail }) => {
-                assert_eq!(k % 2, 0);
-                assert_eq!(detail, "the thread has stopped");
-            }
-            Err(e) => panic!("batch {k}: {e}"),
-        }
-    }
 }
 
 #[test]
