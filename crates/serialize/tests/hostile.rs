@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{Cursor, Write};
+use std::io::Cursor;
 
 use ferrotorch_serialize::{
     Error, Item, Key, LoadOptions, inspect_bytes, load_from_bytes, load_safetensors_from_bytes,
@@ -14,19 +14,7 @@ use ferrotorch_serialize::{
 };
 use proptest::prelude::*;
 
-/// A torch.save-like zip archive with `pkl` as `archive/data.pkl` and the
-/// given storage entries (`archive/data/<key>`).
-fn pt(pkl: &[u8], entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut z = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-    z.start_file("archive/data.pkl", opts).unwrap();
-    z.write_all(pkl).unwrap();
-    for (k, b) in entries {
-        z.start_file(format!("archive/data/{k}"), opts).unwrap();
-        z.write_all(b).unwrap();
-    }
-    z.finish().unwrap().into_inner()
-}
+use common::pt;
 
 /// `_rebuild_tensor_v2` of storage `key` (`ty`, `numel` elements) with the
 /// given offset, size and stride, as protocol-2 opcodes.

@@ -6,6 +6,8 @@
 //! dtype, views with offsets and strides, parameters and a state dict with
 //! its `_metadata`; and the exact errors of malformed input.
 
+mod common;
+
 use std::io::{Cursor, Read, Write};
 use std::path::PathBuf;
 
@@ -30,18 +32,7 @@ fn unhex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-/// A torch.save-like archive with `pkl` as `archive/data.pkl`.
-fn pt(pkl: &[u8], entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut z = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-    z.start_file("archive/data.pkl", opts).unwrap();
-    z.write_all(pkl).unwrap();
-    for (k, b) in entries {
-        z.start_file(format!("archive/data/{k}"), opts).unwrap();
-        z.write_all(b).unwrap();
-    }
-    z.finish().unwrap().into_inner()
-}
+use common::pt;
 
 /// The `data.pkl` entry of an archive.
 fn data_pkl(archive: &[u8]) -> Vec<u8> {

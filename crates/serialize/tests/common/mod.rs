@@ -64,3 +64,17 @@ pub fn assert_tensor_eq(what: &str, got: &Tensor, want: &Tensor) {
         );
     }
 }
+
+/// A torch.save-like zip archive with `pkl` as `archive/data.pkl` and the
+/// given storage entries (`archive/data/<key>`).
+pub fn pt(pkl: &[u8], entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    z.start_file("archive/data.pkl", opts).unwrap();
+    std::io::Write::write_all(&mut z, pkl).unwrap();
+    for (k, b) in entries {
+        z.start_file(format!("archive/data/{k}"), opts).unwrap();
+        std::io::Write::write_all(&mut z, b).unwrap();
+    }
+    z.finish().unwrap().into_inner()
+}
