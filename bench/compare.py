@@ -8,7 +8,7 @@ interleave.py alternating the two sides' blocks; should a file hold a figure
 several times (rounds appended by hand), each side keeps its fastest. For
 sgemm figures the GFLOP/s and the share of the machine's fp32 peak are shown
 too: threads x one core's measured FMA peak from peak.tsv (`ferrotorch-bench
---peak`), else threads x nominal GHz x flop per cycle (64 with AVX-512, 32
+--peak`, which also names the CPU, printed above the table), else threads x nominal GHz x flop per cycle (64 with AVX-512, 32
 with AVX2 + FMA). For embed_*_bN figures the sentences per second are shown.
 """
 import re
@@ -20,9 +20,22 @@ def load(path):
     for line in open(path):
         parts = line.strip().split("\t")
         if len(parts) == 3:
-            key, value = (parts[0], int(parts[1])), float(parts[2])
+            try:
+                key, value = (parts[0], int(parts[1])), float(parts[2])
+            except ValueError:
+                continue
             out[key] = min(out.get(key, value), value)
     return out
+
+
+def cpu_name(path):
+    """The `cpu` line of peak.tsv (`ferrotorch-bench --peak`): the CPU's
+    brand string, family, model and microarchitecture from cpuid."""
+    for line in open(path):
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) == 3 and parts[0] == "cpu":
+            return parts[2]
+    return None
 
 
 def cpu_flags():
@@ -61,6 +74,9 @@ def main():
     paired = load(sys.argv[4]) if len(sys.argv) > 4 else {}
     peak_per_thread = measured or nominal_peak_per_thread()
     peak_kind = "measured FMA peak" if measured else "nominal peak"
+    cpu = cpu_name(sys.argv[3]) if len(sys.argv) > 3 else None
+    if cpu:
+        print(f"CPU: {cpu}\n")
     print("| figure | threads | ours | PyTorch | ratio | note |")
     print("|---|---|---|---|---|---|")
     for key in sorted(ours, key=lambda k: (list(ours).index(k),)):

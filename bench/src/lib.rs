@@ -3,6 +3,7 @@
 
 use ferrotorch::{Result, Tensor};
 
+pub mod cpu_report;
 pub mod embed;
 pub mod peak;
 pub mod train_steps;

@@ -350,6 +350,12 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
     };
     if args.iter().any(|a| a == "--peak") {
         println!("fma_peak_gflops\t1\t{:.3}", ferrotorch_bench::peak::fma_peak_gflops());
+        let cpu = ferrotorch_bench::cpu_report::cpu_line(ferrotorch::backend::cpu::cpu_info::cpu_info());
+        println!("cpu\t1\t{cpu}");
+        return Ok(());
+    }
+    if args.iter().any(|a| a == "--cpu") {
+        ferrotorch_bench::cpu_report::report()?;
         return Ok(());
     }
     let threads: usize = arg("--threads").and_then(|s| s.parse().ok()).unwrap_or(1);

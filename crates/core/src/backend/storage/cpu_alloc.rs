@@ -103,7 +103,7 @@ const HUGE_MIN: usize = 4 << 20;
 
 /// Asks for transparent huge pages over the whole pages of a block (fewer
 /// TLB misses when streaming through it; a no-op where THP is off).
-fn advise_huge_pages(ptr: *mut u8, len: usize) {
+pub(crate) fn advise_huge_pages(ptr: *mut u8, len: usize) {
     #[cfg(target_os = "linux")]
     {
         let start = (ptr as usize).next_multiple_of(PAGE);

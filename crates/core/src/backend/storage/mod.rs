@@ -12,7 +12,7 @@ pub use cpu_alloc::{
     CpuBuffer, MemoryStats, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated, memory_reserved,
     memory_stats, reset_peak_memory_stats,
 };
-pub(crate) use cpu_alloc::{set_thread_memory_tracing, thread_traced_bytes};
+pub(crate) use cpu_alloc::{advise_huge_pages, set_thread_memory_tracing, thread_traced_bytes};
 
 use crate::{DType, Device, Error, Result};
 

@@ -1,32 +1,25 @@
 //! The BLIS loop order: each B micro-panel stays in L1 while the A
 //! micro-panels of a row block stream past it from L2.
 //!
-//! For each column block of about `NC` columns and each depth block of `KC`,
+//! For each column block of `nc` columns and each depth block of `kc` (`plan.rs`),
 //! the block's B panels are packed once, for all threads (each packs a
 //! share), into a buffer that stays in the shared L3. Then the threads split
 //! the block's tiles of C evenly in row-panel-major order (a row panel may
 //! be shared by two threads; or they split the block's columns when there
 //! are fewer row panels than threads): each packs `MC` rows of A at a time
-//! (they stay in L2) and, for every B panel of the block, runs the
+//! (`mc` rows, in L2) and, for every B panel of the block, runs the
 //! micro-kernel down those rows.
 //!
 //! Per step of the micro-kernel this reads `MR` values of A from L2 and `NR`
 //! of B from L1, against `NR` from L2 in the other order (`gemm_with`): with
 //! a tall-narrow register tile (AVX2's 6 x 16) that is the order that keeps
 //! the FMA units fed. The inner dimension is never split and every output
-//! element accumulates its `KC` blocks in order, as in the other order, so
+//! element accumulates its `kc` blocks in order, as in the other order, so
 //! the bits are the same for any number of threads and in both orders.
 
 use super::kernels::MicroKernel;
-use super::{BSrc, EDGE, Mat, OutPtr, Scratch, blocking, pack_a_panels, tile, tile_bias};
+use super::{BSrc, EDGE, Mat, OutPtr, Scratch, pack_a_panels, plan, tile, tile_bias};
 use crate::cpu::warm::par_for_each;
-
-/// Depth of one packed block (a `KC x NR` B panel stays in L1).
-const KC: usize = 256;
-/// Columns of a packed B block (`KC x NC`, in L3).
-const NC: usize = 4080;
-/// Rows of a packed A block (`MC x KC`, in L2).
-const MC: usize = 144;
 
 /// The `t`-th of `parts` near-equal shares of `0..len`.
 fn share(t: usize, parts: usize, len: usize) -> (usize, usize) {
@@ -43,8 +36,8 @@ fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
 }
 
 /// `C = A * B` (`m x k` times `k x n`, `k > 0`) into `c` with row stride `ldc`
-/// (`C += A * B` with `acc`), in the BLIS loop order; `parallel` allows the
-/// pool's threads.
+/// (`C += A * B` with `acc`), in the BLIS loop order with `blocking`;
+/// `parallel` allows the pool's threads.
 ///
 /// # Safety
 /// As `gemm_with`.
@@ -60,12 +53,17 @@ pub(super) unsafe fn gemm<T, K>(
     parallel: bool,
     acc: bool,
     bias: Option<Mat<T>>,
+    blocking: plan::Blocking,
 ) where
     T: Copy + Default + Send + Sync + super::BiasAdd,
     K: MicroKernel<T>,
 {
     let (mr, nr) = (K::MR, K::NR);
-    let (kc_blk, nc_blk, mc_blk) = blocking((KC, NC, MC));
+    let plan::Blocking {
+        kc: kc_blk,
+        nc: nc_blk,
+        mc: mc_blk,
+    } = blocking;
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
     let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
     let (nc_panels, mc_panels) = ((nc_blk / nr).max(1), (mc_blk / mr).max(1));

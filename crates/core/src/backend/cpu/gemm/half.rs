@@ -129,7 +129,18 @@ pub(crate) unsafe fn half_gemm<S: Half>(
         }
         #[cfg(target_arch = "x86_64")]
         match isa() {
-            Isa::Avx512 => return gemm::<S, Widen<super::kernels::Avx512F32>>(m, n, k, a, b, c, ldc, parallel),
+            Isa::Avx512 => {
+                use super::kernels::{Avx512F32, Avx512F32R8, Avx512F32W48, Avx512F32W64};
+                use super::plan::Tile;
+                // The f32 product's tile for the shape (the depth blocking is
+                // Widen's own, so every tile gives the same bits).
+                return match super::plan::f32_tile(m, n) {
+                    Tile::R12C32 => gemm::<S, Widen<Avx512F32>>(m, n, k, a, b, c, ldc, parallel),
+                    Tile::R8C32 => gemm::<S, Widen<Avx512F32R8>>(m, n, k, a, b, c, ldc, parallel),
+                    Tile::R8C48 => gemm::<S, Widen<Avx512F32W48>>(m, n, k, a, b, c, ldc, parallel),
+                    Tile::R6C64 => gemm::<S, Widen<Avx512F32W64>>(m, n, k, a, b, c, ldc, parallel),
+                };
+            }
             Isa::Avx2 => return gemm::<S, Widen<super::kernels::Avx2F32>>(m, n, k, a, b, c, ldc, parallel),
             Isa::Baseline => {}
         }
@@ -265,7 +276,7 @@ pub(crate) unsafe fn gemm<S: Half, K: HalfKernel<S>>(
     }
 }
 
-/// Size of the partial-tile scratch (the largest `MR x NR`).
+/// Size of the partial-tile scratch (the largest `MR x NR`: 12 x 32 = 8 x 48 = 6 x 64).
 const EDGE: usize = 12 * 32;
 
 /// An f32 micro-kernel `K` fed with half-precision operands converted to
@@ -469,6 +480,8 @@ pub(in crate::backend::cpu::gemm) mod tests {
             if std::arch::is_x86_feature_detected!("avx512f") {
                 check_kernel::<bf16, Widen<Avx512F32>>();
                 check_kernel::<f16, Widen<Avx512F32>>();
+                check_kernel::<bf16, Widen<super::super::kernels::Avx512F32W64>>();
+                check_kernel::<f16, Widen<super::super::kernels::Avx512F32W48>>();
             } else {
                 eprintln!("SKIPPED: this CPU has no AVX-512F; the AVX-512 widening kernel is not tested here");
             }

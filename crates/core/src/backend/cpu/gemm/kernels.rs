@@ -42,7 +42,8 @@ macro_rules! packer {
 packer!(Generic, f32, 4, 8);
 packer!(Generic, f64, 4, 8);
 #[cfg(target_arch = "x86_64")]
-impl<const R: usize> Packer<f32> for Avx512F32Rows<R> {
+impl<const R: usize, const V: usize> Packer<f32> for Avx512F32Tile<R, V> {
+    // The tiles are 32, 48 or 64 columns wide (V = 2, 3, 4: the kernels' aliases).
     unsafe fn pack_a(a: super::Mat<f32>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32) {
         if rows == R && a.cs == 1 {
             // SAFETY: R rows of kc elements are inside A; dst holds R * kc.
@@ -56,17 +57,29 @@ impl<const R: usize> Packer<f32> for Avx512F32Rows<R> {
         if b.rs == 1 && b.cs != 1 {
             // Column-major B (a transposed view): transpose 16 columns at a time.
             // SAFETY: the AVX-512 kernel is only chosen on CPUs with AVX-512F.
-            return unsafe { pack_b_transposed::<32, 16>(b, p0, kc, n, pj0, pj1, dst, x86::pack_rows_f32_16) };
+            return unsafe {
+                match V {
+                    2 => pack_b_transposed::<32, 16>(b, p0, kc, n, pj0, pj1, dst, x86::pack_rows_f32_16),
+                    3 => pack_b_transposed::<48, 16>(b, p0, kc, n, pj0, pj1, dst, x86::pack_rows_f32_16),
+                    _ => pack_b_transposed::<64, 16>(b, p0, kc, n, pj0, pj1, dst, x86::pack_rows_f32_16),
+                }
+            };
         }
-        if b.cs == 1 && n >= pj1 * 32 {
-            // Row-major B, full panels only: 32 contiguous values per row and panel.
-            // SAFETY: rows p0..p0 + kc and columns up to pj1 * 32 are inside B;
-            // dst holds 32 * kc values per panel.
-            unsafe { x86::pack_b_f32_32(b.ptr.add(p0 * b.rs), b.rs, kc, pj0, pj1, dst) };
+        if b.cs == 1 && n >= pj1 * 16 * V {
+            // Row-major B, full panels only: 16 V contiguous values per row and panel.
+            // SAFETY: rows p0..p0 + kc and columns up to pj1 * 16 V are inside B;
+            // dst holds 16 V * kc values per panel.
+            unsafe { x86::pack_b_f32_rows::<V>(b.ptr.add(p0 * b.rs), b.rs, kc, pj0, pj1, dst) };
             return;
         }
         // SAFETY: this method's contract, forwarded.
-        unsafe { super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj0, pj1, dst) }
+        unsafe {
+            match V {
+                2 => super::pack_b_panels::<f32, 32>(b, p0, kc, n, pj0, pj1, dst),
+                3 => super::pack_b_panels::<f32, 48>(b, p0, kc, n, pj0, pj1, dst),
+                _ => super::pack_b_panels::<f32, 64>(b, p0, kc, n, pj0, pj1, dst),
+            }
+        }
     }
 }
 #[cfg(target_arch = "x86_64")]
@@ -147,6 +160,10 @@ pub(crate) trait MicroKernel<T>: Packer<T> + Sync {
     const MR: usize;
     /// Columns of the register tile.
     const NR: usize;
+    /// The tile rows the depth blocking is derived from (`plan::blocking`):
+    /// the family's main tile's, so that a kernel's variants block alike
+    /// and give the same bits.
+    const DEPTH_MR: usize = Self::MR;
     /// Whether the kernel runs in the BLIS loop order (`b_resident.rs`: a B
     /// panel in L1, A streaming from L2) rather than with an A panel in L1
     /// and B streaming from L2 (`gemm_with`). Chosen per kernel by measurement.
@@ -266,26 +283,40 @@ mod x86 {
         }
     }
 
-    /// AVX-512 f32: `R x 32` tiles (`2 R` zmm accumulators), `R` at most 12.
-    pub(crate) struct Avx512F32Rows<const R: usize>;
+    /// AVX-512 f32: `R x 16 V` tiles (`R V` zmm accumulators, at most 28).
+    /// Every element's FMA chain over `k` is the same whatever the tile, so
+    /// are the bits: the tile is chosen per CPU and per product for speed only.
+    pub(crate) struct Avx512F32Tile<const R: usize, const V: usize>;
 
-    /// The AVX-512 f32 kernel: 12 x 32 tiles.
-    pub(crate) type Avx512F32 = Avx512F32Rows<12>;
+    /// The AVX-512 f32 kernel for CPUs issuing one 512-bit FMA per cycle
+    /// (AMD Zen 4): 12 x 32 tiles.
+    pub(crate) type Avx512F32 = Avx512F32Tile<12, 2>;
 
-    /// The AVX-512 f32 kernel for products whose rows fill 8-row tiles
+    /// The 12 x 32 kernel's variant for products whose rows fill 8-row tiles
     /// better than 12-row ones (64 rows: 8 tiles, not 6 with a third of the
-    /// last one idle); each element's FMA chain is the same, so are the bits.
-    pub(crate) type Avx512F32R8 = Avx512F32Rows<8>;
+    /// last one idle).
+    pub(crate) type Avx512F32R8 = Avx512F32Tile<8, 2>;
 
-    impl<const R: usize> MicroKernel<f32> for Avx512F32Rows<R> {
+    /// The AVX-512 f32 kernel for CPUs issuing two 512-bit FMAs per cycle
+    /// (Intel Xeon since Skylake-SP, AMD Zen 5): 6 x 64 tiles, 10 loads per
+    /// 24 FMAs against the 12 x 32 tile's 14, which starve the second FMA port.
+    pub(crate) type Avx512F32W64 = Avx512F32Tile<6, 4>;
+
+    /// The two-FMA-port kernel's variant for products whose columns fill
+    /// 48-column tiles better than 64-column ones (96 columns: two full
+    /// tiles, against two 64-column ones a quarter idle): 8 x 48 tiles.
+    pub(crate) type Avx512F32W48 = Avx512F32Tile<8, 3>;
+
+    impl<const R: usize, const V: usize> MicroKernel<f32> for Avx512F32Tile<R, V> {
         const MR: usize = R;
-        const NR: usize = 32;
-        // Measured on an AVX-512 Xeon: 94-97% of peak with the A panel in L1.
+        const NR: usize = 16 * V;
+        const DEPTH_MR: usize = super::super::plan::Tile::depth_mr(16 * V);
+        // Measured on AVX-512 Xeons and Zen 4: 94-97% of peak with the A panel in L1.
         const B_RESIDENT: bool = false;
         const IN_PLACE: bool = true;
         unsafe fn run(kc: usize, a: *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32::<false, R>(kc, (a, 1, R), (b, 32), c, ldc, accumulate) }
+            unsafe { avx512_f32::<false, R, V>(kc, (a, 1, R), (b, 16 * V), c, ldc, accumulate) }
         }
         unsafe fn run_strided(
             kc: usize,
@@ -296,16 +327,16 @@ mod x86 {
             accumulate: bool,
         ) {
             // SAFETY: forwarded contract.
-            unsafe { avx512_f32::<true, R>(kc, (a.ptr, a.rs, a.cs), b, c, ldc, accumulate) }
+            unsafe { avx512_f32::<true, R, V>(kc, (a.ptr, a.rs, a.cs), b, c, ldc, accumulate) }
         }
     }
 
-    /// The `R x 32` tile over `kc` steps: A's row `i`, step `p` at
-    /// `a + i * ra + p * ca` and B's rows of 32 values `ldb` apart (`(1,
-    /// R)` and 32 in packed panels; `STRIDED` for panels read in place,
-    /// whose next B rows are prefetched instead of the packed stream's).
+    /// The `R x 16 V` tile over `kc` steps: A's row `i`, step `p` at
+    /// `a + i * ra + p * ca` and B's rows of `16 V` values `ldb` apart (`(1,
+    /// R)` and `16 V` in packed panels; `STRIDED` for panels read in place).
+    /// Each step prefetches the B rows 8 steps ahead, every cache line of them.
     #[target_feature(enable = "avx512f")]
-    unsafe fn avx512_f32<const STRIDED: bool, const R: usize>(
+    unsafe fn avx512_f32<const STRIDED: bool, const R: usize, const V: usize>(
         kc: usize,
         (a, ra, ca): (*const f32, usize, usize),
         (b, ldb): (*const f32, usize),
@@ -313,56 +344,50 @@ mod x86 {
         ldc: usize,
         accumulate: bool,
     ) {
-        let (ra, ca, ldb) = if STRIDED { (ra, ca, ldb) } else { (1, R, 32) };
+        let (ra, ca, ldb) = if STRIDED { (ra, ca, ldb) } else { (1, R, 16 * V) };
         // SAFETY: the caller upholds this function's contract (`a` holds R rows by kc steps at those strides, `b`
-        // kc rows of 32 values `ldb` apart, `c` the R x 32 tile with row stride `ldc`) and the target feature was
-        // detected at runtime. The prefetches only hint (they never fault).
+        // kc rows of 16 V values `ldb` apart, `c` the R x 16 V tile with row stride `ldc`) and the target feature
+        // was detected at runtime. The prefetches only hint (they never fault).
         unsafe {
             for i in 0..R {
-                _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc) as *const i8);
-                _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + 16) as *const i8);
-            }
-            let mut acc = [[_mm512_setzero_ps(); 2]; R];
-            let (mut a, mut b) = (a, b);
-            // Two k steps per iteration (fewer loop uops per FMA); same FMA order.
-            for _ in 0..kc / 2 {
-                if STRIDED {
-                    let ahead = b.wrapping_add(8 * ldb);
-                    _mm_prefetch::<_MM_HINT_T0>(ahead as *const i8);
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(31) as *const i8);
-                } else {
-                    _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(512) as *const i8);
+                for v in 0..V {
+                    _mm_prefetch::<_MM_HINT_T0>(c.add(i * ldc + 16 * v) as *const i8);
                 }
-                for s in 0..2 {
-                    let b0 = _mm512_loadu_ps(b.add(ldb * s));
-                    let b1 = _mm512_loadu_ps(b.add(ldb * s + 16));
-                    for (i, row) in acc.iter_mut().enumerate() {
-                        let ai = _mm512_set1_ps(*a.add(ca * s + i * ra));
-                        row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
-                        row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
+            }
+            let mut acc = [[_mm512_setzero_ps(); V]; R];
+            let (mut a, mut b) = (a, b);
+            let step = |acc: &mut [[__m512; V]; R], a: *const f32, b: *const f32| {
+                let ahead = b.wrapping_add(8 * ldb);
+                for v in 0..V {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16 * v) as *const i8);
+                }
+                let bv: [__m512; V] = std::array::from_fn(|v| _mm512_loadu_ps(b.add(16 * v)));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm512_set1_ps(*a.add(i * ra));
+                    for (x, bx) in row.iter_mut().zip(&bv) {
+                        *x = _mm512_fmadd_ps(ai, *bx, *x);
                     }
                 }
+            };
+            // Two k steps per iteration (fewer loop uops per FMA); same FMA order.
+            for _ in 0..kc / 2 {
+                step(&mut acc, a, b);
+                step(&mut acc, a.wrapping_add(ca), b.wrapping_add(ldb));
                 a = a.wrapping_add(2 * ca);
                 b = b.wrapping_add(2 * ldb);
             }
             if kc % 2 == 1 {
-                let b0 = _mm512_loadu_ps(b);
-                let b1 = _mm512_loadu_ps(b.add(16));
-                for (i, row) in acc.iter_mut().enumerate() {
-                    let ai = _mm512_set1_ps(*a.add(i * ra));
-                    row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
-                    row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
-                }
+                step(&mut acc, a, b);
             }
             for (i, row) in acc.iter().enumerate() {
                 let cp = c.add(i * ldc);
-                let (mut v0, mut v1) = (row[0], row[1]);
-                if accumulate {
-                    v0 = _mm512_add_ps(v0, _mm512_loadu_ps(cp));
-                    v1 = _mm512_add_ps(v1, _mm512_loadu_ps(cp.add(16)));
+                for (v, x) in row.iter().enumerate() {
+                    let mut x = *x;
+                    if accumulate {
+                        x = _mm512_add_ps(x, _mm512_loadu_ps(cp.add(16 * v)));
+                    }
+                    _mm512_storeu_ps(cp.add(16 * v), x);
                 }
-                _mm512_storeu_ps(cp, v0);
-                _mm512_storeu_ps(cp.add(16), v1);
             }
         }
     }
@@ -396,23 +421,32 @@ mod x86 {
         }
     }
 
-    /// Packs the 32-column panels `[pj0, pj1)` of `kc` rows of a row-major B
-    /// (`ldb` apart), panel `pj0` first:
-    /// `dst[(pj - pj0) * 32 * kc + p * 32 + j] = b[p * ldb + pj * 32 + j]`.
+    /// Packs the `16 V`-column panels `[pj0, pj1)` of `kc` rows of a
+    /// row-major B (`ldb` apart), panel `pj0` first:
+    /// `dst[(pj - pj0) * 16 V * kc + p * 16 V + j] = b[p * ldb + pj * 16 V + j]`.
     ///
     /// # Safety
     /// The rows and panels are readable, `dst` is writable for the panels, AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(crate) unsafe fn pack_b_f32_32(b: *const f32, ldb: usize, kc: usize, pj0: usize, pj1: usize, dst: *mut f32) {
+    pub(crate) unsafe fn pack_b_f32_rows<const V: usize>(
+        b: *const f32,
+        ldb: usize,
+        kc: usize,
+        pj0: usize,
+        pj1: usize,
+        dst: *mut f32,
+    ) {
+        let nr = 16 * V;
         // SAFETY: this function's contract: kc readable rows `ldb` apart covering panels [pj0, pj1), `dst` writable
         // for those panels, AVX-512F present.
         unsafe {
             for p in 0..kc {
                 let row = b.add(p * ldb);
                 for pj in pj0..pj1 {
-                    let out = dst.add((pj - pj0) * 32 * kc + p * 32);
-                    _mm512_storeu_ps(out, _mm512_loadu_ps(row.add(pj * 32)));
-                    _mm512_storeu_ps(out.add(16), _mm512_loadu_ps(row.add(pj * 32 + 16)));
+                    let out = dst.add((pj - pj0) * nr * kc + p * nr);
+                    for v in 0..V {
+                        _mm512_storeu_ps(out.add(16 * v), _mm512_loadu_ps(row.add(pj * nr + 16 * v)));
+                    }
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! Matrix multiplication on the CPU, BLIS style.
 //!
-//! The inner dimension is cut into blocks of `KC`; for each, B is packed
+//! The inner dimension is cut into blocks of `kc`; for each, B is packed
 //! into panels of `NR` columns and A into panels of `MR` rows (zero-padded),
 //! and a register-tiled micro-kernel (`kernels.rs`) multiplies one A panel
 //! by one B panel. Two loop orders around it, chosen per kernel by
@@ -8,7 +8,7 @@
 //!
 //! - `gemm_with` (here): threads split the rows of C (or its columns when
 //!   there are few rows); each packs its own A panels and walks column blocks
-//!   of about `NC`, packing the block's B panels itself just before use, with
+//!   of `nc`, packing the block's B panels itself just before use, with
 //!   one A micro-panel in L1 streaming over the block's B panels in L2. Best
 //!   for AVX-512's wide 12 x 32 tile, which also reads a row-major B in
 //!   place (`MicroKernel::IN_PLACE`: its rows are 32 contiguous values
@@ -22,18 +22,23 @@
 //!   all threads. Best for AVX2's 6 x 16 tile.
 //!
 //! In both the inner dimension is never split across threads and every
-//! output element accumulates its `KC` blocks in order, so the result is
-//! identical for any number of threads.
+//! output element accumulates its `kc` blocks in order, so the result is
+//! identical for any number of threads. The tile, the blocking (`kc`, `nc`,
+//! `mc`) and whether B is read in place come from the CPU at hand
+//! ([`plan`]; `ferrotorch-bench --cpu` prints them).
 
 mod b_resident;
 mod bf16;
 mod half;
 mod kernels;
+pub mod plan;
 mod prepacked;
+mod scratch;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) use kernels::{transpose8, transpose16};
 pub(crate) use prepacked::PackedB;
+use scratch::Scratch;
 
 use kernels::{Generic, MicroKernel};
 
@@ -42,31 +47,10 @@ use super::simd::{Isa, isa};
 use crate::dispatch::Op;
 use crate::{DType, Element, Result, Tensor, with_dtype};
 
-/// Depth of one packed block (A micro-panels of `MR x KC` stay in L1).
-const KC: usize = 256;
-/// Columns of a block (its B panels, `KC x NC`, stay in L2).
-const NC: usize = 480;
 /// The widest column stride of a column-major A always read in place (its
-/// panel's `KC` steps then span at most `KC * A_IN_PLACE_MAX_LD` values;
+/// panel's `kc` steps then span at most `kc * A_IN_PLACE_MAX_LD` values;
 /// wider ones only in narrow products, `a_reads_in_place`).
 const A_IN_PLACE_MAX_LD: usize = 64;
-
-/// Blocking `(kc, nc, mc)`: `FERROTORCH_GEMM_BLOCKING=kc,nc[,mc]` when set
-/// (for tuning on a new machine; a missing `mc` keeps the default's), else `default`.
-fn blocking(default: (usize, usize, usize)) -> (usize, usize, usize) {
-    static B: std::sync::OnceLock<Option<Vec<usize>>> = std::sync::OnceLock::new();
-    let set = B.get_or_init(|| {
-        std::env::var("FERROTORCH_GEMM_BLOCKING").ok().and_then(|v| {
-            let p: Vec<usize> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-            ((p.len() == 2 || p.len() == 3) && p.iter().all(|&x| x > 0)).then_some(p)
-        })
-    });
-    match set.as_deref() {
-        Some([kc, nc]) => (*kc, *nc, default.2),
-        Some([kc, nc, mc]) => (*kc, *nc, *mc),
-        _ => default,
-    }
-}
 
 /// A strided matrix view: element (i, j) at `ptr + i*rs + j*cs`.
 #[derive(Clone, Copy)]
@@ -127,6 +111,13 @@ pub(crate) trait PackB<T>: Sync {
         let _ = (p0, kc, pj0, nr);
         None
     }
+
+    /// The panel width this source holds its panels in, if it holds them
+    /// packed (the GEMM then picks the tile of that width, so that
+    /// [`PackB::direct`] serves them).
+    fn packed_nr(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl<T> BSrc<'_, T> {
@@ -154,63 +145,6 @@ impl<T> BSrc<'_, T> {
                 BSrc::Pack(p) => p.pack(p0, kc, n, pj0, pj1, K::NR, dst),
             }
         }
-    }
-}
-
-thread_local! {
-    /// Packing buffers kept per thread between calls: fresh memory would be
-    /// page-faulted and missed in cache on every call.
-    static SCRATCH: std::cell::RefCell<Vec<Vec<u64>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A 64-byte aligned scratch area of at least `n` elements of `T`, taken from
-/// this thread's cache (a nested call on the same thread gets its own).
-struct Scratch<T> {
-    buf: Vec<u64>,
-    off: usize,
-    _t: std::marker::PhantomData<T>,
-}
-
-impl<T> Scratch<T> {
-    fn new(n: usize) -> Self {
-        let words = (n * std::mem::size_of::<T>()).div_ceil(8) + 8;
-        let pooled = SCRATCH.with(|c| {
-            let mut pool = c.borrow_mut();
-            let best = pool
-                .iter()
-                .position(|b| b.len() >= words)
-                .or(if pool.is_empty() { None } else { Some(0) });
-            best.map(|i| pool.swap_remove(i))
-        });
-        let mut buf = pooled.unwrap_or_default();
-        if buf.len() < words {
-            buf = vec![0u64; words];
-        }
-        let off = (buf.as_ptr() as usize).wrapping_neg() % 64 / 8;
-        Scratch {
-            buf,
-            off,
-            _t: std::marker::PhantomData,
-        }
-    }
-
-    fn as_mut_ptr(&mut self) -> *mut T {
-        self.buf[self.off..].as_mut_ptr() as *mut T
-    }
-}
-
-impl<T> Drop for Scratch<T> {
-    fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.buf);
-        SCRATCH.with(|c| {
-            let mut pool = c.borrow_mut();
-            pool.push(buf);
-            // Keep the largest few buffers only.
-            if pool.len() > 3 {
-                pool.sort_by_key(|b| std::cmp::Reverse(b.len()));
-                pool.truncate(3);
-            }
-        });
     }
 }
 
@@ -318,7 +252,8 @@ unsafe fn pack_b_panels<T: Copy + Default, const NR: usize>(
 /// once for all threads costs a round trip through memory that is dearer
 /// than packing it twice, and a second fork-join.
 ///
-/// With `acc`, `C += A * B` (C is read first).
+/// With `acc`, `C += A * B` (C is read first). The blocking is this CPU's
+/// (`plan.rs`).
 ///
 /// # Safety
 /// `a` and `b` view `m x k` and `k x n` readable matrices, `c` is writable
@@ -336,6 +271,40 @@ unsafe fn gemm_with<T, K>(
     parallel: bool,
     acc: bool,
     bias: Option<Mat<T>>,
+) where
+    T: Copy + Default + Send + Sync + BiasAdd,
+    K: MicroKernel<T>,
+{
+    let order = if K::B_RESIDENT {
+        plan::Order::BResident
+    } else {
+        plan::Order::AResident
+    };
+    let blocking = plan::blocking(order, K::DEPTH_MR, K::NR, std::mem::size_of::<T>());
+    let in_place = plan::in_place(super::cpu_info::cpu_info());
+    // SAFETY: this function's contract, forwarded.
+    unsafe { gemm_blocked::<T, K>(m, n, k, a, b, c, ldc, parallel, acc, bias, blocking, in_place) }
+}
+
+/// [`gemm_with`] with a given blocking, reading operands in place
+/// (kernels with `IN_PLACE`) only as `in_place` allows.
+///
+/// # Safety
+/// As `gemm_with`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_blocked<T, K>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<T>,
+    b: BSrc<'_, T>,
+    c: *mut T,
+    ldc: usize,
+    parallel: bool,
+    acc: bool,
+    bias: Option<Mat<T>>,
+    blocking: plan::Blocking,
+    in_place: plan::InPlace,
 ) where
     T: Copy + Default + Send + Sync + BiasAdd,
     K: MicroKernel<T>,
@@ -363,9 +332,11 @@ unsafe fn gemm_with<T, K>(
     }
     if K::B_RESIDENT {
         // SAFETY: this function's contract, forwarded (k > 0 here).
-        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel, acc, bias) };
+        return unsafe { b_resident::gemm::<T, K>(m, n, k, a, b, c, ldc, parallel, acc, bias, blocking) };
     }
-    let (kc_blk, nc_blk, _) = blocking((KC, NC, 0));
+    let plan::Blocking {
+        kc: kc_blk, nc: nc_blk, ..
+    } = blocking;
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
     let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
     let kblocks = k.div_ceil(kc_blk);
@@ -396,7 +367,7 @@ unsafe fn gemm_with<T, K>(
         // panels: each depth step's MR values are contiguous, and the
         // panel's steps lie within a few KiB, so it stays in L1 as a packed
         // panel would); only a partial last panel is packed, first in `op`.
-        let a_in_place = by_rows && K::IN_PLACE && a_reads_in_place(a, n);
+        let a_in_place = by_rows && K::IN_PLACE && in_place.a && a_reads_in_place(a, n);
         let partial = if hi * mr > m { Some(hi - 1) } else { None };
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
@@ -430,7 +401,7 @@ unsafe fn gemm_with<T, K>(
             // A row-major B is read in place (its full panels) by kernels that
             // can: no packed copy to write and read back.
             let in_place = match b {
-                BSrc::Mat(bm) if by_rows && K::IN_PLACE && bm.cs == 1 => Some(bm),
+                BSrc::Mat(bm) if by_rows && K::IN_PLACE && bm.cs == 1 && in_place.b => Some(bm),
                 _ => None,
             };
             let (i_lo, i_hi) = if by_rows { (lo, hi) } else { (0, m_panels) };
@@ -563,11 +534,11 @@ unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
 /// serves the few B panels it meets as well as a packed one. Measured on
 /// Zen 4 against packing:
 /// - column-major A (each step's `MR` values contiguous, as in a packed
-///   panel): columns at most 64 apart always (the panel's `KC` steps within
+///   panel): columns at most 64 apart always (the panel's `kc` steps within
 ///   a few KiB); up to 4096 apart with at most 256 columns 5-26% faster,
 ///   with 512-2048 columns up to 9% slower (the panel's scattered lines
 ///   leave L1 while many B panels stream past);
-/// - row-major A (each row's `KC` steps contiguous): row strides that are
+/// - row-major A (each row's `kc` steps contiguous): row strides that are
 ///   not a multiple of 2 KiB 0-7% faster; odd multiples of 2 KiB (the rows
 ///   in two groups of L1 sets) 3-9% faster up to 512 columns but 2% slower
 ///   at 1536; multiples of 4 KiB (every row in the same sets) 2-5% slower.
@@ -800,16 +771,55 @@ pub(crate) trait Gemm: Element {
     );
 }
 
-/// Whether 8-row tiles cover `m` rows with at least 5% fewer rows than
-/// 12-row ones (m = 64: 64 rows, not 72), so the 8-row AVX-512 f32 kernel
-/// wastes less on the partial last tile than it loses on its lower ratio of
-/// FMAs to loads.
-fn eight_row_tiles(m: usize) -> bool {
-    m.div_ceil(8) * 8 * 20 < m.div_ceil(12) * 12 * 19
+/// Runs `gemm_with` with the AVX-512 f32 kernel of `tile`.
+///
+/// # Safety
+/// As `gemm_with`, on a CPU with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn avx512_f32_gemm(
+    tile: plan::Tile,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<f32>,
+    b: BSrc<'_, f32>,
+    c: *mut f32,
+    ldc: usize,
+    parallel: bool,
+    acc: bool,
+    bias: Option<Mat<f32>>,
+) {
+    use plan::Tile;
+    // SAFETY: in every arm, the caller's contract, forwarded; AVX-512 was detected.
+    unsafe {
+        match tile {
+            Tile::R12C32 => gemm_with::<f32, kernels::Avx512F32>(m, n, k, a, b, c, ldc, parallel, acc, bias),
+            Tile::R8C32 => gemm_with::<f32, kernels::Avx512F32R8>(m, n, k, a, b, c, ldc, parallel, acc, bias),
+            Tile::R8C48 => gemm_with::<f32, kernels::Avx512F32W48>(m, n, k, a, b, c, ldc, parallel, acc, bias),
+            Tile::R6C64 => gemm_with::<f32, kernels::Avx512F32W64>(m, n, k, a, b, c, ldc, parallel, acc, bias),
+        }
+    }
+}
+
+/// The AVX-512 f32 tile for `m x n` with B from `b`: the one whose panels a
+/// [`PackedB`] already holds, else this CPU's choice for the shape.
+fn f32_tile_for(m: usize, n: usize, b: BSrc<'_, f32>) -> plan::Tile {
+    use plan::Tile;
+    let chosen = plan::f32_tile(m, n);
+    match b {
+        BSrc::Pack(p) => match p.packed_nr() {
+            Some(32) if chosen.shape().1 != 32 => Tile::R12C32,
+            Some(48) => Tile::R8C48,
+            Some(64) => Tile::R6C64,
+            _ => chosen,
+        },
+        BSrc::Mat(_) => chosen,
+    }
 }
 
 macro_rules! float_gemm {
-    ($t:ty, $avx512:ty, $avx512_8:ty, $avx2:ty) => {
+    ($t:ty, $avx512:expr, $avx2:ty) => {
         impl Gemm for $t {
             #[allow(clippy::too_many_arguments)]
             unsafe fn gemm_bias(
@@ -826,13 +836,9 @@ macro_rules! float_gemm {
             ) {
                 #[cfg(target_arch = "x86_64")]
                 match isa() {
-                    Isa::Avx512 if eight_row_tiles(m) => {
-                        // SAFETY: the caller's contract; the kernel's instruction set was detected.
-                        return unsafe { gemm_with::<$t, $avx512_8>(m, n, k, a, b, c, ldc, parallel, acc, bias) };
-                    }
                     Isa::Avx512 => {
                         // SAFETY: the caller's contract; the kernel's instruction set was detected.
-                        return unsafe { gemm_with::<$t, $avx512>(m, n, k, a, b, c, ldc, parallel, acc, bias) };
+                        return unsafe { $avx512(m, n, k, a, b, c, ldc, parallel, acc, bias) };
                     }
                     // SAFETY: the caller's contract; the kernel's instruction set was detected.
                     Isa::Avx2 => return unsafe { gemm_with::<$t, $avx2>(m, n, k, a, b, c, ldc, parallel, acc, bias) },
@@ -872,11 +878,57 @@ macro_rules! prepack {
         }
     };
 }
-prepack!(f32, kernels::Avx512F32, kernels::Avx2F32);
 prepack!(f64, kernels::Avx512F64, kernels::Avx2F64);
 
-float_gemm!(f32, kernels::Avx512F32, kernels::Avx512F32R8, kernels::Avx2F32);
-float_gemm!(f64, kernels::Avx512F64, kernels::Avx512F64, kernels::Avx2F64);
+impl Prepack for f32 {
+    /// On AVX-512, the panels of the tile this CPU picks for B's columns
+    /// (the product's rows are not known yet; see [`f32_tile_for`]).
+    unsafe fn prepack_b(b: Mat<f32>, k: usize, n: usize) -> PackedB<f32> {
+        #[cfg(target_arch = "x86_64")]
+        match isa() {
+            Isa::Avx512 => {
+                // SAFETY: in every arm, the caller's contract; packing for the kernel `gemm` will run.
+                return unsafe {
+                    match plan::f32_tile(usize::MAX / 64, n).shape().1 {
+                        48 => PackedB::new::<kernels::Avx512F32W48>(b, k, n),
+                        64 => PackedB::new::<kernels::Avx512F32W64>(b, k, n),
+                        _ => PackedB::new::<kernels::Avx512F32>(b, k, n),
+                    }
+                };
+            }
+            // SAFETY: as above.
+            Isa::Avx2 => return unsafe { PackedB::new::<kernels::Avx2F32>(b, k, n) },
+            Isa::Baseline => {}
+        }
+        // SAFETY: the caller's contract.
+        unsafe { PackedB::new::<Generic>(b, k, n) }
+    }
+}
+
+/// The AVX-512 f32 product with the tile for its shape.
+///
+/// # Safety
+/// As `gemm_with`, on a CPU with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn avx512_f32(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Mat<f32>,
+    b: BSrc<'_, f32>,
+    c: *mut f32,
+    ldc: usize,
+    parallel: bool,
+    acc: bool,
+    bias: Option<Mat<f32>>,
+) {
+    // SAFETY: the caller's contract.
+    unsafe { avx512_f32_gemm(f32_tile_for(m, n, b), m, n, k, a, b, c, ldc, parallel, acc, bias) }
+}
+
+float_gemm!(f32, avx512_f32, kernels::Avx2F32);
+float_gemm!(f64, gemm_with::<f64, kernels::Avx512F64>, kernels::Avx2F64);
 
 impl Gemm for i64 {
     /// Wrapping arithmetic, summing in k order; a packing B is first
@@ -1152,7 +1204,7 @@ fn cast_mat<T, U>(m: Mat<T>) -> Mat<U> {
 #[cfg(test)]
 mod tests {
     use super::kernels::{Generic, MicroKernel};
-    use super::{BSrc, Mat, a_reads_in_place, gemm_with};
+    use super::{BSrc, Mat, a_reads_in_place, gemm_blocked, gemm_with, plan};
 
     fn data(len: usize, seed: u32) -> Vec<f32> {
         let mut s = seed;
@@ -1268,12 +1320,22 @@ mod tests {
                     {
                         let start = data(m * n, 7);
                         let (mut want, mut got) = (start.clone(), start);
+                        // Read in place (where the kernel can) whatever this CPU's choice.
+                        let order = if K::B_RESIDENT {
+                            plan::Order::BResident
+                        } else {
+                            plan::Order::AResident
+                        };
+                        let bl = plan::blocking(order, K::DEPTH_MR, K::NR, 4);
+                        let (none, both) = (plan::InPlace { a: false, b: false }, plan::InPlace { a: true, b: true });
                         // SAFETY: the views cover the data; the outputs hold m x n; the kernel's ISA was checked.
                         unsafe {
                             let (a, b) = packed;
-                            gemm_with::<f32, K>(m, n, k, a, BSrc::Mat(b), want.as_mut_ptr(), n, parallel, acc, bias);
+                            let w = want.as_mut_ptr();
+                            gemm_blocked::<f32, K>(m, n, k, a, BSrc::Mat(b), w, n, parallel, acc, bias, bl, none);
                             let b = mat(&b_rm, ldb, 1);
-                            gemm_with::<f32, K>(m, n, k, a_in, BSrc::Mat(b), got.as_mut_ptr(), n, parallel, acc, bias);
+                            let g = got.as_mut_ptr();
+                            gemm_blocked::<f32, K>(m, n, k, a_in, BSrc::Mat(b), g, n, parallel, acc, bias, bl, both);
                         }
                         let same = want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
                         let layout = if a_in.rs == 1 { "column-major" } else { "row-major" };
@@ -1340,6 +1402,8 @@ mod tests {
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     $check::<super::kernels::Avx512F32>();
                     $check::<super::kernels::Avx512F32R8>();
+                    $check::<super::kernels::Avx512F32W48>();
+                    $check::<super::kernels::Avx512F32W64>();
                 } else {
                     eprintln!(concat!(
                         "SKIPPED: this CPU has no AVX-512F; the AVX-512 kernel's ",
@@ -1349,6 +1413,116 @@ mod tests {
                 }
             }
         }};
+    }
+
+    /// Every blocking the rule gives for L1d caches of 16-80 KiB and L2
+    /// caches of 256 KiB-4 MiB gives the exact product (small integers:
+    /// every partial sum is exact in f32) with every kernel, B packed or
+    /// read in place, on partial tiles over several depth blocks; and the
+    /// same bits, on random values, at 1 and 2 threads.
+    fn check_blockings<K: MicroKernel<f32>>() {
+        let order = if K::B_RESIDENT {
+            plan::Order::BResident
+        } else {
+            plan::Order::AResident
+        };
+        let mut seen = Vec::new();
+        for l1 in [16 << 10, 32 << 10, 48 << 10, 80 << 10] {
+            for l2 in [256 << 10, 1 << 20, 1280 << 10, 2 << 20, 4 << 20] {
+                let bl = plan::blocking_for(order, K::DEPTH_MR, K::NR, 4, l1, l2, 0);
+                if !seen.contains(&bl) {
+                    seen.push(bl);
+                }
+            }
+        }
+        let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        for bl in seen {
+            for &(m, n, k) in &[(37, 150, 600), (130, 70, 1100), (5, 300, 129)] {
+                let small = |len: usize, seed: u32| -> Vec<f32> {
+                    data(len, seed).iter().map(|x| (x * 16.0).round()).collect()
+                };
+                let (a, b) = (small(m * k, 11), small(k * n, 12));
+                let exact: Vec<f32> = (0..m * n)
+                    .map(|x| {
+                        (0..k)
+                            .map(|p| (a[x / n * k + p] * b[p * n + x % n]) as i64)
+                            .sum::<i64>() as f32
+                    })
+                    .collect();
+                let am = Mat {
+                    ptr: a.as_ptr(),
+                    rs: k,
+                    cs: 1,
+                };
+                let bm = Mat {
+                    ptr: b.as_ptr(),
+                    rs: n,
+                    cs: 1,
+                };
+                for (a_ip, b_ip) in [(false, false), (true, true)] {
+                    let ip = plan::InPlace { a: a_ip, b: b_ip };
+                    let mut got = vec![f32::NAN; m * n];
+                    // SAFETY: the views cover the data; the output holds m x n; the kernel's ISA was checked.
+                    unsafe {
+                        let c = got.as_mut_ptr();
+                        gemm_blocked::<f32, K>(m, n, k, am, BSrc::Mat(bm), c, n, false, false, None, bl, ip);
+                    }
+                    assert!(got == exact, "{bl:?} m {m} n {n} k {k} {ip:?}");
+                }
+                let (a, b) = (data(m * k, 13), data(k * n, 14));
+                let (am, bm) = (Mat { ptr: a.as_ptr(), ..am }, Mat { ptr: b.as_ptr(), ..bm });
+                let run = |parallel: bool| {
+                    let mut c = vec![0f32; m * n];
+                    // SAFETY: as above.
+                    unsafe {
+                        let cp = c.as_mut_ptr();
+                        let ip = plan::InPlace { a: false, b: false };
+                        gemm_blocked::<f32, K>(m, n, k, am, BSrc::Mat(bm), cp, n, parallel, false, None, bl, ip);
+                    }
+                    c
+                };
+                let one = run(false);
+                let both = two.install(|| run(true));
+                let same = one.iter().zip(&both).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{bl:?} m {m} n {n} k {k}: 1 and 2 threads differ");
+            }
+        }
+    }
+
+    #[test]
+    fn every_blocking_gives_the_product_at_any_thread_count() {
+        on_every_f32_kernel!(check_blockings, "blockings");
+    }
+
+    /// The tiles of one family (same depth blocking) give the same bits.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn tiles_of_a_family_give_the_same_bits() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("SKIPPED: this CPU has no AVX-512F; the AVX-512 tiles are not compared here");
+            return;
+        }
+        let (m, n, k) = (50, 200, 700);
+        let (a, b) = (data(m * k, 21), data(k * n, 22));
+        let am = Mat {
+            ptr: a.as_ptr(),
+            rs: k,
+            cs: 1,
+        };
+        let bm = Mat {
+            ptr: b.as_ptr(),
+            rs: n,
+            cs: 1,
+        };
+        let run = |tile: plan::Tile| {
+            let mut c = vec![0f32; m * n];
+            // SAFETY: the views cover the data; the output holds m x n; AVX-512F was detected.
+            unsafe { super::avx512_f32_gemm(tile, m, n, k, am, BSrc::Mat(bm), c.as_mut_ptr(), n, false, false, None) };
+            c
+        };
+        use plan::Tile;
+        assert_eq!(run(Tile::R12C32), run(Tile::R8C32));
+        assert_eq!(run(Tile::R6C64), run(Tile::R8C48));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! again on every call.
 
 use super::kernels::MicroKernel;
-use super::{Mat, PackB, blocking};
+use super::{Mat, PackB, plan};
 
 /// A `k x n` B packed for one micro-kernel: depth block `kb` (rows
 /// `[kb * kc, kb * kc + kcb)`, `kcb` its depth) holds the `NR`-column panels
@@ -24,7 +24,12 @@ impl<T: Copy + Default> PackedB<T> {
     /// # Safety
     /// `b` views a readable `k x n` matrix.
     pub(super) unsafe fn new<K: MicroKernel<T>>(b: Mat<T>, k: usize, n: usize) -> Self {
-        let (kc, _, _) = blocking((super::KC, 0, 0));
+        let order = if K::B_RESIDENT {
+            plan::Order::BResident
+        } else {
+            plan::Order::AResident
+        };
+        let kc = plan::blocking(order, K::DEPTH_MR, K::NR, std::mem::size_of::<T>()).kc;
         let (nr, panels) = (K::NR, n.div_ceil(K::NR));
         let mut data = vec![T::default(); k * panels * nr];
         let mut p0 = 0;
@@ -78,6 +83,10 @@ impl<T: Copy + Default + Sync> PackB<T> for PackedB<T> {
                 }
             }
         }
+    }
+
+    fn packed_nr(&self) -> Option<usize> {
+        Some(self.nr)
     }
 
     fn direct(&self, p0: usize, kc: usize, pj0: usize, nr: usize) -> Option<*const T> {
@@ -168,7 +177,8 @@ mod tests {
                     );
                 }
                 assert_eq!(want, got, "{m}x{k}x{n} parallel={parallel}");
-                assert!(packed.direct(0, k.min(256), 0, OtherOrder::NR).is_some());
+                let kc = plan::blocking(plan::Order::AResident, OtherOrder::MR, OtherOrder::NR, 4).kc;
+                assert!(packed.direct(0, k.min(kc), 0, OtherOrder::NR).is_some());
             }
         }
     }
