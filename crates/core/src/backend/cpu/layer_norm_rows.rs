@@ -135,10 +135,32 @@ pub(crate) fn forward_row<T: Real>(x: &[T], y: &mut [T], w: Option<&[T]>, b: Opt
     let (mean, var) = rowwise_moments(x);
     let rstd = T::ONE / (var + eps).root();
     let bias = -mean;
-    for (j, (o, &v)) in y.iter_mut().zip(x).enumerate() {
-        let g = w.map_or(T::ONE, |w| w[j]);
-        let s = b.map_or(T::ZERO, |b| b[j]);
-        *o = ((v + bias) * rstd).fma(g, s);
+    // Every slice cut to the row's length first: the loops then carry no
+    // bounds checks and vectorise (indexing `w[j]` of a longer slice kept
+    // them scalar, four times slower).
+    let n = x.len();
+    let y = &mut y[..n];
+    match (w.map(|w| &w[..n]), b.map(|b| &b[..n])) {
+        (Some(w), Some(b)) => {
+            for (((o, &v), &g), &s) in y.iter_mut().zip(x).zip(w).zip(b) {
+                *o = ((v + bias) * rstd).fma(g, s);
+            }
+        }
+        (Some(w), None) => {
+            for ((o, &v), &g) in y.iter_mut().zip(x).zip(w) {
+                *o = ((v + bias) * rstd).fma(g, T::ZERO);
+            }
+        }
+        (None, Some(b)) => {
+            for ((o, &v), &s) in y.iter_mut().zip(x).zip(b) {
+                *o = ((v + bias) * rstd).fma(T::ONE, s);
+            }
+        }
+        (None, None) => {
+            for (o, &v) in y.iter_mut().zip(x) {
+                *o = ((v + bias) * rstd).fma(T::ONE, T::ZERO);
+            }
+        }
     }
     (mean, rstd)
 }
@@ -161,9 +183,10 @@ fn reduce_products<T: Real>(len: usize, term: impl Fn(usize) -> (T, T)) -> T {
     for (l, a) in acc.iter_mut().enumerate().take(lanes) {
         *a = product(l);
     }
-    let whole = len - len % lanes;
     let mut d = lanes;
-    while d < whole {
+    // While a whole vector remains (`d + lanes <= len` rather than `d <
+    // whole`: the same steps, in a form that proves the reads in bounds).
+    while d + lanes <= len {
         for (l, a) in acc.iter_mut().enumerate().take(lanes) {
             *a = *a + product(d + l);
         }
@@ -189,6 +212,8 @@ fn reduce_products<T: Real>(len: usize, term: impl Fn(usize) -> (T, T)) -> T {
 #[inline(always)]
 pub(crate) fn input_grad_row<T: Real>(dy: &[T], x: &[T], w: Option<&[T]>, m: T, a: T, dx: &mut [T]) {
     let n = x.len();
+    // Slices cut to the row's length: no bounds checks, vectorised loops.
+    let (dy, w, dx) = (&dy[..n], w.map(|w| &w[..n]), &mut dx[..n]);
     let scale = T::ONE / T::of(n as f64);
     let (ds, db) = match w {
         Some(w) => (
@@ -204,13 +229,13 @@ pub(crate) fn input_grad_row<T: Real>(dy: &[T], x: &[T], w: Option<&[T]>, m: T, 
     let c = (-b).fma(m, -(db * a * scale));
     match w {
         Some(w) => {
-            for (j, o) in dx.iter_mut().enumerate() {
-                *o = b.fma(x[j], a * dy[j] * w[j]) + c;
+            for (((o, &v), &d), &g) in dx.iter_mut().zip(x).zip(dy).zip(w) {
+                *o = b.fma(v, a * d * g) + c;
             }
         }
         None => {
-            for (j, o) in dx.iter_mut().enumerate() {
-                *o = b.fma(x[j], a * dy[j]) + c;
+            for ((o, &v), &d) in dx.iter_mut().zip(x).zip(dy) {
+                *o = b.fma(v, a * d) + c;
             }
         }
     }
@@ -222,8 +247,8 @@ pub(crate) fn input_grad_row<T: Real>(dy: &[T], x: &[T], w: Option<&[T]>, m: T, 
 pub(crate) fn param_grad_row<T: Real>(dy: &[T], x: &[T], m: T, a: T, dw: Option<&mut [T]>, db: Option<&mut [T]>) {
     if let Some(dw) = dw {
         let shift = -a * m;
-        for (j, o) in dw.iter_mut().enumerate() {
-            *o = dy[j].fma(a.fma(x[j], shift), *o);
+        for ((o, &d), &v) in dw.iter_mut().zip(dy).zip(x) {
+            *o = d.fma(a.fma(v, shift), *o);
         }
     }
     if let Some(db) = db {
