@@ -889,7 +889,8 @@ impl Prepack for f32 {
             Isa::Avx512 => {
                 // SAFETY: in every arm, the caller's contract; packing for the kernel `gemm` will run.
                 return unsafe {
-                    match plan::f32_tile(usize::MAX / 64, n).shape().1 {
+                    // Rows unknown: a tall product's choice, by the columns' padding.
+                    match plan::f32_tile(1 << 20, n).shape().1 {
                         48 => PackedB::new::<kernels::Avx512F32W48>(b, k, n),
                         64 => PackedB::new::<kernels::Avx512F32W64>(b, k, n),
                         _ => PackedB::new::<kernels::Avx512F32>(b, k, n),

@@ -61,16 +61,19 @@ impl Tile {
     /// FMAs per cycle: the family's main tile unless its variant covers
     /// the product with at least 5% less padding.
     pub fn for_product(fma_ports: u32, m: usize, n: usize) -> Tile {
+        // In u128, saturating: no overflow for any usize sizes (products that
+        // large never reach a kernel; the choice then is the main tile).
         let padded = |t: Tile| {
             let (r, c) = t.shape();
-            m.div_ceil(r) * r * n.div_ceil(c) * c
+            let up = |x: usize, to: usize| (x as u128).div_ceil(to as u128) * to as u128;
+            up(m, r).saturating_mul(up(n, c))
         };
         let (main, variant) = if fma_ports >= 2 {
             (Tile::R6C64, Tile::R8C48)
         } else {
             (Tile::R12C32, Tile::R8C32)
         };
-        if padded(variant) * 20 < padded(main) * 19 {
+        if padded(variant).saturating_mul(20) < padded(main).saturating_mul(19) {
             variant
         } else {
             main
@@ -302,6 +305,9 @@ mod tests {
         assert_eq!(Tile::for_product(2, 1024, 1024), Tile::R6C64);
         assert_eq!(Tile::for_product(2, 1024, 96), Tile::R8C48);
         assert_eq!(Tile::for_product(0, 100, 100), Tile::R12C32);
+        // Sizes near usize::MAX choose without overflowing.
+        assert_eq!(Tile::for_product(2, usize::MAX / 64, 144), Tile::R8C48);
+        assert_eq!(Tile::for_product(1, usize::MAX - 7, usize::MAX - 31), Tile::R12C32);
         assert_eq!(Tile::parse("8x48"), Some(Tile::R8C48));
         assert_eq!(Tile::parse("9x9"), None);
     }
