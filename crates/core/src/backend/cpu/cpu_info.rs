@@ -175,23 +175,16 @@ fn read() -> CpuInfo {
         String::new()
     };
     let (l1d, l2, l3) = caches(vendor, max_leaf, max_ext, &q);
-    let feat = |f: &str| match f {
-        "avx512" => {
-            std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("avx512dq")
-                && std::arch::is_x86_feature_detected!("avx512vl")
-        }
-        "avx512bf16" => std::arch::is_x86_feature_detected!("avx512bf16"),
-        _ => false,
-    };
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vl");
     // AMX (not yet detectable through std): leaf 7's AMX-TILE (EDX bit 24)
     // with AMX-BF16 (EDX bit 22) or, in sub-leaf 1, AMX-FP16 (EAX bit 21),
     // and the OS enabling the tile state in XCR0 (bits 17 and 18).
     let l7 = if max_leaf >= 7 { q(7, 0) } else { q(0, 0) };
     let amx_tile = max_leaf >= 7 && l7.edx & (1 << 24) != 0 && os_tile_state();
     let amx_fp16 = amx_tile && l7.eax >= 1 && q(7, 1).eax & (1 << 21) != 0;
-    let avx512 = feat("avx512");
     let uarch = uarch(vendor, family, model, avx512);
     CpuInfo {
         vendor,
@@ -204,7 +197,7 @@ fn read() -> CpuInfo {
         l3_bytes: l3.unwrap_or(0),
         fma512_per_cycle: if avx512 { fma512_units(uarch) } else { 0 },
         avx512,
-        avx512_bf16: feat("avx512bf16"),
+        avx512_bf16: std::arch::is_x86_feature_detected!("avx512bf16"),
         amx_bf16: amx_tile && l7.edx & (1 << 22) != 0,
         amx_fp16,
     }

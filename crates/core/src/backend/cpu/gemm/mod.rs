@@ -275,15 +275,24 @@ unsafe fn gemm_with<T, K>(
     T: Copy + Default + Send + Sync + BiasAdd,
     K: MicroKernel<T>,
 {
-    let order = if K::B_RESIDENT {
-        plan::Order::BResident
-    } else {
-        plan::Order::AResident
-    };
-    let blocking = plan::blocking(order, K::DEPTH_MR, K::NR, std::mem::size_of::<T>());
+    let blocking = kernel_blocking::<T, K>();
     let in_place = plan::in_place(super::cpu_info::cpu_info());
     // SAFETY: this function's contract, forwarded.
     unsafe { gemm_blocked::<T, K>(m, n, k, a, b, c, ldc, parallel, acc, bias, blocking, in_place) }
+}
+
+/// The loop order kernel `K` runs in.
+fn kernel_order<T, K: MicroKernel<T>>() -> plan::Order {
+    if K::B_RESIDENT {
+        plan::Order::BResident
+    } else {
+        plan::Order::AResident
+    }
+}
+
+/// This CPU's blocking for kernel `K` on `T` values.
+fn kernel_blocking<T, K: MicroKernel<T>>() -> plan::Blocking {
+    plan::blocking(kernel_order::<T, K>(), K::DEPTH_MR, K::NR, std::mem::size_of::<T>())
 }
 
 /// [`gemm_with`] with a given blocking, reading operands in place
@@ -1322,12 +1331,7 @@ mod tests {
                         let start = data(m * n, 7);
                         let (mut want, mut got) = (start.clone(), start);
                         // Read in place (where the kernel can) whatever this CPU's choice.
-                        let order = if K::B_RESIDENT {
-                            plan::Order::BResident
-                        } else {
-                            plan::Order::AResident
-                        };
-                        let bl = plan::blocking(order, K::DEPTH_MR, K::NR, 4);
+                        let bl = super::kernel_blocking::<f32, K>();
                         let (none, both) = (plan::InPlace { a: false, b: false }, plan::InPlace { a: true, b: true });
                         // SAFETY: the views cover the data; the outputs hold m x n; the kernel's ISA was checked.
                         unsafe {
@@ -1422,11 +1426,7 @@ mod tests {
     /// read in place, on partial tiles over several depth blocks; and the
     /// same bits, on random values, at 1 and 2 threads.
     fn check_blockings<K: MicroKernel<f32>>() {
-        let order = if K::B_RESIDENT {
-            plan::Order::BResident
-        } else {
-            plan::Order::AResident
-        };
+        let order = super::kernel_order::<f32, K>();
         let mut seen = Vec::new();
         for l1 in [16 << 10, 32 << 10, 48 << 10, 80 << 10] {
             for l2 in [256 << 10, 1 << 20, 1280 << 10, 2 << 20, 4 << 20] {

@@ -5,7 +5,7 @@
 //! again on every call.
 
 use super::kernels::MicroKernel;
-use super::{Mat, PackB, plan};
+use super::{Mat, PackB};
 
 /// A `k x n` B packed for one micro-kernel: depth block `kb` (rows
 /// `[kb * kc, kb * kc + kcb)`, `kcb` its depth) holds the `NR`-column panels
@@ -24,12 +24,7 @@ impl<T: Copy + Default> PackedB<T> {
     /// # Safety
     /// `b` views a readable `k x n` matrix.
     pub(super) unsafe fn new<K: MicroKernel<T>>(b: Mat<T>, k: usize, n: usize) -> Self {
-        let order = if K::B_RESIDENT {
-            plan::Order::BResident
-        } else {
-            plan::Order::AResident
-        };
-        let kc = plan::blocking(order, K::DEPTH_MR, K::NR, std::mem::size_of::<T>()).kc;
+        let kc = super::kernel_blocking::<T, K>().kc;
         let (nr, panels) = (K::NR, n.div_ceil(K::NR));
         let mut data = vec![T::default(); k * panels * nr];
         let mut p0 = 0;
@@ -177,7 +172,7 @@ mod tests {
                     );
                 }
                 assert_eq!(want, got, "{m}x{k}x{n} parallel={parallel}");
-                let kc = plan::blocking(plan::Order::AResident, OtherOrder::MR, OtherOrder::NR, 4).kc;
+                let kc = super::super::kernel_blocking::<f32, OtherOrder>().kc;
                 assert!(packed.direct(0, k.min(kc), 0, OtherOrder::NR).is_some());
             }
         }
