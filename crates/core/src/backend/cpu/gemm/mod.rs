@@ -376,7 +376,7 @@ unsafe fn gemm_blocked<T, K>(
         // panels: each depth step's MR values are contiguous, and the
         // panel's steps lie within a few KiB, so it stays in L1 as a packed
         // panel would); only a partial last panel is packed, first in `op`.
-        let a_in_place = by_rows && K::IN_PLACE && in_place.a && a_reads_in_place(a, n);
+        let a_in_place = by_rows && K::IN_PLACE && in_place.a && a_reads_in_place(a, n, in_place);
         let partial = if hi * mr > m { Some(hi - 1) } else { None };
         for kb in 0..kblocks {
             let (p0, kc) = block(kb);
@@ -410,7 +410,11 @@ unsafe fn gemm_blocked<T, K>(
             // A row-major B is read in place (its full panels) by kernels that
             // can: no packed copy to write and read back.
             let in_place = match b {
-                BSrc::Mat(bm) if by_rows && K::IN_PLACE && bm.cs == 1 && in_place.b => Some(bm),
+                BSrc::Mat(bm)
+                    if by_rows && K::IN_PLACE && bm.cs == 1 && in_place.reads_b(bm.rs * std::mem::size_of::<T>()) =>
+                {
+                    Some(bm)
+                }
                 _ => None,
             };
             let (i_lo, i_hi) = if by_rows { (lo, hi) } else { (0, m_panels) };
@@ -551,9 +555,12 @@ unsafe fn pack_a_panels<T: Copy, K: MicroKernel<T>>(
 ///   not a multiple of 2 KiB 0-7% faster; odd multiples of 2 KiB (the rows
 ///   in two groups of L1 sets) 3-9% faster up to 512 columns but 2% slower
 ///   at 1536; multiples of 4 KiB (every row in the same sets) 2-5% slower.
-fn a_reads_in_place<T>(a: Mat<T>, n: usize) -> bool {
+///
+/// `rules` adds the CPU's stride limits (`plan::InPlace::col_stride_ok`).
+fn a_reads_in_place<T>(a: Mat<T>, n: usize, rules: plan::InPlace) -> bool {
     if a.rs == 1 {
-        return a.cs <= A_IN_PLACE_MAX_LD || (n <= 256 && a.cs <= 4096);
+        return a.cs <= A_IN_PLACE_MAX_LD
+            || (n <= 256 && a.cs <= 4096 && rules.col_stride_ok(a.cs * std::mem::size_of::<T>()));
     }
     let bytes = a.rs * std::mem::size_of::<T>();
     a.cs == 1 && (!bytes.is_multiple_of(2048) || (n <= 512 && !bytes.is_multiple_of(4096)))
@@ -1216,6 +1223,19 @@ mod tests {
     use super::kernels::{Generic, MicroKernel};
     use super::{BSrc, Mat, a_reads_in_place, gemm_blocked, gemm_with, plan};
 
+    /// Both operands packed.
+    const NO_IN_PLACE: plan::InPlace = plan::InPlace {
+        a: false,
+        b: false,
+        short_strides: false,
+    };
+    /// Both read in place wherever the layout allows, at any stride.
+    const ANY_STRIDE: plan::InPlace = plan::InPlace {
+        a: true,
+        b: true,
+        short_strides: false,
+    };
+
     fn data(len: usize, seed: u32) -> Vec<f32> {
         let mut s = seed;
         (0..len)
@@ -1324,7 +1344,7 @@ mod tests {
                     .collect();
                 let packed = (mat(&a_rm, k, 1), mat(&b_cm, 1, k));
                 let in_place = [mat(&a_cm, 1, lda), mat(&a_rm_pad, lda_rm, 1)];
-                assert!(in_place.iter().all(|&a| a_reads_in_place(a, n)));
+                assert!(in_place.iter().all(|&a| a_reads_in_place(a, n, ANY_STRIDE)));
                 for a_in in in_place {
                     for (parallel, acc, bias) in [(false, false, None), (true, true, Some(bv)), (false, true, Some(bv))]
                     {
@@ -1332,7 +1352,7 @@ mod tests {
                         let (mut want, mut got) = (start.clone(), start);
                         // Read in place (where the kernel can) whatever this CPU's choice.
                         let bl = super::kernel_blocking::<f32, K>();
-                        let (none, both) = (plan::InPlace { a: false, b: false }, plan::InPlace { a: true, b: true });
+                        let (none, both) = (NO_IN_PLACE, ANY_STRIDE);
                         // SAFETY: the views cover the data; the outputs hold m x n; the kernel's ISA was checked.
                         unsafe {
                             let (a, b) = packed;
@@ -1460,8 +1480,7 @@ mod tests {
                     rs: n,
                     cs: 1,
                 };
-                for (a_ip, b_ip) in [(false, false), (true, true)] {
-                    let ip = plan::InPlace { a: a_ip, b: b_ip };
+                for ip in [NO_IN_PLACE, ANY_STRIDE] {
                     let mut got = vec![f32::NAN; m * n];
                     // SAFETY: the views cover the data; the output holds m x n; the kernel's ISA was checked.
                     unsafe {
@@ -1477,7 +1496,7 @@ mod tests {
                     // SAFETY: as above.
                     unsafe {
                         let cp = c.as_mut_ptr();
-                        let ip = plan::InPlace { a: false, b: false };
+                        let ip = NO_IN_PLACE;
                         gemm_blocked::<f32, K>(m, n, k, am, BSrc::Mat(bm), cp, n, parallel, false, None, bl, ip);
                     }
                     c

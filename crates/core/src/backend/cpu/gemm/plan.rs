@@ -21,10 +21,11 @@
 //!   about 30% of L2; its column block of B (`kc x nc`) at most an eighth
 //!   of L3 and 4096 columns.
 //! - **In place.** A row-major B, and A in the layouts `a_reads_in_place`
-//!   allows, are read in place (no packed copy) only on one-FMA-port cores:
-//!   on Zen 4 their rows stream fast enough, on an Ice Lake Xeon the kernel
-//!   then waits on them (sgemm 1024 with B in place: 96 against 128 GFLOP/s
-//!   packed).
+//!   allows, are read in place (no packed copy). On two-FMA-port cores only
+//!   at short strides (`InPlace`): there the kernel waits on rows of B that
+//!   lie 2 KiB or more apart (sgemm 1024 on an Ice Lake Xeon with B in
+//!   place: 96 against 128 GFLOP/s packed), while the narrow products of a
+//!   transformer's layers run 10-30% faster without the packing.
 //!
 //! `FERROTORCH_GEMM_BLOCKING=kc,nc[,mc]`, `FERROTORCH_GEMM_TILE=12x32 |
 //! 8x32 | 8x48 | 6x64` and `FERROTORCH_GEMM_IN_PLACE=a | b | ab | none`
@@ -196,25 +197,49 @@ pub struct InPlace {
     pub b: bool,
     /// A's full panels, where `a_reads_in_place` allows for the layout.
     pub a: bool,
+    /// The two-FMA-port limits on strides (see [`InPlace::reads_b`] and
+    /// [`InPlace::col_stride_ok`]); off, any stride the layout rules allow.
+    pub short_strides: bool,
 }
 
-/// The in-place choices for `cpu` (both on one-FMA-port cores, neither on
-/// two-port ones: see the module's notes), or the
-/// `FERROTORCH_GEMM_IN_PLACE=a|b|ab|none` override.
+impl InPlace {
+    /// Whether a row-major B whose rows lie `row_stride_bytes` apart is
+    /// read in place. Under the two-port limits only below 2 KiB: on an
+    /// Ice Lake Xeon (1024 x 512 x n) in place ran 3-30% faster up to 448
+    /// columns and 10-25% slower from 512 (2 KiB: the panel's rows then
+    /// share a few L1 sets) and beyond 1000.
+    pub fn reads_b(&self, row_stride_bytes: usize) -> bool {
+        self.b && (!self.short_strides || row_stride_bytes < 2048)
+    }
+
+    /// Whether a column-major A whose columns lie `col_stride_bytes` apart
+    /// may be read in place. Under the two-port limits not at multiples of
+    /// 2 KiB: on an Ice Lake Xeon (m x 1024 x 128, A transposed) in place
+    /// ran 10-20% faster for m 64-384, 640 and 768, and 5-20% slower at
+    /// m 512, 1024 and 2048.
+    pub fn col_stride_ok(&self, col_stride_bytes: usize) -> bool {
+        !self.short_strides || !col_stride_bytes.is_multiple_of(2048)
+    }
+}
+
+/// The in-place choices for `cpu`, or the `FERROTORCH_GEMM_IN_PLACE=a|b|ab|none`
+/// override (which keeps the CPU's stride limits). Both operands are read
+/// in place where their layouts allow; on two-FMA-port cores only at the
+/// strides [`InPlace`]'s limits allow (on an Ice Lake Xeon a 1024-column B
+/// read in place ran at 96 against 128 GFLOP/s packed).
 pub fn in_place(cpu: &CpuInfo) -> InPlace {
-    static FORCED: std::sync::OnceLock<Option<InPlace>> = std::sync::OnceLock::new();
+    static FORCED: std::sync::OnceLock<Option<(bool, bool)>> = std::sync::OnceLock::new();
     let forced = FORCED.get_or_init(|| {
         let v = std::env::var("FERROTORCH_GEMM_IN_PLACE").ok()?;
         let v = v.trim();
-        matches!(v, "a" | "b" | "ab" | "none").then(|| InPlace {
-            a: v.contains('a'),
-            b: v.contains('b'),
-        })
+        matches!(v, "a" | "b" | "ab" | "none").then(|| (v.contains('a'), v.contains('b')))
     });
-    forced.unwrap_or(InPlace {
-        b: cpu.fma512_per_cycle < 2,
-        a: cpu.fma512_per_cycle < 2,
-    })
+    let (a, b) = forced.unwrap_or((true, true));
+    InPlace {
+        a,
+        b,
+        short_strides: cpu.fma512_per_cycle >= 2,
+    }
 }
 
 /// What the f32 GEMM does for an `m x n` product on this CPU (for the
@@ -260,7 +285,11 @@ pub fn sgemm_choice(m: usize, n: usize) -> GemmChoice {
 }
 
 /// Nothing read in place (kernels without `IN_PLACE`).
-const NONE: InPlace = InPlace { a: false, b: false };
+const NONE: InPlace = InPlace {
+    a: false,
+    b: false,
+    short_strides: false,
+};
 
 #[cfg(test)]
 mod tests {
@@ -294,6 +323,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn in_place_stride_limits_apply_on_two_port_cores_only() {
+        let two = InPlace {
+            a: true,
+            b: true,
+            short_strides: true,
+        };
+        let one = InPlace {
+            short_strides: false,
+            ..two
+        };
+        // B rows under 2 KiB apart (448 f32 columns) in place, 512 and 1024 columns packed.
+        assert!(two.reads_b(448 * 4) && !two.reads_b(512 * 4) && !two.reads_b(1024 * 4));
+        assert!(one.reads_b(512 * 4) && one.reads_b(4096 * 4));
+        assert!(!InPlace { b: false, ..one }.reads_b(64));
+        // Column-major A: not at multiples of 2 KiB.
+        assert!(two.col_stride_ok(384 * 4) && two.col_stride_ok(768 * 4));
+        assert!(!two.col_stride_ok(512 * 4) && !two.col_stride_ok(1024 * 4));
+        assert!(one.col_stride_ok(1024 * 4));
     }
 
     #[test]
