@@ -161,9 +161,11 @@ pub(crate) trait MicroKernel<T>: Packer<T> + Sync {
     /// Columns of the register tile.
     const NR: usize;
     /// The tile rows the depth blocking is derived from (`plan::blocking`):
-    /// the family's main tile's, so that a kernel's variants block alike
-    /// and give the same bits.
-    const DEPTH_MR: usize = Self::MR;
+    /// the CPU's best tile's for kernels with variants, so that they all
+    /// block alike and give the same bits.
+    fn depth_mr() -> usize {
+        Self::MR
+    }
     /// Whether the kernel runs in the BLIS loop order (`b_resident.rs`: a B
     /// panel in L1, A streaming from L2) rather than with an A panel in L1
     /// and B streaming from L2 (`gemm_with`). Chosen per kernel by measurement.
@@ -310,7 +312,9 @@ mod x86 {
     impl<const R: usize, const V: usize> MicroKernel<f32> for Avx512F32Tile<R, V> {
         const MR: usize = R;
         const NR: usize = 16 * V;
-        const DEPTH_MR: usize = super::super::plan::Tile::depth_mr(16 * V);
+        fn depth_mr() -> usize {
+            super::super::plan::f32_depth_mr()
+        }
         // Measured with the A panel in L1: 12 x 32 at 95% of peak on Zen 4, 6 x 64 at 91-93% on an Ice Lake Xeon.
         const B_RESIDENT: bool = false;
         const IN_PLACE: bool = true;

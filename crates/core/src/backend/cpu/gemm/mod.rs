@@ -292,7 +292,7 @@ fn kernel_order<T, K: MicroKernel<T>>() -> plan::Order {
 
 /// This CPU's blocking for kernel `K` on `T` values.
 fn kernel_blocking<T, K: MicroKernel<T>>() -> plan::Blocking {
-    plan::blocking(kernel_order::<T, K>(), K::DEPTH_MR, K::NR, std::mem::size_of::<T>())
+    plan::blocking(kernel_order::<T, K>(), K::depth_mr(), K::NR, std::mem::size_of::<T>())
 }
 
 /// [`gemm_with`] with a given blocking, reading operands in place
@@ -1450,7 +1450,7 @@ mod tests {
         let mut seen = Vec::new();
         for l1 in [16 << 10, 32 << 10, 48 << 10, 80 << 10] {
             for l2 in [256 << 10, 1 << 20, 1280 << 10, 2 << 20, 4 << 20] {
-                let bl = plan::blocking_for(order, K::DEPTH_MR, K::NR, 4, l1, l2, 0);
+                let bl = plan::blocking_for(order, K::depth_mr(), K::NR, 4, l1, l2, 0);
                 if !seen.contains(&bl) {
                     seen.push(bl);
                 }
@@ -1514,10 +1514,10 @@ mod tests {
         on_every_f32_kernel!(check_blockings, "blockings");
     }
 
-    /// The tiles of one family (same depth blocking) give the same bits.
+    /// Every AVX-512 f32 tile blocks its depth alike on a CPU: same bits.
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn tiles_of_a_family_give_the_same_bits() {
+    fn every_avx512_tile_gives_the_same_bits() {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             eprintln!("SKIPPED: this CPU has no AVX-512F; the AVX-512 tiles are not compared here");
             return;
@@ -1541,8 +1541,10 @@ mod tests {
             c
         };
         use plan::Tile;
-        assert_eq!(run(Tile::R12C32), run(Tile::R8C32));
-        assert_eq!(run(Tile::R6C64), run(Tile::R8C48));
+        let first = run(Tile::R12C32);
+        for t in [Tile::R8C32, Tile::R8C48, Tile::R6C64] {
+            assert!(run(t) == first, "{t:?} differs from 12x32");
+        }
     }
 
     #[test]
