@@ -19,10 +19,6 @@ use super::half::HalfKernel;
 const MR: usize = 12;
 /// Columns of the register tile.
 const NR: usize = 32;
-/// Depth of one packed block (an A micro-panel is `MR x KC` bf16 = 12 KiB).
-const KC: usize = 512;
-/// Columns of a B block (`KC x NC` bf16 = 256 KiB, in L2).
-const NC: usize = 256;
 
 /// Whether this CPU runs the native bf16 product (AVX-512 chosen by
 /// `isa()` and AVX512-BF16 present). `FERROTORCH_ISA=avx2|scalar` turns it
@@ -129,8 +125,12 @@ impl HalfKernel<bf16> for Native {
     type P = u16;
     const MR: usize = MR;
     const NR: usize = NR;
-    const KC: usize = KC;
-    const NC: usize = NC;
+    /// The rule's blocking for bf16 panels (`plan::blocking`): kc 512 on
+    /// 32 and 48 KiB of L1d; the B block within half of L2.
+    fn blocking() -> (usize, usize) {
+        let b = super::plan::blocking(super::plan::Order::AResident, MR, NR, 2);
+        (b.kc, b.nc)
+    }
     const WIDENS: bool = false;
 
     fn span(kc: usize) -> usize {

@@ -52,10 +52,9 @@ pub(crate) trait HalfKernel<S>: Sync {
     const MR: usize;
     /// Columns of the register tile.
     const NR: usize;
-    /// Depth of a packed block.
-    const KC: usize;
-    /// Columns of a B block.
-    const NC: usize;
+    /// The depth of a packed block and the columns of a B block on this
+    /// CPU (`plan::blocking`, as the f32 GEMM's).
+    fn blocking() -> (usize, usize);
     /// Whether the packers use the f32 scratch `tmp` (the widening ones).
     const WIDENS: bool = true;
 
@@ -66,7 +65,7 @@ pub(crate) trait HalfKernel<S>: Sync {
 
     /// Packs rows `[i0, i0 + rows)` (`rows <= MR`) at depth `[p0, p0 + kc)`
     /// of A into one panel of `MR * span(kc)` values (zero-padded).
-    /// `tmp` is a scratch area of `max(MR, NR) * KC` f32.
+    /// `tmp` is a scratch area of `max(MR, NR) * kc` f32.
     ///
     /// # Safety
     /// The rows and depths lie inside `a`; `dst` is writable for the
@@ -177,11 +176,12 @@ pub(crate) unsafe fn gemm<S: Half, K: HalfKernel<S>>(
     }
     let threads = if parallel { rayon::current_num_threads() } else { 1 };
     let (m_panels, n_panels) = (m.div_ceil(mr), n.div_ceil(nr));
-    let kblocks = k.div_ceil(K::KC);
+    let (kc_blk, nc_blk) = K::blocking();
+    let kblocks = k.div_ceil(kc_blk);
     let split = Split::new(m_panels, n_panels, threads);
     let (by_rows, tasks) = (split.by_rows, split.tasks);
-    let nc_panels = (K::NC / nr).max(1);
-    let span_max = K::span(K::KC.min(k));
+    let nc_panels = (nc_blk / nr).max(1);
+    let span_max = K::span(kc_blk.min(k));
     let task = |t: usize| {
         let (lo, hi) = split.range(t);
         if lo >= hi {
@@ -197,11 +197,11 @@ pub(crate) unsafe fn gemm<S: Half, K: HalfKernel<S>>(
         };
         let mut other = Scratch::<K::P>::new(other_len * span_max);
         let ot = other.as_mut_ptr();
-        let mut conv = Scratch::<f32>::new(if K::WIDENS { mr.max(nr) * K::KC.min(k) } else { 0 });
+        let mut conv = Scratch::<f32>::new(if K::WIDENS { mr.max(nr) * kc_blk.min(k) } else { 0 });
         let tmp = conv.as_mut_ptr();
         let mut edge = [0f32; EDGE];
         for kb in 0..kblocks {
-            let (p0, kc) = (kb * K::KC, K::KC.min(k - kb * K::KC));
+            let (p0, kc) = (kb * kc_blk, kc_blk.min(k - kb * kc_blk));
             let span = K::span(kc);
             let accumulate = kb > 0;
             // Panel pi of A lies at a_base + (pi - a_first) * mr * span.
@@ -287,8 +287,11 @@ impl<S: Half, K: MicroKernel<f32>> HalfKernel<S> for Widen<K> {
     type P = f32;
     const MR: usize = K::MR;
     const NR: usize = K::NR;
-    const KC: usize = 256;
-    const NC: usize = 256;
+    /// The f32 kernel's own blocking (its panels are f32 once packed).
+    fn blocking() -> (usize, usize) {
+        let b = super::plan::blocking(super::plan::Order::AResident, K::depth_mr(), K::NR, 4);
+        (b.kc, b.nc)
+    }
 
     unsafe fn pack_a(a: Mat<S>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32, tmp: *mut f32) {
         // SAFETY: in all blocks, reads stay inside the rows / depths of the contract; `tmp` holds MR * kc f32 and
