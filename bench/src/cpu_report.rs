@@ -78,7 +78,7 @@ pub fn report() -> Result<()> {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for n in [256, 512, 1024, 2048] {
-        let ch = sgemm_choice(n, n);
+        let ch = sgemm_choice(n, n, n);
         let mut rates = Vec::new();
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new()

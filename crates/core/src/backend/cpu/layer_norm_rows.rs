@@ -148,12 +148,20 @@ fn moments_with_stack<T: Real, const LEVELS: usize>(x: &[T]) -> (T, T) {
         push(&mut stack, chunk, i, depth, lanes);
         i += 1;
     }
+    finish(&mut stack, depth, x)
+}
+
+/// The end of [`rowwise_moments`]: the cascade's levels merged, then the
+/// elements past the last whole vector and each lane by the scalar merge
+/// (`AddMoments`); returns the mean and the biased variance.
+#[inline(always)]
+fn finish<T: Real>(stack: &mut [Moments<T>], depth: usize, x: &[T]) -> (T, T) {
+    let lanes = T::LANES;
+    let vecs = x.len() / lanes;
     for i in 1..depth {
         let upper = stack[i];
         stack[0].merge(&upper, lanes);
     }
-    // The elements past the last whole vector, then each lane, by the
-    // scalar merge (`AddMoments`).
     let (mut m0, mut m1, mut m2) = (0usize, T::ZERO, T::ZERO);
     for &v in &x[vecs * lanes..] {
         let delta = v - m1;
@@ -173,7 +181,7 @@ fn moments_with_stack<T: Real, const LEVELS: usize>(x: &[T]) -> (T, T) {
         m2 = m2 + (delta * delta * c).fma(T::of(m0 as f64), stack[0].m2[l]);
         m0 = n;
     }
-    (m1, m2 / T::of(len as f64))
+    (m1, m2 / T::of(x.len() as f64))
 }
 
 /// Layer norm of one row; returns its mean and reciprocal standard
@@ -318,7 +326,7 @@ mod tests {
     use super::*;
 
     /// PyTorch's `RowwiseMoments` written plainly: one chunk after another,
-    /// a 64-level cascade.
+    /// a 64-level cascade (the shared `push` and `finish`).
     fn plain_moments<T: Real>(x: &[T]) -> (T, T) {
         let lanes = T::LANES;
         let vecs = x.len() / lanes;
@@ -338,40 +346,9 @@ mod tests {
                 }
             }
             chunk.count = count;
-            stack[0].merge(&chunk, lanes);
-            let (mut mask, mut j) = (i + 1, 1);
-            while j < depth && mask & 1 == 0 {
-                let lower = stack[j - 1];
-                stack[j].merge(&lower, lanes);
-                stack[j - 1] = Moments::zero();
-                mask >>= 1;
-                j += 1;
-            }
+            push(&mut stack, chunk, i, depth, lanes);
         }
-        for i in 1..depth {
-            let upper = stack[i];
-            stack[0].merge(&upper, lanes);
-        }
-        let (mut m0, mut m1, mut m2) = (0usize, T::ZERO, T::ZERO);
-        for &v in &x[vecs * lanes..] {
-            let delta = v - m1;
-            m0 += 1;
-            m1 = m1 + delta / T::of(m0 as f64);
-            m2 = m2 + delta * (v - m1);
-        }
-        for l in 0..lanes {
-            let n = m0 + vecs;
-            let c = if n == 0 {
-                T::ZERO
-            } else {
-                T::of(vecs as f64) / T::of(n as f64)
-            };
-            let delta = stack[0].m1[l] - m1;
-            m1 = c.fma(delta, m1);
-            m2 = m2 + (delta * delta * c).fma(T::of(m0 as f64), stack[0].m2[l]);
-            m0 = n;
-        }
-        (m1, m2 / T::of(x.len() as f64))
+        finish(&mut stack, depth, x)
     }
 
     fn data(len: usize, seed: u64) -> Vec<f64> {

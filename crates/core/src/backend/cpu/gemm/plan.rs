@@ -270,17 +270,29 @@ pub struct GemmChoice {
     pub order: Order,
     /// The cache blocking.
     pub blocking: Blocking,
-    /// Which operands are read in place (else packed).
+    /// Which operands the product reads in place (else packed).
     pub in_place: InPlace,
 }
 
-/// What the f32 GEMM chooses for an `m x n` product on this CPU (any
-/// depth: the blocking does not depend on it).
-pub fn sgemm_choice(m: usize, n: usize) -> GemmChoice {
+/// What the f32 GEMM chooses for the product of a row-major `m x k` A and
+/// a row-major `k x n` B on this CPU (`in_place`: the operands this
+/// product reads in place, the CPU's rules applied to its strides).
+pub fn sgemm_choice(m: usize, k: usize, n: usize) -> GemmChoice {
     let (isa, tile, order, depth_mr, in_place) = match isa() {
         Isa::Avx512 => {
             let t = f32_tile(m, n).shape();
-            (Isa::Avx512, t, Order::AResident, f32_depth_mr(), in_place(cpu_info()))
+            let rules = in_place(cpu_info());
+            let a = super::Mat::<f32> {
+                ptr: std::ptr::null(),
+                rs: k,
+                cs: 1,
+            };
+            let this = InPlace {
+                a: rules.a && super::a_reads_in_place(a, n, rules),
+                b: rules.reads_b(n * 4),
+                ..rules
+            };
+            (Isa::Avx512, t, Order::AResident, f32_depth_mr(), this)
         }
         Isa::Avx2 => (Isa::Avx2, (6, 16), Order::BResident, 6, NONE),
         Isa::Baseline => (Isa::Baseline, (4, 8), Order::BResident, 4, NONE),
