@@ -32,6 +32,17 @@ impl<T: Real> Moments<T> {
         }
     }
 
+    /// One Welford step of a chunk: the vector `row` (one value per lane)
+    /// added with `c`, the reciprocal of the chunk's new count.
+    #[inline(always)]
+    fn add_vector(&mut self, row: &[T], c: T) {
+        for (l, &v) in row.iter().enumerate() {
+            let delta = v - self.m1[l];
+            self.m1[l] = c.fma(delta, self.m1[l]);
+            self.m2[l] = delta.fma(v - self.m1[l], self.m2[l]);
+        }
+    }
+
     /// PyTorch's `AddMomentsVec`: merges `add` into `self`, lane by lane.
     #[inline(always)]
     fn merge(&mut self, add: &Moments<T>, lanes: usize) {
@@ -116,15 +127,8 @@ fn moments_with_stack<T: Real, const LEVELS: usize>(x: &[T]) -> (T, T) {
         let (a, b) = (&x[i * span..(i + 1) * span], &x[(i + 1) * span..(i + 2) * span]);
         let (mut ca, mut cb) = (Moments::zero(), Moments::zero());
         for (j, &c) in recip.iter().enumerate() {
-            let (ra, rb) = (&a[j * lanes..(j + 1) * lanes], &b[j * lanes..(j + 1) * lanes]);
-            for l in 0..lanes {
-                let (va, vb) = (ra[l], rb[l]);
-                let (da, db) = (va - ca.m1[l], vb - cb.m1[l]);
-                ca.m1[l] = c.fma(da, ca.m1[l]);
-                cb.m1[l] = c.fma(db, cb.m1[l]);
-                ca.m2[l] = da.fma(va - ca.m1[l], ca.m2[l]);
-                cb.m2[l] = db.fma(vb - cb.m1[l], cb.m2[l]);
-            }
+            ca.add_vector(&a[j * lanes..(j + 1) * lanes], c);
+            cb.add_vector(&b[j * lanes..(j + 1) * lanes], c);
         }
         ca.count = CHUNK;
         cb.count = CHUNK;
@@ -137,12 +141,7 @@ fn moments_with_stack<T: Real, const LEVELS: usize>(x: &[T]) -> (T, T) {
         let mut chunk = Moments::zero();
         let base = i * span;
         for (j, &c) in recip.iter().enumerate().take(count) {
-            let row = &x[base + j * lanes..base + (j + 1) * lanes];
-            for (l, &v) in row.iter().enumerate() {
-                let delta = v - chunk.m1[l];
-                chunk.m1[l] = c.fma(delta, chunk.m1[l]);
-                chunk.m2[l] = delta.fma(v - chunk.m1[l], chunk.m2[l]);
-            }
+            chunk.add_vector(&x[base + j * lanes..base + (j + 1) * lanes], c);
         }
         chunk.count = count;
         push(&mut stack, chunk, i, depth, lanes);

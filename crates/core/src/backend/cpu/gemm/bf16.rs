@@ -125,12 +125,6 @@ impl HalfKernel<bf16> for Native {
     type P = u16;
     const MR: usize = MR;
     const NR: usize = NR;
-    /// The rule's blocking for bf16 panels (`plan::blocking`): kc 512 on
-    /// 32 and 48 KiB of L1d; the B block within half of L2.
-    fn blocking() -> (usize, usize) {
-        let b = super::plan::blocking(super::plan::Order::AResident, MR, NR, 2);
-        (b.kc, b.nc)
-    }
     const WIDENS: bool = false;
 
     fn span(kc: usize) -> usize {

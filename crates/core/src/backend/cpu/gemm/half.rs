@@ -52,9 +52,18 @@ pub(crate) trait HalfKernel<S>: Sync {
     const MR: usize;
     /// Columns of the register tile.
     const NR: usize;
+    /// The tile rows the depth blocking is derived from (as
+    /// `MicroKernel::depth_mr`).
+    fn depth_mr() -> usize {
+        Self::MR
+    }
     /// The depth of a packed block and the columns of a B block on this
-    /// CPU (`plan::blocking`, as the f32 GEMM's).
-    fn blocking() -> (usize, usize);
+    /// CPU: the A-in-L1 order's rule (`plan::blocking`) for panels of `P`.
+    fn blocking() -> (usize, usize) {
+        let order = super::plan::Order::AResident;
+        let b = super::plan::blocking(order, Self::depth_mr(), Self::NR, std::mem::size_of::<Self::P>());
+        (b.kc, b.nc)
+    }
     /// Whether the packers use the f32 scratch `tmp` (the widening ones).
     const WIDENS: bool = true;
 
@@ -287,10 +296,9 @@ impl<S: Half, K: MicroKernel<f32>> HalfKernel<S> for Widen<K> {
     type P = f32;
     const MR: usize = K::MR;
     const NR: usize = K::NR;
-    /// The f32 kernel's own blocking (its panels are f32 once packed).
-    fn blocking() -> (usize, usize) {
-        let b = super::plan::blocking(super::plan::Order::AResident, K::depth_mr(), K::NR, 4);
-        (b.kc, b.nc)
+    /// The f32 kernel's, so that its tiles block alike (its panels are f32 once packed).
+    fn depth_mr() -> usize {
+        K::depth_mr()
     }
 
     unsafe fn pack_a(a: Mat<S>, i0: usize, rows: usize, p0: usize, kc: usize, dst: *mut f32, tmp: *mut f32) {

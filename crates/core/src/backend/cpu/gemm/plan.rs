@@ -76,17 +76,7 @@ impl Tile {
             let up = |x: usize, to: usize| (x as u128).div_ceil(to as u128) * to as u128;
             up(m, r).saturating_mul(up(n, c))
         };
-        // (tile, speed in percent of the first), best tile first.
-        let candidates: &[(Tile, u128)] = if fma_ports >= 2 {
-            &[
-                (Tile::R6C64, 100),
-                (Tile::R8C48, 95),
-                (Tile::R12C32, 87),
-                (Tile::R8C32, 75),
-            ]
-        } else {
-            &[(Tile::R12C32, 100), (Tile::R8C32, 95)]
-        };
+        let candidates = Tile::candidates(fma_ports);
         let mut best = candidates[0];
         for &(t, speed) in &candidates[1..] {
             // padded(t) / speed < padded(best) / best_speed, cross-multiplied.
@@ -95,6 +85,21 @@ impl Tile {
             }
         }
         best.0
+    }
+
+    /// The tiles a core issuing `fma_ports` 512-bit FMAs per cycle chooses
+    /// from, each with its speed in percent of the first (the best).
+    fn candidates(fma_ports: u32) -> &'static [(Tile, u128)] {
+        if fma_ports >= 2 {
+            &[
+                (Tile::R6C64, 100),
+                (Tile::R8C48, 95),
+                (Tile::R12C32, 87),
+                (Tile::R8C32, 75),
+            ]
+        } else {
+            &[(Tile::R12C32, 100), (Tile::R8C32, 95)]
+        }
     }
 
     fn parse(s: &str) -> Option<Tile> {
@@ -194,7 +199,7 @@ fn blocking_override() -> &'static Option<Vec<usize>> {
 /// this CPU: its best tile's (6 on two-FMA-port cores, 12 on one-port
 /// ones), so that all the tiles block alike and give the same bits.
 pub fn f32_depth_mr() -> usize {
-    if cpu_info().fma512_per_cycle >= 2 { 6 } else { 12 }
+    Tile::candidates(cpu_info().fma512_per_cycle)[0].0.shape().0
 }
 
 /// The AVX-512 f32 tile for an `m x n` product on this CPU (or the
