@@ -3,7 +3,8 @@
 //! PyTorch's programming model in Rust. This facade re-exports the crates of
 //! the workspace: the tensor core ([`ferrotorch_core`], at the root), `nn`
 //! ([`ferrotorch_nn`]), `optim` ([`ferrotorch_optim`]), `data`
-//! ([`ferrotorch_data`]) and `serialize` ([`ferrotorch_serialize`]).
+//! ([`ferrotorch_data`]), `serialize` ([`ferrotorch_serialize`]) and
+//! `distributed` ([`ferrotorch_distributed`]).
 //!
 //! ```
 //! use ferrotorch::{Tensor, manual_seed};
@@ -71,6 +72,11 @@ pub use ferrotorch_optim as optim;
 /// does, and written so that it reads them), safetensors, and state-dict
 /// conversions: the [`ferrotorch_serialize`] crate.
 pub use ferrotorch_serialize as serialize;
+
+/// Distributed training (`torch.distributed`): key-value stores that
+/// PyTorch's processes share (TCPStore in its wire protocol, FileStore,
+/// HashStore, PrefixStore): the [`ferrotorch_distributed`] crate.
+pub use ferrotorch_distributed as distributed;
 
 /// The README's Rust examples, compiled and run as doc tests so that the
 /// quick start a new user copies keeps working.
