@@ -33,6 +33,15 @@ pub enum DistError {
     /// the limit, an unexpected reply).
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A collective or point-to-point operation failed: the message names
+    /// the operation, its group and sequence number, and why (a timeout
+    /// naming the ranks that did not arrive, a dead peer, ranks that called
+    /// different collectives).
+    #[error("{0}")]
+    Collective(String),
+    /// An error of the tensor core (reading or writing a tensor).
+    #[error(transparent)]
+    Core(#[from] ferrotorch_core::Error),
     /// A bad argument (an oversized key, a malformed address, a counter
     /// that is not a number).
     #[error("{0}")]
@@ -53,13 +62,16 @@ impl DistError {
 pub type Result<T> = std::result::Result<T, DistError>;
 
 impl From<DistError> for ferrotorch_core::Error {
-    /// Every distributed error becomes an `InvalidArgument` of the op
+    /// Core errors come back as they were; every other distributed error becomes an `InvalidArgument` of the op
     /// `distributed` with this error's message, so `?` works in code that
     /// returns the core's `Result`.
     fn from(e: DistError) -> Self {
-        ferrotorch_core::Error::InvalidArgument {
-            op: "distributed",
-            detail: e.to_string(),
+        match e {
+            DistError::Core(e) => e,
+            other => ferrotorch_core::Error::InvalidArgument {
+                op: "distributed",
+                detail: other.to_string(),
+            },
         }
     }
 }

@@ -525,6 +525,17 @@ impl CpuBuffer {
         self.ptr.as_ptr()
     }
 
+    /// The bytes of the buffer, for writing. Crate-private: a bool
+    /// storage's bytes must stay 0 or 1, which
+    /// [`Storage::with_cpu_bytes_mut`](super::Storage::with_cpu_bytes_mut)
+    /// restores before anyone else can read them.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as `bytes`, and `&mut self` (the storage's write lock)
+        // excludes every other reader and writer for the borrow; external
+        // memory is valid for writes by `from_external`'s contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.nbytes) }
+    }
+
     /// The bytes of the buffer.
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the block holds `nbytes` bytes, all initialised (see the

@@ -241,6 +241,36 @@ impl Storage {
         self.0.read_only
     }
 
+    /// Runs `f` on the bytes of host memory under the write lock, for
+    /// code that fills a tensor from raw bytes (a collective's received
+    /// data); bumps the version. On a bool storage every byte `f` left
+    /// other than 0 becomes 1 before the lock is released, so bool tensors
+    /// never see another byte. An error for memory of another device and
+    /// for read-only storage.
+    pub fn with_cpu_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        if self.0.read_only {
+            return Err(Error::InvalidArgument {
+                op: "with_cpu_bytes_mut",
+                detail: "the storage is read-only (a shared constant)".into(),
+            });
+        }
+        let mut guard = self.write();
+        let Buffer::Cpu(buf) = &mut *guard else {
+            return Err(Error::InvalidArgument {
+                op: "with_cpu_bytes_mut",
+                detail: format!("the storage is on {}, not the CPU", self.0.device),
+            });
+        };
+        let bytes = buf.bytes_mut();
+        let out = f(bytes);
+        if self.0.bool_typed {
+            bytes.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+        }
+        drop(guard);
+        self.bump_version();
+        Ok(out)
+    }
+
     /// Whether bool tensors live on this storage (bool and non-bool tensors
     /// never share one: see [`TensorExt::from_parts`](crate::backend::TensorExt::from_parts)).
     pub fn is_bool_typed(&self) -> bool {

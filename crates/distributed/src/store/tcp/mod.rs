@@ -152,6 +152,17 @@ impl TcpStore {
         self.port
     }
 
+    /// The local address of this client's connection: the address the
+    /// other ranks can reach this host at, as far as routing knows.
+    pub fn local_ip(&self) -> Option<std::net::IpAddr> {
+        let ip = self.lock().local_addr().ok()?.ip();
+        // An IPv4 peer seen through a dual-stack socket.
+        Some(match ip {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+            v4 => v4,
+        })
+    }
+
     /// The server this process runs, if it is the master.
     pub fn server(&self) -> Option<&TcpStoreServer> {
         self.server.as_deref()

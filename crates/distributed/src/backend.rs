@@ -1,0 +1,28 @@
+//! The `Backend` trait (PyTorch's `c10d::Backend`): what a communication
+//! library provides to a process group.
+
+use crate::collective::Collective;
+use crate::error::Result;
+use crate::work::Work;
+
+/// A communication backend of one group: carries out [`Collective`]s,
+/// each returning a [`Work`] at once and completing it later off the
+/// calling thread (so a device backend such as NCCL fits: its work
+/// completes when its stream has run the kernel).
+///
+/// Calls are carried out in the order they were submitted; every rank of
+/// the group must submit the same collectives in the same order (their
+/// sequence numbers are checked against each other).
+pub trait Backend: Send + Sync {
+    /// The backend's name (`"tcp"`, `"mpi"`).
+    fn name(&self) -> &'static str;
+    /// This process's rank in the group.
+    fn rank(&self) -> usize;
+    /// The number of ranks in the group.
+    fn size(&self) -> usize;
+    /// Starts `c` (already validated by the caller with
+    /// [`Collective::validate`]) and returns its work handle.
+    fn submit(&self, c: Collective) -> Result<Work>;
+    /// Stops the backend: pending and later calls fail, connections close.
+    fn shutdown(&self);
+}

@@ -1,0 +1,323 @@
+//! The tcp backend's algorithms over [`Mesh`]: ring reduce-scatter and
+//! all-gather (pipelined in segments, each forwarded as soon as it is
+//! reduced), ring all-reduce from the two, binomial-tree reduce and
+//! broadcast (a pipelined chain for large broadcasts), direct gather,
+//! scatter and all-to-all. Reduction orders are fixed by the ranks, so
+//! results repeat bit for bit, and every rank of an all-reduce ends with
+//! the same bits (each block is reduced on one rank and copied to the rest).
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use ferrotorch_core::DType;
+
+use super::mesh::{Mesh, Message, NoMessage};
+use crate::reduce_op::{ReduceOp, finish_avg, reduce_into};
+
+/// Bytes per pipelined segment.
+pub(crate) const SEGMENT: usize = 1 << 20;
+/// Broadcasts up to this size go down a binomial tree; larger ones down a
+/// pipelined chain.
+const TREE_BROADCAST_MAX: usize = 256 * 1024;
+
+/// One collective in flight: its sequence number, fingerprint and deadline,
+/// with the mesh's send and receive checked against them.
+pub(crate) struct Step<'a> {
+    pub mesh: &'a Mesh,
+    pub seq: u64,
+    pub fingerprint: u64,
+    pub op: &'static str,
+    pub deadline: Instant,
+    /// Time kept after the deadline to find out which ranks are absent.
+    pub grace: Duration,
+}
+
+/// A failure, as the message the work and the other ranks get.
+pub(crate) type Fail = String;
+
+impl Step<'_> {
+    fn what(&self) -> String {
+        format!(
+            "{} (group {:?}, sequence number {})",
+            self.op,
+            self.mesh.group_name(),
+            self.seq
+        )
+    }
+
+    pub(crate) fn send(&self, peer: usize, tag: u64, bytes: &[u8]) -> Result<(), Fail> {
+        self.mesh
+            .send(peer, self.seq, tag, self.fingerprint, bytes)
+            .map_err(|e| format!("{}: {e}", self.what()))
+    }
+
+    pub(crate) fn recv(&self, peer: usize, tag: u64) -> Result<Vec<u8>, Fail> {
+        match self.mesh.recv(peer, self.seq, tag, self.fingerprint, self.deadline) {
+            Ok(m) if m.fingerprint == self.fingerprint => Ok(m.payload),
+            Ok(Message { fingerprint, .. }) | Err(NoMessage::Mismatch(fingerprint)) => Err(format!(
+                "collective mismatch at sequence number {} of group {:?}: rank {peer} called {}, rank {} called {}",
+                self.seq,
+                self.mesh.group_name(),
+                describe(fingerprint),
+                self.mesh.rank(),
+                describe(self.fingerprint)
+            )),
+            Err(NoMessage::Gone(why)) => Err(format!("{}: {why}", self.what())),
+            Err(NoMessage::Deadline) => {
+                let absent = self.mesh.absent_at(self.seq, self.grace);
+                let mut msg = format!(
+                    "{} timed out after {:?} waiting for rank {peer}",
+                    self.what(),
+                    self.mesh.timeout()
+                );
+                if absent.is_empty() {
+                    msg.push_str("; every rank reached it (a slow or stuck peer)");
+                } else {
+                    msg.push_str(&format!("; ranks {absent:?} did not arrive"));
+                    for p in &absent {
+                        if let Some(why) = self.mesh.death(*p) {
+                            msg.push_str(&format!(" (rank {p}: {why})"));
+                        }
+                    }
+                }
+                Err(msg)
+            }
+        }
+    }
+}
+
+/// A fingerprint in words: `all_reduce(f32, SUM, 1000 elements)`.
+pub(crate) fn describe(fp: u64) -> String {
+    use crate::collective::code;
+    let kind = match (fp >> 56) as u8 {
+        code::BROADCAST => "broadcast",
+        code::ALL_REDUCE => "all_reduce",
+        code::REDUCE => "reduce",
+        code::ALL_GATHER => "all_gather",
+        code::REDUCE_SCATTER => "reduce_scatter",
+        code::GATHER => "gather",
+        code::SCATTER => "scatter",
+        code::ALL_TO_ALL => "all_to_all",
+        code::BARRIER => "barrier",
+        code::P2P => "send/recv",
+        _ => "an unknown call",
+    };
+    let dtype = ferrotorch_core::ALL_DTYPES
+        .get(((fp >> 48) & 0xFF) as usize)
+        .map(|d| d.name());
+    let ops = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"];
+    let op = ops.get(((fp >> 40) & 0xFF) as usize);
+    let numel = fp & 0xFF_FFFF_FFFF;
+    let mut parts = Vec::new();
+    parts.extend(dtype.map(str::to_owned));
+    parts.extend(op.map(|o| (*o).to_owned()));
+    if numel > 0 {
+        parts.push(format!("{numel} elements"));
+    }
+    format!("{kind}({})", parts.join(", "))
+}
+
+/// Tag of segment `k` of step `s` in phase `phase`.
+fn tag(phase: u64, s: usize, k: usize) -> u64 {
+    (phase << 56) | ((s as u64) << 28) | k as u64
+}
+
+/// The segments of a byte range.
+fn segments(r: &Range<usize>) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
+    let n = r.len().div_ceil(SEGMENT).max(1);
+    (0..n).map(move |k| {
+        let a = r.start + k * SEGMENT;
+        (k, a..(a + SEGMENT).min(r.end))
+    })
+}
+
+/// `n` nearly equal blocks of `elems` elements (the first `elems % n` one
+/// longer), as byte ranges.
+pub(crate) fn even_blocks(elems: usize, n: usize, es: usize) -> Vec<Range<usize>> {
+    let (base, rem) = (elems / n, elems % n);
+    let mut at = 0;
+    (0..n)
+        .map(|i| {
+            let len = (base + usize::from(i < rem)) * es;
+            let r = at..at + len;
+            at += len;
+            r
+        })
+        .collect()
+}
+
+fn modn(x: isize, n: usize) -> usize {
+    x.rem_euclid(n as isize) as usize
+}
+
+/// Ring reduce-scatter over `blocks` of `buf`: afterwards rank `r` holds
+/// block `r + 1 + shift` (mod n) reduced over every rank.
+pub(crate) fn ring_reduce_scatter(
+    st: &Step<'_>,
+    buf: &mut [u8],
+    blocks: &[Range<usize>],
+    shift: isize,
+    dtype: DType,
+    op: ReduceOp,
+) -> Result<usize, Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let ri = r as isize;
+    let first = modn(ri + shift, n);
+    for (k, seg) in segments(&blocks[first]) {
+        st.send(next, tag(0, 0, k), &buf[seg])?;
+    }
+    let mut last = first;
+    for s in 0..n - 1 {
+        let c = modn(ri - s as isize - 1 + shift, n);
+        for (k, seg) in segments(&blocks[c]) {
+            let m = st.recv(prev, tag(0, s, k))?;
+            if m.len() != seg.len() {
+                return Err(format!(
+                    "{}: a segment of {} bytes where {} were expected",
+                    st.op,
+                    m.len(),
+                    seg.len()
+                ));
+            }
+            reduce_into(dtype, op, &mut buf[seg.clone()], &m);
+            if s + 1 < n - 1 {
+                st.send(next, tag(0, s + 1, k), &buf[seg])?;
+            }
+        }
+        last = c;
+    }
+    Ok(last)
+}
+
+/// Ring all-gather over `blocks` of `buf`, where rank `r` holds block
+/// `r + own` (mod n) and every rank ends with every block.
+pub(crate) fn ring_all_gather(st: &Step<'_>, buf: &mut [u8], blocks: &[Range<usize>], own: isize) -> Result<(), Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let ri = r as isize;
+    for (k, seg) in segments(&blocks[modn(ri + own, n)]) {
+        st.send(next, tag(1, 0, k), &buf[seg])?;
+    }
+    for s in 0..n - 1 {
+        let c = modn(ri + own - s as isize - 1, n);
+        for (k, seg) in segments(&blocks[c]) {
+            let m = st.recv(prev, tag(1, s, k))?;
+            if m.len() != seg.len() {
+                return Err(format!(
+                    "{}: a segment of {} bytes where {} were expected",
+                    st.op,
+                    m.len(),
+                    seg.len()
+                ));
+            }
+            buf[seg.clone()].copy_from_slice(&m);
+            if s + 1 < n - 1 {
+                st.send(next, tag(1, s + 1, k), &buf[seg])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Ring all-reduce: reduce-scatter, the mean's division on the block each
+/// rank finished, all-gather.
+pub(crate) fn all_reduce(st: &Step<'_>, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<(), Fail> {
+    let n = st.mesh.size();
+    let es = dtype.element_size();
+    let blocks = even_blocks(buf.len() / es, n, es);
+    let own = ring_reduce_scatter(st, buf, &blocks, 0, dtype, op)?;
+    if op == ReduceOp::Avg {
+        finish_avg(dtype, &mut buf[blocks[own].clone()], n);
+    }
+    ring_all_gather(st, buf, &blocks, 1)
+}
+
+/// Binomial-tree reduce to `root`; only the root's `buf` holds the result.
+pub(crate) fn reduce(st: &Step<'_>, buf: &mut [u8], root: usize, dtype: DType, op: ReduceOp) -> Result<(), Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let v = (r + n - root) % n;
+    let mut mask = 1;
+    while mask < n {
+        if v & mask != 0 {
+            let parent = ((v - mask) + root) % n;
+            return st.send(parent, 0, buf);
+        }
+        if v + mask < n {
+            let child = (v + mask + root) % n;
+            let m = st.recv(child, 0)?;
+            if m.len() != buf.len() {
+                return Err(format!(
+                    "{}: rank {child} sent {} bytes, {} expected",
+                    st.op,
+                    m.len(),
+                    buf.len()
+                ));
+            }
+            reduce_into(dtype, op, buf, &m);
+        }
+        mask <<= 1;
+    }
+    if op == ReduceOp::Avg {
+        finish_avg(dtype, buf, n);
+    }
+    Ok(())
+}
+
+/// Broadcast from `root`: a binomial tree for small buffers, a pipelined
+/// chain of segments for large ones.
+pub(crate) fn broadcast(st: &Step<'_>, buf: &mut [u8], root: usize) -> Result<(), Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let v = (r + n - root) % n;
+    if buf.len() <= TREE_BROADCAST_MAX {
+        // Receive from the parent (v without its lowest set bit) ...
+        let mut mask = 1;
+        while mask < n {
+            if v & mask != 0 {
+                let parent = ((v - mask) + root) % n;
+                let m = st.recv(parent, 0)?;
+                if m.len() != buf.len() {
+                    return Err(format!(
+                        "{}: rank {parent} sent {} bytes, {} expected",
+                        st.op,
+                        m.len(),
+                        buf.len()
+                    ));
+                }
+                buf.copy_from_slice(&m);
+                break;
+            }
+            mask <<= 1;
+        }
+        // ... then send to the children below that bit.
+        mask >>= 1;
+        while mask > 0 {
+            if v + mask < n {
+                st.send((v + mask + root) % n, 0, buf)?;
+            }
+            mask >>= 1;
+        }
+        return Ok(());
+    }
+    let whole = 0..buf.len();
+    let next = (v + 1 < n).then(|| (v + 1 + root) % n);
+    for (k, seg) in segments(&whole) {
+        if v > 0 {
+            let prev = (v - 1 + root) % n;
+            let m = st.recv(prev, k as u64)?;
+            if m.len() != seg.len() {
+                return Err(format!(
+                    "{}: rank {prev} sent {} bytes, {} expected",
+                    st.op,
+                    m.len(),
+                    seg.len()
+                ));
+            }
+            buf[seg.clone()].copy_from_slice(&m);
+        }
+        if let Some(next) = next {
+            st.send(next, k as u64, &buf[seg])?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,410 @@
+//! The `tcp` backend: ferrotorch's embedded communication library (no
+//! system package). Connections between every pair of ranks ([`mesh`]),
+//! ring and tree algorithms ([`algorithms`]), and one worker thread per
+//! group that carries out the calls in submission order and completes
+//! their [`Work`]s, so calls return at once and communication overlaps
+//! the caller's computation.
+//!
+//! A failure (a timeout, a dead peer, a mismatched collective) fails the
+//! call, is sent to every other rank so they fail at once too, and leaves
+//! the group unusable: later calls fail with the first error, as an
+//! aborted NCCL communicator does.
+
+mod algorithms;
+mod mesh;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferrotorch_core::Tensor;
+
+use crate::backend::Backend;
+use crate::collective::Collective;
+use crate::error::{DistError, Result};
+use crate::reduce_op::{ReduceOp, finish_avg};
+use crate::store::Store;
+use crate::tensor_bytes;
+use crate::work::Work;
+use algorithms::{Fail, Step, even_blocks};
+use mesh::{Mesh, P2P_SEQ};
+
+/// One submitted call.
+struct Job {
+    call: Collective,
+    seq: u64,
+    work: Work,
+}
+
+/// The `tcp` backend of one group.
+pub struct TcpBackend {
+    rank: usize,
+    size: usize,
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
+    next_seq: AtomicU64,
+    mesh: Arc<Mesh>,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for TcpBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpBackend")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpBackend {
+    /// Connects rank `rank` of the `size` ranks of group `group_name`
+    /// through `store` (each rank listens on `ip`, which the others must
+    /// reach), and starts the group's worker thread. Collectives fail
+    /// after `timeout` without progress.
+    pub fn new(
+        store: &dyn Store,
+        group_name: &str,
+        rank: usize,
+        size: usize,
+        ip: std::net::IpAddr,
+        timeout: Duration,
+    ) -> Result<Self> {
+        if rank >= size {
+            return Err(DistError::InvalidArgument(format!("rank {rank} of a group of {size}")));
+        }
+        let mesh = Arc::new(Mesh::connect(store, group_name, rank, size, ip, timeout)?);
+        let (tx, rx) = mpsc::channel::<Job>();
+        let worker = {
+            let mesh = mesh.clone();
+            std::thread::Builder::new()
+                .name(format!("ferro-dist-{group_name}-r{rank}"))
+                .spawn(move || worker_loop(&mesh, &rx))
+                .map_err(|e| DistError::io("spawn the group's worker", e))?
+        };
+        Ok(TcpBackend {
+            rank,
+            size,
+            queue: Mutex::new(Some(tx)),
+            next_seq: AtomicU64::new(1),
+            mesh,
+            worker: Mutex::new(Some(worker)),
+        })
+    }
+}
+
+impl Backend for TcpBackend {
+    fn name(&self) -> &'static str {
+        "tcp"
+    }
+
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn submit(&self, call: Collective) -> Result<Work> {
+        let seq = if call.is_p2p() {
+            0
+        } else {
+            self.next_seq.fetch_add(1, Ordering::SeqCst)
+        };
+        let work = Work::new(call.name(), seq);
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(tx) = queue.as_ref() else {
+            return Err(DistError::Collective(format!(
+                "{}: the process group was destroyed",
+                call.name()
+            )));
+        };
+        tx.send(Job {
+            call,
+            seq,
+            work: work.clone(),
+        })
+        .map_err(|_| DistError::Collective("the process group's worker has stopped".into()))?;
+        Ok(work)
+    }
+
+    fn shutdown(&self) {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(h) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = h.join();
+        }
+        self.mesh.shutdown();
+    }
+}
+
+impl Drop for TcpBackend {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Carries out the jobs in order; after the first failure, fails the rest.
+fn worker_loop(mesh: &Mesh, rx: &mpsc::Receiver<Job>) {
+    let mut broken: Option<String> = None;
+    let mut p2p = P2pCounters::default();
+    while let Ok(job) = rx.recv() {
+        if let Some(why) = &broken {
+            job.work.finish(Err(format!(
+                "{}: the process group is unusable after an earlier failure: {why}",
+                job.call.name()
+            )));
+            continue;
+        }
+        let result = run(mesh, &job, &mut p2p);
+        if !job.call.is_p2p() {
+            mesh.finished_below(job.seq + 1);
+        }
+        if let Err(why) = &result {
+            mesh.abort_all(why);
+            broken = Some(why.clone());
+        }
+        job.work.finish(result);
+    }
+}
+
+/// How many messages went to / came from each (peer, tag): the sequence
+/// numbers that match sends with receives in order.
+#[derive(Default)]
+struct P2pCounters {
+    sent: HashMap<(usize, u64), u64>,
+    received: HashMap<(usize, u64), u64>,
+}
+
+fn next(map: &mut HashMap<(usize, u64), u64>, key: (usize, u64)) -> u64 {
+    let c = map.entry(key).or_insert(0);
+    *c += 1;
+    P2P_SEQ | *c
+}
+
+fn tensor_err(op: &str) -> impl Fn(DistError) -> Fail + '_ {
+    move |e| format!("{op}: {e}")
+}
+
+fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec<Tensor>, Fail> {
+    let op = job.call.name();
+    let timeout = mesh.timeout();
+    let grace = (timeout / 5).min(Duration::from_secs(2));
+    let mut st = Step {
+        mesh,
+        seq: job.seq,
+        fingerprint: job.call.fingerprint(),
+        op,
+        deadline: Instant::now() + timeout.saturating_sub(grace),
+        grace,
+    };
+    let (r, n) = (mesh.rank(), mesh.size());
+    let read = |t: &Tensor| tensor_bytes::read(op, t).map_err(tensor_err(op));
+    let write = |t: &Tensor, b: &[u8]| tensor_bytes::write(op, t, b).map_err(tensor_err(op));
+    match &job.call {
+        Collective::Broadcast { tensor, root } => {
+            if n > 1 {
+                let mut buf = read(tensor)?;
+                algorithms::broadcast(&st, &mut buf, *root)?;
+                if r != *root {
+                    write(tensor, &buf)?;
+                }
+            }
+            Ok(vec![tensor.clone()])
+        }
+        Collective::AllReduce { tensor, op: rop } => {
+            let mut buf = read(tensor)?;
+            if n > 1 {
+                algorithms::all_reduce(&st, &mut buf, tensor.dtype(), *rop)?;
+            } else if *rop == ReduceOp::Avg {
+                finish_avg(tensor.dtype(), &mut buf, 1);
+            }
+            write(tensor, &buf)?;
+            Ok(vec![tensor.clone()])
+        }
+        Collective::Reduce { tensor, root, op: rop } => {
+            let mut buf = read(tensor)?;
+            algorithms::reduce(&st, &mut buf, *root, tensor.dtype(), *rop)?;
+            if r == *root {
+                write(tensor, &buf)?;
+            }
+            Ok(vec![tensor.clone()])
+        }
+        Collective::AllGather { outputs, input } => {
+            let buf = gather_all(&st, &read(input)?, input.element_size())?;
+            let blocks = even_blocks(buf.len() / input.element_size(), n, input.element_size());
+            for (o, b) in outputs.iter().zip(blocks) {
+                write(o, &buf[b])?;
+            }
+            Ok(outputs.clone())
+        }
+        Collective::AllGatherIntoTensor { output, input } => {
+            let buf = gather_all(&st, &read(input)?, input.element_size())?;
+            write(output, &buf)?;
+            Ok(vec![output.clone()])
+        }
+        Collective::ReduceScatter {
+            output,
+            inputs,
+            op: rop,
+        } => {
+            let mut buf = Vec::new();
+            for i in inputs {
+                buf.extend_from_slice(&read(i)?);
+            }
+            let mine = scatter_reduce(&st, &mut buf, output.dtype(), *rop)?;
+            write(output, &mine)?;
+            Ok(vec![output.clone()])
+        }
+        Collective::ReduceScatterTensor { output, input, op: rop } => {
+            let mut buf = read(input)?;
+            let mine = scatter_reduce(&st, &mut buf, output.dtype(), *rop)?;
+            write(output, &mine)?;
+            Ok(vec![output.clone()])
+        }
+        Collective::Gather { outputs, input, root } => {
+            let mine = read(input)?;
+            if r == *root {
+                for (p, o) in outputs.iter().enumerate() {
+                    let b = if p == r { mine.clone() } else { st.recv(p, 0)? };
+                    write(o, &b)?;
+                }
+            } else {
+                st.send(*root, 0, &mine)?;
+            }
+            Ok(outputs.clone())
+        }
+        Collective::Scatter { output, inputs, root } => {
+            if r == *root {
+                for (p, i) in inputs.iter().enumerate() {
+                    let b = read(i)?;
+                    if p == r {
+                        write(output, &b)?;
+                    } else {
+                        st.send(p, 0, &b)?;
+                    }
+                }
+            } else {
+                write(output, &st.recv(*root, 0)?)?;
+            }
+            Ok(vec![output.clone()])
+        }
+        Collective::AllToAll { outputs, inputs } => {
+            for p in (0..n).filter(|&p| p != r) {
+                st.send(p, 0, &read(&inputs[p])?)?;
+            }
+            write(&outputs[r], &read(&inputs[r])?)?;
+            for p in (0..n).filter(|&p| p != r) {
+                write(&outputs[p], &st.recv(p, 0)?)?;
+            }
+            Ok(outputs.clone())
+        }
+        Collective::AllToAllSingle {
+            output,
+            input,
+            output_splits,
+            input_splits,
+        } => {
+            let inb = read(input)?;
+            let ins = row_blocks(input, input_splits, n);
+            let outs = row_blocks(output, output_splits, n);
+            let mut outb = vec![0u8; output.numel() * output.element_size()];
+            for p in (0..n).filter(|&p| p != r) {
+                st.send(p, 0, &inb[ins[p].clone()])?;
+            }
+            if outs[r].len() != ins[r].len() {
+                return Err(format!(
+                    "{op}: rank {r} keeps {} bytes of its input but expects {} in its output",
+                    ins[r].len(),
+                    outs[r].len()
+                ));
+            }
+            outb[outs[r].clone()].copy_from_slice(&inb[ins[r].clone()]);
+            for p in (0..n).filter(|&p| p != r) {
+                let m = st.recv(p, 0)?;
+                if m.len() != outs[p].len() {
+                    return Err(format!(
+                        "{op}: rank {p} sent {} bytes where the output split expects {}",
+                        m.len(),
+                        outs[p].len()
+                    ));
+                }
+                outb[outs[p].clone()].copy_from_slice(&m);
+            }
+            write(output, &outb)?;
+            Ok(vec![output.clone()])
+        }
+        Collective::Barrier => {
+            if n > 1 {
+                let mut one = vec![1u8];
+                algorithms::all_reduce(&st, &mut one, ferrotorch_core::DType::U8, ReduceOp::Max)?;
+            }
+            Ok(vec![])
+        }
+        Collective::Send { tensor, dst, tag } => {
+            st.seq = next(&mut p2p.sent, (*dst, *tag));
+            st.send(*dst, *tag, &read(tensor)?)?;
+            Ok(vec![tensor.clone()])
+        }
+        Collective::Recv { tensor, src, tag } => {
+            st.seq = next(&mut p2p.received, (*src, *tag));
+            st.deadline = Instant::now() + timeout;
+            let b = st.recv(*src, *tag)?;
+            write(tensor, &b)?;
+            Ok(vec![tensor.clone()])
+        }
+    }
+}
+
+/// Ring all-gather of every rank's `mine` (equal sizes).
+fn gather_all(st: &Step<'_>, mine: &[u8], es: usize) -> std::result::Result<Vec<u8>, Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let mut buf = vec![0u8; mine.len() * n];
+    buf[r * mine.len()..(r + 1) * mine.len()].copy_from_slice(mine);
+    if n > 1 {
+        let blocks = even_blocks(buf.len() / es, n, es);
+        algorithms::ring_all_gather(st, &mut buf, &blocks, 0)?;
+    }
+    Ok(buf)
+}
+
+/// Ring reduce-scatter of `buf` (n equal blocks); this rank's block.
+fn scatter_reduce(
+    st: &Step<'_>,
+    buf: &mut [u8],
+    dtype: ferrotorch_core::DType,
+    op: ReduceOp,
+) -> std::result::Result<Vec<u8>, Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let es = dtype.element_size();
+    let blocks = even_blocks(buf.len() / es, n, es);
+    if n > 1 {
+        let own = algorithms::ring_reduce_scatter(st, buf, &blocks, n as isize - 1, dtype, op)?;
+        debug_assert_eq!(own, r);
+    }
+    let mut mine = buf[blocks[r].clone()].to_vec();
+    if op == ReduceOp::Avg {
+        finish_avg(dtype, &mut mine, n);
+    }
+    Ok(mine)
+}
+
+/// Byte ranges of the row blocks of `t` (`splits` rows each, or equal).
+fn row_blocks(t: &Tensor, splits: &[usize], n: usize) -> Vec<std::ops::Range<usize>> {
+    let rows = t.shape().first().copied().unwrap_or(1);
+    let row_bytes = (t.numel() * t.element_size()).checked_div(rows).unwrap_or(0);
+    let sizes: Vec<usize> = if splits.is_empty() {
+        vec![rows / n; n]
+    } else {
+        splits.to_vec()
+    };
+    let mut at = 0;
+    sizes
+        .iter()
+        .map(|s| {
+            let r = at..at + s * row_bytes;
+            at += s * row_bytes;
+            r
+        })
+        .collect()
+}

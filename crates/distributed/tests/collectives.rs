@@ -1,0 +1,499 @@
+//! One collective suite run by real processes on loopback at world sizes
+//! 1, 2, 3 and 4, plus the failures: a mismatched collective, a killed
+//! rank, a stalled rank. Each parent test starts this test binary again
+//! once per rank (the ignored `child` test is their entry point), with
+//! torchrun's variables, and reaps every child within a bounded time.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dist::{InitOptions, P2pOp, ReduceOp};
+use ferrotorch_core::{DType, Tensor, TensorOptions};
+use ferrotorch_distributed as dist;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs `case` on `n` processes; every one must exit 0 within `limit`.
+fn launch(case: &str, n: usize, limit: Duration) {
+    let port = free_port().to_string();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<Child> = (0..n)
+        .map(|r| {
+            Command::new(&exe)
+                .args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
+                .env("FERRO_DIST_CASE", case)
+                .env("RANK", r.to_string())
+                .env("LOCAL_RANK", r.to_string())
+                .env("WORLD_SIZE", n.to_string())
+                .env("LOCAL_WORLD_SIZE", n.to_string())
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", &port)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let start = Instant::now();
+    let mut failures = Vec::new();
+    for (r, mut c) in children.into_iter().enumerate() {
+        // Bounded wait: kill what outlives the limit.
+        loop {
+            if c.try_wait().unwrap().is_some() {
+                break;
+            }
+            if start.elapsed() > limit {
+                let _ = c.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = c.wait_with_output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if !out.status.success() || !text.contains("CHILD OK") {
+            failures.push(format!("rank {r} ({}):\n{text}", out.status));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "case {case} on {n} ranks:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+#[ignore = "the entry point of the child processes that the other tests start"]
+fn child() {
+    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
+    let timeout = match case.as_str() {
+        "timeout" => Duration::from_secs(3),
+        _ => Duration::from_secs(60),
+    };
+    dist::init_process_group(InitOptions::new("tcp").timeout(timeout)).unwrap();
+    let (r, n) = (dist::get_rank().unwrap(), dist::get_world_size().unwrap());
+    match case.as_str() {
+        "suite" => suite(r, n),
+        "mismatch" => mismatch(r),
+        "dead_peer" => dead_peer(r),
+        "timeout" => stalled_peer(r),
+        other => panic!("unknown case {other}"),
+    }
+    dist::destroy_process_group();
+    println!("CHILD OK");
+}
+
+fn t(dtype: DType, vals: &[f64]) -> Tensor {
+    Tensor::new(vals.to_vec()).unwrap().to_dtype(dtype).unwrap()
+}
+
+fn vals(x: &Tensor) -> Vec<f64> {
+    x.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+const DTYPES: [DType; 8] = [
+    DType::Bool,
+    DType::U8,
+    DType::I32,
+    DType::I64,
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+];
+
+/// Rank `r`'s value at index `i` for `op` (small, so every dtype is exact).
+fn input(op: ReduceOp, dtype: DType, r: usize, i: usize) -> f64 {
+    if dtype == DType::Bool {
+        return ((r + i) % 2) as f64;
+    }
+    match op {
+        ReduceOp::Product => (1 + (r + i) % 2) as f64,
+        _ => ((r * 3 + i * 5) % 11) as f64,
+    }
+}
+
+fn fold(op: ReduceOp, dtype: DType, xs: &[f64]) -> f64 {
+    let (i0, rest) = (xs[0], &xs[1..]);
+    let b = |x: f64| x != 0.0;
+    rest.iter().fold(i0, |a, &x| match (op, dtype) {
+        (ReduceOp::Sum | ReduceOp::Max | ReduceOp::Bor, DType::Bool) => f64::from(b(a) | b(x)),
+        (ReduceOp::Product | ReduceOp::Min | ReduceOp::Band, DType::Bool) => f64::from(b(a) & b(x)),
+        (ReduceOp::Bxor, DType::Bool) => f64::from(b(a) ^ b(x)),
+        (ReduceOp::Sum | ReduceOp::Avg, _) => a + x,
+        (ReduceOp::Product, _) => a * x,
+        (ReduceOp::Min, _) => a.min(x),
+        (ReduceOp::Max, _) => a.max(x),
+        (ReduceOp::Band, _) => ((a as i64) & (x as i64)) as f64,
+        (ReduceOp::Bor, _) => ((a as i64) | (x as i64)) as f64,
+        (ReduceOp::Bxor, _) => ((a as i64) ^ (x as i64)) as f64,
+    })
+}
+
+fn suite(r: usize, n: usize) {
+    let world = dist::default_group().unwrap();
+    // all_reduce: every dtype with every op it takes.
+    let ops = [
+        ReduceOp::Sum,
+        ReduceOp::Avg,
+        ReduceOp::Product,
+        ReduceOp::Min,
+        ReduceOp::Max,
+        ReduceOp::Band,
+        ReduceOp::Bor,
+        ReduceOp::Bxor,
+    ];
+    for dtype in DTYPES {
+        for op in ops {
+            if op.check("all_reduce", dtype).is_err() {
+                assert!(dist::all_reduce(&t(dtype, &[1.0]), op).is_err());
+                continue;
+            }
+            let len = 7;
+            let x = t(dtype, &(0..len).map(|i| input(op, dtype, r, i)).collect::<Vec<_>>());
+            dist::all_reduce(&x, op).unwrap();
+            let want: Vec<f64> = (0..len)
+                .map(|i| {
+                    let all: Vec<f64> = (0..n).map(|q| input(op, dtype, q, i)).collect();
+                    let v = fold(op, dtype, &all);
+                    if op == ReduceOp::Avg { v / n as f64 } else { v }
+                })
+                .collect();
+            let got = vals(&x);
+            for (g, w) in got.iter().zip(&want) {
+                let tol = match dtype {
+                    DType::F16 | DType::BF16 => 0.02 * w.abs(),
+                    DType::F32 => 1e-6 * w.abs(),
+                    _ => 1e-12 * w.abs(),
+                };
+                assert!(
+                    (g - w).abs() <= tol,
+                    "all_reduce {op:?} {dtype:?}: got {got:?}, want {want:?}"
+                );
+            }
+        }
+    }
+    // In place into a strided view: the base sees the result.
+    let base = Tensor::new([[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        .unwrap()
+        .mul(&Tensor::new((r + 1) as f32).unwrap())
+        .unwrap();
+    let view = base.t().unwrap();
+    dist::all_reduce(&view, ReduceOp::Sum).unwrap();
+    let s = (n * (n + 1) / 2) as f32;
+    assert_eq!(
+        base.to_vec::<f32>().unwrap(),
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0].map(|v| v * s)
+    );
+
+    // A large all_reduce (many pipelined segments), and every rank's bits equal.
+    let big = 3_000_000usize;
+    let x = Tensor::arange(big as i64).unwrap().to_dtype(DType::F32).unwrap();
+    let x = x
+        .mul(&Tensor::new(0.001f32 * (r + 1) as f32).unwrap())
+        .unwrap()
+        .sin()
+        .unwrap();
+    dist::all_reduce(&x, ReduceOp::Sum).unwrap();
+    let gathered: Vec<Tensor> = (0..n).map(|_| TensorOptions::new().zeros([big]).unwrap()).collect();
+    dist::all_gather(&gathered, &x).unwrap();
+    for g in &gathered {
+        assert!(
+            g.eq(&x).unwrap().all().unwrap().item::<bool>().unwrap(),
+            "every rank holds the same bits"
+        );
+    }
+    let i = 123_457usize;
+    let want: f32 = (0..n).map(|q| (0.001f32 * (q + 1) as f32 * i as f32).sin()).sum();
+    assert!((x.to_vec::<f32>().unwrap()[i] - want).abs() < 1e-5);
+
+    // broadcast from every root, small (tree) and large (chain).
+    for root in 0..n {
+        for len in [5usize, 300_000] {
+            let x = TensorOptions::new().dtype(DType::I64).zeros([len]).unwrap();
+            let x = x.add(&Tensor::new((r * 100 + root) as i64).unwrap()).unwrap();
+            dist::broadcast(&x, root).unwrap();
+            let v = x.to_vec::<i64>().unwrap();
+            assert!(
+                v.iter().all(|&e| e == (root * 100 + root) as i64),
+                "broadcast from {root}"
+            );
+        }
+    }
+    // reduce to each root.
+    for root in 0..n {
+        let x = t(DType::F64, &[r as f64, 1.0]);
+        dist::reduce(&x, root, ReduceOp::Max).unwrap();
+        if r == root {
+            assert_eq!(vals(&x), [(n - 1) as f64, 1.0]);
+        }
+    }
+    // all_gather into one tensor; reduce_scatter (list and tensor).
+    let inp = t(DType::I32, &[r as f64, (10 * r) as f64]);
+    let out = TensorOptions::new().dtype(DType::I32).zeros([2 * n]).unwrap();
+    dist::all_gather_into_tensor(&out, &inp).unwrap();
+    let want: Vec<f64> = (0..n).flat_map(|q| [q as f64, (10 * q) as f64]).collect();
+    assert_eq!(vals(&out), want);
+    let inputs: Vec<Tensor> = (0..n).map(|p| t(DType::F32, &[(r * 10 + p) as f64; 3])).collect();
+    let out = TensorOptions::new().zeros([3]).unwrap();
+    dist::reduce_scatter(&out, &inputs, ReduceOp::Sum).unwrap();
+    let w: f64 = (0..n).map(|q| (q * 10 + r) as f64).sum();
+    assert_eq!(vals(&out), [w; 3]);
+    let big_in = t(DType::F32, &(0..4 * n).map(|i| (i + r) as f64).collect::<Vec<_>>());
+    let out = TensorOptions::new().zeros([4]).unwrap();
+    dist::reduce_scatter_tensor(&out, &big_in, ReduceOp::Avg).unwrap();
+    let want: Vec<f64> = (0..4)
+        .map(|j| (0..n).map(|q| (4 * r + j + q) as f64).sum::<f64>() / n as f64)
+        .collect();
+    assert_eq!(vals(&out), want);
+    // gather and scatter at the last rank.
+    let root = n - 1;
+    let outs: Vec<Tensor> = if r == root {
+        (0..n).map(|_| TensorOptions::new().zeros([2]).unwrap()).collect()
+    } else {
+        vec![]
+    };
+    dist::gather(&t(DType::F32, &[r as f64, -(r as f64)]), &outs, root).unwrap();
+    for (q, o) in outs.iter().enumerate() {
+        assert_eq!(vals(o), [q as f64, -(q as f64)]);
+    }
+    let ins: Vec<Tensor> = if r == root {
+        (0..n).map(|q| t(DType::U8, &[q as f64 + 7.0])).collect()
+    } else {
+        vec![]
+    };
+    let out = TensorOptions::new().dtype(DType::U8).zeros([1]).unwrap();
+    dist::scatter(&out, &ins, root).unwrap();
+    assert_eq!(vals(&out), [r as f64 + 7.0]);
+    // all_to_all (list), all_to_all_single with uneven splits.
+    let ins: Vec<Tensor> = (0..n).map(|p| t(DType::I64, &[(r * 10 + p) as f64])).collect();
+    let outs: Vec<Tensor> = (0..n)
+        .map(|_| TensorOptions::new().dtype(DType::I64).zeros([1]).unwrap())
+        .collect();
+    dist::all_to_all(&outs, &ins).unwrap();
+    for (p, o) in outs.iter().enumerate() {
+        assert_eq!(vals(o), [(p * 10 + r) as f64]);
+    }
+    let in_splits: Vec<usize> = (0..n).map(|p| r + p + 1).collect();
+    let out_splits: Vec<usize> = (0..n).map(|p| p + r + 1).collect();
+    let rows: usize = in_splits.iter().sum();
+    let input = t(
+        DType::F32,
+        &(0..rows * 2).map(|i| (r * 1000 + i) as f64).collect::<Vec<_>>(),
+    )
+    .reshape([rows as i64, 2])
+    .unwrap();
+    let output = TensorOptions::new()
+        .zeros([out_splits.iter().sum::<usize>(), 2])
+        .unwrap();
+    world
+        .all_to_all_single(&output, &input, &out_splits, &in_splits)
+        .unwrap()
+        .wait()
+        .unwrap();
+    let got = vals(&output);
+    let mut at = 0;
+    for (p, &split) in out_splits.iter().enumerate() {
+        // Rank p's block for r starts after its blocks for ranks < r.
+        let start: usize = (0..r).map(|q| p + q + 1).sum();
+        for k in 0..split * 2 {
+            assert_eq!(
+                got[at + k],
+                (p * 1000 + start * 2 + k) as f64,
+                "all_to_all_single from {p}"
+            );
+        }
+        at += split * 2;
+    }
+    // barrier, then point-to-point around a ring (batched).
+    dist::barrier().unwrap();
+    if n > 1 {
+        let send = t(DType::F64, &[r as f64; 4]);
+        let recv = TensorOptions::new().dtype(DType::F64).zeros([4]).unwrap();
+        let works = world
+            .batch_isend_irecv(&[
+                P2pOp::Send {
+                    tensor: send,
+                    peer: (r + 1) % n,
+                    tag: 3,
+                },
+                P2pOp::Recv {
+                    tensor: recv.clone(),
+                    peer: (r + n - 1) % n,
+                    tag: 3,
+                },
+            ])
+            .unwrap();
+        works.iter().for_each(|w| w.wait().unwrap());
+        assert_eq!(vals(&recv), [((r + n - 1) % n) as f64; 4]);
+    }
+    // Async: start two, wait in reverse order.
+    let a = t(DType::F32, &[1.0]);
+    let b = t(DType::F32, &[2.0]);
+    let wa = world.all_reduce(&a, ReduceOp::Sum).unwrap();
+    let wb = world.all_reduce(&b, ReduceOp::Sum).unwrap();
+    wb.wait().unwrap();
+    wa.wait().unwrap();
+    assert!(wa.is_completed() && wa.is_success() && wa.seq() + 1 == wb.seq());
+    assert_eq!(vals(&a), [n as f64]);
+    // A subgroup of the even ranks.
+    let evens: Vec<usize> = (0..n).step_by(2).collect();
+    let g = dist::new_group(&evens).unwrap();
+    assert_eq!(g.is_some(), r.is_multiple_of(2));
+    if let Some(g) = g {
+        let x = t(DType::I64, &[1.0]);
+        g.all_reduce(&x, ReduceOp::Sum).unwrap().wait().unwrap();
+        assert_eq!(vals(&x), [evens.len() as f64]);
+        assert_eq!(g.rank(), r / 2);
+        assert_eq!(g.global_rank(g.rank()), Some(r));
+    }
+    // Bad arguments: clear errors, no hang.
+    let err = world
+        .all_gather(&[TensorOptions::new().zeros([3]).unwrap()], &t(DType::F32, &[1.0]))
+        .unwrap_err();
+    assert!(err.to_string().contains("all_gather"), "{err}");
+    dist::barrier().unwrap();
+}
+
+fn mismatch(r: usize) {
+    let x = t(DType::F32, &[1.0, 2.0]);
+    let err = if r == 0 {
+        dist::all_reduce(&x, ReduceOp::Sum).unwrap_err()
+    } else {
+        let outs: Vec<Tensor> = (0..2).map(|_| TensorOptions::new().zeros([2]).unwrap()).collect();
+        dist::all_gather(&outs, &x).unwrap_err()
+    };
+    let msg = err.to_string();
+    println!("rank {r}: {msg}");
+    assert!(
+        msg.contains("collective mismatch") && msg.contains("all_reduce") && msg.contains("all_gather")
+            || msg.contains("aborted"),
+        "{msg}"
+    );
+    // The group stays failed, with the first error.
+    assert!(dist::barrier().is_err());
+}
+
+fn dead_peer(r: usize) {
+    dist::barrier().unwrap();
+    if r == 2 {
+        // kill -9 of this rank in the middle of the job.
+        let _ = Command::new("kill")
+            .args(["-9", &std::process::id().to_string()])
+            .status();
+        std::thread::sleep(Duration::from_secs(30));
+        unreachable!("killed");
+    }
+    let t0 = Instant::now();
+    let x = TensorOptions::new().zeros([1000]).unwrap();
+    let err = dist::all_reduce(&x, ReduceOp::Sum).unwrap_err();
+    let msg = err.to_string();
+    println!("rank {r} after {:?}: {msg}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "a dead peer is noticed at once, not at the timeout"
+    );
+    assert!(msg.contains("rank 2") || msg.contains("aborted"), "{msg}");
+}
+
+fn stalled_peer(r: usize) {
+    if r == 1 {
+        // Stalls (never calls the collective), then leaves.
+        std::thread::sleep(Duration::from_secs(6));
+        return;
+    }
+    let t0 = Instant::now();
+    let x = TensorOptions::new().zeros([10]).unwrap();
+    let err = dist::all_reduce(&x, ReduceOp::Sum).unwrap_err();
+    let msg = err.to_string();
+    println!("rank {r} after {:?}: {msg}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "within the 3 s timeout (plus slack)"
+    );
+    assert!(
+        msg.contains("all_reduce") && msg.contains("sequence number 1") && msg.contains("ranks [1] did not arrive"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn suite_on_1_rank() {
+    launch("suite", 1, Duration::from_secs(120));
+}
+
+#[test]
+fn suite_on_2_ranks() {
+    launch("suite", 2, Duration::from_secs(120));
+}
+
+#[test]
+fn suite_on_3_ranks() {
+    launch("suite", 3, Duration::from_secs(120));
+}
+
+#[test]
+fn suite_on_4_ranks() {
+    launch("suite", 4, Duration::from_secs(180));
+}
+
+#[test]
+fn mismatched_collectives_fail_on_both_ranks() {
+    launch("mismatch", 2, Duration::from_secs(60));
+}
+
+#[test]
+fn a_killed_rank_fails_the_others_at_once() {
+    // Rank 2 kills itself; its parent sees a signal, so only ranks 0, 1
+    // are required to succeed: launch reports all, so run it by hand.
+    let port = free_port().to_string();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<Child> = (0..3)
+        .map(|r| {
+            Command::new(&exe)
+                .args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
+                .env("FERRO_DIST_CASE", "dead_peer")
+                .env("RANK", r.to_string())
+                .env("WORLD_SIZE", "3")
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", &port)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let start = Instant::now();
+    for (r, mut c) in children.into_iter().enumerate() {
+        while c.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        let out = c.wait_with_output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if r == 2 {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(out.status.signal(), Some(9), "rank 2 was killed: {text}");
+        } else {
+            assert!(out.status.success() && text.contains("CHILD OK"), "rank {r}: {text}");
+        }
+    }
+}
+
+#[test]
+fn a_stalled_rank_is_named_at_the_timeout() {
+    launch("timeout", 2, Duration::from_secs(60));
+}
