@@ -1,6 +1,6 @@
 //! The `tcp` backend: ferrotorch's embedded communication library (no
-//! system package). Connections between every pair of ranks ([`mesh`]),
-//! ring and tree algorithms ([`algorithms`]), and one worker thread per
+//! system package). Connections between every pair of ranks (`mesh.rs`),
+//! ring and tree algorithms (`algorithms.rs`), and one worker thread per
 //! group that carries out the calls in submission order and completes
 //! their [`Work`]s, so calls return at once and communication overlaps
 //! the caller's computation.
