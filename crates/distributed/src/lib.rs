@@ -34,6 +34,7 @@
 
 pub mod backend;
 pub mod collective;
+pub mod ddp;
 pub mod env;
 pub mod error;
 pub mod group;
