@@ -39,6 +39,7 @@ pub mod env;
 pub mod error;
 pub mod group;
 pub mod init;
+pub mod launcher;
 pub mod reduce_op;
 pub mod store;
 pub mod tcp;

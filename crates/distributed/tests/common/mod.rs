@@ -17,6 +17,7 @@ pub fn free_port() -> u16 {
 
 /// Runs `case` on `n` processes; every one must print "CHILD OK" and exit
 /// 0 within `limit` (what outlives it is killed).
+#[allow(dead_code)]
 pub fn launch(case: &str, n: usize, limit: Duration) {
     let port = free_port().to_string();
     let exe = std::env::current_exe().unwrap();
