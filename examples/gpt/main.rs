@@ -18,6 +18,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use ferrotorch::autograd::no_grad;
+use ferrotorch::distributed::ddp::{DdpOptions, DistributedDataParallel};
+use ferrotorch::distributed::{self as dist, InitOptions};
 use ferrotorch::nn::{Forward, Module};
 use ferrotorch::optim::lr_scheduler::{LambdaLR, LrScheduler};
 use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
@@ -115,6 +117,41 @@ struct Args {
     /// print the operators by self CPU time, write the Chrome trace here.
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// Data-parallel training on the processes a launcher started
+    /// (`ferrorun --nproc-per-node N`, `torchrun --no-python`): each rank
+    /// draws its own `--batch-size` windows (batch generator seeded with
+    /// seed + rank, as nanoGPT's `seed_offset`), gradients are averaged by
+    /// DistributedDataParallel, rank 0 alone evaluates, logs, saves and
+    /// samples (the unwrapped model's state dict, as nanoGPT's `raw_model`).
+    #[arg(long)]
+    ddp: bool,
+    /// The process group's backend with `--ddp`.
+    #[arg(long, default_value = "tcp")]
+    dist_backend: String,
+}
+
+/// The model, alone or wrapped for data-parallel training.
+enum Net {
+    Plain(Gpt),
+    Ddp(DistributedDataParallel<Gpt>),
+}
+
+impl Net {
+    /// The model itself (nanoGPT's `raw_model`).
+    fn raw(&self) -> &Gpt {
+        match self {
+            Net::Plain(m) => m,
+            Net::Ddp(d) => d.module(),
+        }
+    }
+
+    /// What training steps call: the wrapper under DDP.
+    fn trained(&self) -> &dyn Forward {
+        match self {
+            Net::Plain(m) => m,
+            Net::Ddp(d) => d,
+        }
+    }
 }
 
 /// The corpus as token ids, with its alphabet.
@@ -171,7 +208,7 @@ impl Corpus {
 }
 
 /// The mean cross-entropy of next-character prediction.
-fn loss_of(model: &Gpt, x: &Tensor, y: &Tensor, amp: Amp) -> ferrotorch::Result<Tensor> {
+fn loss_of(model: &dyn Forward, x: &Tensor, y: &Tensor, amp: Amp) -> ferrotorch::Result<Tensor> {
     // The forward pass and the loss under autocast (with `--amp`); the
     // backward pass runs outside the region, as PyTorch recommends.
     let _region = amp.region()?;
@@ -344,16 +381,37 @@ fn run(args: Args) -> BoxResult<()> {
             Ok(())
         });
     }
-    let model = Gpt::new(&config)?;
+    let (rank, world) = if args.ddp {
+        // init_process_group(backend) with the launcher's variables.
+        dist::init_process_group(InitOptions::new(&args.dist_backend))?;
+        (dist::get_rank()?, dist::get_world_size()?)
+    } else {
+        (0, 1)
+    };
+    let main = rank == 0;
+    let net = if args.ddp {
+        Net::Ddp(DistributedDataParallel::new(Gpt::new(&config)?, DdpOptions::default())?)
+    } else {
+        Net::Plain(Gpt::new(&config)?)
+    };
+    let model = net.raw();
     let n_params: usize = model.parameters().iter().map(|p| p.tensor().numel()).sum();
-    println!(
-        "{} characters ({} train, {} val), vocabulary {}, model {:.2}M parameters",
-        corpus.train.numel() + corpus.val.numel(),
-        corpus.train.numel(),
-        corpus.val.numel(),
-        corpus.chars.len(),
-        n_params as f64 / 1e6
-    );
+    if main {
+        println!(
+            "{} characters ({} train, {} val), vocabulary {}, model {:.2}M parameters",
+            corpus.train.numel() + corpus.val.numel(),
+            corpus.train.numel(),
+            corpus.val.numel(),
+            corpus.chars.len(),
+            n_params as f64 / 1e6
+        );
+    }
+    if main && args.ddp {
+        println!(
+            "DDP on {world} processes: {} windows per step in all",
+            args.batch_size * world
+        );
+    }
     // nanoGPT's groups: weight decay on matrices and embeddings, none on
     // biases and norm weights.
     let (decay, no_decay): (Vec<_>, Vec<_>) = model.parameters().into_iter().partition(|p| p.tensor().ndim() >= 2);
@@ -380,12 +438,12 @@ fn run(args: Args) -> BoxResult<()> {
         }
     })?;
 
-    let g = Generator::new(args.seed);
+    let g = Generator::new(args.seed + rank as u64);
     let mut scaler = args.amp.scaler()?;
     if let Some(path) = &args.profile {
         return common::profile::profile_steps(path, || {
             let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
-            let loss = loss_of(&model, &x, &y, args.amp)?;
+            let loss = loss_of(net.trained(), &x, &y, args.amp)?;
             opt.zero_grad()?;
             backward_and_step(&mut scaler, &mut opt, &loss)?;
             sched.step(&mut opt)?;
@@ -394,7 +452,7 @@ fn run(args: Args) -> BoxResult<()> {
     }
     let first = match &args.resume {
         Some(path) => {
-            let step = load_checkpoint(path, &args, &model, &mut opt, &mut sched, &g)?;
+            let step = load_checkpoint(path, &args, model, &mut opt, &mut sched, &g)?;
             println!("resumed from {} at step {step}", path.display());
             step
         }
@@ -403,7 +461,11 @@ fn run(args: Args) -> BoxResult<()> {
     std::fs::create_dir_all(&args.out_dir)?;
     let ckpt = args.out_dir.join("ckpt.pt");
     let mut log = LossLog::default();
-    let bar = ProgressBar::new(args.max_iters as u64);
+    let bar = if main {
+        ProgressBar::new(args.max_iters as u64)
+    } else {
+        ProgressBar::hidden()
+    };
     bar.set_style(ProgressStyle::with_template(
         "{bar:30} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
     )?);
@@ -413,15 +475,17 @@ fn run(args: Args) -> BoxResult<()> {
         // The checkpoint of step `step` holds the state after `step` steps,
         // before that step's evaluation (which draws batches from `g`).
         let stop = args.stop_after > 0 && step == args.stop_after && step < args.max_iters;
-        if step > first && (step % args.eval_interval == 0 || step == args.max_iters || stop) {
-            save_checkpoint(&ckpt, &args, &model, &opt, &sched, step, &g)?;
+        if main && step > first && (step % args.eval_interval == 0 || step == args.max_iters || stop) {
+            save_checkpoint(&ckpt, &args, model, &opt, &sched, step, &g)?;
         }
         if stop {
-            bar.suspend(|| println!("stopped after {step} steps; --resume {} continues", ckpt.display()));
-            return Ok(());
+            if main {
+                bar.suspend(|| println!("stopped after {step} steps; --resume {} continues", ckpt.display()));
+            }
+            return finish(args.ddp);
         }
-        if step % args.eval_interval == 0 || step == args.max_iters {
-            let (train, val) = estimate_loss(&model, &corpus, &args, &g)?;
+        if main && (step % args.eval_interval == 0 || step == args.max_iters) {
+            let (train, val) = estimate_loss(model, &corpus, &args, &g)?;
             log.push("train (eval)", step as f64, train);
             log.push("val", step as f64, val);
             bar.suspend(|| println!("step {step:>5}: train loss {train:.4}, val loss {val:.4}"));
@@ -430,13 +494,13 @@ fn run(args: Args) -> BoxResult<()> {
             break;
         }
         let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
-        let loss = loss_of(&model, &x, &y, args.amp)?;
+        let loss = loss_of(net.trained(), &x, &y, args.amp)?;
         opt.zero_grad()?;
         backward_and_step(&mut scaler, &mut opt, &loss)?;
         sched.step(&mut opt)?;
         let l = loss.item::<f32>()? as f64;
         log.push("train (batch)", step as f64, l);
-        let tokens = ((step + 1 - first) * args.batch_size * args.block_size) as f64;
+        let tokens = ((step + 1 - first) * args.batch_size * args.block_size * world) as f64;
         bar.set_message(format!(
             "loss {l:.4} lr {:.2e} {:.0} tok/s",
             sched.get_last_lr()[0],
@@ -445,6 +509,9 @@ fn run(args: Args) -> BoxResult<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
+    if !main {
+        return finish(args.ddp);
+    }
     println!(
         "trained {} steps in {:.1} s ({:.1} ms/step, amp {:?}, peak memory {:.1} MiB); checkpoint {}",
         args.max_iters - first,
@@ -457,10 +524,18 @@ fn run(args: Args) -> BoxResult<()> {
     log.write_csv(&args.out_dir.join("loss.csv"), "step")?;
     log.write_png(&args.out_dir.join("loss.png"), "char-level GPT on Shakespeare", "step")?;
     println!("loss curves: {} and loss.png", args.out_dir.join("loss.csv").display());
-    let text = generate(&model, &corpus, "\n", args.generate, &args, &g)?;
+    let text = generate(model, &corpus, "\n", args.generate, &args, &g)?;
     println!(
         "--- sample (temperature {}, top-k {}) ---{text}",
         args.temperature, args.top_k
     );
+    finish(args.ddp)
+}
+
+/// Leaves the process group (`destroy_process_group`) under `--ddp`.
+fn finish(ddp: bool) -> BoxResult<()> {
+    if ddp {
+        dist::destroy_process_group();
+    }
     Ok(())
 }

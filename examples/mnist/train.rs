@@ -9,7 +9,9 @@ use clap::{Parser, ValueEnum};
 use ferrotorch::autograd::no_grad;
 use ferrotorch::data::datasets::MNIST;
 use ferrotorch::data::transforms::{Compose, Normalize, ToTensor};
-use ferrotorch::data::{DataLoader, Dataset};
+use ferrotorch::data::{DataLoader, Dataset, DistributedSampler};
+use ferrotorch::distributed::ddp::{DdpOptions, DistributedDataParallel};
+use ferrotorch::distributed::{self as dist, InitOptions};
 use ferrotorch::nn::{
     Conv2d, ConvLayerOptions, CrossEntropyLoss, Dropout, Flatten, Forward, Linear, MaxPool2d, Module, ModuleState,
     ReLU, Sequential,
@@ -88,6 +90,16 @@ pub struct Args {
     /// print the operators by self CPU time, write the Chrome trace here.
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// Data-parallel training on the processes a launcher started
+    /// (`ferrorun --nproc-per-node N`, `torchrun --no-python`, `mpirun -np
+    /// N`): DistributedDataParallel, a DistributedSampler giving each
+    /// process `--batch-size` images per step, rank 0 alone logging and
+    /// writing checkpoints.
+    #[arg(long)]
+    ddp: bool,
+    /// The process group's backend with `--ddp`.
+    #[arg(long, default_value = "tcp")]
+    dist_backend: String,
 }
 
 /// The seed's `MLP(nn.Module)`: `self.net = nn.Sequential(...)`.
@@ -279,14 +291,27 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
     let train_set = load(true)?.with_transform(transform());
     let test_set = load(false)?.with_transform(transform());
     let (n_train, n_test) = (train_set.len(), test_set.len());
+    // With --ddp: this process's rank, and rank 0 alone logs and saves.
+    let (rank, world) = if args.ddp {
+        (dist::get_rank()?, dist::get_world_size()?)
+    } else {
+        (0, 1)
+    };
+    let main = rank == 0;
     // DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=2)
+    // (with --ddp: sampler=DistributedSampler(train_set, seed=seed))
     let shuffle = Generator::new(args.seed);
-    let train_loader = DataLoader::builder(train_set)
-        .batch_size(args.batch_size)
-        .shuffle(true)
-        .generator(shuffle.clone())
-        .num_workers(args.workers)
-        .build()?;
+    let sampler = if args.ddp {
+        Some(DistributedSampler::new(n_train, world, rank)?.seed(args.seed))
+    } else {
+        None
+    };
+    let builder = DataLoader::builder(train_set).batch_size(args.batch_size);
+    let builder = match &sampler {
+        Some(s) => builder.sampler(s.clone()),
+        None => builder.shuffle(true).generator(shuffle.clone()),
+    };
+    let train_loader = builder.num_workers(args.workers).build()?;
     let test_loader = DataLoader::builder(test_set)
         .batch_size(1000)
         .num_workers(args.workers)
@@ -326,10 +351,19 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         return Ok(None);
     }
     let n_params: usize = model.parameters().iter().map(|p| p.tensor().numel()).sum();
-    println!(
-        "{:?}: {n_params} parameters; {n_train} training and {n_test} test images; batch {}, {} workers",
-        args.model, args.batch_size, args.workers
-    );
+    if main {
+        println!(
+            "{:?}: {n_params} parameters; {n_train} training and {n_test} test images; batch {}, {} workers{}",
+            args.model,
+            args.batch_size,
+            args.workers,
+            if args.ddp {
+                format!("; DDP on {world} processes (global batch {})", args.batch_size * world)
+            } else {
+                String::new()
+            }
+        );
+    }
     std::fs::create_dir_all(&args.out_dir)?;
     let last = args.out_dir.join("ckpt_last.pt");
     let mut log = LossLog::default();
@@ -341,8 +375,15 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         if progress.step_in_epoch == 0 {
             progress.loader_state = Some(shuffle.get_state_tensor()?);
         }
+        if let Some(s) = &sampler {
+            s.set_epoch(epoch as u64);
+        }
         model.train();
-        let bar = ProgressBar::new(batches as u64);
+        let bar = if main {
+            ProgressBar::new(batches as u64)
+        } else {
+            ProgressBar::hidden()
+        };
         bar.set_style(ProgressStyle::with_template(
             "epoch {prefix} {bar:30} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
         )?);
@@ -375,13 +416,13 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
                 bar.set_message(format!(
                     "loss {:.4} {:.0} samples/s",
                     progress.loss_sum / (i + 1) as f64,
-                    (progress.seen - seen_before) as f64 / start.elapsed().as_secs_f64()
+                    ((progress.seen - seen_before) * world) as f64 / start.elapsed().as_secs_f64()
                 ));
                 bar.set_position(i as u64 + 1);
             }
             let at_limit = args.stop_after > 0 && progress.step >= args.stop_after;
             let periodic = args.checkpoint_every > 0 && progress.step % args.checkpoint_every == 0;
-            if (at_limit || periodic) && i + 1 < batches {
+            if main && (at_limit || periodic) && i + 1 < batches {
                 save_checkpoint(&last, args, model, (&optimizer, &scheduler, &scaler), &progress, l)?;
             }
             if at_limit {
@@ -391,6 +432,9 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         }
         bar.finish_and_clear();
         if stopped && progress.step_in_epoch < batches {
+            if !main {
+                break;
+            }
             println!(
                 "stopped after {} steps (epoch {}, batch {}/{batches}); {} resumes",
                 progress.step,
@@ -402,6 +446,19 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
         }
         scheduler.step(&mut optimizer)?;
         let train_loss = progress.loss_sum / batches as f64;
+        if !main {
+            // The replicas are the same bits: rank 0 alone evaluates and saves.
+            progress = Progress {
+                epoch: epoch + 1,
+                step: progress.step,
+                loader_state: Some(shuffle.get_state_tensor()?),
+                ..Progress::default()
+            };
+            if stopped {
+                break;
+            }
+            continue;
+        }
         let (test_loss, acc) = evaluate(model, &test_loader, n_test, args.amp)?;
         accuracy = Some(acc);
         log.push("train (epoch mean)", epoch as f64 + 1.0, train_loss);
@@ -411,7 +468,7 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
             epoch + 1,
             args.epochs,
             start.elapsed().as_secs_f64(),
-            (progress.seen - seen_before) as f64 / start.elapsed().as_secs_f64()
+            ((progress.seen - seen_before) * world) as f64 / start.elapsed().as_secs_f64()
         );
         progress = Progress {
             epoch: epoch + 1,
@@ -432,6 +489,9 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
             );
             break;
         }
+    }
+    if !main {
+        return Ok(None);
     }
     log.write_csv(&args.out_dir.join("loss.csv"), "epoch")?;
     log.write_png(
@@ -491,6 +551,16 @@ pub fn run(args: &Args) -> BoxResult<Option<f64>> {
         return Ok(None);
     }
     manual_seed(args.seed);
+    if args.ddp {
+        // init_process_group(backend) with the launcher's variables.
+        dist::init_process_group(InitOptions::new(&args.dist_backend))?;
+        let accuracy = match args.model {
+            Arch::Mlp => train(&DistributedDataParallel::new(Mlp::new()?, DdpOptions::default())?, args),
+            Arch::Cnn => train(&DistributedDataParallel::new(cnn()?, DdpOptions::default())?, args),
+        };
+        dist::destroy_process_group();
+        return accuracy;
+    }
     match args.model {
         Arch::Mlp => train(&Mlp::new()?, args),
         Arch::Cnn => train(&cnn()?, args),
