@@ -181,6 +181,7 @@ pub(crate) fn ring_reduce_scatter(
                 ));
             }
             reduce_into(dtype, op, &mut buf[seg.clone()], &m);
+            st.mesh.recycle(m);
             if s + 1 < n - 1 {
                 st.send(next, tag(0, s + 1, k), &buf[seg])?;
             }
@@ -212,6 +213,7 @@ pub(crate) fn ring_all_gather(st: &Step<'_>, buf: &mut [u8], blocks: &[Range<usi
                 ));
             }
             buf[seg.clone()].copy_from_slice(&m);
+            st.mesh.recycle(m);
             if s + 1 < n - 1 {
                 st.send(next, tag(1, s + 1, k), &buf[seg])?;
             }

@@ -74,7 +74,13 @@ pub(crate) struct Mesh {
     writers: Vec<Option<Mutex<TcpStream>>>,
     inbox: Arc<(Mutex<Inbox>, Condvar)>,
     timeout: Duration,
+    /// Payload buffers handed back after use, for the reader threads to
+    /// fill again (no allocation and page faults per segment).
+    pool: Arc<Mutex<Vec<Vec<u8>>>>,
 }
+
+/// Buffers kept in the pool at most.
+const POOL_MAX: usize = 64;
 
 impl std::fmt::Debug for Mesh {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -195,6 +201,7 @@ impl Mesh {
             }
         }
         let inbox = Arc::new((Mutex::new(Inbox::default()), Condvar::new()));
+        let pool: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
         let mut writers = Vec::with_capacity(size);
         for (peer, s) in streams.into_iter().enumerate() {
             let Some(s) = s else {
@@ -206,9 +213,10 @@ impl Mesh {
             s.set_write_timeout(Some(timeout)).map_err(io("socket option"))?;
             let reader = s.try_clone().map_err(io("socket clone"))?;
             let inbox = inbox.clone();
+            let pool = pool.clone();
             std::thread::Builder::new()
                 .name(format!("ferro-dist-r{rank}-from{peer}"))
-                .spawn(move || read_loop(reader, peer, group, &inbox))
+                .spawn(move || read_loop(reader, peer, group, &inbox, &pool))
                 .map_err(io("spawn reader"))?;
             writers.push(Some(Mutex::new(s)));
         }
@@ -220,7 +228,16 @@ impl Mesh {
             writers,
             inbox,
             timeout,
+            pool,
         })
+    }
+
+    /// Hands a received payload back for reuse.
+    pub(crate) fn recycle(&self, buf: Vec<u8>) {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < POOL_MAX {
+            pool.push(buf);
+        }
     }
 
     pub(crate) fn rank(&self) -> usize {
@@ -256,13 +273,19 @@ impl Mesh {
         f
     }
 
-    /// Sends `payload` to `peer` for (seq, tag).
+    /// Sends `payload` to `peer` for (seq, tag): the header, then the
+    /// payload from where it lies (no copy into a frame).
     pub(crate) fn send(&self, peer: usize, seq: u64, tag: u64, fingerprint: u64, payload: &[u8]) -> Result<()> {
-        let frame = self.frame(DATA, seq, tag, fingerprint, payload);
-        self.write(peer, &frame)
+        let mut header = self.frame(DATA, seq, tag, fingerprint, &[]);
+        header[HEADER - 8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        self.write_parts(peer, &[&header, payload])
     }
 
     fn write(&self, peer: usize, frame: &[u8]) -> Result<()> {
+        self.write_parts(peer, &[frame])
+    }
+
+    fn write_parts(&self, peer: usize, parts: &[&[u8]]) -> Result<()> {
         let Some(w) = self.writers.get(peer).and_then(Option::as_ref) else {
             return Err(DistError::InvalidArgument(format!(
                 "rank {} has no connection to rank {peer}",
@@ -270,7 +293,7 @@ impl Mesh {
             )));
         };
         let mut s = w.lock().unwrap_or_else(|e| e.into_inner());
-        s.write_all(frame).map_err(|e| {
+        parts.iter().try_for_each(|p| s.write_all(p)).map_err(|e| {
             let why = match e.kind() {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
                     format!("rank {peer} stopped reading (a send blocked for {:?})", self.timeout)
@@ -389,7 +412,7 @@ impl Drop for Mesh {
 }
 
 /// Reads frames from `peer` into the inbox until the connection ends.
-fn read_loop(stream: TcpStream, peer: usize, group: u32, inbox: &(Mutex<Inbox>, Condvar)) {
+fn read_loop(stream: TcpStream, peer: usize, group: u32, inbox: &(Mutex<Inbox>, Condvar), pool: &Mutex<Vec<Vec<u8>>>) {
     let mut r = BufReader::with_capacity(1 << 16, stream);
     let why = loop {
         let mut h = [0u8; HEADER];
@@ -412,10 +435,19 @@ fn read_loop(stream: TcpStream, peer: usize, group: u32, inbox: &(Mutex<Inbox>, 
         if len > MAX_MESSAGE {
             break format!("it sent a message of {len} bytes");
         }
-        let mut payload = Vec::with_capacity(len.min(1 << 26) as usize);
-        match (&mut r).take(len).read_to_end(&mut payload) {
-            Ok(n) if n as u64 == len => {}
-            _ => break "its connection closed inside a message".to_owned(),
+        // Up to 64 MiB in one piece (a pipelined segment is 1 MiB); a
+        // longer message grows as its bytes arrive, so a lying length
+        // costs no memory.
+        let mut payload = pool.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
+        payload.clear();
+        let complete = if len <= 1 << 26 {
+            payload.resize(len as usize, 0);
+            r.read_exact(&mut payload).is_ok()
+        } else {
+            matches!((&mut r).take(len).read_to_end(&mut payload), Ok(n) if n as u64 == len)
+        };
+        if !complete {
+            break "its connection closed inside a message".to_owned();
         }
         let (lock, cv) = inbox;
         let mut ib = lock.lock().unwrap_or_else(|e| e.into_inner());

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ferrotorch_core::Tensor;
+use ferrotorch_core::backend::TensorExt;
 
 use crate::backend::Backend;
 use crate::collective::Collective;
@@ -210,6 +211,16 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
                     write(tensor, &buf)?;
                 }
             }
+            Ok(vec![tensor.clone()])
+        }
+        Collective::AllReduce { tensor, op: rop } if tensor.is_contiguous() && n > 1 => {
+            // In place in the tensor's memory: no copy in or out.
+            let es = tensor.element_size();
+            let range = tensor.storage_offset() * es..(tensor.storage_offset() + tensor.numel()) * es;
+            tensor
+                .storage()
+                .with_cpu_bytes_mut(|all| algorithms::all_reduce(&st, &mut all[range], tensor.dtype(), *rop))
+                .map_err(|e| format!("{op}: {e}"))??;
             Ok(vec![tensor.clone()])
         }
         Collective::AllReduce { tensor, op: rop } => {
