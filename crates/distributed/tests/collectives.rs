@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use dist::{InitOptions, P2pOp, ReduceOp};
 
 mod common;
-use common::{free_port, launch};
+use common::{HostPair, free_port, launch, launch_in};
 use ferrotorch_core::{DType, Tensor, TensorOptions};
 use ferrotorch_distributed as dist;
 
@@ -439,4 +439,13 @@ fn a_killed_rank_fails_the_others_at_once() {
 #[test]
 fn a_stalled_rank_is_named_at_the_timeout() {
     launch("timeout", 2, Duration::from_secs(60));
+}
+
+/// Two hosts made of network namespaces joined by a veth pair, two ranks
+/// on each: the whole suite crosses the "network" between them.
+#[test]
+fn suite_across_two_hosts_in_network_namespaces() {
+    let Some(hosts) = HostPair::create("c") else { return };
+    let ip_a = hosts.ip_a.clone();
+    launch_in("suite", 4, Duration::from_secs(180), &ip_a, |r| hosts.exec(r < 2));
 }

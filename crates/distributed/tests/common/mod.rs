@@ -19,18 +19,33 @@ pub fn free_port() -> u16 {
 /// 0 within `limit` (what outlives it is killed).
 #[allow(dead_code)]
 pub fn launch(case: &str, n: usize, limit: Duration) {
+    launch_in(case, n, limit, "127.0.0.1", |_| Vec::new());
+}
+
+/// [`launch`] with rank `r` started under the command `prefix(r)` (such
+/// as `ip netns exec NS`), its store at `master_addr`.
+#[allow(dead_code)]
+pub fn launch_in(case: &str, n: usize, limit: Duration, master_addr: &str, prefix: impl Fn(usize) -> Vec<String>) {
     let port = free_port().to_string();
     let exe = std::env::current_exe().unwrap();
     let children: Vec<Child> = (0..n)
         .map(|r| {
-            Command::new(&exe)
-                .args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
+            let pre = prefix(r);
+            let mut cmd = match pre.split_first() {
+                Some((first, rest)) => {
+                    let mut c = Command::new(first);
+                    c.args(rest).arg(&exe);
+                    c
+                }
+                None => Command::new(&exe),
+            };
+            cmd.args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
                 .env("FERRO_DIST_CASE", case)
                 .env("RANK", r.to_string())
                 .env("LOCAL_RANK", r.to_string())
                 .env("WORLD_SIZE", n.to_string())
                 .env("LOCAL_WORLD_SIZE", n.to_string())
-                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_ADDR", master_addr)
                 .env("MASTER_PORT", &port)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -66,4 +81,89 @@ pub fn launch(case: &str, n: usize, limit: Duration) {
         "case {case} on {n} ranks:\n{}",
         failures.join("\n")
     );
+}
+
+/// Two network namespaces joined by a veth pair, made by the test and
+/// removed when dropped: hosts `a` (`ip_a`) and `b` (`ip_b`) on a /24 of
+/// 10.231.0.0/16 chosen from the process id. Traffic stays between them.
+#[allow(dead_code)]
+pub struct HostPair {
+    pub a: String,
+    pub b: String,
+    pub ip_a: String,
+    pub ip_b: String,
+}
+
+#[allow(dead_code)]
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+#[allow(dead_code)]
+impl HostPair {
+    /// The namespaces, or why they cannot be made here (not root, no `ip`,
+    /// no namespaces); with FERROTORCH_REQUIRE_NETNS set that is a panic.
+    pub fn create(tag: &str) -> Option<HostPair> {
+        let id = std::process::id();
+        let net = 1 + id % 250;
+        let pair = HostPair {
+            a: format!("ft{tag}a{id}"),
+            b: format!("ft{tag}b{id}"),
+            ip_a: format!("10.231.{net}.1"),
+            ip_b: format!("10.231.{net}.2"),
+        };
+        match pair.setup() {
+            Ok(()) => Some(pair),
+            Err(why) => {
+                drop(pair);
+                assert!(
+                    std::env::var_os("FERROTORCH_REQUIRE_NETNS").is_none(),
+                    "FERROTORCH_REQUIRE_NETNS is set but network namespaces cannot be made: {why}"
+                );
+                eprintln!("skipped: network namespaces cannot be made here (needs root and iproute2): {why}");
+                None
+            }
+        }
+    }
+
+    fn setup(&self) -> Result<(), String> {
+        let (va, vb) = (format!("{}v", self.a), format!("{}v", self.b));
+        ip(&["netns", "add", &self.a])?;
+        ip(&["netns", "add", &self.b])?;
+        ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb])?;
+        ip(&["link", "set", &va, "netns", &self.a])?;
+        ip(&["link", "set", &vb, "netns", &self.b])?;
+        for (ns, dev, addr) in [(&self.a, &va, &self.ip_a), (&self.b, &vb, &self.ip_b)] {
+            ip(&["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        Ok(())
+    }
+
+    /// `ip netns exec NS` for host `a` (`true`) or `b`.
+    pub fn exec(&self, on_a: bool) -> Vec<String> {
+        let ns = if on_a { &self.a } else { &self.b };
+        ["ip", "netns", "exec", ns].iter().map(|s| s.to_string()).collect()
+    }
+}
+
+impl Drop for HostPair {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its end of the veth pair, and so both.
+        let _ = ip(&["netns", "delete", &self.a]);
+        let _ = ip(&["netns", "delete", &self.b]);
+    }
 }
