@@ -103,6 +103,9 @@ struct World {
     groups_made: usize,
     /// Every group made, destroyed with the default one.
     groups: Vec<Arc<ProcessGroup>>,
+    /// The MPI world's backend, which `new_group` splits.
+    #[cfg(feature = "mpi")]
+    mpi: Option<Arc<crate::mpi_backend::MpiBackend>>,
 }
 
 static WORLD: Mutex<Option<World>> = Mutex::new(None);
@@ -124,6 +127,9 @@ pub fn init_process_group(opts: InitOptions) -> Result<()> {
         return Err(DistError::InvalidArgument(
             "init_process_group: the default process group is already initialized".into(),
         ));
+    }
+    if opts.backend == "mpi" {
+        return init_mpi(&opts);
     }
     let launch = LaunchEnv::detect()?;
     let rank = opts.rank.or(launch.as_ref().map(|l| l.rank)).ok_or_else(|| {
@@ -165,8 +171,47 @@ pub fn init_process_group(opts: InitOptions) -> Result<()> {
         size,
         groups_made: 0,
         groups: Vec::new(),
+        #[cfg(feature = "mpi")]
+        mpi: None,
     });
     Ok(())
+}
+
+/// `init_process_group("mpi")`: ranks and size from MPI (the options'
+/// are ignored, as PyTorch ignores them for MPI); no store.
+#[cfg(feature = "mpi")]
+fn init_mpi(opts: &InitOptions) -> Result<()> {
+    let b = Arc::new(crate::mpi_backend::MpiBackend::world()?);
+    let (rank, size) = (b.rank(), b.size());
+    let group = Arc::new(ProcessGroup::new("0", b.clone(), (0..size).collect()));
+    let mut w = world();
+    if w.is_some() {
+        return Err(DistError::InvalidArgument(
+            "init_process_group: the default process group is already initialized".into(),
+        ));
+    }
+    *w = Some(World {
+        group,
+        store: Arc::new(crate::store::HashStore::new()),
+        backend: "mpi".into(),
+        ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        timeout: opts.timeout,
+        rank,
+        size,
+        groups_made: 0,
+        groups: Vec::new(),
+        mpi: Some(b),
+    });
+    Ok(())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn init_mpi(_opts: &InitOptions) -> Result<()> {
+    Err(DistError::InvalidArgument(
+        "init_process_group: the mpi backend needs ferrotorch-distributed's `mpi` cargo feature \
+         (and Open MPI: libopenmpi-dev, openmpi-bin, libclang-dev on Debian)"
+            .into(),
+    ))
 }
 
 fn make_backend(
@@ -184,7 +229,7 @@ fn make_backend(
             Ok(Arc::new(TcpBackend::new(&prefixed, group, rank, size, ip, timeout)?))
         }
         "mpi" => Err(DistError::InvalidArgument(
-            "init_process_group: the mpi backend needs ferrotorch-distributed's `mpi` feature".into(),
+            "the mpi backend's groups come from MPI (init_process_group(\"mpi\"))".into(),
         )),
         other => Err(DistError::InvalidArgument(format!(
             "init_process_group: unknown backend {other:?} (tcp, gloo, mpi)"
@@ -300,6 +345,13 @@ pub fn get_backend() -> Result<String> {
 /// job must call it, in the same order as its other `new_group` calls.
 /// Members get `Some(group)`, the others `None`.
 pub fn new_group(ranks: &[usize]) -> Result<Option<Arc<ProcessGroup>>> {
+    #[cfg(feature = "mpi")]
+    {
+        let mpi = world().as_ref().and_then(|w| w.mpi.clone());
+        if let Some(mpi) = mpi {
+            return new_mpi_group(&mpi, ranks);
+        }
+    }
     let (store, backend, ip, timeout, rank, size, name) = {
         let mut w = world();
         let w = w.as_mut().ok_or_else(not_initialized)?;
@@ -329,6 +381,36 @@ pub fn new_group(ranks: &[usize]) -> Result<Option<Arc<ProcessGroup>>> {
     };
     let b = make_backend(&backend, &store, &name, me, members.len(), ip, timeout)?;
     let g = Arc::new(ProcessGroup::new(name, b, members));
+    if let Some(w) = world().as_mut() {
+        w.groups.push(g.clone());
+    }
+    Ok(Some(g))
+}
+
+#[cfg(feature = "mpi")]
+fn new_mpi_group(mpi: &crate::mpi_backend::MpiBackend, ranks: &[usize]) -> Result<Option<Arc<ProcessGroup>>> {
+    let size = mpi.size();
+    let mut members: Vec<usize> = if ranks.is_empty() {
+        (0..size).collect()
+    } else {
+        ranks.to_vec()
+    };
+    members.sort_unstable();
+    if members.windows(2).any(|w| w[0] == w[1]) || members.iter().any(|&r| r >= size) {
+        return Err(DistError::InvalidArgument(format!(
+            "new_group: ranks {ranks:?} must be distinct ranks below the world size {size}"
+        )));
+    }
+    let name = {
+        let mut w = world();
+        let w = w.as_mut().ok_or_else(not_initialized)?;
+        w.groups_made += 1;
+        w.groups_made.to_string()
+    };
+    let Some(b) = mpi.split(&members)? else {
+        return Ok(None);
+    };
+    let g = Arc::new(ProcessGroup::new(name, Arc::new(b), members));
     if let Some(w) = world().as_mut() {
         w.groups.push(g.clone());
     }

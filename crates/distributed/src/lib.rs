@@ -40,6 +40,8 @@ pub mod error;
 pub mod group;
 pub mod init;
 pub mod launcher;
+#[cfg(feature = "mpi")]
+pub mod mpi_backend;
 pub mod reduce_op;
 pub mod store;
 pub mod tcp;

@@ -22,7 +22,13 @@ fn child() {
         "timeout" => Duration::from_secs(3),
         _ => Duration::from_secs(60),
     };
-    dist::init_process_group(InitOptions::new("tcp").timeout(timeout)).unwrap();
+    let backend = std::env::var("FERRO_DIST_BACKEND").unwrap_or_else(|_| "tcp".into());
+    dist::init_process_group(InitOptions::new(&backend).timeout(timeout)).unwrap();
+    assert_eq!(dist::get_backend().unwrap(), backend);
+    assert_eq!(
+        dist::default_group().unwrap().backend_name(),
+        if backend == "mpi" { "mpi" } else { "tcp" }
+    );
     let (r, n) = (dist::get_rank().unwrap(), dist::get_world_size().unwrap());
     match case.as_str() {
         "suite" => suite(r, n),
@@ -448,4 +454,28 @@ fn suite_across_two_hosts_in_network_namespaces() {
     let Some(hosts) = HostPair::create("c") else { return };
     let ip_a = hosts.ip_a.clone();
     launch_in("suite", 4, Duration::from_secs(180), &ip_a, |r| hosts.exec(r < 2));
+}
+
+/// The same suite on the `mpi` backend, started by Open MPI's mpirun
+/// (`--features mpi`; Debian's openmpi-bin). With the feature and no
+/// mpirun the test fails: the feature promises MPI.
+#[cfg(feature = "mpi")]
+#[test]
+fn suite_on_mpi_at_1_to_4_ranks() {
+    for n in 1..=4 {
+        let out = Command::new("mpirun")
+            .args(["--allow-run-as-root", "--oversubscribe", "-np", &n.to_string()])
+            .args(["-x", "FERRO_DIST_CASE=suite", "-x", "FERRO_DIST_BACKEND=mpi"])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
+            .output()
+            .expect("mpirun (Open MPI) on the PATH");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "mpirun -np {n}:\n{text}");
+        assert_eq!(text.matches("CHILD OK").count(), n, "mpirun -np {n}:\n{text}");
+    }
 }

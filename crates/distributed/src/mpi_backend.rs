@@ -1,0 +1,512 @@
+//! The `mpi` backend (cargo feature `mpi`): the collectives of a group run
+//! by the MPI library the cluster already has (Open MPI, through rsmpi),
+//! so `mpirun -np N` or Slurm's `srun` start ferrotorch programs unchanged
+//! (PyTorch's `ProcessGroupMPI`).
+//!
+//! One worker thread initialises MPI (`MPI_Init_thread`, serialized) and
+//! makes every MPI call, for the world and for the groups split from it,
+//! in submission order; calls return a [`Work`] at once. Ranks and sizes
+//! come from MPI, not from the options. Half types are reduced in f32,
+//! bool as 0/1 bytes. MPI cannot be initialised twice in a process, so
+//! after `destroy_process_group` a new `mpi` group cannot be made, and a
+//! dead or stalled rank is MPI's to handle (mpirun ends the job); the
+//! `tcp` backend's watchdog does not apply.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use ferrotorch_core::{DType, Tensor};
+use mpi::collective::SystemOperation;
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+
+use crate::backend::Backend;
+use crate::collective::Collective;
+use crate::error::{DistError, Result};
+use crate::reduce_op::ReduceOp;
+use crate::tensor_bytes;
+use crate::work::Work;
+
+/// A split's answer: for members, (communicator index, rank, size).
+type SplitReply = std::result::Result<Option<(usize, usize, usize)>, String>;
+
+enum Job {
+    Call {
+        comm: usize,
+        call: Collective,
+        work: Work,
+    },
+    Split {
+        ranks: Vec<usize>,
+        reply: mpsc::Sender<SplitReply>,
+    },
+}
+
+struct Shared {
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// A group's handle on the MPI worker: which communicator, its rank and
+/// size.
+pub struct MpiBackend {
+    comm: usize,
+    rank: usize,
+    size: usize,
+    next_seq: AtomicU64,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for MpiBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiBackend")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl MpiBackend {
+    /// Initialises MPI on the backend's thread: the world communicator's
+    /// backend. An error when MPI was initialised before in this process.
+    pub fn world() -> Result<Self> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let worker = std::thread::Builder::new()
+            .name("ferro-dist-mpi".into())
+            .spawn(move || {
+                let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Serialized) else {
+                    let _ = ready_tx.send(Err(
+                        "MPI was already initialized (or finalized) in this process".to_owned()
+                    ));
+                    return;
+                };
+                let world = universe.world();
+                let _ = ready_tx.send(Ok((world.rank() as usize, world.size() as usize)));
+                let mut comms: Vec<SimpleCommunicator> = vec![world];
+                while let Ok(job) = rx.recv() {
+                    match job {
+                        Job::Call { comm, call, work } => work.finish(run(&comms[comm], &call)),
+                        Job::Split { ranks, reply } => {
+                            let world = &comms[0];
+                            let members: Vec<i32> = ranks.iter().map(|&r| r as i32).collect();
+                            let group = world.group().include(&members);
+                            let sub = world.split_by_subgroup_collective(&group);
+                            let answer = sub.map(|c| {
+                                let info = (comms.len(), c.rank() as usize, c.size() as usize);
+                                comms.push(c);
+                                info
+                            });
+                            let _ = reply.send(Ok(answer));
+                        }
+                    }
+                }
+                drop(comms);
+                drop(universe); // MPI_Finalize
+            })
+            .map_err(|e| DistError::io("spawn the MPI worker", e))?;
+        let (rank, size) = ready_rx
+            .recv()
+            .map_err(|_| DistError::Collective("the MPI worker stopped while starting".into()))?
+            .map_err(DistError::Collective)?;
+        Ok(MpiBackend {
+            comm: 0,
+            rank,
+            size,
+            next_seq: AtomicU64::new(1),
+            shared: Arc::new(Shared {
+                queue: Mutex::new(Some(tx)),
+                worker: Mutex::new(Some(worker)),
+            }),
+        })
+    }
+
+    /// The backend of a group of the world ranks `ranks` (every world rank
+    /// calls it); `None` for the ranks outside it.
+    pub fn split(&self, ranks: &[usize]) -> Result<Option<MpiBackend>> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Job::Split {
+            ranks: ranks.to_vec(),
+            reply,
+        })?;
+        let got = answer
+            .recv()
+            .map_err(|_| DistError::Collective("the MPI worker stopped".into()))?
+            .map_err(DistError::Collective)?;
+        Ok(got.map(|(comm, rank, size)| MpiBackend {
+            comm,
+            rank,
+            size,
+            next_seq: AtomicU64::new(1),
+            shared: self.shared.clone(),
+        }))
+    }
+
+    fn send(&self, job: Job) -> Result<()> {
+        let queue = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = queue
+            .as_ref()
+            .ok_or_else(|| DistError::Collective("the mpi process group was destroyed".into()))?;
+        tx.send(job)
+            .map_err(|_| DistError::Collective("the MPI worker has stopped".into()))
+    }
+}
+
+impl Backend for MpiBackend {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn submit(&self, call: Collective) -> Result<Work> {
+        let seq = if call.is_p2p() {
+            0
+        } else {
+            self.next_seq.fetch_add(1, Ordering::SeqCst)
+        };
+        let work = Work::new(call.name(), seq);
+        self.send(Job::Call {
+            comm: self.comm,
+            call,
+            work: work.clone(),
+        })?;
+        Ok(work)
+    }
+
+    /// Stops the worker (finalising MPI) when the world's backend is shut
+    /// down; a split group's shutdown only stops its own use.
+    fn shutdown(&self) {
+        if self.comm != 0 {
+            return;
+        }
+        self.shared.queue.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(h) = self.shared.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The dtype reductions travel in: f32 for half types, bytes for bool.
+fn wire_dtype(d: DType) -> DType {
+    match d {
+        DType::F16 | DType::BF16 => DType::F32,
+        DType::Bool => DType::U8,
+        other => other,
+    }
+}
+
+fn system_op(op: ReduceOp, dtype: DType) -> SystemOperation {
+    if dtype == DType::Bool {
+        return match op {
+            ReduceOp::Sum | ReduceOp::Avg | ReduceOp::Max | ReduceOp::Bor => SystemOperation::max(),
+            ReduceOp::Product | ReduceOp::Min | ReduceOp::Band => SystemOperation::min(),
+            ReduceOp::Bxor => SystemOperation::bitwise_xor(),
+        };
+    }
+    match op {
+        ReduceOp::Sum | ReduceOp::Avg => SystemOperation::sum(),
+        ReduceOp::Product => SystemOperation::product(),
+        ReduceOp::Min => SystemOperation::min(),
+        ReduceOp::Max => SystemOperation::max(),
+        ReduceOp::Band => SystemOperation::bitwise_and(),
+        ReduceOp::Bor => SystemOperation::bitwise_or(),
+        ReduceOp::Bxor => SystemOperation::bitwise_xor(),
+    }
+}
+
+/// The kinds of reduction MPI runs here.
+#[derive(Clone, Copy)]
+enum Reduction {
+    All,
+    To(usize),
+    ScatterBlock,
+}
+
+/// Reduces `input` (in its wire dtype) over the communicator; the result
+/// in `dtype`'s wire bytes (for `ScatterBlock`, this rank's block).
+fn reduce_bytes(
+    comm: &SimpleCommunicator,
+    input: &Tensor,
+    op: ReduceOp,
+    how: Reduction,
+) -> std::result::Result<Option<Tensor>, String> {
+    let dtype = input.dtype();
+    let wire = wire_dtype(dtype);
+    let x = input
+        .to_dtype(wire)
+        .map_err(|e| e.to_string())?
+        .contiguous()
+        .map_err(|e| e.to_string())?;
+    let n = comm.size() as usize;
+    let out_len = match how {
+        Reduction::ScatterBlock => x.numel() / n,
+        _ => x.numel(),
+    };
+    let mop = system_op(op, dtype);
+    macro_rules! typed {
+        ($t:ty) => {{
+            let send = x.to_vec::<$t>().map_err(|e| e.to_string())?;
+            let mut recv = vec![<$t>::default(); out_len];
+            let root_result = match how {
+                Reduction::All => {
+                    comm.all_reduce_into(&send[..], &mut recv[..], mop);
+                    true
+                }
+                Reduction::ScatterBlock => {
+                    comm.reduce_scatter_block_into(&send[..], &mut recv[..], mop);
+                    true
+                }
+                Reduction::To(root) => {
+                    let p = comm.process_at_rank(root as i32);
+                    if comm.rank() as usize == root {
+                        p.reduce_into_root(&send[..], &mut recv[..], mop);
+                        true
+                    } else {
+                        p.reduce_into(&send[..], mop);
+                        false
+                    }
+                }
+            };
+            if !root_result {
+                return Ok(None);
+            }
+            Tensor::from_vec(recv, [out_len]).map_err(|e| e.to_string())?
+        }};
+    }
+    let reduced = match wire {
+        DType::U8 => typed!(u8),
+        DType::I32 => typed!(i32),
+        DType::I64 => typed!(i64),
+        DType::F32 => typed!(f32),
+        DType::F64 => typed!(f64),
+        other => return Err(format!("no MPI type for {}", other.name())),
+    };
+    let reduced = if op == ReduceOp::Avg {
+        reduced
+            .div(
+                &Tensor::new(n as f64)
+                    .map_err(|e| e.to_string())?
+                    .to_dtype(wire)
+                    .map_err(|e| e.to_string())?,
+            )
+            .map_err(|e| e.to_string())?
+    } else {
+        reduced
+    };
+    Ok(Some(reduced.to_dtype(dtype).map_err(|e| e.to_string())?))
+}
+
+/// Writes `src` (any shape, same element count and dtype) into `dst`.
+fn put(op: &str, dst: &Tensor, src: &Tensor) -> std::result::Result<(), String> {
+    let bytes = tensor_bytes::read(op, src).map_err(|e| e.to_string())?;
+    tensor_bytes::write(op, dst, &bytes).map_err(|e| format!("{op}: {e}"))
+}
+
+fn bytes(op: &str, t: &Tensor) -> std::result::Result<Vec<u8>, String> {
+    tensor_bytes::read(op, t).map_err(|e| format!("{op}: {e}"))
+}
+
+fn write(op: &str, t: &Tensor, b: &[u8]) -> std::result::Result<(), String> {
+    tensor_bytes::write(op, t, b).map_err(|e| format!("{op}: {e}"))
+}
+
+fn nbytes(t: &Tensor) -> usize {
+    t.numel() * t.element_size()
+}
+
+fn run(comm: &SimpleCommunicator, call: &Collective) -> std::result::Result<Vec<Tensor>, String> {
+    let op = call.name();
+    let (r, n) = (comm.rank() as usize, comm.size() as usize);
+    match call {
+        Collective::Broadcast { tensor, root } => {
+            let mut b = bytes(op, tensor)?;
+            comm.process_at_rank(*root as i32).broadcast_into(&mut b[..]);
+            if r != *root {
+                write(op, tensor, &b)?;
+            }
+            Ok(vec![tensor.clone()])
+        }
+        Collective::AllReduce { tensor, op: rop } => {
+            let out = reduce_bytes(comm, tensor, *rop, Reduction::All)?.expect("every rank gets the result");
+            put(op, tensor, &out)?;
+            Ok(vec![tensor.clone()])
+        }
+        Collective::Reduce { tensor, root, op: rop } => {
+            if let Some(out) = reduce_bytes(comm, tensor, *rop, Reduction::To(*root))? {
+                put(op, tensor, &out)?;
+            }
+            Ok(vec![tensor.clone()])
+        }
+        Collective::AllGather { outputs, input } => {
+            let send = bytes(op, input)?;
+            let mut recv = vec![0u8; send.len() * n];
+            comm.all_gather_into(&send[..], &mut recv[..]);
+            for (o, chunk) in outputs.iter().zip(recv.chunks(send.len().max(1))) {
+                write(op, o, chunk)?;
+            }
+            Ok(outputs.clone())
+        }
+        Collective::AllGatherIntoTensor { output, input } => {
+            let send = bytes(op, input)?;
+            let mut recv = vec![0u8; nbytes(output)];
+            comm.all_gather_into(&send[..], &mut recv[..]);
+            write(op, output, &recv)?;
+            Ok(vec![output.clone()])
+        }
+        Collective::ReduceScatter {
+            output,
+            inputs,
+            op: rop,
+        } => {
+            let refs: Vec<&Tensor> = inputs.iter().collect();
+            let flat = Tensor::cat(
+                &refs
+                    .iter()
+                    .map(|t| t.reshape([-1]))
+                    .collect::<ferrotorch_core::Result<Vec<_>>>()
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .collect::<Vec<_>>(),
+                0,
+            )
+            .map_err(|e| e.to_string())?;
+            let out = reduce_bytes(comm, &flat, *rop, Reduction::ScatterBlock)?.expect("every rank gets a block");
+            put(op, output, &out)?;
+            Ok(vec![output.clone()])
+        }
+        Collective::ReduceScatterTensor { output, input, op: rop } => {
+            let out = reduce_bytes(comm, input, *rop, Reduction::ScatterBlock)?.expect("every rank gets a block");
+            put(op, output, &out)?;
+            Ok(vec![output.clone()])
+        }
+        Collective::Gather { outputs, input, root } => {
+            let send = bytes(op, input)?;
+            let p = comm.process_at_rank(*root as i32);
+            if r == *root {
+                let mut recv = vec![0u8; send.len() * n];
+                p.gather_into_root(&send[..], &mut recv[..]);
+                for (o, chunk) in outputs.iter().zip(recv.chunks(send.len().max(1))) {
+                    write(op, o, chunk)?;
+                }
+            } else {
+                p.gather_into(&send[..]);
+            }
+            Ok(outputs.clone())
+        }
+        Collective::Scatter { output, inputs, root } => {
+            let mut recv = vec![0u8; nbytes(output)];
+            let p = comm.process_at_rank(*root as i32);
+            if r == *root {
+                let mut send = Vec::with_capacity(recv.len() * n);
+                for i in inputs {
+                    send.extend_from_slice(&bytes(op, i)?);
+                }
+                p.scatter_into_root(&send[..], &mut recv[..]);
+            } else {
+                p.scatter_into(&mut recv[..]);
+            }
+            write(op, output, &recv)?;
+            Ok(vec![output.clone()])
+        }
+        Collective::AllToAll { outputs, inputs } => {
+            let mut send = Vec::new();
+            let mut send_counts = Vec::with_capacity(n);
+            for i in inputs {
+                let b = bytes(op, i)?;
+                send_counts.push(b.len() as i32);
+                send.extend_from_slice(&b);
+            }
+            let recv_counts: Vec<i32> = outputs.iter().map(|o| nbytes(o) as i32).collect();
+            alltoallv(comm, &send, &send_counts, &recv_counts, |recv, displs| {
+                for (k, o) in outputs.iter().enumerate() {
+                    let a = displs[k] as usize;
+                    write(op, o, &recv[a..a + recv_counts[k] as usize])?;
+                }
+                Ok(())
+            })?;
+            Ok(outputs.clone())
+        }
+        Collective::AllToAllSingle {
+            output,
+            input,
+            output_splits,
+            input_splits,
+        } => {
+            let row = |t: &Tensor| -> usize {
+                let rows = t.shape().first().copied().unwrap_or(1);
+                nbytes(t).checked_div(rows).unwrap_or(0)
+            };
+            let counts = |t: &Tensor, s: &[usize]| -> Vec<i32> {
+                let rows = t.shape().first().copied().unwrap_or(1);
+                let s: Vec<usize> = if s.is_empty() { vec![rows / n; n] } else { s.to_vec() };
+                s.iter().map(|&k| (k * row(t)) as i32).collect()
+            };
+            let send = bytes(op, input)?;
+            alltoallv(
+                comm,
+                &send,
+                &counts(input, input_splits),
+                &counts(output, output_splits),
+                |recv, _| write(op, output, recv),
+            )?;
+            Ok(vec![output.clone()])
+        }
+        Collective::Barrier => {
+            comm.barrier();
+            Ok(vec![])
+        }
+        Collective::Send { tensor, dst, tag } => {
+            let b = bytes(op, tensor)?;
+            comm.process_at_rank(*dst as i32).send_with_tag(&b[..], tag_of(*tag)?);
+            Ok(vec![tensor.clone()])
+        }
+        Collective::Recv { tensor, src, tag } => {
+            let mut b = vec![0u8; nbytes(tensor)];
+            comm.process_at_rank(*src as i32)
+                .receive_into_with_tag(&mut b[..], tag_of(*tag)?);
+            write(op, tensor, &b)?;
+            Ok(vec![tensor.clone()])
+        }
+    }
+}
+
+fn tag_of(tag: u64) -> std::result::Result<i32, String> {
+    i32::try_from(tag).map_err(|_| format!("the tag {tag} does not fit MPI's int tags"))
+}
+
+/// MPI_Alltoallv on bytes; `done(recv, displs)` takes the result.
+fn alltoallv(
+    comm: &SimpleCommunicator,
+    send: &[u8],
+    send_counts: &[i32],
+    recv_counts: &[i32],
+    done: impl FnOnce(&[u8], &[i32]) -> std::result::Result<(), String>,
+) -> std::result::Result<(), String> {
+    let displs = |c: &[i32]| -> Vec<i32> {
+        c.iter()
+            .scan(0i32, |at, &k| {
+                let d = *at;
+                *at += k;
+                Some(d)
+            })
+            .collect()
+    };
+    let (sd, rd) = (displs(send_counts), displs(recv_counts));
+    let total: i32 = recv_counts.iter().sum();
+    let mut recv = vec![0u8; total as usize];
+    {
+        let s = Partition::new(send, send_counts, &sd[..]);
+        let mut r = PartitionMut::new(&mut recv[..], recv_counts, &rd[..]);
+        comm.all_to_all_varcount_into(&s, &mut r);
+    }
+    done(&recv, &rd)
+}
