@@ -102,6 +102,7 @@ fn child() {
         "no_sync" => no_sync(r, n),
         "compression" => compression(r, n),
         "unused" => unused(r, n),
+        "torch_compare" => torch_compare(r, n),
         other => panic!("unknown case {other}"),
     }
     dist::destroy_process_group();
@@ -303,4 +304,113 @@ fn ddp_on_one_rank_in_process() {
     assert!(ddp.state_dict().keys().any(|k| k == "module.0.weight"));
     assert_eq!(ddp.module().parameters().len(), 6);
     let _ = DType::F32;
+}
+
+/// `((a + b + c) % m - shift) / scale`, the formula both sides use for
+/// weights and batches (exact in f64, rounded once to f32).
+fn value(a: usize, b: usize, c: usize, m: usize, shift: f64, scale: f64) -> f32 {
+    ((((a + b + c) % m) as f64 - shift) / scale) as f32
+}
+
+/// The Rust side of the comparison with PyTorch's DDP (tests/torch_ddp.py):
+/// the same model, initial weights, batches and optimizer on 2 ranks;
+/// rank 0 writes its losses to FERRO_DDP_LOSSES.
+fn torch_compare(r: usize, n: usize) {
+    let model = mlp(0);
+    let linears: Vec<_> = model
+        .parameters()
+        .chunks(2)
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect();
+    for (layer, (w, b)) in linears.iter().enumerate() {
+        let (out_f, in_f) = (w.tensor().shape()[0], w.tensor().shape()[1]);
+        let wv: Vec<f32> = (0..out_f)
+            .flat_map(|i| (0..in_f).map(move |j| value(i * 7, j * 3, layer * 11, 17, 8.0, 40.0)))
+            .collect();
+        let bv: Vec<f32> = (0..out_f).map(|i| value(i * 5, layer * 3, 0, 13, 6.0, 50.0)).collect();
+        w.set_tensor(
+            Tensor::from_vec(wv, [out_f, in_f])
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap(),
+        )
+        .unwrap();
+        b.set_tensor(Tensor::from_vec(bv, [out_f]).unwrap().requires_grad_(true).unwrap())
+            .unwrap();
+    }
+    let ddp = DistributedDataParallel::new(model, DdpOptions::default()).unwrap();
+    let mut opt = SGD::new(ddp.parameters(), SgdOptions::new().lr(0.05).momentum(0.9)).unwrap();
+    let mut losses = Vec::new();
+    for step in 0..50usize {
+        let xv: Vec<f32> = (0..n * B)
+            .flat_map(|row| (0..8).map(move |k| value(step * 13, row * 5, k * 3, 23, 11.0, 10.0)))
+            .collect();
+        let yv: Vec<f32> = (0..n * B)
+            .flat_map(|row| (0..3).map(move |k| value(step * 7, row * 11, k * 5, 19, 9.0, 10.0)))
+            .collect();
+        let x = Tensor::from_vec(xv, [n * B, 8]).unwrap();
+        let y = Tensor::from_vec(yv, [n * B, 3]).unwrap();
+        opt.zero_grad().unwrap();
+        let loss = mse(&ddp.call(&rows(&x, r)).unwrap(), &rows(&y, r));
+        loss.backward().unwrap();
+        opt.step().unwrap();
+        losses.push(loss.item::<f32>().unwrap() as f64);
+    }
+    if r == 0 {
+        let path = std::env::var("FERRO_DDP_LOSSES").unwrap();
+        std::fs::write(path, serde_json::to_string(&losses).unwrap()).unwrap();
+    }
+}
+
+/// The same DDP run in PyTorch (bench venv, gloo, torchrun) and here:
+/// the same losses to 1e-5 over 50 steps.
+#[test]
+fn ddp_losses_match_pytorch_ddp_on_gloo() {
+    let torchrun = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/.venv/bin/torchrun");
+    if !torchrun.exists() {
+        assert!(
+            std::env::var_os("FERROTORCH_REQUIRE_TORCH").is_none(),
+            "FERROTORCH_REQUIRE_TORCH is set but {} is missing",
+            torchrun.display()
+        );
+        eprintln!(
+            "skipped: no torchrun at {} (bash bench/setup_venv.sh)",
+            torchrun.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("torch.json");
+    let ours = dir.path().join("ours.json");
+    let port = common::free_port().to_string();
+    let out = std::process::Command::new(&torchrun)
+        .args(["--nproc-per-node", "2", "--master-port", &port])
+        .arg(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/torch_ddp.py"))
+        .arg(&theirs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "PyTorch's DDP run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    common::launch_with_env(
+        "torch_compare",
+        2,
+        Duration::from_secs(120),
+        &[("FERRO_DDP_LOSSES", ours.to_str().unwrap())],
+    );
+    let read =
+        |p: &std::path::Path| -> Vec<f64> { serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() };
+    let (t, o) = (read(&theirs), read(&ours));
+    assert_eq!(t.len(), 50);
+    let mut worst = 0f64;
+    for (step, (a, b)) in o.iter().zip(&t).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 * b.abs().max(1e-3),
+            "step {step}: ours {a}, PyTorch {b}"
+        );
+        worst = worst.max((a - b).abs() / b.abs().max(1e-3));
+    }
+    eprintln!("50 DDP steps on 2 ranks: losses within {worst:.2e} of PyTorch DDP (gloo)");
 }

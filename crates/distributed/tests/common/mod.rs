@@ -22,10 +22,27 @@ pub fn launch(case: &str, n: usize, limit: Duration) {
     launch_in(case, n, limit, "127.0.0.1", |_| Vec::new());
 }
 
+/// [`launch`] with extra environment variables for every rank.
+#[allow(dead_code)]
+pub fn launch_with_env(case: &str, n: usize, limit: Duration, env: &[(&str, &str)]) {
+    launch_full(case, n, limit, "127.0.0.1", |_| Vec::new(), env);
+}
+
 /// [`launch`] with rank `r` started under the command `prefix(r)` (such
 /// as `ip netns exec NS`), its store at `master_addr`.
 #[allow(dead_code)]
 pub fn launch_in(case: &str, n: usize, limit: Duration, master_addr: &str, prefix: impl Fn(usize) -> Vec<String>) {
+    launch_full(case, n, limit, master_addr, prefix, &[]);
+}
+
+fn launch_full(
+    case: &str,
+    n: usize,
+    limit: Duration,
+    master_addr: &str,
+    prefix: impl Fn(usize) -> Vec<String>,
+    env: &[(&str, &str)],
+) {
     let port = free_port().to_string();
     let exe = std::env::current_exe().unwrap();
     let children: Vec<Child> = (0..n)
@@ -47,6 +64,7 @@ pub fn launch_in(case: &str, n: usize, limit: Duration, master_addr: &str, prefi
                 .env("LOCAL_WORLD_SIZE", n.to_string())
                 .env("MASTER_ADDR", master_addr)
                 .env("MASTER_PORT", &port)
+                .envs(env.iter().copied())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
