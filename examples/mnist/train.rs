@@ -68,6 +68,9 @@ pub struct Args {
     /// Continue from a checkpoint this example wrote (`ckpt_last.pt`,
     /// `ckpt_epN.pt`): model, optimizer, scheduler, epoch and step, and the
     /// random states, so the run goes on as if it had never stopped.
+    /// `--resume auto` continues from `OUT_DIR/ckpt_last.pt` when it exists
+    /// and starts afresh otherwise (what a job restarted by
+    /// `ferrorun --max-restarts` wants).
     #[arg(long)]
     resume: Option<PathBuf>,
     /// Stop after this many optimizer steps in all (counting those before
@@ -306,10 +309,14 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
     } else {
         None
     };
-    let builder = DataLoader::builder(train_set).batch_size(args.batch_size);
+    // The generator also seeds the workers (PyTorch's base seed), so a
+    // resumed run draws what the uninterrupted one drew, with --ddp too.
+    let builder = DataLoader::builder(train_set)
+        .batch_size(args.batch_size)
+        .generator(shuffle.clone());
     let builder = match &sampler {
         Some(s) => builder.sampler(s.clone()),
-        None => builder.shuffle(true).generator(shuffle.clone()),
+        None => builder.shuffle(true),
     };
     let train_loader = builder.num_workers(args.workers).build()?;
     let test_loader = DataLoader::builder(test_set)
@@ -320,16 +327,22 @@ pub fn train<M: Forward>(model: &M, args: &Args) -> BoxResult<Option<f64>> {
     let mut optimizer = AdamW::new(model.parameters(), AdamWOptions::new().lr(args.lr))?;
     let mut scheduler = CosineAnnealingLR::new(&mut optimizer, args.epochs as i64, 0.0)?;
     let mut scaler = args.amp.scaler()?;
-    let mut progress = match &args.resume {
+    let resume = match &args.resume {
+        Some(p) if p.as_os_str() == "auto" => Some(args.out_dir.join("ckpt_last.pt")).filter(|p| p.exists()),
+        other => other.clone(),
+    };
+    let mut progress = match &resume {
         Some(path) => {
             let p = load_checkpoint(path, args, model, &mut optimizer, &mut scheduler, &mut scaler, &shuffle)?;
-            println!(
-                "resumed from {}: epoch {}, step {} ({} of the epoch's batches done)",
-                path.display(),
-                p.epoch + 1,
-                p.step,
-                p.step_in_epoch
-            );
+            if main {
+                println!(
+                    "resumed from {}: epoch {}, step {} ({} of the epoch's batches done)",
+                    path.display(),
+                    p.epoch + 1,
+                    p.step,
+                    p.step_in_epoch
+                );
+            }
             p
         }
         None => Progress::default(),
