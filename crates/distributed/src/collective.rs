@@ -347,3 +347,15 @@ fn splits(op: &str, what: &str, t: &Tensor, s: &[usize], size: usize) -> Result<
     }
     Ok(())
 }
+
+/// The byte length of each rank's row block of `t` in an
+/// `all_to_all_single`: `splits` rows each, or equal blocks when empty.
+pub(crate) fn row_block_bytes(t: &Tensor, splits: &[usize], n: usize) -> Vec<usize> {
+    let rows = t.shape().first().copied().unwrap_or(1);
+    let row_bytes = (t.numel() * t.element_size()).checked_div(rows).unwrap_or(0);
+    if splits.is_empty() {
+        vec![rows / n * row_bytes; n]
+    } else {
+        splits.iter().map(|s| s * row_bytes).collect()
+    }
+}

@@ -441,14 +441,11 @@ fn run(comm: &SimpleCommunicator, call: &Collective) -> std::result::Result<Vec<
             output_splits,
             input_splits,
         } => {
-            let row = |t: &Tensor| -> usize {
-                let rows = t.shape().first().copied().unwrap_or(1);
-                nbytes(t).checked_div(rows).unwrap_or(0)
-            };
             let counts = |t: &Tensor, s: &[usize]| -> Vec<i32> {
-                let rows = t.shape().first().copied().unwrap_or(1);
-                let s: Vec<usize> = if s.is_empty() { vec![rows / n; n] } else { s.to_vec() };
-                s.iter().map(|&k| (k * row(t)) as i32).collect()
+                crate::collective::row_block_bytes(t, s, n)
+                    .into_iter()
+                    .map(|b| b as i32)
+                    .collect()
             };
             let send = bytes(op, input)?;
             alltoallv(

@@ -366,19 +366,7 @@ fn torch_compare(r: usize, n: usize) {
 /// the same losses to 1e-5 over 50 steps.
 #[test]
 fn ddp_losses_match_pytorch_ddp_on_gloo() {
-    let torchrun = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/.venv/bin/torchrun");
-    if !torchrun.exists() {
-        assert!(
-            std::env::var_os("FERROTORCH_REQUIRE_TORCH").is_none(),
-            "FERROTORCH_REQUIRE_TORCH is set but {} is missing",
-            torchrun.display()
-        );
-        eprintln!(
-            "skipped: no torchrun at {} (bash bench/setup_venv.sh)",
-            torchrun.display()
-        );
-        return;
-    }
+    let Some(torchrun) = common::torchrun() else { return };
     let dir = tempfile::tempdir().unwrap();
     let theirs = dir.path().join("torch.json");
     let ours = dir.path().join("ours.json");

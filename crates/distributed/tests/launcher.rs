@@ -123,19 +123,7 @@ fn max_restarts_restarts_the_group() {
 
 #[test]
 fn pytorchs_torchrun_starts_our_binaries() {
-    let torchrun = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/.venv/bin/torchrun");
-    if !torchrun.exists() {
-        assert!(
-            std::env::var_os("FERROTORCH_REQUIRE_TORCH").is_none(),
-            "FERROTORCH_REQUIRE_TORCH is set but {} is missing",
-            torchrun.display()
-        );
-        eprintln!(
-            "skipped: no torchrun at {} (bash bench/setup_venv.sh)",
-            torchrun.display()
-        );
-        return;
-    }
+    let Some(torchrun) = common::torchrun() else { return };
     let port = free_port().to_string();
     let out = Command::new(&torchrun)
         .args(["--nproc-per-node", "2", "--master-port", &port, "--no-python"])

@@ -51,6 +51,20 @@ impl Step<'_> {
             .map_err(|e| format!("{}: {e}", self.what()))
     }
 
+    /// [`Step::recv`] of a message that must be `want` bytes long.
+    pub(crate) fn recv_exact(&self, peer: usize, tag: u64, want: usize) -> Result<Vec<u8>, Fail> {
+        let m = self.recv(peer, tag)?;
+        if m.len() == want {
+            Ok(m)
+        } else {
+            Err(format!(
+                "{}: rank {peer} sent {} bytes where {want} were expected",
+                self.what(),
+                m.len()
+            ))
+        }
+    }
+
     pub(crate) fn recv(&self, peer: usize, tag: u64) -> Result<Vec<u8>, Fail> {
         match self.mesh.recv(peer, self.seq, tag, self.fingerprint, self.deadline) {
             Ok(m) if m.fingerprint == self.fingerprint => Ok(m.payload),
@@ -171,15 +185,7 @@ pub(crate) fn ring_reduce_scatter(
     for s in 0..n - 1 {
         let c = modn(ri - s as isize - 1 + shift, n);
         for (k, seg) in segments(&blocks[c]) {
-            let m = st.recv(prev, tag(0, s, k))?;
-            if m.len() != seg.len() {
-                return Err(format!(
-                    "{}: a segment of {} bytes where {} were expected",
-                    st.op,
-                    m.len(),
-                    seg.len()
-                ));
-            }
+            let m = st.recv_exact(prev, tag(0, s, k), seg.len())?;
             reduce_into(dtype, op, &mut buf[seg.clone()], &m);
             st.mesh.recycle(m);
             if s + 1 < n - 1 {
@@ -203,15 +209,7 @@ pub(crate) fn ring_all_gather(st: &Step<'_>, buf: &mut [u8], blocks: &[Range<usi
     for s in 0..n - 1 {
         let c = modn(ri + own - s as isize - 1, n);
         for (k, seg) in segments(&blocks[c]) {
-            let m = st.recv(prev, tag(1, s, k))?;
-            if m.len() != seg.len() {
-                return Err(format!(
-                    "{}: a segment of {} bytes where {} were expected",
-                    st.op,
-                    m.len(),
-                    seg.len()
-                ));
-            }
+            let m = st.recv_exact(prev, tag(1, s, k), seg.len())?;
             buf[seg.clone()].copy_from_slice(&m);
             st.mesh.recycle(m);
             if s + 1 < n - 1 {
@@ -247,15 +245,7 @@ pub(crate) fn reduce(st: &Step<'_>, buf: &mut [u8], root: usize, dtype: DType, o
         }
         if v + mask < n {
             let child = (v + mask + root) % n;
-            let m = st.recv(child, 0)?;
-            if m.len() != buf.len() {
-                return Err(format!(
-                    "{}: rank {child} sent {} bytes, {} expected",
-                    st.op,
-                    m.len(),
-                    buf.len()
-                ));
-            }
+            let m = st.recv_exact(child, 0, buf.len())?;
             reduce_into(dtype, op, buf, &m);
         }
         mask <<= 1;
@@ -277,15 +267,7 @@ pub(crate) fn broadcast(st: &Step<'_>, buf: &mut [u8], root: usize) -> Result<()
         while mask < n {
             if v & mask != 0 {
                 let parent = ((v - mask) + root) % n;
-                let m = st.recv(parent, 0)?;
-                if m.len() != buf.len() {
-                    return Err(format!(
-                        "{}: rank {parent} sent {} bytes, {} expected",
-                        st.op,
-                        m.len(),
-                        buf.len()
-                    ));
-                }
+                let m = st.recv_exact(parent, 0, buf.len())?;
                 buf.copy_from_slice(&m);
                 break;
             }
@@ -306,15 +288,7 @@ pub(crate) fn broadcast(st: &Step<'_>, buf: &mut [u8], root: usize) -> Result<()
     for (k, seg) in segments(&whole) {
         if v > 0 {
             let prev = (v - 1 + root) % n;
-            let m = st.recv(prev, k as u64)?;
-            if m.len() != seg.len() {
-                return Err(format!(
-                    "{}: rank {prev} sent {} bytes, {} expected",
-                    st.op,
-                    m.len(),
-                    seg.len()
-                ));
-            }
+            let m = st.recv_exact(prev, k as u64, seg.len())?;
             buf[seg.clone()].copy_from_slice(&m);
         }
         if let Some(next) = next {

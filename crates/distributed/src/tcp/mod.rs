@@ -402,19 +402,12 @@ fn scatter_reduce(
 
 /// Byte ranges of the row blocks of `t` (`splits` rows each, or equal).
 fn row_blocks(t: &Tensor, splits: &[usize], n: usize) -> Vec<std::ops::Range<usize>> {
-    let rows = t.shape().first().copied().unwrap_or(1);
-    let row_bytes = (t.numel() * t.element_size()).checked_div(rows).unwrap_or(0);
-    let sizes: Vec<usize> = if splits.is_empty() {
-        vec![rows / n; n]
-    } else {
-        splits.to_vec()
-    };
     let mut at = 0;
-    sizes
-        .iter()
-        .map(|s| {
-            let r = at..at + s * row_bytes;
-            at += s * row_bytes;
+    crate::collective::row_block_bytes(t, splits, n)
+        .into_iter()
+        .map(|len| {
+            let r = at..at + len;
+            at += len;
             r
         })
         .collect()

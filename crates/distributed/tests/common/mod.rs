@@ -185,3 +185,23 @@ impl Drop for HostPair {
         let _ = ip(&["netns", "delete", &self.b]);
     }
 }
+
+/// The bench venv's `torchrun`, or `None` (after saying why) when absent;
+/// with FERROTORCH_REQUIRE_TORCH set (CI) its absence is a panic.
+#[allow(dead_code)]
+pub fn torchrun() -> Option<std::path::PathBuf> {
+    let torchrun = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/.venv/bin/torchrun");
+    if torchrun.exists() {
+        return Some(torchrun);
+    }
+    assert!(
+        std::env::var_os("FERROTORCH_REQUIRE_TORCH").is_none(),
+        "FERROTORCH_REQUIRE_TORCH is set but {} is missing",
+        torchrun.display()
+    );
+    eprintln!(
+        "skipped: no torchrun at {} (bash bench/setup_venv.sh)",
+        torchrun.display()
+    );
+    None
+}
