@@ -245,8 +245,18 @@ impl Storage {
     /// code that fills a tensor from raw bytes (a collective's received
     /// data); bumps the version. On a bool storage every byte `f` left
     /// other than 0 becomes 1 before the lock is released, so bool tensors
-    /// never see another byte. An error for memory of another device and
-    /// for read-only storage.
+    /// never see another byte (also when `f` panics; the panic goes on).
+    /// An error for memory of another device and for read-only storage.
+    ///
+    /// ```
+    /// use ferrotorch_core::{DType, Tensor};
+    /// use ferrotorch_core::backend::TensorExt;
+    /// let t = Tensor::new([false, false])?;
+    /// t.storage().with_cpu_bytes_mut(|b| b.copy_from_slice(&[7, 0]))?;
+    /// assert_eq!(t.to_vec::<bool>()?, [true, false]); // 7 became 1
+    /// # let _ = DType::Bool;
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
     pub fn with_cpu_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         if self.0.read_only {
             return Err(Error::InvalidArgument {
@@ -262,13 +272,18 @@ impl Storage {
             });
         };
         let bytes = buf.bytes_mut();
-        let out = f(bytes);
+        // Normalised even when `f` panics: the lock is taken over poison,
+        // so the bytes stay readable after an unwind.
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *bytes)));
         if self.0.bool_typed {
             bytes.iter_mut().for_each(|b| *b = u8::from(*b != 0));
         }
         drop(guard);
         self.bump_version();
-        Ok(out)
+        match out {
+            Ok(out) => Ok(out),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     }
 
     /// Whether bool tensors live on this storage (bool and non-bool tensors
