@@ -3,7 +3,7 @@
 //! directly), `new_group`, `destroy_process_group`, and the collective
 //! calls on the default group, each waiting for its result.
 
-use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -305,8 +305,6 @@ fn rendezvous(
             let ip = s.local_ip();
             (Arc::new(s), ip)
         };
-    // Resolve the host once more for a useful error if it is not reachable.
-    let _ = (host.as_str(), port).to_socket_addrs();
     Ok((store, socket_ip(local)?))
 }
 

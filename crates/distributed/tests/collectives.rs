@@ -49,17 +49,6 @@ fn vals(x: &Tensor) -> Vec<f64> {
     x.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
 }
 
-const DTYPES: [DType; 8] = [
-    DType::Bool,
-    DType::U8,
-    DType::I32,
-    DType::I64,
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-];
-
 /// Rank `r`'s value at index `i` for `op` (small, so every dtype is exact).
 fn input(op: ReduceOp, dtype: DType, r: usize, i: usize) -> f64 {
     if dtype == DType::Bool {
@@ -101,7 +90,7 @@ fn suite(r: usize, n: usize) {
         ReduceOp::Bor,
         ReduceOp::Bxor,
     ];
-    for dtype in DTYPES {
+    for dtype in ferrotorch_core::ALL_DTYPES {
         for op in ops {
             if op.check("all_reduce", dtype).is_err() {
                 assert!(dist::all_reduce(&t(dtype, &[1.0]), op).is_err());
