@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use ferrotorch_core::backend::TensorExt;
 use ferrotorch_core::{DType, Tensor};
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
@@ -306,6 +307,63 @@ fn reduce_bytes(
 }
 
 /// Writes `src` (any shape, same element count and dtype) into `dst`.
+/// MPI's datatype for the elements of `dtype`, where MPI reduces them as
+/// the core does (not half types or bool).
+fn raw_datatype(dtype: DType) -> Option<mpi::ffi::MPI_Datatype> {
+    Some(match dtype {
+        DType::F32 => f32::equivalent_datatype().as_raw(),
+        DType::F64 => f64::equivalent_datatype().as_raw(),
+        DType::I32 => i32::equivalent_datatype().as_raw(),
+        DType::I64 => i64::equivalent_datatype().as_raw(),
+        DType::U8 => u8::equivalent_datatype().as_raw(),
+        _ => return None,
+    })
+}
+
+unsafe extern "C" {
+    /// The library's `MPI_IN_PLACE` (src/mpi_in_place.c).
+    fn ferrotorch_mpi_in_place() -> *mut std::ffi::c_void;
+}
+
+/// `MPI_Allreduce(MPI_IN_PLACE, buf, ...)` over the elements of `dtype` in
+/// `buf`; an error naming MPI's code if the call fails, or when `buf`
+/// holds more elements than MPI's `int` count can say.
+fn all_reduce_in_place(
+    comm: &SimpleCommunicator,
+    buf: &mut [u8],
+    dtype: DType,
+    op: SystemOperation,
+) -> std::result::Result<(), String> {
+    let datatype = raw_datatype(dtype).ok_or_else(|| format!("no MPI type for {}", dtype.name()))?;
+    let count = std::ffi::c_int::try_from(buf.len() / dtype.element_size()).map_err(|_| {
+        format!(
+            "{} elements are more than one MPI call can take",
+            buf.len() / dtype.element_size()
+        )
+    })?;
+    // SAFETY: `buf` is this call's exclusive borrow of `count` whole
+    // elements of `datatype` (the datatype matches `dtype`, whose size
+    // divides `buf.len()`); MPI reads and writes only those bytes and
+    // returns before the borrow ends (a blocking call). The handles come
+    // from live rsmpi objects, and `ferrotorch_mpi_in_place` returns the
+    // library's own MPI_IN_PLACE constant.
+    let rc = unsafe {
+        mpi::ffi::MPI_Allreduce(
+            ferrotorch_mpi_in_place(),
+            buf.as_mut_ptr().cast(),
+            count,
+            datatype,
+            op.as_raw(),
+            comm.as_raw(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!("MPI_Allreduce failed with MPI error code {rc}"))
+    }
+}
+
 fn put(op: &str, dst: &Tensor, src: &Tensor) -> std::result::Result<(), String> {
     let bytes = tensor_bytes::read(op, src).map_err(|e| e.to_string())?;
     tensor_bytes::write(op, dst, &bytes).map_err(|e| format!("{op}: {e}"))
@@ -333,6 +391,28 @@ fn run(comm: &SimpleCommunicator, call: &Collective) -> std::result::Result<Vec<
             if r != *root {
                 write(op, tensor, &b)?;
             }
+            Ok(vec![tensor.clone()])
+        }
+        Collective::AllReduce { tensor, op: rop }
+            if tensor.is_contiguous() && raw_datatype(tensor.dtype()).is_some() =>
+        {
+            // In place in the tensor's memory (MPI_IN_PLACE): no copy in or
+            // out, as a C program calls it.
+            let dtype = tensor.dtype();
+            let es = tensor.element_size();
+            let range = tensor.storage_offset() * es..(tensor.storage_offset() + tensor.numel()) * es;
+            tensor
+                .storage()
+                .with_cpu_bytes_mut(|all| {
+                    let buf = &mut all[range];
+                    all_reduce_in_place(comm, buf, dtype, system_op(*rop, dtype))?;
+                    if *rop == ReduceOp::Avg {
+                        crate::reduce_op::finish_avg(dtype, buf, n);
+                    }
+                    Ok::<(), String>(())
+                })
+                .map_err(|e| format!("{op}: {e}"))?
+                .map_err(|e| format!("{op}: {e}"))?;
             Ok(vec![tensor.clone()])
         }
         Collective::AllReduce { tensor, op: rop } => {

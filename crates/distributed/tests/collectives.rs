@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use dist::{InitOptions, P2pOp, ReduceOp};
 
 mod common;
-use common::{HostPair, free_port, launch, launch_in};
+use common::{HostPair, free_port, launch, launch_in, launch_with_env};
 use ferrotorch_core::{DType, Tensor, TensorOptions};
 use ferrotorch_distributed as dist;
 
@@ -150,9 +150,25 @@ fn suite(r: usize, n: usize) {
             "every rank holds the same bits"
         );
     }
-    let i = 123_457usize;
-    let want: f32 = (0..n).map(|q| (0.001f32 * (q + 1) as f32 * i as f32).sin()).sum();
-    assert!((x.to_vec::<f32>().unwrap()[i] - want).abs() < 1e-5);
+    let xs = x.to_vec::<f32>().unwrap();
+    for (i, got) in xs.iter().enumerate() {
+        let want: f32 = (0..n).map(|q| (0.001f32 * (q + 1) as f32 * i as f32).sin()).sum();
+        assert!((got - want).abs() < 1e-5, "element {i}: {got} vs {want}");
+    }
+    // A large reduce_scatter: many pipelined pieces per block, an odd
+    // block length.
+    let m = 700_001usize;
+    let inp = t(
+        DType::F32,
+        &(0..n * m).map(|j| (j % 1000 + r) as f64).collect::<Vec<_>>(),
+    );
+    let out = TensorOptions::new().zeros([m]).unwrap();
+    dist::reduce_scatter_tensor(&out, &inp, ReduceOp::Sum).unwrap();
+    let got = out.to_vec::<f32>().unwrap();
+    for (j, g) in got.iter().enumerate() {
+        let want = (n * ((r * m + j) % 1000) + n * (n - 1) / 2) as f32;
+        assert_eq!(*g, want, "reduce_scatter element {j}");
+    }
 
     // broadcast from every root, small (tree) and large (chain).
     for root in 0..n {
@@ -382,6 +398,26 @@ fn suite_on_3_ranks() {
 #[test]
 fn suite_on_4_ranks() {
     launch("suite", 4, Duration::from_secs(180));
+}
+
+/// The suite with the shared-memory transport off (sockets only, as
+/// between hosts, with their larger segments).
+#[test]
+fn suite_on_3_ranks_over_sockets_only() {
+    launch_with_env("suite", 3, Duration::from_secs(120), &[("FERROTORCH_SHM_DISABLE", "1")]);
+}
+
+/// Rank 1 without shared memory among ranks 0 and 2 with it: a ring that
+/// mixes both transports.
+#[test]
+fn suite_on_3_ranks_with_one_rank_off_shared_memory() {
+    launch_in("suite", 3, Duration::from_secs(120), "127.0.0.1", |r| {
+        if r == 1 {
+            vec!["env".into(), "FERROTORCH_SHM_DISABLE=1".into()]
+        } else {
+            Vec::new()
+        }
+    });
 }
 
 #[test]

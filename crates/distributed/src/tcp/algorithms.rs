@@ -1,6 +1,7 @@
 //! The tcp backend's algorithms over [`Mesh`]: ring reduce-scatter and
 //! all-gather (pipelined in segments, each forwarded as soon as it is
-//! reduced), ring all-reduce from the two, binomial-tree reduce and
+//! reduced), ring all-reduce from the two (each segment goes on to the
+//! all-gather as soon as it is reduced, while it is still in cache), binomial-tree reduce and
 //! broadcast (a pipelined chain for large broadcasts), direct gather,
 //! scatter and all-to-all. Reduction orders are fixed by the ranks, so
 //! results repeat bit for bit, and every rank of an all-reduce ends with
@@ -11,11 +12,8 @@ use std::time::{Duration, Instant};
 
 use ferrotorch_core::DType;
 
-use super::mesh::{Mesh, Message, NoMessage};
+use super::mesh::{Mesh, NoMessage, Payload};
 use crate::reduce_op::{ReduceOp, finish_avg, reduce_into};
-
-/// Bytes per pipelined segment.
-pub(crate) const SEGMENT: usize = 1 << 20;
 /// Broadcasts up to this size go down a binomial tree; larger ones down a
 /// pipelined chain.
 const TREE_BROADCAST_MAX: usize = 256 * 1024;
@@ -52,7 +50,7 @@ impl Step<'_> {
     }
 
     /// [`Step::recv`] of a message that must be `want` bytes long.
-    pub(crate) fn recv_exact(&self, peer: usize, tag: u64, want: usize) -> Result<Vec<u8>, Fail> {
+    pub(crate) fn recv_exact(&self, peer: usize, tag: u64, want: usize) -> Result<Payload<'_>, Fail> {
         let m = self.recv(peer, tag)?;
         if m.len() == want {
             Ok(m)
@@ -65,10 +63,10 @@ impl Step<'_> {
         }
     }
 
-    pub(crate) fn recv(&self, peer: usize, tag: u64) -> Result<Vec<u8>, Fail> {
+    pub(crate) fn recv(&self, peer: usize, tag: u64) -> Result<Payload<'_>, Fail> {
         match self.mesh.recv(peer, self.seq, tag, self.fingerprint, self.deadline) {
-            Ok(m) if m.fingerprint == self.fingerprint => Ok(m.payload),
-            Ok(Message { fingerprint, .. }) | Err(NoMessage::Mismatch(fingerprint)) => Err(format!(
+            Ok(m) => Ok(m),
+            Err(NoMessage::Mismatch(fingerprint)) => Err(format!(
                 "collective mismatch at sequence number {} of group {:?}: rank {peer} called {}, rank {} called {}",
                 self.seq,
                 self.mesh.group_name(),
@@ -136,13 +134,20 @@ fn tag(phase: u64, s: usize, k: usize) -> u64 {
     (phase << 56) | ((s as u64) << 28) | k as u64
 }
 
-/// The segments of a byte range.
-fn segments(r: &Range<usize>) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
-    let n = r.len().div_ceil(SEGMENT).max(1);
-    (0..n).map(move |k| {
-        let a = r.start + k * SEGMENT;
-        (k, a..(a + SEGMENT).min(r.end))
-    })
+/// Piece `k` of `m` of a block: near-equal whole elements of `es` bytes
+/// (the first `elems % m` pieces one element longer).
+fn piece(block: &Range<usize>, k: usize, m: usize, es: usize) -> Range<usize> {
+    let elems = block.len() / es;
+    let (base, rem) = (elems / m, elems % m);
+    let start = block.start + (k * base + k.min(rem)) * es;
+    start..start + (base + usize::from(k < rem)) * es
+}
+
+/// Pieces per block so that none is longer than the mesh's segment (the
+/// same count for every block, so every step of a ring moves piece `k`).
+fn pieces(st: &Step<'_>, blocks: &[Range<usize>]) -> usize {
+    let longest = blocks.iter().map(Range::len).max().unwrap_or(0);
+    longest.div_ceil(st.mesh.segment()).max(1)
 }
 
 /// `n` nearly equal blocks of `elems` elements (the first `elems % n` one
@@ -164,8 +169,71 @@ fn modn(x: isize, n: usize) -> usize {
     x.rem_euclid(n as isize) as usize
 }
 
+/// The ring neighbours of this rank: (rank, size, next, prev).
+fn ring(st: &Step<'_>) -> (isize, usize, usize, usize) {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    (r as isize, n, (r + 1) % n, (r + n - 1) % n)
+}
+
+/// The reduce-scatter of piece `k` (of `m`) of every block: afterwards this
+/// rank's piece `k` of block `r + 1 + shift` (mod n), returned, holds the
+/// reduction over every rank. Each rank sends, then alternately receives
+/// and sends, so no send ever runs ahead by more than one message.
+fn reduce_scatter_piece(
+    st: &Step<'_>,
+    buf: &mut [u8],
+    blocks: &[Range<usize>],
+    (k, m): (usize, usize),
+    shift: isize,
+    dtype: DType,
+    op: ReduceOp,
+) -> Result<usize, Fail> {
+    let (ri, n, next, prev) = ring(st);
+    let es = dtype.element_size();
+    let first = modn(ri + shift, n);
+    st.send(next, tag(0, 0, k), &buf[piece(&blocks[first], k, m, es)])?;
+    let mut last = first;
+    for s in 0..n - 1 {
+        let c = modn(ri - s as isize - 1 + shift, n);
+        let p = piece(&blocks[c], k, m, es);
+        let msg = st.recv_exact(prev, tag(0, s, k), p.len())?;
+        reduce_into(dtype, op, &mut buf[p.clone()], &msg);
+        drop(msg);
+        if s + 1 < n - 1 {
+            st.send(next, tag(0, s + 1, k), &buf[p])?;
+        }
+        last = c;
+    }
+    Ok(last)
+}
+
+/// The all-gather of piece `k` (of `m`) of every block, where this rank
+/// holds block `r + own` (mod n).
+fn all_gather_piece(
+    st: &Step<'_>,
+    buf: &mut [u8],
+    blocks: &[Range<usize>],
+    (k, m): (usize, usize),
+    own: isize,
+    es: usize,
+) -> Result<(), Fail> {
+    let (ri, n, next, prev) = ring(st);
+    st.send(next, tag(1, 0, k), &buf[piece(&blocks[modn(ri + own, n)], k, m, es)])?;
+    for s in 0..n - 1 {
+        let c = modn(ri + own - s as isize - 1, n);
+        let p = piece(&blocks[c], k, m, es);
+        let msg = st.recv_exact(prev, tag(1, s, k), p.len())?;
+        buf[p.clone()].copy_from_slice(&msg);
+        drop(msg);
+        if s + 1 < n - 1 {
+            st.send(next, tag(1, s + 1, k), &buf[p])?;
+        }
+    }
+    Ok(())
+}
+
 /// Ring reduce-scatter over `blocks` of `buf`: afterwards rank `r` holds
-/// block `r + 1 + shift` (mod n) reduced over every rank.
+/// block `r + 1 + shift` (mod n), returned, reduced over every rank.
 pub(crate) fn ring_reduce_scatter(
     st: &Step<'_>,
     buf: &mut [u8],
@@ -174,63 +242,44 @@ pub(crate) fn ring_reduce_scatter(
     dtype: DType,
     op: ReduceOp,
 ) -> Result<usize, Fail> {
-    let (r, n) = (st.mesh.rank(), st.mesh.size());
-    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
-    let ri = r as isize;
-    let first = modn(ri + shift, n);
-    for (k, seg) in segments(&blocks[first]) {
-        st.send(next, tag(0, 0, k), &buf[seg])?;
-    }
-    let mut last = first;
-    for s in 0..n - 1 {
-        let c = modn(ri - s as isize - 1 + shift, n);
-        for (k, seg) in segments(&blocks[c]) {
-            let m = st.recv_exact(prev, tag(0, s, k), seg.len())?;
-            reduce_into(dtype, op, &mut buf[seg.clone()], &m);
-            st.mesh.recycle(m);
-            if s + 1 < n - 1 {
-                st.send(next, tag(0, s + 1, k), &buf[seg])?;
-            }
-        }
-        last = c;
+    let m = pieces(st, blocks);
+    let mut last = 0;
+    for k in 0..m {
+        last = reduce_scatter_piece(st, buf, blocks, (k, m), shift, dtype, op)?;
     }
     Ok(last)
 }
 
-/// Ring all-gather over `blocks` of `buf`, where rank `r` holds block
-/// `r + own` (mod n) and every rank ends with every block.
-pub(crate) fn ring_all_gather(st: &Step<'_>, buf: &mut [u8], blocks: &[Range<usize>], own: isize) -> Result<(), Fail> {
-    let (r, n) = (st.mesh.rank(), st.mesh.size());
-    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
-    let ri = r as isize;
-    for (k, seg) in segments(&blocks[modn(ri + own, n)]) {
-        st.send(next, tag(1, 0, k), &buf[seg])?;
-    }
-    for s in 0..n - 1 {
-        let c = modn(ri + own - s as isize - 1, n);
-        for (k, seg) in segments(&blocks[c]) {
-            let m = st.recv_exact(prev, tag(1, s, k), seg.len())?;
-            buf[seg.clone()].copy_from_slice(&m);
-            st.mesh.recycle(m);
-            if s + 1 < n - 1 {
-                st.send(next, tag(1, s + 1, k), &buf[seg])?;
-            }
-        }
-    }
-    Ok(())
+/// Ring all-gather over `blocks` of `buf` (elements of `es` bytes), where
+/// rank `r` holds block `r + own` (mod n) and every rank ends with every
+/// block.
+pub(crate) fn ring_all_gather(
+    st: &Step<'_>,
+    buf: &mut [u8],
+    blocks: &[Range<usize>],
+    own: isize,
+    es: usize,
+) -> Result<(), Fail> {
+    let m = pieces(st, blocks);
+    (0..m).try_for_each(|k| all_gather_piece(st, buf, blocks, (k, m), own, es))
 }
 
-/// Ring all-reduce: reduce-scatter, the mean's division on the block each
-/// rank finished, all-gather.
+/// Ring all-reduce: piece by piece, the reduce-scatter, the mean's
+/// division on the block piece each rank finished, and the all-gather of
+/// that piece.
 pub(crate) fn all_reduce(st: &Step<'_>, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<(), Fail> {
     let n = st.mesh.size();
     let es = dtype.element_size();
     let blocks = even_blocks(buf.len() / es, n, es);
-    let own = ring_reduce_scatter(st, buf, &blocks, 0, dtype, op)?;
-    if op == ReduceOp::Avg {
-        finish_avg(dtype, &mut buf[blocks[own].clone()], n);
+    let m = pieces(st, &blocks);
+    for k in 0..m {
+        let own = reduce_scatter_piece(st, buf, &blocks, (k, m), 0, dtype, op)?;
+        if op == ReduceOp::Avg {
+            finish_avg(dtype, &mut buf[piece(&blocks[own], k, m, es)], n);
+        }
+        all_gather_piece(st, buf, &blocks, (k, m), 1, es)?;
     }
-    ring_all_gather(st, buf, &blocks, 1)
+    Ok(())
 }
 
 /// Binomial-tree reduce to `root`; only the root's `buf` holds the result.
@@ -285,7 +334,8 @@ pub(crate) fn broadcast(st: &Step<'_>, buf: &mut [u8], root: usize) -> Result<()
     }
     let whole = 0..buf.len();
     let next = (v + 1 < n).then(|| (v + 1 + root) % n);
-    for (k, seg) in segments(&whole) {
+    let m = buf.len().div_ceil(st.mesh.segment());
+    for (k, seg) in (0..m).map(|k| (k, piece(&whole, k, m, 1))) {
         if v > 0 {
             let prev = (v - 1 + root) % n;
             let m = st.recv_exact(prev, k as u64, seg.len())?;

@@ -3,7 +3,10 @@
 //! that files incoming messages by (sender, sequence number, tag); and the
 //! failure bookkeeping that lets every rank fail fast and say why (a dead
 //! peer, an abort from another rank, a message of another group or an
-//! older sequence number, a mismatched collective).
+//! older sequence number, a mismatched collective). Between ranks of one
+//! host the messages themselves go through shared memory (`shm.rs`); the
+//! sockets then carry the rest (aborts, timeout notices, messages larger
+//! than a slot) and tell when a peer dies.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Read, Write};
@@ -11,6 +14,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::shm::{self, Inbound, Mailbox, Outbox, SlotHeader};
 use crate::error::{DistError, Result};
 use crate::store::Store;
 
@@ -53,6 +57,71 @@ struct Inbox {
     fingerprints: HashMap<(usize, u64), u64>,
 }
 
+impl Inbox {
+    /// Bookkeeping of a message's arrival: a message of a finished
+    /// collective aborts, the highest sequence number seen from `peer`, the
+    /// first fingerprint of `(peer, seq)`.
+    fn note(&mut self, peer: usize, seq: u64, fingerprint: u64) {
+        if seq & P2P_SEQ == 0 {
+            if seq < self.done_below {
+                let why = format!("rank {peer} sent a message for sequence number {seq}, which this rank finished");
+                self.aborted.get_or_insert(why);
+            }
+            let seen = self.seen_seq.entry(peer).or_insert(0);
+            *seen = (*seen).max(seq);
+        }
+        self.fingerprints.entry((peer, seq)).or_insert(fingerprint);
+    }
+
+    /// Files a data message from `peer` until a receive asks for it.
+    fn file(&mut self, peer: usize, seq: u64, tag: u64, fingerprint: u64, payload: Vec<u8>) {
+        self.note(peer, seq, fingerprint);
+        self.messages.insert((peer, seq, tag), Message { fingerprint, payload });
+    }
+}
+
+/// A received message's bytes: filed in the inbox (a socket's, or a
+/// shared-memory message that arrived out of turn), or still in its
+/// shared-memory slot, which is given back when this is dropped.
+pub(crate) enum Payload<'a> {
+    Owned(Vec<u8>, &'a Mesh),
+    Slot { from: &'a Inbound, pos: u64, len: usize },
+}
+
+impl std::ops::Deref for Payload<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Payload::Owned(v, _) => v,
+            // SAFETY: `pos` was taken from `from` and is released only when
+            // this payload drops, which the returned borrow cannot outlive;
+            // `len` is its header's length.
+            Payload::Slot { from, pos, len } => unsafe { from.bytes(*pos, *len) },
+        }
+    }
+}
+
+impl Drop for Payload<'_> {
+    fn drop(&mut self) {
+        match self {
+            Payload::Owned(v, mesh) => mesh.recycle(std::mem::take(v)),
+            Payload::Slot { from, pos, .. } => from.release(*pos),
+        }
+    }
+}
+
+/// The shared-memory links of a rank to the peers on its host.
+struct ShmLinks {
+    /// This rank's mailbox (absent when it could not be created): its
+    /// doorbell is what a receive sleeps on.
+    own: Option<Arc<Mailbox>>,
+    /// The ring of each peer in this rank's mailbox.
+    inbound: Vec<Option<Inbound>>,
+    /// This rank's ring in each peer's mailbox.
+    outbound: Vec<Option<Outbox>>,
+}
+
 /// Why a receive returned no message.
 #[derive(Debug)]
 pub(crate) enum NoMessage {
@@ -73,11 +142,19 @@ pub(crate) struct Mesh {
     group_name: String,
     writers: Vec<Option<Mutex<TcpStream>>>,
     inbox: Arc<(Mutex<Inbox>, Condvar)>,
+    shm: ShmLinks,
+    /// Bytes per pipelined segment of the ring algorithms: a shared-memory
+    /// slot when every rank of the group is on one host, else larger (one
+    /// segment per socket write costs more).
+    segment: usize,
     timeout: Duration,
     /// Payload buffers handed back after use, for the reader threads to
     /// fill again (no allocation and page faults per segment).
     pool: Arc<Mutex<Vec<Vec<u8>>>>,
 }
+
+/// Bytes per pipelined segment between hosts.
+const TCP_SEGMENT: usize = 1 << 20;
 
 /// Buffers kept in the pool at most.
 const POOL_MAX: usize = 64;
@@ -200,6 +277,7 @@ impl Mesh {
                 Err(e) => return Err(DistError::io("accept", e)),
             }
         }
+        let (shm, all_local) = connect_shm(store, group, rank, size)?;
         let inbox = Arc::new((Mutex::new(Inbox::default()), Condvar::new()));
         let pool: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
         let mut writers = Vec::with_capacity(size);
@@ -214,9 +292,10 @@ impl Mesh {
             let reader = s.try_clone().map_err(io("socket clone"))?;
             let inbox = inbox.clone();
             let pool = pool.clone();
+            let bell = shm.own.clone();
             std::thread::Builder::new()
                 .name(format!("ferro-dist-r{rank}-from{peer}"))
-                .spawn(move || read_loop(reader, peer, group, &inbox, &pool))
+                .spawn(move || read_loop(reader, peer, group, &inbox, &pool, bell.as_deref()))
                 .map_err(io("spawn reader"))?;
             writers.push(Some(Mutex::new(s)));
         }
@@ -227,9 +306,16 @@ impl Mesh {
             group_name: group_name.to_owned(),
             writers,
             inbox,
+            shm,
+            segment: if all_local { shm::SLOT_BYTES } else { TCP_SEGMENT },
             timeout,
             pool,
         })
+    }
+
+    /// Bytes per pipelined segment (the same on every rank of the group).
+    pub(crate) fn segment(&self) -> usize {
+        self.segment
     }
 
     /// Hands a received payload back for reuse.
@@ -273,9 +359,22 @@ impl Mesh {
         f
     }
 
-    /// Sends `payload` to `peer` for (seq, tag): the header, then the
-    /// payload from where it lies (no copy into a frame).
+    /// Sends `payload` to `peer` for (seq, tag): through shared memory when
+    /// the peer is on this host, it fits a slot and a slot is free; else
+    /// over the socket, the header and then the payload from where it lies
+    /// (no copy into a frame).
     pub(crate) fn send(&self, peer: usize, seq: u64, tag: u64, fingerprint: u64, payload: &[u8]) -> Result<()> {
+        if let Some(out) = self.shm.outbound.get(peer).and_then(Option::as_ref) {
+            let h = SlotHeader {
+                seq,
+                tag,
+                fingerprint,
+                len: payload.len(),
+            };
+            if out.try_send(h, payload) {
+                return Ok(());
+            }
+        }
         let mut header = self.frame(DATA, seq, tag, fingerprint, &[]);
         header[HEADER - 8..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
         self.write_parts(peer, &[&header, payload])
@@ -305,7 +404,8 @@ impl Mesh {
     }
 
     /// Waits until `(peer, seq, tag)` arrived, up to `deadline`; the
-    /// message, or why it will never come.
+    /// message, or why it will never come (a message of `(peer, seq)` with
+    /// another fingerprint than `fingerprint` is a mismatch).
     pub(crate) fn recv(
         &self,
         peer: usize,
@@ -313,17 +413,22 @@ impl Mesh {
         tag: u64,
         fingerprint: u64,
         deadline: Instant,
-    ) -> std::result::Result<Message, NoMessage> {
+    ) -> std::result::Result<Payload<'_>, NoMessage> {
         let (lock, cv) = &*self.inbox;
-        let mut inbox = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let ring = self.shm.inbound.get(peer).and_then(Option::as_ref);
         loop {
+            let bell = self.shm.own.as_ref().map(|b| b.bell_count());
+            let mut inbox = lock.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(fp) = inbox.fingerprints.get(&(peer, seq))
                 && *fp != fingerprint
             {
                 return Err(NoMessage::Mismatch(*fp));
             }
             if let Some(m) = inbox.messages.remove(&(peer, seq, tag)) {
-                return Ok(m);
+                if m.fingerprint != fingerprint {
+                    return Err(NoMessage::Mismatch(m.fingerprint));
+                }
+                return Ok(Payload::Owned(m.payload, self));
             }
             if let Some(why) = &inbox.aborted {
                 return Err(NoMessage::Gone(why.clone()));
@@ -331,14 +436,84 @@ impl Mesh {
             if let Some(why) = inbox.dead.get(&peer) {
                 return Err(NoMessage::Gone(format!("rank {peer} is gone ({why})")));
             }
+            if let Some(ring) = ring {
+                match ring.peek() {
+                    Err(why) => {
+                        let why = format!("rank {peer} is gone ({why})");
+                        inbox.dead.insert(peer, why.clone());
+                        return Err(NoMessage::Gone(why));
+                    }
+                    Ok(Some(p)) => {
+                        let h = p.header;
+                        inbox.note(peer, h.seq, h.fingerprint);
+                        let pos = ring.take(&p);
+                        let slot = Payload::Slot {
+                            from: ring,
+                            pos,
+                            len: h.len,
+                        };
+                        if (h.seq, h.tag) == (seq, tag) {
+                            if h.fingerprint != fingerprint {
+                                return Err(NoMessage::Mismatch(h.fingerprint));
+                            }
+                            return Ok(slot);
+                        }
+                        // Another message than this one: file a copy and
+                        // look again.
+                        let copy = self.copy_out(&slot);
+                        inbox.file(peer, h.seq, h.tag, h.fingerprint, copy);
+                        continue;
+                    }
+                    Ok(None) => {}
+                }
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Err(NoMessage::Deadline);
             }
-            inbox = cv
-                .wait_timeout(inbox, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            match (&self.shm.own, bell) {
+                (Some(own), Some(bell)) => {
+                    drop(inbox);
+                    own.wait(bell, deadline);
+                }
+                _ => drop(
+                    cv.wait_timeout(inbox, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner()),
+                ),
+            }
+        }
+    }
+
+    /// A pooled copy of a payload's bytes.
+    fn copy_out(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut v = self
+            .pool
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default();
+        v.clear();
+        v.extend_from_slice(bytes);
+        v
+    }
+
+    /// Files every message waiting in this rank's shared-memory rings into
+    /// the inbox (so the inbox knows what every peer sent).
+    fn drain_rings(&self) {
+        for (peer, ring) in self.shm.inbound.iter().enumerate() {
+            let Some(ring) = ring else { continue };
+            while let Ok(Some(p)) = ring.peek() {
+                let h = p.header;
+                let pos = ring.take(&p);
+                let slot = Payload::Slot {
+                    from: ring,
+                    pos,
+                    len: h.len,
+                };
+                let copy = self.copy_out(&slot);
+                drop(slot);
+                self.lock().file(peer, h.seq, h.tag, h.fingerprint, copy);
+            }
         }
     }
 
@@ -370,6 +545,7 @@ impl Mesh {
         for peer in (0..self.size).filter(|&p| p != self.rank) {
             let _ = self.write(peer, &frame);
         }
+        self.drain_rings();
         let end = Instant::now() + grace;
         let (lock, cv) = &*self.inbox;
         let mut inbox = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -411,8 +587,17 @@ impl Drop for Mesh {
     }
 }
 
-/// Reads frames from `peer` into the inbox until the connection ends.
-fn read_loop(stream: TcpStream, peer: usize, group: u32, inbox: &(Mutex<Inbox>, Condvar), pool: &Mutex<Vec<Vec<u8>>>) {
+/// Reads frames from `peer` into the inbox until the connection ends,
+/// waking the receive (the condition variable, and this rank's doorbell
+/// when it has a mailbox).
+fn read_loop(
+    stream: TcpStream,
+    peer: usize,
+    group: u32,
+    inbox: &(Mutex<Inbox>, Condvar),
+    pool: &Mutex<Vec<Vec<u8>>>,
+    bell: Option<&Mailbox>,
+) {
     let mut r = BufReader::with_capacity(1 << 16, stream);
     let why = loop {
         let mut h = [0u8; HEADER];
@@ -452,19 +637,7 @@ fn read_loop(stream: TcpStream, peer: usize, group: u32, inbox: &(Mutex<Inbox>, 
         let (lock, cv) = inbox;
         let mut ib = lock.lock().unwrap_or_else(|e| e.into_inner());
         match kind {
-            DATA => {
-                if seq & P2P_SEQ == 0 {
-                    if seq < ib.done_below {
-                        let why =
-                            format!("rank {peer} sent a message for sequence number {seq}, which this rank finished");
-                        ib.aborted.get_or_insert(why);
-                    }
-                    let seen = ib.seen_seq.entry(peer).or_insert(0);
-                    *seen = (*seen).max(seq);
-                }
-                ib.fingerprints.entry((peer, seq)).or_insert(fingerprint);
-                ib.messages.insert((peer, seq, tag), Message { fingerprint, payload });
-            }
+            DATA => ib.file(peer, seq, tag, fingerprint, payload),
             ABORT => {
                 let reason = String::from_utf8_lossy(&payload).into_owned();
                 ib.aborted.get_or_insert(format!("rank {peer} aborted: {reason}"));
@@ -477,8 +650,168 @@ fn read_loop(stream: TcpStream, peer: usize, group: u32, inbox: &(Mutex<Inbox>, 
         }
         drop(ib);
         cv.notify_all();
+        bell.inspect(|b| b.ring());
     };
     let (lock, cv) = inbox;
     lock.lock().unwrap_or_else(|e| e.into_inner()).dead.insert(peer, why);
     cv.notify_all();
+    bell.inspect(|b| b.ring());
+}
+
+/// Sets up the shared-memory links of rank `rank` to the ranks of its host
+/// (through the store: host keys, then mailbox names, then "mapped"
+/// notes, after which each mailbox is unlinked). Also whether every rank of
+/// the group is on this host.
+fn connect_shm(store: &dyn Store, group: u32, rank: usize, size: usize) -> Result<(ShmLinks, bool)> {
+    let mut links = ShmLinks {
+        own: None,
+        inbound: (0..size).map(|_| None).collect(),
+        outbound: (0..size).map(|_| None).collect(),
+    };
+    let key = shm::host_key().unwrap_or_default();
+    store.set(&format!("host/{rank}"), key.as_bytes())?;
+    let mut locals = Vec::new();
+    for p in 0..size {
+        if p == rank || (!key.is_empty() && store.get(&format!("host/{p}"))? == key.as_bytes()) {
+            locals.push(p);
+        }
+    }
+    let all_local = locals.len() == size;
+    if locals.len() < 2 {
+        return Ok((links, all_local));
+    }
+    let ring_of = |p: usize| locals.iter().position(|&q| q == p).unwrap_or(0);
+    match Mailbox::create(group, rank, locals.len()) {
+        Ok((mailbox, name)) => {
+            store.set(&format!("shm/{rank}"), name.as_bytes())?;
+            links.own = Some(Arc::new(mailbox));
+        }
+        // No shared memory here (no /dev/shm, a full one): the peers send
+        // over the socket.
+        Err(_) => store.set(&format!("shm/{rank}"), b"")?,
+    }
+    for &p in locals.iter().filter(|&&p| p != rank) {
+        if let Some(own) = &links.own {
+            links.inbound[p] = Some(Inbound::new(own.clone(), ring_of(p)));
+        }
+        let name = String::from_utf8_lossy(&store.get(&format!("shm/{p}"))?).into_owned();
+        if name.is_empty() {
+            continue;
+        }
+        if let Ok(mailbox) = Mailbox::open(&name, group, p, locals.len()) {
+            links.outbound[p] = Some(Outbox::new(Arc::new(mailbox), ring_of(rank)));
+        }
+    }
+    // Every rank of the host notes that it mapped the others' mailboxes;
+    // once all did, each owner removes its mailbox's name.
+    store.set(&format!("shm_mapped/{rank}"), b"1")?;
+    if let Some(own) = &links.own {
+        for &p in locals.iter().filter(|&&p| p != rank) {
+            store.get(&format!("shm_mapped/{p}"))?;
+        }
+        own.unlink();
+    }
+    Ok((links, all_local))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::HashStore;
+
+    const T: Duration = Duration::from_secs(10);
+
+    /// Ranks 0 and 1 of `group`, connected in this process (one host).
+    fn pair(group: &str) -> (Mesh, Mesh) {
+        let store = Arc::new(HashStore::new());
+        let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        let (s1, g) = (store.clone(), group.to_owned());
+        let one = std::thread::spawn(move || Mesh::connect(&*s1, &g, 1, 2, ip, T).unwrap());
+        let zero = Mesh::connect(&*store, group, 0, 2, ip, T).unwrap();
+        (zero, one.join().unwrap())
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + T
+    }
+
+    fn bytes(n: usize, seed: u8) -> Vec<u8> {
+        (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    }
+
+    #[test]
+    fn ranks_of_one_host_talk_through_shared_memory() {
+        let (a, b) = pair("shm-one-host");
+        assert!(a.shm.outbound[1].is_some() && b.shm.inbound[0].is_some());
+        assert_eq!((a.segment(), b.segment()), (shm::SLOT_BYTES, shm::SLOT_BYTES));
+        let msg = bytes(shm::SLOT_BYTES, 3);
+        a.send(1, 1, 7, 42, &msg).unwrap();
+        let got = b.recv(0, 1, 7, 42, soon()).unwrap();
+        assert!(matches!(got, Payload::Slot { .. }), "read in place from the slot");
+        assert_eq!(&got[..], &msg[..]);
+        // Every mailbox name is gone once both ranks mapped them.
+        let prefix = format!("ferrotorch-{}-{:08x}-", std::process::id(), group_id("shm-one-host"));
+        let left: Vec<_> = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn out_of_turn_full_ring_and_large_messages_all_arrive() {
+        let (a, b) = pair("shm-out-of-turn");
+        let n = 3 * shm::SLOTS as usize;
+        for t in 0..n {
+            a.send(1, 1, t as u64, 5, &bytes(1000 + t, t as u8)).unwrap();
+        }
+        let big = bytes(2 * shm::SLOT_BYTES + 3, 1);
+        a.send(1, 1, 1000, 5, &big).unwrap();
+        assert_eq!(&b.recv(0, 1, 1000, 5, soon()).unwrap()[..], &big[..]);
+        for t in (0..n).rev() {
+            let got = b.recv(0, 1, t as u64, 5, soon()).unwrap();
+            assert_eq!(&got[..], &bytes(1000 + t, t as u8)[..], "tag {t}");
+        }
+        // The ring was drained: the next message goes through it again.
+        a.send(1, 2, 0, 5, &[1, 2, 3]).unwrap();
+        assert!(matches!(b.recv(0, 2, 0, 5, soon()).unwrap(), Payload::Slot { .. }));
+    }
+
+    #[test]
+    fn another_fingerprint_at_the_same_sequence_number_is_a_mismatch() {
+        let (a, b) = pair("shm-mismatch");
+        a.send(1, 1, 3, 5, &[1]).unwrap();
+        assert!(matches!(b.recv(0, 1, 3, 6, soon()), Err(NoMessage::Mismatch(5))));
+        a.send(1, 2, 1, 7, &[1]).unwrap();
+        assert!(matches!(b.recv(0, 2, 0, 8, soon()), Err(NoMessage::Mismatch(7))));
+    }
+
+    #[test]
+    fn a_receive_sleeping_on_the_doorbell_learns_that_the_peer_died() {
+        let (a, b) = pair("shm-dead-peer");
+        let start = Instant::now();
+        let waiter = std::thread::spawn(move || {
+            let r = b.recv(0, 1, 0, 1, soon()).map(|_| ());
+            (r, start.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        drop(a);
+        let (r, took) = waiter.join().unwrap();
+        assert!(
+            matches!(&r, Err(NoMessage::Gone(why)) if why.contains("rank 0 is gone")),
+            "{r:?}"
+        );
+        assert!(took < Duration::from_secs(3), "{took:?}");
+    }
+
+    #[test]
+    fn without_shared_memory_the_sockets_carry_everything() {
+        let store = Arc::new(HashStore::new());
+        // Rank 1 says it has no shared memory (an empty host key): rank 0
+        // must not count it as local.
+        store.set("host/1", b"").unwrap();
+        let links = connect_shm(&*store, 9, 0, 2).unwrap();
+        assert!(!links.1 && links.0.own.is_none() && links.0.outbound.iter().all(Option::is_none));
+    }
 }

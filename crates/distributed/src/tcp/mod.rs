@@ -12,6 +12,7 @@
 
 mod algorithms;
 mod mesh;
+mod shm;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -277,8 +278,11 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
             let mine = read(input)?;
             if r == *root {
                 for (p, o) in outputs.iter().enumerate() {
-                    let b = if p == r { mine.clone() } else { st.recv(p, 0)? };
-                    write(o, &b)?;
+                    if p == r {
+                        write(o, &mine)?;
+                    } else {
+                        write(o, &st.recv(p, 0)?)?;
+                    }
                 }
             } else {
                 st.send(*root, 0, &mine)?;
@@ -374,7 +378,7 @@ fn gather_all(st: &Step<'_>, mine: &[u8], es: usize) -> std::result::Result<Vec<
     buf[r * mine.len()..(r + 1) * mine.len()].copy_from_slice(mine);
     if n > 1 {
         let blocks = even_blocks(buf.len() / es, n, es);
-        algorithms::ring_all_gather(st, &mut buf, &blocks, 0)?;
+        algorithms::ring_all_gather(st, &mut buf, &blocks, 0, es)?;
     }
     Ok(buf)
 }
