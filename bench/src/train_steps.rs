@@ -26,7 +26,8 @@ pub struct TrainStep<M> {
 }
 
 impl<M: Forward> TrainStep<M> {
-    fn new(model: M, x: Tensor, y: Tensor) -> Result<Self> {
+    /// `model`'s step on the batch `x`, `y` with AdamW (lr 1e-3).
+    pub fn new(model: M, x: Tensor, y: Tensor) -> Result<Self> {
         let opt = AdamW::new(model.parameters(), AdamWOptions::default())?;
         Ok(TrainStep {
             model,
@@ -103,6 +104,19 @@ pub fn cnn_step() -> Result<TrainStep<Sequential>> {
         Tensor::randn([64, 1, 28, 28])?,
         Tensor::randint(0, 10, [64])?,
     )
+}
+
+/// The gpt figure's model: 4 layers, width 128, 4 heads, context 64,
+/// vocabulary 65.
+pub fn gpt_model() -> Result<Gpt> {
+    Gpt::new(&GptConfig {
+        vocab_size: 65,
+        block_size: 64,
+        n_layer: 4,
+        n_head: 4,
+        n_embd: 128,
+        dropout: 0.0,
+    })
 }
 
 /// The gpt figure's step: 16 random sequences of 64 tokens.

@@ -175,10 +175,33 @@ fn ring(st: &Step<'_>) -> (isize, usize, usize, usize) {
     (r as isize, n, (r + 1) % n, (r + n - 1) % n)
 }
 
-/// The reduce-scatter of piece `k` (of `m`) of every block: afterwards this
-/// rank's piece `k` of block `r + 1 + shift` (mod n), returned, holds the
-/// reduction over every rank. Each rank sends, then alternately receives
-/// and sends, so no send ever runs ahead by more than one message.
+/// The reduce-scatter's first sends: piece `k` of every block goes out
+/// (this rank's own data, needing nothing received) once the pieces below
+/// `k + 1 - lookahead` have been reduced; `sent` counts those sent.
+fn reduce_scatter_first_sends(
+    st: &Step<'_>,
+    buf: &[u8],
+    blocks: &[Range<usize>],
+    (k, m): (usize, usize),
+    shift: isize,
+    es: usize,
+    sent: &mut usize,
+) -> Result<(), Fail> {
+    let (ri, n, next, _) = ring(st);
+    let first = modn(ri + shift, n);
+    let upto = k.saturating_add(st.mesh.lookahead()).min(m);
+    while *sent < upto {
+        st.send(next, tag(0, 0, *sent), &buf[piece(&blocks[first], *sent, m, es)])?;
+        *sent += 1;
+    }
+    Ok(())
+}
+
+/// The reduce-scatter of piece `k` (of `m`) of every block, after its
+/// first send: afterwards this rank's piece `k` of block `r + 1 + shift`
+/// (mod n), returned, holds the reduction over every rank. Each rank
+/// alternately receives and sends, so no send runs ahead of the ring by
+/// more than the lookahead.
 fn reduce_scatter_piece(
     st: &Step<'_>,
     buf: &mut [u8],
@@ -191,7 +214,6 @@ fn reduce_scatter_piece(
     let (ri, n, next, prev) = ring(st);
     let es = dtype.element_size();
     let first = modn(ri + shift, n);
-    st.send(next, tag(0, 0, k), &buf[piece(&blocks[first], k, m, es)])?;
     let mut last = first;
     for s in 0..n - 1 {
         let c = modn(ri - s as isize - 1 + shift, n);
@@ -243,8 +265,9 @@ pub(crate) fn ring_reduce_scatter(
     op: ReduceOp,
 ) -> Result<usize, Fail> {
     let m = pieces(st, blocks);
-    let mut last = 0;
+    let (mut last, mut sent) = (0, 0);
     for k in 0..m {
+        reduce_scatter_first_sends(st, buf, blocks, (k, m), shift, dtype.element_size(), &mut sent)?;
         last = reduce_scatter_piece(st, buf, blocks, (k, m), shift, dtype, op)?;
     }
     Ok(last)
@@ -272,7 +295,9 @@ pub(crate) fn all_reduce(st: &Step<'_>, buf: &mut [u8], dtype: DType, op: Reduce
     let es = dtype.element_size();
     let blocks = even_blocks(buf.len() / es, n, es);
     let m = pieces(st, &blocks);
+    let mut sent = 0;
     for k in 0..m {
+        reduce_scatter_first_sends(st, buf, &blocks, (k, m), 0, es, &mut sent)?;
         let own = reduce_scatter_piece(st, buf, &blocks, (k, m), 0, dtype, op)?;
         if op == ReduceOp::Avg {
             finish_avg(dtype, &mut buf[piece(&blocks[own], k, m, es)], n);

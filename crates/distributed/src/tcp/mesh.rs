@@ -318,6 +318,13 @@ impl Mesh {
         self.segment
     }
 
+    /// How many pieces a ring's first sends may run ahead of the pieces
+    /// being reduced: a few through shared memory (its slots are few),
+    /// all of them over sockets (the reader threads take whatever comes).
+    pub(crate) fn lookahead(&self) -> usize {
+        if self.segment == shm::SLOT_BYTES { 2 } else { usize::MAX }
+    }
+
     /// Hands a received payload back for reuse.
     pub(crate) fn recycle(&self, buf: Vec<u8>) {
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
@@ -430,12 +437,8 @@ impl Mesh {
                 }
                 return Ok(Payload::Owned(m.payload, self));
             }
-            if let Some(why) = &inbox.aborted {
-                return Err(NoMessage::Gone(why.clone()));
-            }
-            if let Some(why) = inbox.dead.get(&peer) {
-                return Err(NoMessage::Gone(format!("rank {peer} is gone ({why})")));
-            }
+            // The ring before the peer's death: what it sent before it left
+            // still counts.
             if let Some(ring) = ring {
                 match ring.peek() {
                     Err(why) => {
@@ -466,6 +469,12 @@ impl Mesh {
                     }
                     Ok(None) => {}
                 }
+            }
+            if let Some(why) = &inbox.aborted {
+                return Err(NoMessage::Gone(why.clone()));
+            }
+            if let Some(why) = inbox.dead.get(&peer) {
+                return Err(NoMessage::Gone(format!("rank {peer} is gone ({why})")));
             }
             let now = Instant::now();
             if now >= deadline {
@@ -680,8 +689,12 @@ fn connect_shm(store: &dyn Store, group: u32, rank: usize, size: usize) -> Resul
     if locals.len() < 2 {
         return Ok((links, all_local));
     }
-    let ring_of = |p: usize| locals.iter().position(|&q| q == p).unwrap_or(0);
-    match Mailbox::create(group, rank, locals.len()) {
+    // Sender p's ring in owner o's mailbox: p's place among the host's
+    // ranks other than o.
+    let place = |p: usize| locals.iter().position(|&q| q == p).unwrap_or(0);
+    let ring_of = |p: usize, owner: usize| place(p) - usize::from(place(p) > place(owner));
+    let rings = locals.len() - 1;
+    match Mailbox::create(group, rank, rings) {
         Ok((mailbox, name)) => {
             store.set(&format!("shm/{rank}"), name.as_bytes())?;
             links.own = Some(Arc::new(mailbox));
@@ -692,14 +705,14 @@ fn connect_shm(store: &dyn Store, group: u32, rank: usize, size: usize) -> Resul
     }
     for &p in locals.iter().filter(|&&p| p != rank) {
         if let Some(own) = &links.own {
-            links.inbound[p] = Some(Inbound::new(own.clone(), ring_of(p)));
+            links.inbound[p] = Some(Inbound::new(own.clone(), ring_of(p, rank)));
         }
         let name = String::from_utf8_lossy(&store.get(&format!("shm/{p}"))?).into_owned();
         if name.is_empty() {
             continue;
         }
-        if let Ok(mailbox) = Mailbox::open(&name, group, p, locals.len()) {
-            links.outbound[p] = Some(Outbox::new(Arc::new(mailbox), ring_of(rank)));
+        if let Ok(mailbox) = Mailbox::open(&name, group, p, rings) {
+            links.outbound[p] = Some(Outbox::new(Arc::new(mailbox), ring_of(rank, p)));
         }
     }
     // Every rank of the host notes that it mapped the others' mailboxes;
@@ -803,6 +816,17 @@ mod tests {
             "{r:?}"
         );
         assert!(took < Duration::from_secs(3), "{took:?}");
+    }
+
+    #[test]
+    fn what_a_peer_sent_before_it_left_is_still_received() {
+        let (a, b) = pair("shm-sent-then-left");
+        a.send(1, 1, 0, 4, &[7; 100]).unwrap();
+        drop(a);
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(b.death(0).is_some(), "the socket closed first");
+        assert_eq!(&b.recv(0, 1, 0, 4, soon()).unwrap()[..], &[7; 100]);
+        assert!(matches!(b.recv(0, 1, 1, 4, soon()), Err(NoMessage::Gone(_))));
     }
 
     #[test]

@@ -138,6 +138,9 @@ impl Mailbox {
         let file = File::from(fd);
         let mailbox = (|| {
             file.set_len(layout.size() as u64)?;
+            // Every page reserved now: a full /dev/shm (Docker's default is
+            // 64 MiB) is an error here, not a SIGBUS at the first write.
+            rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, layout.size() as u64)?;
             let map = MmapRaw::map_raw(&file)?;
             Ok(Mailbox {
                 map,
