@@ -5,10 +5,11 @@
 //! `bench/ddp_step.py` (PyTorch DDP over Gloo).
 //!
 //! Usage: `ddp_step --model mlp|gpt [--steps 40] [--threads 1]`. Rank 0
-//! prints `step_ms MEDIAN` and, in DDP, `comm_ms MEDIAN`: the all-reduces of
-//! DDP's buckets alone (the same sizes, back to back, nothing to hide
-//! behind), from which the script works out how much of the communication
-//! backward hid.
+//! prints `step_ms MEDIAN` and, in DDP, `comm_ms MEDIAN` (the all-reduces of
+//! DDP's buckets alone, the same sizes back to back), `ddp_comm_ms` (per
+//! step, each bucket's launch to completion inside DDP) and `hidden_pct`
+//! (the share of that which backward's computation hid:
+//! `DistributedDataParallel::comm_stats`).
 
 use std::time::Instant;
 
@@ -63,6 +64,7 @@ fn run<M: Forward>(model: M, x: Tensor, y: Tensor, steps: usize, ddp: bool) -> R
     };
     let mut step = TrainStep::new(ddp, x, y)?;
     let ms = time_steps(steps, || step.step())?;
+    let stats = step.model().comm_stats();
     dist::barrier()?;
     // The buckets' all-reduces alone, in DDP's order, each waited for.
     let buckets: Vec<Tensor> = sizes
@@ -78,6 +80,11 @@ fn run<M: Forward>(model: M, x: Tensor, y: Tensor, steps: usize, ddp: bool) -> R
     if rank == 0 {
         println!("step_ms {ms:.3}");
         println!("comm_ms {comm:.3}");
+        println!(
+            "ddp_comm_ms {:.3}",
+            stats.comm_time.as_secs_f64() * 1e3 / stats.iterations.max(1) as f64
+        );
+        println!("hidden_pct {:.1}", 100.0 * stats.hidden_fraction());
         println!("buckets {sizes:?}");
     }
     Ok(())

@@ -38,6 +38,11 @@ impl<M: Forward> TrainStep<M> {
         })
     }
 
+    /// The model being trained.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
     /// The same step with the forward pass and the loss under
     /// `autocast(Device::Cpu, dtype)` (the `*_amp_bf16` figures).
     pub fn with_autocast(mut self, dtype: DType) -> Self {

@@ -142,6 +142,15 @@ fn equivalence(r: usize, n: usize, opts: DdpOptions) {
         .map(|p| p.tensor().to_vec::<f32>().unwrap())
         .collect();
     assert_close(&p, &q, 1e-5, "parameters after 100 steps");
+    // DDP's account of its communication: every iteration, some time, and
+    // no more waiting at backward's end than communication.
+    let stats = ddp.comm_stats();
+    assert_eq!(stats.iterations, 100);
+    assert!(
+        stats.comm_time > Duration::ZERO && stats.exposed_time <= stats.comm_time,
+        "{stats:?}"
+    );
+    assert!((0.0..=1.0).contains(&stats.hidden_fraction()));
     // Several buckets, rebuilt after the first iteration in arrival order
     // (the last layer's gradients arrive first).
     let after = ddp.bucket_members();

@@ -28,6 +28,7 @@ use ferrotorch_nn::{Forward, ForwardOutput, Module, ModuleState, Visitor};
 use crate::error::{DistError, Result};
 use crate::group::ProcessGroup;
 pub use options::{CommHook, DdpOptions};
+pub use reducer::CommStats;
 use reducer::Reducer;
 
 /// A module whose gradients are averaged across the ranks of a group
@@ -127,6 +128,13 @@ impl<M: Module> DistributedDataParallel<M> {
     /// Replaces how buckets are communicated (`register_comm_hook`).
     pub fn register_comm_hook(&self, hook: CommHook) {
         self.reducer.set_comm_hook(hook);
+    }
+
+    /// How the gradient communication went so far: the time from each
+    /// bucket's launch to its completion, and the part backward's end
+    /// still had to wait for (`hidden_fraction()` is the rest's share).
+    pub fn comm_stats(&self) -> CommStats {
+        self.reducer.comm_stats()
     }
 
     /// The parameter indices of each gradient bucket, in launch order

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use ferrotorch_core::autograd::no_grad;
 use ferrotorch_core::{DType, Tensor, TensorOptions};
@@ -31,6 +32,36 @@ struct Bucket {
     /// The launched reduction and, for compression hooks, the compressed
     /// tensor it reduces.
     work: Option<(Work, Option<Tensor>)>,
+    /// When this iteration's reduction was launched, and when it completed
+    /// (set by the backend's thread).
+    launched: Option<Instant>,
+    completed: Arc<Mutex<Option<Instant>>>,
+}
+
+/// How DDP's gradient communication went, summed over the iterations so
+/// far (PyTorch's DDP logging data: `avg_backward_comm_time` and what of it
+/// overlapped backward's computation).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CommStats {
+    /// Iterations whose gradients were reduced.
+    pub iterations: u64,
+    /// Time from each bucket's launch to its reduction's completion, summed
+    /// over buckets.
+    pub comm_time: Duration,
+    /// Time the end of backward waited for reductions still running: the
+    /// communication backward did not hide.
+    pub exposed_time: Duration,
+}
+
+impl CommStats {
+    /// The share of the communication hidden behind backward's computation,
+    /// `1 - exposed / comm` (0 to 1; 0 before any communication).
+    pub fn hidden_fraction(&self) -> f64 {
+        if self.comm_time.is_zero() {
+            return 0.0;
+        }
+        (1.0 - self.exposed_time.as_secs_f64() / self.comm_time.as_secs_f64()).clamp(0.0, 1.0)
+    }
 }
 
 struct State {
@@ -53,6 +84,7 @@ struct State {
     sync: bool,
     hook: CommHook,
     static_unused: Option<Vec<bool>>,
+    stats: CommStats,
 }
 
 /// The reducer of one DDP module.
@@ -93,6 +125,7 @@ impl Reducer {
                 sync: true,
                 hook: opts.comm_hook,
                 static_unused: None,
+                stats: CommStats::default(),
             }),
             opts,
         })
@@ -115,6 +148,10 @@ impl Reducer {
     }
 
     /// The parameter indices of each bucket, in bucket order.
+    pub(crate) fn comm_stats(&self) -> CommStats {
+        self.lock().stats
+    }
+
     pub(crate) fn bucket_members(&self) -> Vec<Vec<usize>> {
         self.lock().buckets.iter().map(|b| b.members.clone()).collect()
     }
@@ -278,6 +315,10 @@ impl Reducer {
                 (self.group.all_reduce(&c, ReduceOp::Sum)?, Some(c))
             }
         };
+        bucket.launched = Some(Instant::now());
+        let completed = bucket.completed.clone();
+        *completed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        work.then(move |_| *completed.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now()));
         bucket.work = Some((work, compressed));
         Ok(())
     }
@@ -286,14 +327,35 @@ impl Reducer {
     fn finish(&self, st: &mut State) -> Result<()> {
         st.finished = true;
         st.armed = false;
+        let (mut comm, mut exposed) = (Duration::ZERO, Duration::ZERO);
         for b in &st.buckets {
             if let Some((work, compressed)) = &b.work {
+                let already = work.is_completed();
+                let waiting = Instant::now();
                 work.wait()?;
+                let seen = Instant::now();
+                // Launch to completion: the time the backend's thread noted
+                // (its callback runs just after the waiters wake, so it may
+                // be missing or late); a wait, waking up included, is
+                // exposed communication.
+                let noted = *b.completed.lock().unwrap_or_else(|e| e.into_inner());
+                let end = if already {
+                    noted.map_or(waiting, |t| t.min(waiting))
+                } else {
+                    exposed += seen - waiting;
+                    noted.map_or(seen, |t| t.max(seen))
+                };
+                if let Some(start) = b.launched {
+                    comm += end.saturating_duration_since(start);
+                }
                 if let Some(c) = compressed {
                     no_grad(|| b.buffer.copy_(c))?;
                 }
             }
         }
+        st.stats.exposed_time += exposed;
+        st.stats.iterations += 1;
+        st.stats.comm_time += comm;
         let globally_used = if self.opts.find_unused_parameters {
             let map = TensorOptions::new().dtype(DType::I32).zeros([self.params.len()])?;
             let used: Vec<i32> = st.used.iter().map(|&u| i32::from(u)).collect();
@@ -403,6 +465,8 @@ fn make_buckets(params: &[Tensor], order: &[usize], cap_mb: f64) -> Result<Layou
             members,
             offsets,
             work: None,
+            launched: None,
+            completed: Arc::default(),
         });
     }
     Ok((buckets, loc))

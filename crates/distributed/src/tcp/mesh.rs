@@ -120,6 +120,9 @@ struct ShmLinks {
     inbound: Vec<Option<Inbound>>,
     /// This rank's ring in each peer's mailbox.
     outbound: Vec<Option<Outbox>>,
+    /// How long a receive spins before it sleeps (none when the host has
+    /// fewer cores than ranks).
+    spin: Duration,
 }
 
 /// Why a receive returned no message.
@@ -483,7 +486,7 @@ impl Mesh {
             match (&self.shm.own, bell) {
                 (Some(own), Some(bell)) => {
                     drop(inbox);
-                    own.wait(bell, deadline);
+                    own.wait(bell, deadline, self.shm.spin);
                 }
                 _ => drop(
                     cv.wait_timeout(inbox, deadline - now)
@@ -676,6 +679,7 @@ fn connect_shm(store: &dyn Store, group: u32, rank: usize, size: usize) -> Resul
         own: None,
         inbound: (0..size).map(|_| None).collect(),
         outbound: (0..size).map(|_| None).collect(),
+        spin: Duration::ZERO,
     };
     let key = shm::host_key().unwrap_or_default();
     store.set(&format!("host/{rank}"), key.as_bytes())?;
@@ -694,6 +698,7 @@ fn connect_shm(store: &dyn Store, group: u32, rank: usize, size: usize) -> Resul
     let place = |p: usize| locals.iter().position(|&q| q == p).unwrap_or(0);
     let ring_of = |p: usize, owner: usize| place(p) - usize::from(place(p) > place(owner));
     let rings = locals.len() - 1;
+    links.spin = shm::spin_for(locals.len());
     match Mailbox::create(group, rank, rings) {
         Ok((mailbox, name)) => {
             store.set(&format!("shm/{rank}"), name.as_bytes())?;

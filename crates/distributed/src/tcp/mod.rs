@@ -214,7 +214,9 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
             }
             Ok(vec![tensor.clone()])
         }
-        Collective::AllReduce { tensor, op: rop } if tensor.is_contiguous() && n > 1 => {
+        // One rank: the tensor is its own sum, minimum, ... and mean.
+        Collective::AllReduce { tensor, .. } if n == 1 => Ok(vec![tensor.clone()]),
+        Collective::AllReduce { tensor, op: rop } if tensor.is_contiguous() => {
             // In place in the tensor's memory: no copy in or out.
             let es = tensor.element_size();
             let range = tensor.storage_offset() * es..(tensor.storage_offset() + tensor.numel()) * es;
@@ -226,11 +228,7 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
         }
         Collective::AllReduce { tensor, op: rop } => {
             let mut buf = read(tensor)?;
-            if n > 1 {
-                algorithms::all_reduce(&st, &mut buf, tensor.dtype(), *rop)?;
-            } else if *rop == ReduceOp::Avg {
-                finish_avg(tensor.dtype(), &mut buf, 1);
-            }
+            algorithms::all_reduce(&st, &mut buf, tensor.dtype(), *rop)?;
             write(tensor, &buf)?;
             Ok(vec![tensor.clone()])
         }

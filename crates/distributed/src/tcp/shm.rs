@@ -46,8 +46,17 @@ const MAGIC: u64 = u64::from_le_bytes(*b"FTSHMBX1");
 /// A cache line: every word one process writes and another reads has one
 /// to itself.
 const LINE: usize = 64;
-/// How long a receiver spins on its doorbell before it sleeps.
+/// How long a receiver spins on its doorbell before it sleeps, when the
+/// host has a core for every rank on it (else a spin only takes the core
+/// from the rank it waits for).
 const SPIN: Duration = Duration::from_micros(20);
+
+/// The spin for `ranks` ranks on this host: [`SPIN`] when the process may
+/// run on at least as many cores, else none.
+pub(crate) fn spin_for(ranks: usize) -> Duration {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if ranks <= cores { SPIN } else { Duration::ZERO }
+}
 
 /// Layout of a mailbox with `rings` rings.
 #[derive(Debug, Clone, Copy)]
@@ -241,10 +250,10 @@ impl Mailbox {
     }
 
     /// Waits until the doorbell count differs from `seen` or `until`
-    /// passes: a short spin, then a futex sleep.
-    pub(crate) fn wait(&self, seen: u32, until: Instant) {
+    /// passes: a spin of up to `spin`, then a futex sleep.
+    pub(crate) fn wait(&self, seen: u32, until: Instant, spin: Duration) {
         let bell = self.bell();
-        let spin_end = Instant::now() + SPIN;
+        let spin_end = Instant::now() + spin;
         let mut i = 0u32;
         while bell.load(Ordering::SeqCst) == seen {
             std::hint::spin_loop();
@@ -559,12 +568,16 @@ mod tests {
         });
         let start = Instant::now();
         while own.bell_count() == seen && start.elapsed() < Duration::from_secs(5) {
-            own.wait(seen, Instant::now() + Duration::from_secs(5));
+            own.wait(seen, Instant::now() + Duration::from_secs(5), SPIN);
         }
         t.join().unwrap();
         assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
         let before = Instant::now();
-        own.wait(own.bell_count(), Instant::now() + Duration::from_millis(30));
+        own.wait(
+            own.bell_count(),
+            Instant::now() + Duration::from_millis(30),
+            Duration::ZERO,
+        );
         assert!(before.elapsed() >= Duration::from_millis(25), "waits out its deadline");
     }
 }
