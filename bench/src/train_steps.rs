@@ -126,16 +126,8 @@ pub fn gpt_model() -> Result<Gpt> {
 
 /// The gpt figure's step: 16 random sequences of 64 tokens.
 pub fn gpt_step() -> Result<TrainStep<Gpt>> {
-    let config = GptConfig {
-        vocab_size: 65,
-        block_size: 64,
-        n_layer: 4,
-        n_head: 4,
-        n_embd: 128,
-        dropout: 0.0,
-    };
     TrainStep::new(
-        Gpt::new(&config)?,
+        gpt_model()?,
         Tensor::randint(0, 65, [16, 64])?,
         Tensor::randint(0, 65, [16, 64])?,
     )
