@@ -59,7 +59,7 @@ fn run<M: Forward>(model: M, x: Tensor, y: Tensor, steps: usize, ddp: bool) -> R
         let params = ddp.module().parameters();
         ddp.bucket_members()
             .iter()
-            .map(|b| b.iter().map(|&i| params[i].tensor().numel()).sum())
+            .map(|b| b.iter().map(|&i| params[i].numel()).sum())
             .collect()
     };
     let mut step = TrainStep::new(ddp, x, y)?;

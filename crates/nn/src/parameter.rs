@@ -39,6 +39,9 @@ impl Cell {
 /// use ferrotorch_nn::Parameter;
 /// let w = Parameter::new(Tensor::ones([2, 3])?)?;
 /// assert!(w.tensor().requires_grad() && w.tensor().is_leaf());
+/// assert_eq!((w.numel(), w.shape(), w.requires_grad()), (6, vec![2, 3], true));
+/// assert_eq!(w.dtype(), ferrotorch_core::DType::F32);
+/// assert!(!Parameter::frozen(Tensor::ones([2])?).requires_grad());
 /// let tied = w.clone();
 /// assert!(tied.same_as(&w));
 /// # Ok::<(), ferrotorch_core::Error>(())
@@ -93,6 +96,27 @@ impl Parameter {
         }
         self.0.set(t.detach().requires_grad_(requires)?);
         Ok(())
+    }
+
+    /// Its number of elements (`p.numel()`, as on the tensor: counting a
+    /// model's parameters is `params.iter().map(Parameter::numel).sum()`).
+    pub fn numel(&self) -> usize {
+        self.tensor().numel()
+    }
+
+    /// Its shape (`p.shape`).
+    pub fn shape(&self) -> Vec<usize> {
+        self.tensor().shape().to_vec()
+    }
+
+    /// Its element type (`p.dtype`).
+    pub fn dtype(&self) -> DType {
+        self.tensor().dtype()
+    }
+
+    /// Whether it is learned (`p.requires_grad`).
+    pub fn requires_grad(&self) -> bool {
+        self.tensor().requires_grad()
     }
 
     /// Whether `self` and `other` are the same parameter (tied weights).
