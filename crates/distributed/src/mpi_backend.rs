@@ -341,12 +341,10 @@ fn all_reduce_in_place(
             buf.len() / dtype.element_size()
         )
     })?;
-    // SAFETY: `buf` is this call's exclusive borrow of `count` whole
-    // elements of `datatype` (the datatype matches `dtype`, whose size
-    // divides `buf.len()`); MPI reads and writes only those bytes and
-    // returns before the borrow ends (a blocking call). The handles come
-    // from live rsmpi objects, and `ferrotorch_mpi_in_place` returns the
-    // library's own MPI_IN_PLACE constant.
+    // `buf` holds `count` whole elements of `datatype` (it matches `dtype`);
+    // the handles come from live rsmpi objects.
+    // SAFETY: MPI (a blocking call) touches only `buf`, exclusively borrowed
+    // until it returns; the send buffer is the library's own MPI_IN_PLACE.
     let rc = unsafe {
         mpi::ffi::MPI_Allreduce(
             ferrotorch_mpi_in_place(),

@@ -354,12 +354,10 @@ impl Outbox {
         tag.store(h.tag, Ordering::Relaxed);
         fp.store(h.fingerprint, Ordering::Relaxed);
         len.store(h.len as u64, Ordering::Relaxed);
-        // SAFETY: slot `i` is free (head - tail < SLOTS, the tail read with
-        // Acquire after the receiver's Release): the receiver no longer
-        // reads it and publishes it again only after the head moves below,
-        // so this process writes it alone; `payload.len() <= SLOT_BYTES`
-        // keeps the copy inside the slot, and the payload (this process's
-        // memory) cannot overlap the mapping's slot.
+        // Slot `i` is free: head - tail < SLOTS, the tail read with Acquire
+        // after the receiver's Release, so no one reads it until the head moves.
+        // SAFETY: this process writes the free slot alone; the length check
+        // keeps the copy inside it, and the payload cannot overlap the mapping.
         unsafe {
             std::ptr::copy_nonoverlapping(payload.as_ptr(), mb.payload(self.ring, i), payload.len());
         }
