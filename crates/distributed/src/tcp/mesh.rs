@@ -88,6 +88,17 @@ pub(crate) enum Payload<'a> {
     Slot { from: &'a Inbound, pos: u64, len: usize },
 }
 
+impl<'a> Payload<'a> {
+    /// Hands out the peeked message `p` of `ring`, read in place.
+    fn take(ring: &'a Inbound, p: &shm::Peeked) -> Self {
+        Payload::Slot {
+            from: ring,
+            pos: ring.take(p),
+            len: p.header.len,
+        }
+    }
+}
+
 impl std::ops::Deref for Payload<'_> {
     type Target = [u8];
 
@@ -452,12 +463,7 @@ impl Mesh {
                     Ok(Some(p)) => {
                         let h = p.header;
                         inbox.note(peer, h.seq, h.fingerprint);
-                        let pos = ring.take(&p);
-                        let slot = Payload::Slot {
-                            from: ring,
-                            pos,
-                            len: h.len,
-                        };
+                        let slot = Payload::take(ring, &p);
                         if (h.seq, h.tag) == (seq, tag) {
                             if h.fingerprint != fingerprint {
                                 return Err(NoMessage::Mismatch(h.fingerprint));
@@ -516,12 +522,7 @@ impl Mesh {
             let Some(ring) = ring else { continue };
             while let Ok(Some(p)) = ring.peek() {
                 let h = p.header;
-                let pos = ring.take(&p);
-                let slot = Payload::Slot {
-                    from: ring,
-                    pos,
-                    len: h.len,
-                };
+                let slot = Payload::take(ring, &p);
                 let copy = self.copy_out(&slot);
                 drop(slot);
                 self.lock().file(peer, h.seq, h.tag, h.fingerprint, copy);
