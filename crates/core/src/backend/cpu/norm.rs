@@ -9,7 +9,10 @@
 //! sum over rows: each fixed chunk of rows (the chunking depends only on
 //! the row count) sums into its own buffer and the buffers are added in
 //! chunk order, so results are bitwise the same for any thread count.
-//! f16 and bf16 compute in f32.
+//! f16 and bf16 compute in f32. Group norm's backward sums `dy * (x -
+//! mean)` where PyTorch sums `dy * x` and subtracts `mean * sum(dy)`: the
+//! same value without the cancellation that costs PyTorch's f32 kernel
+//! digits when the mean is large against the spread.
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
@@ -737,11 +740,20 @@ fn norm_backward_typed<T: NormFloat>(op: &NormBackward, ins: &[Tensor], outs: &[
                 unsafe {
                     let (dys, xs) = (dy.get(r * len, len), xr.get(r * len, len));
                     let (m, rs) = (s0.get(r, 1)[0], s1.get(r, 1)[0]);
+                    // Centred sums: `ds = sum(dy * (x - mean))`, where
+                    // PyTorch takes `sum(dy * x) - mean * sum(dy)`, which
+                    // cancels catastrophically in f32 when the mean is
+                    // large against the spread (a 1% error at |mean| / std
+                    // = 250). The saved mean is rounded, and that rounding
+                    // (an ulp of the mean, against the spread) is as bad:
+                    // `x - mean` is taken against the mean plus `fix`, the
+                    // mean of `x - mean` (as the forward's shift + delta).
+                    let fix = sum1(xs, |q| q - m) * inv_len;
                     let (mut ds_g, mut db_g) = (T::ZERO, T::ZERO);
                     for j in 0..d {
                         let ch = g * d + j;
                         let (a, b) = (&dys[j * s..(j + 1) * s], &xs[j * s..(j + 1) * s]);
-                        let ds = sum2(a, b, |p, q| p * q);
+                        let ds = sum2(a, b, |p, q| p * ((q - m) - fix));
                         let dbv = sum1(a, |p| p);
                         sr.get_mut(nn * c + ch, 1)[0] = ds;
                         sr.get_mut(nb * c + nn * c + ch, 1)[0] = dbv;
@@ -750,15 +762,16 @@ fn norm_backward_typed<T: NormFloat>(op: &NormBackward, ins: &[Tensor], outs: &[
                         db_g = db_g + dbv * wv;
                     }
                     if mdx {
-                        let c2 = (db_g * m - ds_g) * rs * rs * rs * inv_len;
-                        let c3 = -c2 * m - db_g * rs * inv_len;
+                        // dx = rstd * w * dy + c2 * (x - mean) + c3.
+                        let c2 = -ds_g * rs * rs * rs * inv_len;
+                        let c3 = -db_g * rs * inv_len;
                         let dxs = dx.get_mut(r * len, len);
                         for j in 0..d {
                             let ch = g * d + j;
                             let c1 = rs * w.map_or(T::ONE, |w| w.get(ch, 1)[0]);
                             let (a, b) = (&dys[j * s..(j + 1) * s], &xs[j * s..(j + 1) * s]);
                             for ((o, &p), &q) in dxs[j * s..(j + 1) * s].iter_mut().zip(a).zip(b) {
-                                *o = c1 * p + c2 * q + c3;
+                                *o = c1 * p + c2 * ((q - m) - fix) + c3;
                             }
                         }
                     }
@@ -770,8 +783,8 @@ fn norm_backward_typed<T: NormFloat>(op: &NormBackward, ins: &[Tensor], outs: &[
                 for nn in 0..nb {
                     let (ds, dbv) = (sums[nn * c + ch], sums[nb * c + nn * c + ch]);
                     // SAFETY: the statistics have `nb * groups` entries.
-                    let (m, rs) = unsafe { (s0.get(nn * groups + g, 1)[0], s1.get(nn * groups + g, 1)[0]) };
-                    gw = gw + (ds - dbv * m) * rs;
+                    let rs = unsafe { s1.get(nn * groups + g, 1)[0] };
+                    gw = gw + ds * rs;
                     gb = gb + dbv;
                 }
                 // SAFETY: the parameter gradients have `c` elements.
