@@ -2,14 +2,23 @@
  * crates/distributed/examples/allreduce_bw.rs (f32 SUM in place, sizes from
  * 4 KB up by 4x, about 1 GB per measurement, 5 to 200 calls, best of 3
  * after 2 warm-up calls), for bench/allreduce_mpi.sh to set beside our
- * `mpi` backend. Usage: allreduce_mpi [max_bytes]. Rank 0 prints
+ * `mpi` backend. Usage: allreduce_mpi [max_bytes] [serialized]: with
+ * `serialized`, MPI is initialised with MPI_THREAD_SERIALIZED, the level
+ * our backend (any program with more than one thread that calls MPI)
+ * asks for; Open MPI then takes locks on each call. Rank 0 prints
  * `size_bytes time_us busbw_GB/s`. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  if (argc > 2 && strcmp(argv[2], "serialized") == 0) {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   long max = argc > 1 ? atol(argv[1]) : 268435456L;
   int rank, n;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

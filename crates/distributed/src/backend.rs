@@ -23,6 +23,15 @@ pub trait Backend: Send + Sync {
     /// Starts `c` (already validated by the caller with
     /// [`Collective::validate`]) and returns its work handle.
     fn submit(&self, c: Collective) -> Result<Work>;
+    /// Carries out `c` (validated as for [`Backend::submit`]) and waits
+    /// for it: PyTorch's `async_op=False`. The default submits and waits;
+    /// a backend may instead run the call on the calling thread when
+    /// nothing submitted before it is still pending (the `mpi` backend
+    /// does, saving the hand-off to its worker thread). The call's error,
+    /// if it fails.
+    fn run(&self, c: Collective) -> Result<()> {
+        self.submit(c)?.wait()
+    }
     /// Stops the backend: pending and later calls fail, connections close.
     fn shutdown(&self);
 }

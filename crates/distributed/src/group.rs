@@ -87,6 +87,15 @@ impl ProcessGroup {
         self.backend.submit(c)
     }
 
+    /// Checks `c`, carries it out and waits for it (PyTorch's
+    /// `async_op=False`; the module-level functions such as
+    /// [`crate::all_reduce`] call this). The first error of the check or
+    /// the call.
+    pub fn run(&self, c: Collective) -> Result<()> {
+        c.validate(self.rank(), self.size())?;
+        self.backend.run(c)
+    }
+
     /// Every rank's `tensor` becomes group rank `root`'s.
     pub fn broadcast(&self, tensor: &Tensor, root: usize) -> Result<Work> {
         self.submit(Collective::Broadcast {

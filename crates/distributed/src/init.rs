@@ -10,6 +10,7 @@ use std::time::Duration;
 use ferrotorch_core::Tensor;
 
 use crate::backend::Backend;
+use crate::collective::Collective;
 use crate::env::LaunchEnv;
 use crate::error::{DistError, Result};
 use crate::group::ProcessGroup;
@@ -428,52 +429,59 @@ pub fn destroy_process_group() {
 }
 
 macro_rules! on_world {
-    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $method:ident) => {
+    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $call:expr) => {
         $(#[$doc])*
         pub fn $name($($arg: $ty),*) -> Result<()> {
-            default_group()?.$method($($arg),*)?.wait()
+            default_group()?.run($call)
         }
     };
 }
 
 on_world!(
     /// `dist.broadcast(tensor, src)` on the default group, waiting.
-    broadcast(tensor: &Tensor, src: usize) => broadcast);
+    broadcast(tensor: &Tensor, src: usize) => Collective::Broadcast { tensor: tensor.clone(), root: src });
 on_world!(
     /// `dist.all_reduce(tensor, op)` on the default group, waiting.
-    all_reduce(tensor: &Tensor, op: ReduceOp) => all_reduce);
+    all_reduce(tensor: &Tensor, op: ReduceOp) => Collective::AllReduce { tensor: tensor.clone(), op });
 on_world!(
     /// `dist.reduce(tensor, dst, op)` on the default group, waiting.
-    reduce(tensor: &Tensor, dst: usize, op: ReduceOp) => reduce);
+    reduce(tensor: &Tensor, dst: usize, op: ReduceOp) => Collective::Reduce { tensor: tensor.clone(), root: dst, op });
 on_world!(
     /// `dist.all_gather(tensor_list, tensor)` on the default group, waiting.
-    all_gather(outputs: &[Tensor], input: &Tensor) => all_gather);
+    all_gather(outputs: &[Tensor], input: &Tensor) =>
+        Collective::AllGather { outputs: outputs.to_vec(), input: input.clone() });
 on_world!(
     /// `dist.all_gather_into_tensor(output, input)`, waiting.
-    all_gather_into_tensor(output: &Tensor, input: &Tensor) => all_gather_into_tensor);
+    all_gather_into_tensor(output: &Tensor, input: &Tensor) =>
+        Collective::AllGatherIntoTensor { output: output.clone(), input: input.clone() });
 on_world!(
     /// `dist.reduce_scatter(output, input_list, op)`, waiting.
-    reduce_scatter(output: &Tensor, inputs: &[Tensor], op: ReduceOp) => reduce_scatter);
+    reduce_scatter(output: &Tensor, inputs: &[Tensor], op: ReduceOp) =>
+        Collective::ReduceScatter { output: output.clone(), inputs: inputs.to_vec(), op });
 on_world!(
     /// `dist.reduce_scatter_tensor(output, input, op)`, waiting.
-    reduce_scatter_tensor(output: &Tensor, input: &Tensor, op: ReduceOp) => reduce_scatter_tensor);
+    reduce_scatter_tensor(output: &Tensor, input: &Tensor, op: ReduceOp) =>
+        Collective::ReduceScatterTensor { output: output.clone(), input: input.clone(), op });
 on_world!(
     /// `dist.gather(tensor, gather_list, dst)`, waiting.
-    gather(input: &Tensor, outputs: &[Tensor], dst: usize) => gather);
+    gather(input: &Tensor, outputs: &[Tensor], dst: usize) =>
+        Collective::Gather { outputs: outputs.to_vec(), input: input.clone(), root: dst });
 on_world!(
     /// `dist.scatter(tensor, scatter_list, src)`, waiting.
-    scatter(output: &Tensor, inputs: &[Tensor], src: usize) => scatter);
+    scatter(output: &Tensor, inputs: &[Tensor], src: usize) =>
+        Collective::Scatter { output: output.clone(), inputs: inputs.to_vec(), root: src });
 on_world!(
     /// `dist.all_to_all(output_list, input_list)`, waiting.
-    all_to_all(outputs: &[Tensor], inputs: &[Tensor]) => all_to_all);
+    all_to_all(outputs: &[Tensor], inputs: &[Tensor]) =>
+        Collective::AllToAll { outputs: outputs.to_vec(), inputs: inputs.to_vec() });
 on_world!(
     /// `dist.send(tensor, dst, tag)`, waiting.
-    send(tensor: &Tensor, dst: usize, tag: u64) => send);
+    send(tensor: &Tensor, dst: usize, tag: u64) => Collective::Send { tensor: tensor.clone(), dst, tag });
 on_world!(
     /// `dist.recv(tensor, src, tag)`, waiting.
-    recv(tensor: &Tensor, src: usize, tag: u64) => recv);
+    recv(tensor: &Tensor, src: usize, tag: u64) => Collective::Recv { tensor: tensor.clone(), src, tag });
 
 /// `dist.barrier()` on the default group, waiting.
 pub fn barrier() -> Result<()> {
-    default_group()?.barrier()?.wait()
+    default_group()?.run(Collective::Barrier)
 }

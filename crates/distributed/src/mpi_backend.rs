@@ -4,15 +4,22 @@
 //! (PyTorch's `ProcessGroupMPI`).
 //!
 //! One worker thread initialises MPI (`MPI_Init_thread`, serialized) and
-//! makes every MPI call, for the world and for the groups split from it,
-//! in submission order; calls return a [`Work`] at once. Ranks and sizes
+//! makes the MPI calls of submitted work, for the world and for the groups
+//! split from it, in submission order; calls return a [`Work`] at once. A
+//! blocking call ([`Backend::run`], what `dist::all_reduce` and the other
+//! module-level functions use) runs on the calling thread instead when no
+//! submitted work is pending, as a C program calls MPI: the hand-off to
+//! the worker and back costs more than a small all-reduce itself. The
+//! communicators sit behind one lock, so calls stay serialized (what
+//! `MPI_THREAD_SERIALIZED` asks); where the library grants less, every
+//! call goes through the worker. Ranks and sizes
 //! come from MPI, not from the options. Half types are reduced in f32,
 //! bool as 0/1 bytes. MPI cannot be initialised twice in a process, so
 //! after `destroy_process_group` a new `mpi` group cannot be made, and a
 //! dead or stalled rank is MPI's to handle (mpirun ends the job); the
 //! `tcp` backend's watchdog does not apply.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
@@ -45,9 +52,31 @@ enum Job {
     },
 }
 
+/// The communicators: the world's at index 0, then the split groups'.
+/// Emptied when the worker stops, before MPI is finalised.
+struct Comms(Vec<SimpleCommunicator>);
+
+// SAFETY: a communicator is a handle valid in every thread of the process;
+// MPI asks only that calls be serialized (MPI_THREAD_SERIALIZED, checked
+// before any thread but the worker calls), which the mutex around `Comms`
+// guarantees: every MPI call on them is made while holding it.
+unsafe impl Send for Comms {}
+
 struct Shared {
     queue: Mutex<Option<mpsc::Sender<Job>>>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    comms: Mutex<Comms>,
+    /// Jobs sent to the worker and not yet carried out.
+    pending: AtomicUsize,
+    /// Whether MPI granted at least MPI_THREAD_SERIALIZED, so threads other
+    /// than the worker may call it.
+    inline_ok: AtomicBool,
+}
+
+impl Shared {
+    fn comms(&self) -> std::sync::MutexGuard<'_, Comms> {
+        self.comms.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A group's handle on the MPI worker: which communicator, its rank and
@@ -75,39 +104,64 @@ impl MpiBackend {
     pub fn world() -> Result<Self> {
         let (tx, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Some(tx)),
+            worker: Mutex::new(None),
+            comms: Mutex::new(Comms(Vec::new())),
+            pending: AtomicUsize::new(0),
+            inline_ok: AtomicBool::new(false),
+        });
+        let on_worker = shared.clone();
         let worker = std::thread::Builder::new()
             .name("ferro-dist-mpi".into())
             .spawn(move || {
-                let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Serialized) else {
+                let shared = on_worker;
+                let Some((universe, granted)) = mpi::initialize_with_threading(mpi::Threading::Serialized) else {
                     let _ = ready_tx.send(Err(
                         "MPI was already initialized (or finalized) in this process".to_owned()
                     ));
                     return;
                 };
+                let serialized = matches!(granted, mpi::Threading::Serialized | mpi::Threading::Multiple);
+                shared.inline_ok.store(serialized, Ordering::SeqCst);
                 let world = universe.world();
-                let _ = ready_tx.send(Ok((world.rank() as usize, world.size() as usize)));
-                let mut comms: Vec<SimpleCommunicator> = vec![world];
+                let info = (world.rank() as usize, world.size() as usize);
+                shared.comms().0.push(world);
+                let _ = ready_tx.send(Ok(info));
                 while let Ok(job) = rx.recv() {
+                    let mut comms = shared.comms();
                     match job {
-                        Job::Call { comm, call, work } => work.finish(run(&comms[comm], &call)),
+                        Job::Call { comm, call, work } => {
+                            let result = run(&comms.0[comm], &call);
+                            drop(comms);
+                            shared.pending.fetch_sub(1, Ordering::SeqCst);
+                            // Outside the lock: a completion callback may
+                            // make a blocking call.
+                            work.finish(result);
+                        }
                         Job::Split { ranks, reply } => {
-                            let world = &comms[0];
+                            let world = &comms.0[0];
                             let members: Vec<i32> = ranks.iter().map(|&r| r as i32).collect();
                             let group = world.group().include(&members);
                             let sub = world.split_by_subgroup_collective(&group);
                             let answer = sub.map(|c| {
-                                let info = (comms.len(), c.rank() as usize, c.size() as usize);
-                                comms.push(c);
+                                let info = (comms.0.len(), c.rank() as usize, c.size() as usize);
+                                comms.0.push(c);
                                 info
                             });
+                            drop(comms);
+                            shared.pending.fetch_sub(1, Ordering::SeqCst);
                             let _ = reply.send(Ok(answer));
                         }
                     }
                 }
-                drop(comms);
+                // Communicators are freed before MPI_Finalize; later calls
+                // find none and fail.
+                shared.comms().0.clear();
                 drop(universe); // MPI_Finalize
             })
             .map_err(|e| DistError::io("spawn the MPI worker", e))?;
+        *shared.worker.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker);
         let (rank, size) = ready_rx
             .recv()
             .map_err(|_| DistError::Collective("the MPI worker stopped while starting".into()))?
@@ -117,10 +171,7 @@ impl MpiBackend {
             rank,
             size,
             next_seq: AtomicU64::new(1),
-            shared: Arc::new(Shared {
-                queue: Mutex::new(Some(tx)),
-                worker: Mutex::new(Some(worker)),
-            }),
+            shared,
         })
     }
 
@@ -150,8 +201,20 @@ impl MpiBackend {
         let tx = queue
             .as_ref()
             .ok_or_else(|| DistError::Collective("the mpi process group was destroyed".into()))?;
-        tx.send(job)
-            .map_err(|_| DistError::Collective("the MPI worker has stopped".into()))
+        self.shared.pending.fetch_add(1, Ordering::SeqCst);
+        tx.send(job).map_err(|_| {
+            self.shared.pending.fetch_sub(1, Ordering::SeqCst);
+            DistError::Collective("the MPI worker has stopped".into())
+        })
+    }
+
+    /// The call's sequence number (0 for point-to-point calls).
+    fn seq_of(&self, call: &Collective) -> u64 {
+        if call.is_p2p() {
+            0
+        } else {
+            self.next_seq.fetch_add(1, Ordering::SeqCst)
+        }
     }
 }
 
@@ -169,18 +232,34 @@ impl Backend for MpiBackend {
     }
 
     fn submit(&self, call: Collective) -> Result<Work> {
-        let seq = if call.is_p2p() {
-            0
-        } else {
-            self.next_seq.fetch_add(1, Ordering::SeqCst)
-        };
-        let work = Work::new(call.name(), seq);
+        let work = Work::new(call.name(), self.seq_of(&call));
         self.send(Job::Call {
             comm: self.comm,
             call,
             work: work.clone(),
         })?;
         Ok(work)
+    }
+
+    /// On the calling thread when MPI allows it and no submitted call is
+    /// pending (checked under the communicators' lock, so nothing
+    /// submitted earlier can still be waiting to run); otherwise submitted
+    /// and waited for.
+    fn run(&self, call: Collective) -> Result<()> {
+        if self.shared.inline_ok.load(Ordering::SeqCst) {
+            let comms = self.shared.comms();
+            if self.shared.pending.load(Ordering::SeqCst) == 0 {
+                let Some(comm) = comms.0.get(self.comm) else {
+                    return Err(DistError::Collective("the mpi process group was destroyed".into()));
+                };
+                // The sequence number is taken as a submit would; no Work
+                // is made for a result nobody else can wait on (the error
+                // is what its wait would return).
+                self.seq_of(&call);
+                return run(comm, &call).map(drop).map_err(DistError::Collective);
+            }
+        }
+        self.submit(call)?.wait()
     }
 
     /// Stops the worker (finalising MPI) when the world's backend is shut

@@ -2,6 +2,7 @@
 //! by the backend's own thread, off the calling thread (as NCCL's work is
 //! completed by the device stream).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -28,6 +29,9 @@ struct Inner {
     seq: u64,
     state: Mutex<State>,
     done: Condvar,
+    /// Threads blocked on `done` (changed only under `state`'s lock): a
+    /// finish with none skips the wake-up (a system call each time).
+    waiters: AtomicUsize,
 }
 
 enum State {
@@ -60,6 +64,7 @@ impl Work {
                     wakers: Vec::new(),
                 }),
                 done: Condvar::new(),
+                waiters: AtomicUsize::new(0),
             }),
         }
     }
@@ -85,8 +90,11 @@ impl Work {
         let callbacks = std::mem::take(callbacks);
         let wakers = std::mem::take(wakers);
         *st = State::Done(result);
+        let waiting = self.inner.waiters.load(Ordering::Relaxed) > 0;
         drop(st);
-        self.inner.done.notify_all();
+        if waiting {
+            self.inner.done.notify_all();
+        }
         wakers.into_iter().for_each(Waker::wake);
         if !callbacks.is_empty() {
             let st = self.lock();
@@ -149,11 +157,13 @@ impl Work {
             if let State::Done(r) = &*st {
                 return r.clone().map_err(DistError::Collective);
             }
+            self.inner.waiters.fetch_add(1, Ordering::Relaxed);
             st = match end {
                 None => self.inner.done.wait(st).unwrap_or_else(|e| e.into_inner()),
                 Some(end) => {
                     let now = Instant::now();
                     if now >= end {
+                        self.inner.waiters.fetch_sub(1, Ordering::Relaxed);
                         return Err(DistError::Timeout {
                             op: "Work.wait",
                             what: format!("{} (sequence number {})", self.inner.op, self.inner.seq),
@@ -167,6 +177,7 @@ impl Work {
                         .0
                 }
             };
+            self.inner.waiters.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -201,5 +212,57 @@ impl std::future::Future for Work {
                 Poll::Pending
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiters_on_other_threads_are_woken_by_finish() {
+        let w = Work::new("all_reduce", 7);
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let w = w.clone();
+                std::thread::spawn(move || w.wait())
+            })
+            .collect();
+        // Give them time to block (the finish must wake, not find, them).
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!w.is_completed());
+        w.finish(Ok(vec![]));
+        for h in waiters {
+            h.join().unwrap().unwrap();
+        }
+        assert!(w.is_success());
+    }
+
+    #[test]
+    fn a_timed_out_wait_leaves_later_waits_working() {
+        let w = Work::new("barrier", 1);
+        let err = w.wait_timeout(Duration::from_millis(20)).unwrap_err();
+        assert!(err.to_string().contains("barrier (sequence number 1)"), "{err}");
+        assert_eq!(w.inner.waiters.load(Ordering::Relaxed), 0);
+        let w2 = w.clone();
+        let h = std::thread::spawn(move || w2.wait_timeout(Duration::from_secs(30)));
+        std::thread::sleep(Duration::from_millis(30));
+        w.finish(Err("peer 1 died".into()));
+        let err = h.join().unwrap().unwrap_err();
+        assert!(err.to_string().contains("peer 1 died"), "{err}");
+        assert_eq!(w.exception().as_deref(), Some("peer 1 died"));
+        assert_eq!(w.inner.waiters.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn finish_runs_callbacks_once_and_ignores_a_second_result() {
+        let w = Work::new("broadcast", 2);
+        let (tx, rx) = std::sync::mpsc::channel();
+        w.then(move |r| tx.send(r.is_ok()).unwrap());
+        w.finish(Ok(vec![]));
+        w.finish(Err("late".into()));
+        assert!(rx.recv().unwrap());
+        assert!(rx.try_recv().is_err());
+        assert!(w.is_success());
     }
 }

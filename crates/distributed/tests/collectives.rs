@@ -299,6 +299,16 @@ fn suite(r: usize, n: usize) {
     wa.wait().unwrap();
     assert!(wa.is_completed() && wa.is_success() && wa.seq() + 1 == wb.seq());
     assert_eq!(vals(&a), [n as f64]);
+    // A blocking call behind a pending asynchronous one (the mpi backend
+    // runs blocking calls on the caller's thread when nothing is pending):
+    // it runs after it, both correct.
+    let big = TensorOptions::new().full([1 << 18], 1.0).unwrap();
+    let wbig = world.all_reduce(&big, ReduceOp::Sum).unwrap();
+    let c = t(DType::F64, &[r as f64]);
+    dist::all_reduce(&c, ReduceOp::Max).unwrap();
+    assert!(wbig.is_completed(), "the earlier asynchronous call completes first");
+    assert_eq!(vals(&c), [(n - 1) as f64]);
+    assert!(vals(&big).iter().all(|&v| v == n as f64));
     // A subgroup of the even ranks.
     let evens: Vec<usize> = (0..n).step_by(2).collect();
     let g = dist::new_group(&evens).unwrap();
