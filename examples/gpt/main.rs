@@ -38,7 +38,7 @@ type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 /// Flags (nanoGPT's names where it has them).
 #[derive(Parser, Debug)]
 #[command(about = "Train a character-level GPT on Shakespeare")]
-struct Args {
+pub(crate) struct Args {
     /// The training text (ASCII).
     #[arg(long, default_value = "data/text/shakespeare_8plays.txt")]
     data: PathBuf,
@@ -46,8 +46,11 @@ struct Args {
     #[arg(long, default_value = "runs/gpt")]
     out_dir: PathBuf,
     /// Continue from a checkpoint this example wrote (`ckpt.pt`): model,
-    /// optimizer, schedule, step and random states, so the run goes on as
-    /// if it had never stopped.
+    /// optimizer, schedule, step and random states (with `--ddp`, every
+    /// rank's batch generator), so the run goes on as if it had never
+    /// stopped. `--resume auto` continues from `OUT_DIR/ckpt.pt` when it
+    /// exists and starts afresh otherwise (what a job restarted by
+    /// `ferrorun --max-restarts` wants).
     #[arg(long)]
     resume: Option<PathBuf>,
     /// Stop after this many steps (before `--max-iters`), writing
@@ -268,9 +271,13 @@ fn generate(model: &Gpt, corpus: &Corpus, context: &str, n: usize, args: &Args, 
 }
 
 /// The flags a checkpoint must agree with to be resumed (they shape the
-/// model, the batches or the schedule).
-fn run_signature(args: &Args) -> Dict {
+/// model, the batches or the schedule), and with `--ddp` on more than one
+/// process the number of processes (which sets the batch of a step).
+fn run_signature(args: &Args, world: usize) -> Dict {
     let mut d = Dict::new();
+    if world > 1 {
+        d.insert("world_size", world as i64);
+    }
     for (k, v) in [
         ("max_iters", args.max_iters),
         ("batch_size", args.batch_size),
@@ -296,9 +303,27 @@ fn run_signature(args: &Args) -> Dict {
     d
 }
 
+/// Every rank's batch-generator state, rank by rank: `[world, n]` bytes
+/// (`[1, n]` on one process). Under `--ddp` every rank calls it at the same
+/// steps (an all-gather).
+fn batch_states(g: &Generator, world: usize) -> BoxResult<Tensor> {
+    let mine = g.get_state_tensor()?;
+    if world == 1 {
+        return Ok(mine.unsqueeze(0)?);
+    }
+    let all = (0..world)
+        .map(|_| mine.zeros_like())
+        .collect::<ferrotorch::Result<Vec<_>>>()?;
+    dist::all_gather(&all, &mine)?;
+    Ok(Tensor::stack(&all, 0)?)
+}
+
 /// Writes nanoGPT's `ckpt.pt` (model, optimizer, `iter_num`, the run's
-/// flags) plus the schedule and the random states (global: dropout; `g`:
-/// batches and sampling), atomically, as `torch.save` does.
+/// flags) plus the schedule and the random states (global: dropout, the
+/// same on every rank; `batch_rng_state`: rank 0's batches and sampling;
+/// `batch_rng_states`: every rank's, from [`batch_states`]), atomically,
+/// as `torch.save` does.
+#[allow(clippy::too_many_arguments)]
 fn save_checkpoint(
     path: &Path,
     args: &Args,
@@ -307,20 +332,26 @@ fn save_checkpoint(
     sched: &LambdaLR,
     step: usize,
     g: &Generator,
+    states: Tensor,
 ) -> BoxResult<()> {
+    let world = states.shape()[0];
     let mut ckpt = Dict::new();
     ckpt.insert("model", model.state_dict());
     ckpt.insert("optimizer", opt.state_dict());
     ckpt.insert("scheduler", sched.state_dict());
     ckpt.insert("iter_num", step as i64);
-    ckpt.insert("config", run_signature(args));
+    ckpt.insert("config", run_signature(args, world));
     ckpt.insert("rng_state", get_rng_state()?);
     ckpt.insert("batch_rng_state", g.get_state_tensor()?);
+    ckpt.insert("batch_rng_states", states);
     ferrotorch::serialize::save(&Value::Dict(ckpt), path)?;
     Ok(())
 }
 
-/// Restores a checkpoint of [`save_checkpoint`]; returns its step.
+/// Restores a checkpoint of [`save_checkpoint`] on rank `rank` of `world`
+/// (its own batch generator's state); returns its step. A checkpoint
+/// written by a run on another number of processes is refused (the
+/// signature holds it).
 fn load_checkpoint(
     path: &Path,
     args: &Args,
@@ -328,19 +359,33 @@ fn load_checkpoint(
     opt: &mut AdamW,
     sched: &mut LambdaLR,
     g: &Generator,
+    (rank, world): (usize, usize),
 ) -> BoxResult<usize> {
     let ckpt = Checkpoint::load(
         path,
         "config",
-        run_signature(args),
-        "model, batch, schedule and seed flags",
+        run_signature(args, world),
+        "model, batch, schedule, seed and process-count flags",
     )?;
     let (get, tensor) = (|k: &str| ckpt.get(k), |k: &str| ckpt.tensor(k));
     model.load_state_dict(&value_to_state_dict(get("model")?)?, true)?;
     opt.load_state_dict(&value_to_optimizer_state_dict(get("optimizer")?)?)?;
     sched.load_state_dict(&value_to_scheduler_state_dict(get("scheduler")?)?)?;
     set_rng_state(tensor("rng_state")?)?;
-    g.set_state_tensor(tensor("batch_rng_state")?)?;
+    if world == 1 {
+        g.set_state_tensor(tensor("batch_rng_state")?)?;
+    } else {
+        let states = tensor("batch_rng_states")?;
+        if states.ndim() != 2 || states.shape()[0] != world {
+            return Err(format!(
+                "{}: batch_rng_states has shape {:?}, not one row per process of {world}",
+                path.display(),
+                states.shape()
+            )
+            .into());
+        }
+        g.set_state_tensor(&states.select(0, rank as i64)?.contiguous()?)?;
+    }
     ckpt.int("iter_num")
 }
 
@@ -351,7 +396,9 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn run(args: Args) -> BoxResult<()> {
+/// Trains (or, with `--predict-memory` / `--profile`, measures) as the
+/// flags say; the first error.
+pub(crate) fn run(args: Args) -> BoxResult<()> {
     manual_seed(args.seed);
     let corpus = Corpus::load(&args.data)?;
     let config = GptConfig {
@@ -450,16 +497,22 @@ fn run(args: Args) -> BoxResult<()> {
             Ok(())
         });
     }
-    let first = match &args.resume {
+    let ckpt = args.out_dir.join("ckpt.pt");
+    let resume = match &args.resume {
+        Some(p) if p.as_os_str() == "auto" => Some(ckpt.clone()).filter(|p| p.exists()),
+        other => other.clone(),
+    };
+    let first = match &resume {
         Some(path) => {
-            let step = load_checkpoint(path, &args, model, &mut opt, &mut sched, &g)?;
-            println!("resumed from {} at step {step}", path.display());
+            let step = load_checkpoint(path, &args, model, &mut opt, &mut sched, &g, (rank, world))?;
+            if main {
+                println!("resumed from {} at step {step}", path.display());
+            }
             step
         }
         None => 0,
     };
     std::fs::create_dir_all(&args.out_dir)?;
-    let ckpt = args.out_dir.join("ckpt.pt");
     let mut log = LossLog::default();
     let bar = if main {
         ProgressBar::new(args.max_iters as u64)
@@ -475,8 +528,12 @@ fn run(args: Args) -> BoxResult<()> {
         // The checkpoint of step `step` holds the state after `step` steps,
         // before that step's evaluation (which draws batches from `g`).
         let stop = args.stop_after > 0 && step == args.stop_after && step < args.max_iters;
-        if main && step > first && (step % args.eval_interval == 0 || step == args.max_iters || stop) {
-            save_checkpoint(&ckpt, &args, model, &opt, &sched, step, &g)?;
+        if step > first && (step % args.eval_interval == 0 || step == args.max_iters || stop) {
+            // Every rank hands its batch generator's state to the save.
+            let states = batch_states(&g, world)?;
+            if main {
+                save_checkpoint(&ckpt, &args, model, &opt, &sched, step, &g, states)?;
+            }
         }
         if stop {
             if main {
