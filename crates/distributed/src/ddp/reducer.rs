@@ -265,7 +265,10 @@ impl Reducer {
                 match &grad {
                     Some(g) if g.is_same(&slot) => {}
                     Some(g) => {
-                        slot.copy_(&g.reshape([p.numel() as i64])?)?;
+                        // Straight into the slot in the parameter's shape: a
+                        // strided gradient (a transposed product) is read
+                        // once, with no contiguous copy on the way.
+                        slot.view(p.shape())?.copy_(g)?;
                     }
                     None => {
                         slot.zero_()?;
@@ -273,7 +276,8 @@ impl Reducer {
                 }
                 // PyTorch's default: divide while filling the bucket; the
                 // compression hooks divide the compressed tensor instead.
-                if st.hook == CommHook::AllReduce && grad.is_some() {
+                // (On one rank the factor is 1: nothing to do.)
+                if st.hook == CommHook::AllReduce && grad.is_some() && n > 1 {
                     slot.mul_(1.0 / n as f64)?;
                 }
                 Ok(())
