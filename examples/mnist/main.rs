@@ -25,7 +25,15 @@ fn main() -> ExitCode {
     let start = Instant::now();
     match train::run(&args) {
         Ok(accuracy) => {
-            println!("total time {:.1} s", start.elapsed().as_secs_f64());
+            // Under --ddp, rank 0 alone logs (as the training loop does).
+            let logs = !args.ddp
+                || ferrotorch::distributed::LaunchEnv::detect()
+                    .ok()
+                    .flatten()
+                    .is_none_or(|env| env.rank == 0);
+            if logs {
+                println!("total time {:.1} s", start.elapsed().as_secs_f64());
+            }
             if let Some(accuracy) = accuracy {
                 println!("test accuracy: {accuracy:.2}%");
             }

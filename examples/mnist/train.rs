@@ -99,7 +99,7 @@ pub struct Args {
     /// process `--batch-size` images per step, rank 0 alone logging and
     /// writing checkpoints.
     #[arg(long)]
-    ddp: bool,
+    pub ddp: bool,
     /// The process group's backend with `--ddp`.
     #[arg(long, default_value = "tcp")]
     dist_backend: String,
