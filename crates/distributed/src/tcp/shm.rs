@@ -130,10 +130,40 @@ impl std::fmt::Debug for Mailbox {
     }
 }
 
+/// Where POSIX shared memory objects live on Linux.
+const SHM_DIR: &str = "/dev/shm";
+
+/// The creator's pid in a mailbox's name (`ferrotorch-PID-...`).
+fn creator_pid(file_name: &str) -> Option<i32> {
+    file_name.strip_prefix("ferrotorch-")?.split('-').next()?.parse().ok()
+}
+
+/// Unlinks the mailboxes whose creator no longer runs: a rank killed
+/// between creating its mailbox and the moment every peer had mapped it
+/// (when it unlinks the name itself) leaves the object behind, holding its
+/// memory until reboot. A creator that still runs (or whose pid cannot be
+/// checked) keeps its object.
+fn remove_orphans() {
+    let Ok(dir) = std::fs::read_dir(SHM_DIR) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(pid) = creator_pid(name).and_then(rustix::process::Pid::from_raw) else {
+            continue;
+        };
+        if rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH) {
+            let _ = shm::unlink(format!("/{name}").as_str());
+        }
+    }
+}
+
 impl Mailbox {
     /// Creates the mailbox of rank `owner` of group `group` with `rings`
     /// rings; its name is for the senders to open.
     pub(crate) fn create(group: u32, owner: usize, rings: usize) -> std::io::Result<(Mailbox, String)> {
+        remove_orphans();
         let layout = Layout { rings };
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -554,6 +584,30 @@ mod tests {
         );
         own.unlink();
         assert!(Mailbox::open(&name, 0xA3, 2, 3).is_err(), "unlinked");
+    }
+
+    #[test]
+    fn orphaned_mailboxes_of_dead_ranks_are_removed() {
+        // A pid that ran and is gone: a child that has exited and been reaped.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let orphan = format!("/ferrotorch-{dead}-000000a5-0-00000000");
+        let create =
+            |name: &str| shm::open(name, OFlags::CREATE | OFlags::RDWR, Mode::RUSR | Mode::WUSR).map(File::from);
+        create(&orphan).unwrap();
+        let exists = |name: &str| std::path::Path::new(&format!("{SHM_DIR}{name}")).exists();
+        assert!(exists(&orphan));
+        // A live rank's mailbox (this process) survives the sweep.
+        let (live, live_name) = Mailbox::create(0xA6, 0, 1).unwrap();
+        let (second, second_name) = Mailbox::create(0xA6, 1, 1).unwrap();
+        assert!(!exists(&orphan), "the dead rank's mailbox is removed");
+        assert!(exists(&live_name) && exists(&second_name), "live mailboxes stay");
+        live.unlink();
+        second.unlink();
+        assert_eq!(creator_pid("ferrotorch-123-0000-1-2"), Some(123));
+        assert_eq!(creator_pid("ferrotorch-x-1"), None);
+        assert_eq!(creator_pid("other-123"), None);
     }
 
     #[test]
