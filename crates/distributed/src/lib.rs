@@ -15,7 +15,10 @@
 //!   `tcp` backend ([`tcp::TcpBackend`]) runs ring and tree algorithms on
 //!   connections between every pair of ranks, and fails every rank with
 //!   a message naming the call, its sequence number and the ranks at fault
-//!   when a peer dies, stalls or calls a different collective.
+//!   when a peer dies, stalls or calls a different collective;
+//! - PyTorch's object collectives ([`object`]: `all_gather_object`,
+//!   `broadcast_object_list`, `gather_object`, `scatter_object_list`) on
+//!   pickle values.
 //!
 //! The facade re-exports this crate as `ferrotorch::distributed`.
 //!
@@ -42,6 +45,7 @@ pub mod init;
 pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi_backend;
+pub mod object;
 pub mod reduce_op;
 pub mod store;
 pub mod tcp;
@@ -58,6 +62,7 @@ pub use init::{
     default_group, destroy_process_group, gather, get_backend, get_rank, get_world_size, init_process_group,
     is_initialized, new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send,
 };
+pub use object::{all_gather_object, broadcast_object_list, gather_object, scatter_object_list};
 pub use reduce_op::ReduceOp;
 pub use store::{FileStore, HashStore, PrefixStore, Store, TcpStore, TcpStoreOptions};
 pub use work::Work;

@@ -309,6 +309,7 @@ fn suite(r: usize, n: usize) {
     assert!(wbig.is_completed(), "the earlier asynchronous call completes first");
     assert_eq!(vals(&c), [(n - 1) as f64]);
     assert!(vals(&big).iter().all(|&v| v == n as f64));
+    objects(&world, r, n);
     // A subgroup of the even ranks.
     let evens: Vec<usize> = (0..n).step_by(2).collect();
     let g = dist::new_group(&evens).unwrap();
@@ -325,6 +326,68 @@ fn suite(r: usize, n: usize) {
         .all_gather(&[TensorOptions::new().zeros([3]).unwrap()], &t(DType::F32, &[1.0]))
         .unwrap_err();
     assert!(err.to_string().contains("all_gather"), "{err}");
+    dist::barrier().unwrap();
+}
+
+/// The object collectives: dicts with a tensor, strings of different
+/// lengths per rank (the padding), every root; lists of the wrong length
+/// are errors before anything is sent.
+fn objects(world: &dist::ProcessGroup, r: usize, n: usize) {
+    use ferrotorch_serialize::{Dict, Value};
+    let obj = |k: usize| {
+        let mut d = Dict::new();
+        d.insert("rank", k as i64);
+        d.insert("name", "x".repeat(1 + 37 * k));
+        d.insert("t", Tensor::new([k as f32, 0.5]).unwrap());
+        Value::Dict(d)
+    };
+    let check = |v: &Value, k: usize| {
+        let Value::Dict(d) = v else { panic!("a dict, got {v:?}") };
+        assert!(
+            matches!(d.get_str("rank"), Some(Value::Int(x)) if *x == k as i64),
+            "{v:?}"
+        );
+        assert!(
+            matches!(d.get_str("name"), Some(Value::Str(s)) if s.len() == 1 + 37 * k),
+            "{v:?}"
+        );
+        let Some(Value::Tensor(t)) = d.get_str("t") else {
+            panic!("{v:?}")
+        };
+        assert_eq!(t.to_vec::<f32>().unwrap(), [k as f32, 0.5]);
+    };
+    let mut all = vec![Value::None; n];
+    dist::all_gather_object(&mut all, &obj(r)).unwrap();
+    all.iter().enumerate().for_each(|(k, v)| check(v, k));
+    let err = dist::all_gather_object(&mut vec![Value::None; n + 1], &obj(r)).unwrap_err();
+    assert!(err.to_string().contains("all_gather_object: object_list has"), "{err}");
+    for root in 0..n {
+        // broadcast_object_list: the root's list, on every rank.
+        let mut list = if r == root {
+            vec![obj(root), Value::Str("end".into())]
+        } else {
+            vec![Value::None, Value::None]
+        };
+        world.broadcast_object_list(&mut list, root).unwrap();
+        check(&list[0], root);
+        assert!(matches!(&list[1], Value::Str(s) if s == "end"));
+        // gather_object: every rank's object on the root.
+        let mut gathered = vec![Value::None; n];
+        let out = (r == root).then_some(&mut gathered[..]);
+        world.gather_object(&obj(r), out, root).unwrap();
+        if r == root {
+            gathered.iter().enumerate().for_each(|(k, v)| check(v, k));
+        }
+        // scatter_object_list: the root's input[rank] on each rank.
+        let input: Vec<Value> = (0..n).map(obj).collect();
+        let mut output = vec![Value::None];
+        world
+            .scatter_object_list(&mut output, (r == root).then_some(&input[..]), root)
+            .unwrap();
+        check(&output[0], r);
+    }
+    let err = world.scatter_object_list(&mut [], None, 0).unwrap_err();
+    assert!(err.to_string().contains("at least one entry"), "{err}");
     dist::barrier().unwrap();
 }
 
