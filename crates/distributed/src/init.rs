@@ -485,3 +485,72 @@ on_world!(
 pub fn barrier() -> Result<()> {
     default_group()?.run(Collective::Barrier)
 }
+
+/// `dist.all_to_all_single(output, input, output_split_sizes,
+/// input_split_sizes)` on the default group, waiting (splits in rows;
+/// empty for equal blocks).
+pub fn all_to_all_single(
+    output: &Tensor,
+    input: &Tensor,
+    output_splits: &[usize],
+    input_splits: &[usize],
+) -> Result<()> {
+    default_group()?.run(Collective::AllToAllSingle {
+        output: output.clone(),
+        input: input.clone(),
+        output_splits: output_splits.to_vec(),
+        input_splits: input_splits.to_vec(),
+    })
+}
+
+/// `dist.isend(tensor, dst, tag=tag)` on the default group: the send's
+/// [`Work`](crate::Work), not waited for.
+pub fn isend(tensor: &Tensor, dst: usize, tag: u64) -> Result<crate::Work> {
+    default_group()?.send(tensor, dst, tag)
+}
+
+/// `dist.irecv(tensor, src, tag=tag)` on the default group: the receive's
+/// [`Work`](crate::Work), not waited for.
+pub fn irecv(tensor: &Tensor, src: usize, tag: u64) -> Result<crate::Work> {
+    default_group()?.recv(tensor, src, tag)
+}
+
+/// `dist.batch_isend_irecv(p2p_op_list)` on the default group: one
+/// [`Work`](crate::Work) per operation, in order.
+pub fn batch_isend_irecv(ops: &[crate::group::P2pOp]) -> Result<Vec<crate::Work>> {
+    default_group()?.batch_isend_irecv(ops)
+}
+
+/// `dist.is_available()`: whether this build has distributed support
+/// (always: the `tcp` backend is built in).
+pub fn is_available() -> bool {
+    true
+}
+
+/// `dist.get_process_group_ranks(group)`: the global ranks of `group`'s
+/// members, in group-rank order.
+pub fn get_process_group_ranks(group: &ProcessGroup) -> Vec<usize> {
+    group.members().to_vec()
+}
+
+/// `dist.get_global_rank(group, group_rank)`; an error when `group` has
+/// no such rank.
+pub fn get_global_rank(group: &ProcessGroup, group_rank: usize) -> Result<usize> {
+    group.global_rank(group_rank).ok_or_else(|| {
+        DistError::InvalidArgument(format!(
+            "get_global_rank: group rank {group_rank} is not part of the group (it has {} ranks)",
+            group.size()
+        ))
+    })
+}
+
+/// `dist.get_group_rank(group, global_rank)`; an error when global rank
+/// `global_rank` is not a member of `group`.
+pub fn get_group_rank(group: &ProcessGroup, global_rank: usize) -> Result<usize> {
+    group.group_rank(global_rank).ok_or_else(|| {
+        DistError::InvalidArgument(format!(
+            "get_group_rank: global rank {global_rank} is not part of the group (its ranks are {:?})",
+            group.members()
+        ))
+    })
+}

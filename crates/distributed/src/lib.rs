@@ -58,9 +58,10 @@ pub use env::{LaunchEnv, local_rank};
 pub use error::{DistError, Result};
 pub use group::{P2pOp, ProcessGroup};
 pub use init::{
-    DEFAULT_PG_TIMEOUT, InitOptions, all_gather, all_gather_into_tensor, all_reduce, all_to_all, barrier, broadcast,
-    default_group, destroy_process_group, gather, get_backend, get_rank, get_world_size, init_process_group,
-    is_initialized, new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send,
+    DEFAULT_PG_TIMEOUT, InitOptions, all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single,
+    barrier, batch_isend_irecv, broadcast, default_group, destroy_process_group, gather, get_backend, get_global_rank,
+    get_group_rank, get_process_group_ranks, get_rank, get_world_size, init_process_group, irecv, is_available,
+    is_initialized, isend, new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send,
 };
 pub use object::{all_gather_object, broadcast_object_list, gather_object, scatter_object_list};
 pub use reduce_op::ReduceOp;

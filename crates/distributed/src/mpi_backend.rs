@@ -128,9 +128,53 @@ impl MpiBackend {
                 let info = (world.rank() as usize, world.size() as usize);
                 shared.comms().0.push(world);
                 let _ = ready_tx.send(Ok(info));
-                while let Ok(job) = rx.recv() {
+                // Receives waiting for their message (an `irecv` must not
+                // hold up the `isend` after it: see `poll_recv`).
+                let mut waiting: Vec<(usize, Collective, Work)> = Vec::new();
+                loop {
+                    let job = if waiting.is_empty() {
+                        match rx.recv() {
+                            Ok(job) => Some(job),
+                            Err(_) => break,
+                        }
+                    } else {
+                        match rx.recv_timeout(RECV_POLL) {
+                            Ok(job) => Some(job),
+                            Err(mpsc::RecvTimeoutError::Timeout) => None,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                        }
+                    };
+                    if !waiting.is_empty() {
+                        let comms = shared.comms();
+                        let mut done = Vec::new();
+                        let mut i = 0;
+                        while i < waiting.len() {
+                            let (comm, call, _) = &waiting[i];
+                            match poll_recv(&comms.0[*comm], call) {
+                                None => i += 1,
+                                Some(result) => {
+                                    let (_, _, work) = waiting.remove(i);
+                                    done.push((work, result));
+                                }
+                            }
+                        }
+                        drop(comms);
+                        for (work, result) in done {
+                            shared.pending.fetch_sub(1, Ordering::SeqCst);
+                            work.finish(result);
+                        }
+                    }
+                    let Some(job) = job else { continue };
                     let mut comms = shared.comms();
                     match job {
+                        Job::Call {
+                            comm,
+                            call: call @ Collective::Recv { .. },
+                            work,
+                        } => {
+                            drop(comms);
+                            waiting.push((comm, call, work));
+                        }
                         Job::Call { comm, call, work } => {
                             let result = run(&comms.0[comm], &call);
                             drop(comms);
@@ -154,6 +198,12 @@ impl MpiBackend {
                             let _ = reply.send(Ok(answer));
                         }
                     }
+                }
+                for (_, _, work) in waiting {
+                    shared.pending.fetch_sub(1, Ordering::SeqCst);
+                    work.finish(Err(
+                        "recv: the process group was destroyed while the receive waited".into()
+                    ));
                 }
                 // Communicators are freed before MPI_Finalize; later calls
                 // find none and fail.
@@ -631,6 +681,38 @@ fn run(comm: &SimpleCommunicator, call: &Collective) -> std::result::Result<Vec<
             Ok(vec![tensor.clone()])
         }
     }
+}
+
+/// How long the worker waits for a new call while receives are pending
+/// before it probes for their messages again.
+const RECV_POLL: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// A receive submitted to the worker: its tensor filled when its message
+/// has come (`MPI_Iprobe`, then the receive, which then does not block),
+/// `None` while it has not. The worker goes on with later calls meanwhile,
+/// so `irecv` then `isend` on two ranks does not deadlock. (A send is
+/// `MPI_Send`: a large one waits until the peer's worker takes it, which
+/// it does between calls.)
+fn poll_recv(comm: &SimpleCommunicator, call: &Collective) -> Option<std::result::Result<Vec<Tensor>, String>> {
+    let Collective::Recv { tensor, src, tag } = call else {
+        return Some(Err("internal error: a waiting receive that is not a receive".into()));
+    };
+    let tag = match tag_of(*tag) {
+        Ok(t) => t,
+        Err(e) => return Some(Err(e)),
+    };
+    let peer = comm.process_at_rank(*src as i32);
+    let status = peer.immediate_probe_with_tag(tag)?;
+    let got = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+    let want = nbytes(tensor);
+    let mut b = vec![0u8; got];
+    peer.receive_into_with_tag(&mut b[..], tag);
+    if got != want {
+        return Some(Err(format!(
+            "recv: rank {src} sent {got} bytes with tag {tag}; the tensor holds {want}"
+        )));
+    }
+    Some(write("recv", tensor, &b).map(|()| vec![tensor.clone()]))
 }
 
 fn tag_of(tag: u64) -> std::result::Result<i32, String> {

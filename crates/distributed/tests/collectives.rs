@@ -289,7 +289,34 @@ fn suite(r: usize, n: usize) {
             .unwrap();
         works.iter().for_each(|w| w.wait().unwrap());
         assert_eq!(vals(&recv), [((r + n - 1) % n) as f64; 4]);
+        // The same the other way round with the module-level isend / irecv.
+        let recv = TensorOptions::new().dtype(DType::I32).zeros([2]).unwrap();
+        let rw = dist::irecv(&recv, (r + 1) % n, 4).unwrap();
+        let sw = dist::isend(&t(DType::I32, &[r as f64, 7.0]), (r + n - 1) % n, 4).unwrap();
+        sw.wait().unwrap();
+        rw.wait().unwrap();
+        assert_eq!(vals(&recv), [((r + 1) % n) as f64, 7.0]);
+        // A receive waiting for its message holds up nothing: a collective
+        // runs while it waits, and the message comes after it.
+        let late = TensorOptions::new().dtype(DType::I64).zeros([1]).unwrap();
+        let rw = dist::irecv(&late, (r + 1) % n, 9).unwrap();
+        let x = t(DType::F32, &[1.0]);
+        dist::all_reduce(&x, ReduceOp::Sum).unwrap();
+        assert_eq!(vals(&x), [n as f64]);
+        dist::isend(&t(DType::I64, &[(100 + r) as f64]), (r + n - 1) % n, 9)
+            .unwrap()
+            .wait()
+            .unwrap();
+        rw.wait().unwrap();
+        assert_eq!(vals(&late), [(100 + (r + 1) % n) as f64]);
     }
+    // all_to_all_single on the default group, equal blocks of one row.
+    let input = t(DType::F32, &(0..n).map(|q| (r * 10 + q) as f64).collect::<Vec<_>>());
+    let output = TensorOptions::new().zeros([n]).unwrap();
+    dist::all_to_all_single(&output, &input, &[], &[]).unwrap();
+    assert_eq!(vals(&output), (0..n).map(|q| (q * 10 + r) as f64).collect::<Vec<_>>());
+    assert!(dist::is_available());
+    assert_eq!(dist::get_process_group_ranks(&world), (0..n).collect::<Vec<_>>());
     // Async: start two, wait in reverse order.
     let a = t(DType::F32, &[1.0]);
     let b = t(DType::F32, &[2.0]);
@@ -320,6 +347,15 @@ fn suite(r: usize, n: usize) {
         assert_eq!(vals(&x), [evens.len() as f64]);
         assert_eq!(g.rank(), r / 2);
         assert_eq!(g.global_rank(g.rank()), Some(r));
+        assert_eq!(dist::get_global_rank(&g, g.rank()).unwrap(), r);
+        assert_eq!(dist::get_group_rank(&g, r).unwrap(), r / 2);
+        assert_eq!(dist::get_process_group_ranks(&g), evens);
+        let err = dist::get_group_rank(&g, 1).unwrap_err();
+        assert!(
+            err.to_string().contains("global rank 1 is not part of the group"),
+            "{err}"
+        );
+        assert!(dist::get_global_rank(&g, evens.len()).is_err());
     }
     // Bad arguments: clear errors, no hang.
     let err = world

@@ -69,8 +69,11 @@ impl Inbox {
             }
             let seen = self.seen_seq.entry(peer).or_insert(0);
             *seen = (*seen).max(seq);
+            // Point-to-point sequence numbers count per (peer, tag): two
+            // tags share numbers, so only a receive's own message (matched
+            // with its tag) says what the sender called.
+            self.fingerprints.entry((peer, seq)).or_insert(fingerprint);
         }
-        self.fingerprints.entry((peer, seq)).or_insert(fingerprint);
     }
 
     /// Files a data message from `peer` until a receive asks for it.

@@ -146,28 +146,121 @@ impl Drop for TcpBackend {
     }
 }
 
+/// A receive waiting for its message: the call, its point-to-point
+/// sequence number, and when it times out.
+struct PendingRecv {
+    job: Job,
+    seq: u64,
+    deadline: Instant,
+}
+
+/// How long the worker waits for a new call while receives are pending
+/// before it looks for their messages again.
+const RECV_POLL: Duration = Duration::from_micros(100);
+
 /// Carries out the jobs in order; after the first failure, fails the rest.
+///
+/// A receive does not hold up the calls after it: it waits aside (in
+/// `pending`) while the worker goes on, and completes when its message
+/// comes, so `irecv` then `isend` (the peer doing the same) cannot
+/// deadlock, as in PyTorch. Sends never wait for a receiver (shared-memory
+/// slots or the socket's buffer, see `mesh.rs`).
 fn worker_loop(mesh: &Mesh, rx: &mpsc::Receiver<Job>) {
     let mut broken: Option<String> = None;
     let mut p2p = P2pCounters::default();
-    while let Ok(job) = rx.recv() {
-        if let Some(why) = &broken {
-            job.work.finish(Err(format!(
-                "{}: the process group is unusable after an earlier failure: {why}",
-                job.call.name()
-            )));
-            continue;
+    let mut pending: Vec<PendingRecv> = Vec::new();
+    loop {
+        let job = if pending.is_empty() {
+            match rx.recv() {
+                Ok(job) => Some(job),
+                Err(_) => break,
+            }
+        } else {
+            match rx.recv_timeout(RECV_POLL) {
+                Ok(job) => Some(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        if let Some(job) = job {
+            if let Some(why) = &broken {
+                job.work.finish(Err(format!(
+                    "{}: the process group is unusable after an earlier failure: {why}",
+                    job.call.name()
+                )));
+            } else if let Collective::Recv { src, tag, .. } = &job.call {
+                let seq = next(&mut p2p.received, (*src, *tag));
+                let deadline = Instant::now() + mesh.timeout();
+                pending.push(PendingRecv { job, seq, deadline });
+            } else {
+                let result = run(mesh, &job, &mut p2p);
+                if !job.call.is_p2p() {
+                    mesh.finished_below(job.seq + 1);
+                }
+                if let Err(why) = &result {
+                    mesh.abort_all(why);
+                    broken = Some(why.clone());
+                }
+                job.work.finish(result);
+            }
         }
-        let result = run(mesh, &job, &mut p2p);
-        if !job.call.is_p2p() {
-            mesh.finished_below(job.seq + 1);
+        // The pending receives whose message came, or whose time ran out,
+        // in the order they were called.
+        let mut i = 0;
+        while i < pending.len() {
+            let outcome = match &broken {
+                Some(why) => Some(Err(format!(
+                    "recv: the process group is unusable after an earlier failure: {why}"
+                ))),
+                None => poll_recv(mesh, &pending[i]),
+            };
+            let Some(result) = outcome else {
+                i += 1;
+                continue;
+            };
+            let done = pending.remove(i);
+            if let (Err(why), None) = (&result, &broken) {
+                mesh.abort_all(why);
+                broken = Some(why.clone());
+            }
+            done.job.work.finish(result);
         }
-        if let Err(why) = &result {
-            mesh.abort_all(why);
-            broken = Some(why.clone());
-        }
-        job.work.finish(result);
     }
+    for p in pending {
+        p.job.work.finish(Err(
+            "recv: the process group was destroyed while the receive waited".into()
+        ));
+    }
+}
+
+/// The outcome of the pending receive `p` now: its tensor filled, or why
+/// it failed (the peer died, its time ran out: as a blocking receive
+/// reports it); `None` while its message has not come in time.
+fn poll_recv(mesh: &Mesh, p: &PendingRecv) -> Option<std::result::Result<Vec<Tensor>, Fail>> {
+    let Collective::Recv { tensor, src, tag } = &p.job.call else {
+        return Some(Err("internal error: a pending receive that is not a receive".into()));
+    };
+    let op = p.job.call.name();
+    let fingerprint = p.job.call.fingerprint();
+    let now = Instant::now();
+    // The failure in the words of a blocking receive.
+    let st = Step {
+        mesh,
+        seq: p.seq,
+        fingerprint,
+        op,
+        deadline: now,
+        grace: Duration::ZERO,
+    };
+    let got = match mesh.recv(*src, p.seq, *tag, fingerprint, now) {
+        Ok(m) => Ok(m),
+        Err(mesh::NoMessage::Deadline) if now < p.deadline => return None,
+        Err(_) => st.recv(*src, *tag),
+    };
+    Some(got.and_then(|m| {
+        tensor_bytes::write(op, tensor, &m).map_err(tensor_err(op))?;
+        Ok(vec![tensor.clone()])
+    }))
 }
 
 /// How many messages went to / came from each (peer, tag): the sequence
@@ -359,13 +452,8 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
             st.send(*dst, *tag, &read(tensor)?)?;
             Ok(vec![tensor.clone()])
         }
-        Collective::Recv { tensor, src, tag } => {
-            st.seq = next(&mut p2p.received, (*src, *tag));
-            st.deadline = Instant::now() + timeout;
-            let b = st.recv(*src, *tag)?;
-            write(tensor, &b)?;
-            Ok(vec![tensor.clone()])
-        }
+        // Receives wait aside in the worker loop (`poll_recv`).
+        Collective::Recv { .. } => Err(format!("internal error: {op} reached the call runner")),
     }
 }
 
