@@ -5,15 +5,13 @@
 //! checkpoint holds every rank's batch generator (each rank draws its own
 //! windows); a checkpoint of two processes is refused by one.
 
+#[path = "support/ddp_ranks.rs"]
+mod ddp_ranks;
 #[allow(dead_code)]
 #[path = "../examples/gpt/main.rs"]
 mod gpt;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use clap::Parser;
-use ferrotorch::serialize::{Value, load};
 
 const CHILD: &str = "FERROTORCH_GPT_DDP_CHILD";
 
@@ -42,84 +40,18 @@ fn child_main() -> bool {
 /// Runs the example with `flags` on 2 ranks, each of which must succeed;
 /// returns rank 0's output.
 fn run_ddp(flags: &str) -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let children: Vec<_> = (0..2)
-        .map(|r| {
-            Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "a_resumed_ddp_run_ends_as_an_uninterrupted_one",
-                    "--nocapture",
-                ])
-                .env(CHILD, format!("--ddp {flags}"))
-                .env("RANK", r.to_string())
-                .env("LOCAL_RANK", r.to_string())
-                .env("WORLD_SIZE", "2")
-                .env("LOCAL_WORLD_SIZE", "2")
-                .env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", port.to_string())
-                .env("RAYON_NUM_THREADS", "1")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let start = Instant::now();
-    let mut rank0 = String::new();
-    for (r, mut c) in children.into_iter().enumerate() {
-        while c.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(300) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = c.kill();
-        let out = c.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "rank {r} of gpt {flags} failed:\n{text}");
-        if r == 0 {
-            rank0 = text;
-        }
+    let flags = format!("--ddp {flags}");
+    let ranks = ddp_ranks::run_two_ranks("a_resumed_ddp_run_ends_as_an_uninterrupted_one", CHILD, &flags, &[]);
+    for (r, run) in ranks.iter().enumerate() {
+        assert!(run.success, "rank {r} of gpt {flags} failed:\n{}", run.output);
     }
-    rank0
+    ranks.into_iter().next().map(|r| r.output).unwrap_or_default()
 }
 
-/// The checkpoint's model, optimizer and batch generators, leaf by leaf
-/// (tensors as their values' bits).
-fn state(path: &std::path::Path) -> Vec<(String, Vec<u64>)> {
-    let Value::Dict(d) = load(path).unwrap() else {
-        panic!("a dict")
-    };
-    let mut out = Vec::new();
-    for key in ["model", "optimizer", "batch_rng_states", "iter_num"] {
-        flatten(key.to_owned(), d.get_str(key).unwrap(), &mut out);
-    }
-    assert!(out.len() > 8, "{out:?}");
-    out
-}
-
-fn flatten(path: String, v: &Value, out: &mut Vec<(String, Vec<u64>)>) {
-    match v {
-        Value::Dict(d) => d.iter().for_each(|(k, x)| flatten(format!("{path}.{k:?}"), x, out)),
-        Value::List(l) | Value::Tuple(l) => l
-            .iter()
-            .enumerate()
-            .for_each(|(i, x)| flatten(format!("{path}[{i}]"), x, out)),
-        Value::Tensor(t) => {
-            let bits = t
-                .to_dtype(ferrotorch::DType::F64)
-                .unwrap()
-                .to_vec::<f64>()
-                .unwrap()
-                .iter()
-                .map(|x| x.to_bits())
-                .collect();
-            out.push((path, bits));
-        }
-        other => out.push((format!("{path} = {other:?}"), Vec::new())),
-    }
+/// The checkpoint's model, optimizer, batch generators and step, leaf by
+/// leaf (tensors as their values' bits).
+fn state(path: &std::path::Path) -> Vec<(String, Vec<u64>, String)> {
+    ddp_ranks::checkpoint_leaves(path, &["model", "optimizer", "batch_rng_states", "iter_num"])
 }
 
 #[test]
@@ -145,7 +77,7 @@ fn a_resumed_ddp_run_ends_as_an_uninterrupted_one() {
         state(&straight.path().join("ckpt.pt")),
         state(&stopped.path().join("ckpt.pt")),
     );
-    let rows = a.iter().find(|(k, _)| k.starts_with("batch_rng_states")).unwrap();
+    let rows = a.iter().find(|(k, _, _)| k.starts_with("batch_rng_states")).unwrap();
     assert!(!rows.1.is_empty(), "the ranks' generator states are saved");
     let first_diff = a.iter().zip(&b).find(|(x, y)| x != y).map(|(x, _)| x.0.clone());
     assert!(

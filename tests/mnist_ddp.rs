@@ -6,11 +6,13 @@
 
 #[path = "../examples/common/mod.rs"]
 mod common;
+#[path = "support/ddp_ranks.rs"]
+mod ddp_ranks;
 #[path = "../examples/mnist/train.rs"]
 mod train;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use clap::Parser;
 use ferrotorch::serialize::{Value, load};
@@ -51,49 +53,18 @@ fn run_ddp(flags: &str) -> String {
 /// Runs `flags` on 2 ranks with extra variables; with `must_pass`, every
 /// rank must succeed. Returns rank 0's output.
 fn run_ddp_env(flags: &str, env: &[(&str, &str)], must_pass: bool) -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let children: Vec<_> = (0..2)
-        .map(|r| {
-            Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "mnist_trains_on_two_ranks", "--nocapture"])
-                .env(CHILD, flags)
-                .env("RANK", r.to_string())
-                .env("LOCAL_RANK", r.to_string())
-                .env("WORLD_SIZE", "2")
-                .env("LOCAL_WORLD_SIZE", "2")
-                .env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", port.to_string())
-                .env("RAYON_NUM_THREADS", "1")
-                .envs(env.iter().copied())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let start = Instant::now();
-    let mut rank0 = String::new();
-    for (r, mut c) in children.into_iter().enumerate() {
-        while c.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(300) {
-            std::thread::sleep(Duration::from_millis(50));
+    let ranks = ddp_ranks::run_two_ranks("mnist_trains_on_two_ranks", CHILD, flags, env);
+    if must_pass {
+        for (r, run) in ranks.iter().enumerate() {
+            assert!(run.success, "rank {r} of mnist {flags} failed:\n{}", run.output);
         }
-        let _ = c.kill();
-        let out = c.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-        if must_pass {
-            assert!(out.status.success(), "rank {r} of mnist {flags} failed:\n{text}");
-        }
-        if r == 0 {
-            rank0 = text;
-        } else if must_pass {
-            assert!(!text.contains("stopped after"), "rank 1 does not log: {text}");
-        }
+        assert!(
+            !ranks[1].output.contains("stopped after"),
+            "rank 1 does not log: {}",
+            ranks[1].output
+        );
     }
-    rank0
+    ranks.into_iter().next().map(|r| r.output).unwrap_or_default()
 }
 
 #[test]
@@ -128,41 +99,9 @@ fn mnist_trains_on_two_ranks() {
     );
 }
 
-/// Every leaf of a checkpoint value, by path: tensors as their f64
-/// values' bits, other values as written.
-fn flatten(path: String, v: &Value, out: &mut Vec<(String, Vec<u64>, String)>) {
-    match v {
-        Value::Dict(d) => d.iter().for_each(|(k, x)| flatten(format!("{path}.{k:?}"), x, out)),
-        Value::List(l) | Value::Tuple(l) => l
-            .iter()
-            .enumerate()
-            .for_each(|(i, x)| flatten(format!("{path}[{i}]"), x, out)),
-        Value::Tensor(t) => {
-            let bits = t
-                .to_dtype(ferrotorch::DType::F64)
-                .unwrap()
-                .to_vec::<f64>()
-                .unwrap()
-                .iter()
-                .map(|x| x.to_bits())
-                .collect();
-            out.push((path, bits, String::new()));
-        }
-        other => out.push((path, Vec::new(), format!("{other:?}"))),
-    }
-}
-
 /// The model and optimizer state of a checkpoint.
 fn state(path: &std::path::Path) -> Vec<(String, Vec<u64>, String)> {
-    let Value::Dict(d) = load(path).unwrap() else {
-        panic!("a dict")
-    };
-    let mut out = Vec::new();
-    for key in ["model_state_dict", "optimizer_state_dict"] {
-        flatten(key.to_owned(), d.get_str(key).unwrap(), &mut out);
-    }
-    assert!(out.len() > 4, "{out:?}");
-    out
+    ddp_ranks::checkpoint_leaves(path, &["model_state_dict", "optimizer_state_dict"])
 }
 
 /// kill -9 of rank 1 mid-run: the other rank fails (its peer is gone);

@@ -68,6 +68,13 @@ fn expect_len(op: &str, what: &str, got: usize, want: usize) -> Result<()> {
 }
 
 impl ProcessGroup {
+    /// Every rank's `len`, in rank order (an all-gather of `int64`s).
+    fn all_lengths(&self, op: &str, len: usize) -> Result<Vec<usize>> {
+        let sizes: Vec<Tensor> = (0..self.size()).map(|_| zeros(DType::I64, 1)).collect::<Result<_>>()?;
+        self.all_gather(&sizes, &lengths(&[len])?)?.wait()?;
+        sizes.iter().map(|t| read_lengths(op, t).map(|v| v[0])).collect()
+    }
+
     /// `dist.all_gather_object(object_list, obj)`: `object_list[r]` becomes
     /// rank `r`'s `obj`. An error when `object_list` does not have one entry
     /// per rank, when `obj` cannot be serialized, or the collectives' error.
@@ -76,12 +83,7 @@ impl ProcessGroup {
         let n = self.size();
         expect_len(OP, "object_list", object_list.len(), n)?;
         let bytes = pickle(OP, obj)?;
-        let sizes: Vec<Tensor> = (0..n).map(|_| zeros(DType::I64, 1)).collect::<Result<_>>()?;
-        self.all_gather(&sizes, &lengths(&[bytes.len()])?)?.wait()?;
-        let sizes = sizes
-            .iter()
-            .map(|t| read_lengths(OP, t).map(|v| v[0]))
-            .collect::<Result<Vec<_>>>()?;
+        let sizes = self.all_lengths(OP, bytes.len())?;
         let longest = sizes.iter().copied().max().unwrap_or(0);
         let all = zeros(DType::U8, n * longest)?;
         self.all_gather_into_tensor(&all, &padded(&bytes, longest)?)?.wait()?;
@@ -150,12 +152,7 @@ impl ProcessGroup {
         let bytes = pickle(OP, obj)?;
         // Every rank needs the longest length to pad to (PyTorch gathers
         // the lengths to all ranks too).
-        let sizes: Vec<Tensor> = (0..n).map(|_| zeros(DType::I64, 1)).collect::<Result<_>>()?;
-        self.all_gather(&sizes, &lengths(&[bytes.len()])?)?.wait()?;
-        let sizes = sizes
-            .iter()
-            .map(|t| read_lengths(OP, t).map(|v| v[0]))
-            .collect::<Result<Vec<_>>>()?;
+        let sizes = self.all_lengths(OP, bytes.len())?;
         let longest = sizes.iter().copied().max().unwrap_or(0);
         let outputs: Vec<Tensor> = if me {
             (0..n).map(|_| zeros(DType::U8, longest)).collect::<Result<_>>()?
