@@ -323,7 +323,6 @@ fn batch_states(g: &Generator, world: usize) -> BoxResult<Tensor> {
 /// same on every rank; `batch_rng_state`: rank 0's batches and sampling;
 /// `batch_rng_states`: every rank's, from [`batch_states`]), atomically,
 /// as `torch.save` does.
-#[allow(clippy::too_many_arguments)]
 fn save_checkpoint(
     path: &Path,
     args: &Args,
@@ -331,7 +330,6 @@ fn save_checkpoint(
     opt: &AdamW,
     sched: &LambdaLR,
     step: usize,
-    g: &Generator,
     states: Tensor,
 ) -> BoxResult<()> {
     let world = states.shape()[0];
@@ -342,7 +340,7 @@ fn save_checkpoint(
     ckpt.insert("iter_num", step as i64);
     ckpt.insert("config", run_signature(args, world));
     ckpt.insert("rng_state", get_rng_state()?);
-    ckpt.insert("batch_rng_state", g.get_state_tensor()?);
+    ckpt.insert("batch_rng_state", states.select(0, 0)?.contiguous()?);
     ckpt.insert("batch_rng_states", states);
     ferrotorch::serialize::save(&Value::Dict(ckpt), path)?;
     Ok(())
@@ -532,7 +530,7 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
             // Every rank hands its batch generator's state to the save.
             let states = batch_states(&g, world)?;
             if main {
-                save_checkpoint(&ckpt, &args, model, &opt, &sched, step, &g, states)?;
+                save_checkpoint(&ckpt, &args, model, &opt, &sched, step, states)?;
             }
         }
         if stop {

@@ -1,9 +1,30 @@
 //! The `Backend` trait (PyTorch's `c10d::Backend`): what a communication
 //! library provides to a process group.
 
+use std::sync::mpsc;
+use std::time::Duration;
+
 use crate::collective::Collective;
 use crate::error::Result;
 use crate::work::Work;
+
+/// How long a backend's worker waits for a new call while receives are
+/// pending, before it looks for their messages again.
+pub(crate) const RECV_POLL: Duration = Duration::from_micros(100);
+
+/// A worker's next call: waits for one when no receive is pending;
+/// otherwise up to [`RECV_POLL`] (`Some(None)`: none came, look at the
+/// receives). `None` once the queue is closed (the group was destroyed).
+pub(crate) fn next_job<T>(rx: &mpsc::Receiver<T>, receives_pending: bool) -> Option<Option<T>> {
+    if !receives_pending {
+        return rx.recv().ok().map(Some);
+    }
+    match rx.recv_timeout(RECV_POLL) {
+        Ok(job) => Some(Some(job)),
+        Err(mpsc::RecvTimeoutError::Timeout) => Some(None),
+        Err(mpsc::RecvTimeoutError::Disconnected) => None,
+    }
+}
 
 /// A communication backend of one group: carries out [`Collective`]s,
 /// each returning a [`Work`] at once and completing it later off the

@@ -30,7 +30,7 @@ use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, next_job};
 use crate::collective::Collective;
 use crate::error::{DistError, Result};
 use crate::reduce_op::ReduceOp;
@@ -73,9 +73,38 @@ struct Shared {
     inline_ok: AtomicBool,
 }
 
+/// A receive waiting for its message: its communicator, the call, its work.
+type Waiting = (usize, Collective, Work);
+
 impl Shared {
     fn comms(&self) -> std::sync::MutexGuard<'_, Comms> {
         self.comms.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Completes the waiting receives whose message has come (in the order
+    /// they were called), outside the communicators' lock.
+    fn finish_arrived(&self, waiting: &mut Vec<Waiting>) {
+        if waiting.is_empty() {
+            return;
+        }
+        let comms = self.comms();
+        let mut done = Vec::new();
+        let mut i = 0;
+        while i < waiting.len() {
+            let (comm, call, _) = &waiting[i];
+            match poll_recv(&comms.0[*comm], call) {
+                None => i += 1,
+                Some(result) => {
+                    let (_, _, work) = waiting.remove(i);
+                    done.push((work, result));
+                }
+            }
+        }
+        drop(comms);
+        for (work, result) in done {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            work.finish(result);
+        }
     }
 }
 
@@ -130,40 +159,9 @@ impl MpiBackend {
                 let _ = ready_tx.send(Ok(info));
                 // Receives waiting for their message (an `irecv` must not
                 // hold up the `isend` after it: see `poll_recv`).
-                let mut waiting: Vec<(usize, Collective, Work)> = Vec::new();
-                loop {
-                    let job = if waiting.is_empty() {
-                        match rx.recv() {
-                            Ok(job) => Some(job),
-                            Err(_) => break,
-                        }
-                    } else {
-                        match rx.recv_timeout(RECV_POLL) {
-                            Ok(job) => Some(job),
-                            Err(mpsc::RecvTimeoutError::Timeout) => None,
-                            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                        }
-                    };
-                    if !waiting.is_empty() {
-                        let comms = shared.comms();
-                        let mut done = Vec::new();
-                        let mut i = 0;
-                        while i < waiting.len() {
-                            let (comm, call, _) = &waiting[i];
-                            match poll_recv(&comms.0[*comm], call) {
-                                None => i += 1,
-                                Some(result) => {
-                                    let (_, _, work) = waiting.remove(i);
-                                    done.push((work, result));
-                                }
-                            }
-                        }
-                        drop(comms);
-                        for (work, result) in done {
-                            shared.pending.fetch_sub(1, Ordering::SeqCst);
-                            work.finish(result);
-                        }
-                    }
+                let mut waiting: Vec<Waiting> = Vec::new();
+                while let Some(job) = next_job(&rx, !waiting.is_empty()) {
+                    shared.finish_arrived(&mut waiting);
                     let Some(job) = job else { continue };
                     let mut comms = shared.comms();
                     match job {
@@ -682,10 +680,6 @@ fn run(comm: &SimpleCommunicator, call: &Collective) -> std::result::Result<Vec<
         }
     }
 }
-
-/// How long the worker waits for a new call while receives are pending
-/// before it probes for their messages again.
-const RECV_POLL: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// A receive submitted to the worker: its tensor filled when its message
 /// has come (`MPI_Iprobe`, then the receive, which then does not block),

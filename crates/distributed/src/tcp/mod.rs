@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use ferrotorch_core::Tensor;
 use ferrotorch_core::backend::TensorExt;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, next_job};
 use crate::collective::Collective;
 use crate::error::{DistError, Result};
 use crate::reduce_op::{ReduceOp, finish_avg};
@@ -154,10 +154,6 @@ struct PendingRecv {
     deadline: Instant,
 }
 
-/// How long the worker waits for a new call while receives are pending
-/// before it looks for their messages again.
-const RECV_POLL: Duration = Duration::from_micros(100);
-
 /// Carries out the jobs in order; after the first failure, fails the rest.
 ///
 /// A receive does not hold up the calls after it: it waits aside (in
@@ -169,19 +165,7 @@ fn worker_loop(mesh: &Mesh, rx: &mpsc::Receiver<Job>) {
     let mut broken: Option<String> = None;
     let mut p2p = P2pCounters::default();
     let mut pending: Vec<PendingRecv> = Vec::new();
-    loop {
-        let job = if pending.is_empty() {
-            match rx.recv() {
-                Ok(job) => Some(job),
-                Err(_) => break,
-            }
-        } else {
-            match rx.recv_timeout(RECV_POLL) {
-                Ok(job) => Some(job),
-                Err(mpsc::RecvTimeoutError::Timeout) => None,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-        };
+    while let Some(job) = next_job(rx, !pending.is_empty()) {
         if let Some(job) = job {
             if let Some(why) = &broken {
                 job.work.finish(Err(format!(
