@@ -379,18 +379,26 @@ fn ddp_losses_match_pytorch_ddp_on_gloo() {
     let dir = tempfile::tempdir().unwrap();
     let theirs = dir.path().join("torch.json");
     let ours = dir.path().join("ours.json");
-    let port = common::free_port().to_string();
-    let out = std::process::Command::new(&torchrun)
-        .args(["--nproc-per-node", "2", "--master-port", &port])
-        .arg(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/torch_ddp.py"))
-        .arg(&theirs)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "PyTorch's DDP run: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // PyTorch's side is the reference, not the code under test: gloo has been
+    // seen to abort a rank at teardown ("terminate called without an active
+    // exception"), so a failed reference run is retried once, on a new port.
+    let mut attempts = Vec::new();
+    for _ in 0..2 {
+        let port = common::free_port().to_string();
+        let out = std::process::Command::new(&torchrun)
+            .args(["--nproc-per-node", "2", "--master-port", &port])
+            .arg(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/torch_ddp.py"))
+            .arg(&theirs)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            break;
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        eprintln!("PyTorch's DDP run failed, retrying once: {stderr}");
+        attempts.push(stderr);
+    }
+    assert!(attempts.len() < 2, "PyTorch's DDP run failed twice: {}", attempts.join("\n---\n"));
     common::launch_with_env(
         "torch_compare",
         2,

@@ -52,6 +52,11 @@ def main():
     if rank == 0:
         with open(sys.argv[1], "w") as f:
             json.dump(losses, f)
+    # Both ranks reach here before either tears gloo down: a rank that
+    # destroys its pairs while its peer still uses them can abort in gloo's
+    # threads ("terminate called without an active exception").
+    dist.barrier()
+    del ddp
     dist.destroy_process_group()
 
 
