@@ -155,6 +155,35 @@ fn suite(r: usize, n: usize) {
         let want: f32 = (0..n).map(|q| (0.001f32 * (q + 1) as f32 * i as f32).sin()).sum();
         assert!((got - want).abs() < 1e-5, "element {i}: {got} vs {want}");
     }
+    // Means and maxima past 1 MiB (single-copy reads between the processes
+    // of one host), of odd lengths, exact; an f16 one reduced in f32.
+    for (len, op) in [(300_001usize, ReduceOp::Avg), (262_147, ReduceOp::Max)] {
+        let v = |q: usize, i: usize| ((q * 3 + i * 5) % 11) as f32;
+        let x = Tensor::from_vec((0..len).map(|i| v(r, i)).collect::<Vec<_>>(), [len]).unwrap();
+        dist::all_reduce(&x, op).unwrap();
+        let got = x.to_vec::<f32>().unwrap();
+        for (i, g) in got.iter().enumerate() {
+            let want = match op {
+                ReduceOp::Avg => (0..n).map(|q| v(q, i)).sum::<f32>() / n as f32,
+                _ => (0..n).map(|q| v(q, i)).fold(f32::MIN, f32::max),
+            };
+            assert_eq!(*g, want, "{op:?} element {i}");
+        }
+    }
+    let h = Tensor::from_vec(
+        (0..600_000).map(|i| ((r + i) % 7) as f32).collect::<Vec<_>>(),
+        [600_000],
+    )
+    .unwrap()
+    .to_dtype(DType::F16)
+    .unwrap();
+    dist::all_reduce(&h, ReduceOp::Sum).unwrap();
+    let got = h.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(i, &g)| g == (0..n).map(|q| ((q + i) % 7) as f32).sum::<f32>())
+    );
     // A large reduce_scatter: many pipelined pieces per block, an odd
     // block length.
     let m = 700_001usize;

@@ -398,7 +398,11 @@ fn ddp_losses_match_pytorch_ddp_on_gloo() {
         eprintln!("PyTorch's DDP run failed, retrying once: {stderr}");
         attempts.push(stderr);
     }
-    assert!(attempts.len() < 2, "PyTorch's DDP run failed twice: {}", attempts.join("\n---\n"));
+    assert!(
+        attempts.len() < 2,
+        "PyTorch's DDP run failed twice: {}",
+        attempts.join("\n---\n")
+    );
     common::launch_with_env(
         "torch_compare",
         2,

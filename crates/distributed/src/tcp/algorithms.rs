@@ -34,7 +34,8 @@ pub(crate) struct Step<'a> {
 pub(crate) type Fail = String;
 
 impl Step<'_> {
-    fn what(&self) -> String {
+    /// The call in words, for messages: `all_reduce (group "0", sequence number 3)`.
+    pub(crate) fn what(&self) -> String {
         format!(
             "{} (group {:?}, sequence number {})",
             self.op,

@@ -165,6 +165,9 @@ pub(crate) struct Mesh {
     /// segment per socket write costs more).
     segment: usize,
     timeout: Duration,
+    /// Every rank's pid when the group's ranks can read one another's
+    /// memory (`cma.rs`).
+    cma: Option<Vec<i32>>,
     /// Payload buffers handed back after use, for the reader threads to
     /// fill again (no allocation and page faults per segment).
     pool: Arc<Mutex<Vec<Vec<u8>>>>,
@@ -295,6 +298,7 @@ impl Mesh {
             }
         }
         let (shm, all_local) = connect_shm(store, group, rank, size)?;
+        let cma = super::cma::probe(store, rank, size, all_local)?;
         let inbox = Arc::new((Mutex::new(Inbox::default()), Condvar::new()));
         let pool: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
         let mut writers = Vec::with_capacity(size);
@@ -326,8 +330,15 @@ impl Mesh {
             shm,
             segment: if all_local { shm::SLOT_BYTES } else { TCP_SEGMENT },
             timeout,
+            cma,
             pool,
         })
+    }
+
+    /// Every rank's pid, when the group reads peers' memory directly
+    /// (the same answer on every rank of the group).
+    pub(crate) fn cma_pids(&self) -> Option<&[i32]> {
+        self.cma.as_deref()
     }
 
     /// Bytes per pipelined segment (the same on every rank of the group).

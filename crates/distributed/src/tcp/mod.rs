@@ -11,6 +11,7 @@
 //! aborted NCCL communicator does.
 
 mod algorithms;
+mod cma;
 mod mesh;
 mod shm;
 
@@ -299,13 +300,13 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
             let range = tensor.storage_offset() * es..(tensor.storage_offset() + tensor.numel()) * es;
             tensor
                 .storage()
-                .with_cpu_bytes_mut(|all| algorithms::all_reduce(&st, &mut all[range], tensor.dtype(), *rop))
+                .with_cpu_bytes_mut(|all| all_reduce(&st, &mut all[range], tensor.dtype(), *rop))
                 .map_err(|e| format!("{op}: {e}"))??;
             Ok(vec![tensor.clone()])
         }
         Collective::AllReduce { tensor, op: rop } => {
             let mut buf = read(tensor)?;
-            algorithms::all_reduce(&st, &mut buf, tensor.dtype(), *rop)?;
+            all_reduce(&st, &mut buf, tensor.dtype(), *rop)?;
             write(tensor, &buf)?;
             Ok(vec![tensor.clone()])
         }
@@ -442,6 +443,21 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
 }
 
 /// Ring all-gather of every rank's `mine` (equal sizes).
+/// All-reduce of `buf` in place: by single-copy reads from
+/// [`cma::MIN_BYTES`] up when the group can (every rank on this host,
+/// cross-memory attach allowed), else the ring.
+fn all_reduce(
+    st: &Step<'_>,
+    buf: &mut [u8],
+    dtype: ferrotorch_core::DType,
+    op: ReduceOp,
+) -> std::result::Result<(), Fail> {
+    match st.mesh.cma_pids() {
+        Some(pids) if buf.len() >= cma::MIN_BYTES => cma::all_reduce(st, pids, buf, dtype, op),
+        _ => algorithms::all_reduce(st, buf, dtype, op),
+    }
+}
+
 fn gather_all(st: &Step<'_>, mine: &[u8], es: usize) -> std::result::Result<Vec<u8>, Fail> {
     let (r, n) = (st.mesh.rank(), st.mesh.size());
     let mut buf = vec![0u8; mine.len() * n];
