@@ -1,8 +1,11 @@
 //! all_reduce bandwidth of a process group, as nccl-tests report it: for
 //! each size (f32), the time of one all_reduce and the bus bandwidth
-//! `bytes / time * 2 (n - 1) / n`. Run under a launcher:
+//! `bytes / time * 2 (n - 1) / n`; with `--op all_gather` or
+//! `--op reduce_scatter` the same for `all_gather_into_tensor` and
+//! `reduce_scatter_tensor` (size: the whole tensor; bus bandwidth
+//! `bytes / time * (n - 1) / n`). Run under a launcher:
 //!
-//! `ferrorun --nproc-per-node 2 target/release/examples/allreduce_bw [--backend tcp] [--min-bytes 4096] [--max-bytes 268435456]`
+//! `ferrorun --nproc-per-node 2 target/release/examples/allreduce_bw [--backend tcp] [--op all_reduce] [--min-bytes 4096] [--max-bytes 268435456]`
 //!
 //! Rank 0 prints one line per size: `size_bytes time_us busbw_GB/s`
 //! (and, with `--memcpy`, first the one-core memcpy bandwidth).
@@ -25,6 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let backend = arg("--backend", "tcp");
     let min: usize = arg("--min-bytes", "4096").parse()?;
     let max: usize = arg("--max-bytes", "268435456").parse()?;
+    let op = arg("--op", "all_reduce");
     dist::init_process_group(InitOptions::new(&backend))?;
     let (rank, n) = (dist::get_rank()?, dist::get_world_size()?);
     if rank == 0 && std::env::args().any(|a| a == "--memcpy") {
@@ -43,22 +47,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut size = min;
     while size <= max {
         let x = TensorOptions::new().zeros([size / 4])?.add(&Tensor::new(1.0f32)?)?;
+        let part = TensorOptions::new().zeros([size / 4 / n])?.add(&Tensor::new(1.0f32)?)?;
+        let call = || -> Result<(), dist::DistError> {
+            match op.as_str() {
+                "all_gather" => dist::all_gather_into_tensor(&x, &part),
+                "reduce_scatter" => dist::reduce_scatter_tensor(&part, &x, ReduceOp::Sum),
+                _ => dist::all_reduce(&x, ReduceOp::Sum),
+            }
+        };
         // About 1 GB moved per measurement, 5 to 200 calls.
         let iters = (1usize << 30).div_ceil(size).clamp(5, 200);
         for _ in 0..2 {
-            dist::all_reduce(&x, ReduceOp::Sum)?;
+            call()?;
         }
         let mut best = f64::INFINITY;
         for _ in 0..3 {
             dist::barrier()?;
             let t0 = Instant::now();
             for _ in 0..iters {
-                dist::all_reduce(&x, ReduceOp::Sum)?;
+                call()?;
             }
             best = best.min(t0.elapsed().as_secs_f64() / iters as f64);
         }
         if rank == 0 {
-            let busbw = size as f64 / best * 2.0 * (n - 1) as f64 / n as f64 / 1e9;
+            let factor = if op == "all_reduce" { 2.0 } else { 1.0 };
+            let busbw = size as f64 / best * factor * (n - 1) as f64 / n as f64 / 1e9;
             println!("{size} {:.1} {busbw:.3}", best * 1e6);
         }
         size *= 4;

@@ -226,6 +226,22 @@ fn suite(r: usize, n: usize) {
     dist::all_gather_into_tensor(&out, &inp).unwrap();
     let want: Vec<f64> = (0..n).flat_map(|q| [q as f64, (10 * q) as f64]).collect();
     assert_eq!(vals(&out), want);
+    // In place (the input is this rank's block of the output, as FSDP
+    // gathers its flat parameters), below and past 1 MiB; and the large
+    // one with a separate input.
+    for k in [3usize, 300_007] {
+        let v = |q: usize, i: usize| ((q * 7 + i) % 13) as f32;
+        let out = TensorOptions::new().zeros([k * n]).unwrap();
+        let mine = out.narrow(0, (r * k) as i64, k as i64).unwrap();
+        mine.copy_(&Tensor::from_vec((0..k).map(|i| v(r, i)).collect::<Vec<_>>(), [k]).unwrap())
+            .unwrap();
+        dist::all_gather_into_tensor(&out, &mine).unwrap();
+        let want: Vec<f32> = (0..n).flat_map(|q| (0..k).map(move |i| v(q, i))).collect();
+        assert!(out.to_vec::<f32>().unwrap() == want, "in place, {k} per rank");
+        let out2 = TensorOptions::new().zeros([k * n]).unwrap();
+        dist::all_gather_into_tensor(&out2, &mine.clone_tensor().unwrap()).unwrap();
+        assert!(out2.to_vec::<f32>().unwrap() == want, "copied in, {k} per rank");
+    }
     let inputs: Vec<Tensor> = (0..n).map(|p| t(DType::F32, &[(r * 10 + p) as f64; 3])).collect();
     let out = TensorOptions::new().zeros([3]).unwrap();
     dist::reduce_scatter(&out, &inputs, ReduceOp::Sum).unwrap();

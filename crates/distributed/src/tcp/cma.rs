@@ -140,12 +140,93 @@ pub(crate) fn probe(store: &dyn Store, rank: usize, size: usize, all_local: bool
     Ok(ok.then_some(pids))
 }
 
-/// All-reduce by single-copy reads: rank `r` reads block `r` of every
-/// peer's buffer piece by piece and reduces it into its own (its own
-/// values first, then the peers' in rank order, so the bits repeat; every
-/// rank ends with the bits of the block's one reducer), tells the others it is done, then reads
-/// each peer's reduced block straight into its buffer, and returns once
-/// every peer has read its block. `pids` are the group's processes.
+/// Round 1 of every single-copy call: each rank tells the others where
+/// its buffer (`here`) lies; the buffer holds its input from now on.
+fn exchange_addresses(st: &Step<'_>, here: &[u8]) -> std::result::Result<Vec<u64>, Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let here = here.as_ptr() as usize as u64;
+    for p in peers(r, n) {
+        st.send(p, TAG_ADDRESS, &here.to_le_bytes())?;
+    }
+    let mut addr = vec![here; n];
+    for p in peers(r, n) {
+        let m = st.recv_exact(p, TAG_ADDRESS, 8)?;
+        addr[p] = u64::from_le_bytes(m[..].try_into().expect("8 bytes"));
+    }
+    Ok(addr)
+}
+
+/// The other ranks, starting after this one (so that the ranks do not
+/// all read the same peer at once).
+fn peers(r: usize, n: usize) -> impl Iterator<Item = usize> {
+    (1..n).map(move |k| (r + k) % n)
+}
+
+/// Sends an empty message with `tag` to every peer, then waits for
+/// theirs.
+fn round(st: &Step<'_>, tag: u64) -> std::result::Result<(), Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    for p in peers(r, n) {
+        st.send(p, tag, &[])?;
+    }
+    for p in peers(r, n) {
+        st.recv_exact(p, tag, 0)?;
+    }
+    Ok(())
+}
+
+/// Reads `at` (a byte range of its buffer) from rank `p` into `dst`.
+fn read_peer(
+    st: &Step<'_>,
+    pids: &[i32],
+    addr: &[u64],
+    p: usize,
+    at: &Range<usize>,
+    dst: &mut [u8],
+) -> std::result::Result<(), Fail> {
+    read_remote(pids[p], addr[p] + at.start as u64, dst)
+        .map_err(|e| format!("{}: reading rank {p}'s buffer: {e}", st.what()))
+}
+
+/// Reduces `block` of every peer's buffer into the same block of `buf`,
+/// piece by piece: this rank's values first, then the peers' in rank
+/// order, so the bits repeat. With `avg`, divides by the rank count.
+#[allow(clippy::too_many_arguments)]
+fn reduce_block(
+    st: &Step<'_>,
+    pids: &[i32],
+    addr: &[u64],
+    buf: &mut [u8],
+    block: Range<usize>,
+    dtype: DType,
+    op: ReduceOp,
+    avg: bool,
+) -> std::result::Result<(), Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let es = dtype.element_size();
+    let mut scratch = vec![0u8; PIECE.min(block.len())];
+    let piece_len = (PIECE / es).max(1) * es;
+    let mut at = block.start;
+    while at < block.end {
+        let piece = at..(at + piece_len).min(block.end);
+        let tmp = &mut scratch[..piece.len()];
+        for p in (0..n).filter(|&p| p != r) {
+            read_peer(st, pids, addr, p, &piece, tmp)?;
+            reduce_into(dtype, op, &mut buf[piece.clone()], tmp);
+        }
+        if avg {
+            finish_avg(dtype, &mut buf[piece.clone()], n);
+        }
+        at = piece.end;
+    }
+    Ok(())
+}
+
+/// All-reduce by single-copy reads: rank `r` reduces block `r` of every
+/// rank's buffer into its own ([`reduce_block`]; every rank ends with the
+/// bits of the block's one reducer), tells the others it is done, then
+/// reads each peer's reduced block straight into its buffer, and returns
+/// once every peer has read its block. `pids` are the group's processes.
 pub(crate) fn all_reduce(
     st: &Step<'_>,
     pids: &[i32],
@@ -156,56 +237,50 @@ pub(crate) fn all_reduce(
     let (r, n) = (st.mesh.rank(), st.mesh.size());
     let es = dtype.element_size();
     let blocks = even_blocks(buf.len() / es, n, es);
-    let here = buf.as_ptr() as usize as u64;
-    let peers = || (1..n).map(|k| (r + k) % n);
-    // Round 1: where each rank's buffer lies (its input is in it from now).
-    for p in peers() {
-        st.send(p, TAG_ADDRESS, &here.to_le_bytes())?;
-    }
-    let mut addr = vec![here; n];
-    for p in peers() {
-        let m = st.recv_exact(p, TAG_ADDRESS, 8)?;
-        addr[p] = u64::from_le_bytes(m[..].try_into().expect("8 bytes"));
-    }
-    let read = |p: usize, at: &Range<usize>, dst: &mut [u8]| {
-        read_remote(pids[p], addr[p] + at.start as u64, dst)
-            .map_err(|e| format!("{}: reading rank {p}'s buffer: {e}", st.what()))
-    };
-    // This rank's block: the peers' pieces added in rank order.
-    let own = blocks[r].clone();
-    let mut scratch = vec![0u8; PIECE.min(own.len())];
-    let piece_len = (PIECE / es).max(1) * es;
-    let mut at = own.start;
-    while at < own.end {
-        let piece = at..(at + piece_len).min(own.end);
-        let tmp = &mut scratch[..piece.len()];
-        for p in (0..n).filter(|&p| p != r) {
-            read(p, &piece, tmp)?;
-            reduce_into(dtype, op, &mut buf[piece.clone()], tmp);
-        }
-        if op == ReduceOp::Avg {
-            finish_avg(dtype, &mut buf[piece.clone()], n);
-        }
-        at = piece.end;
-    }
+    let addr = exchange_addresses(st, buf)?;
+    reduce_block(st, pids, &addr, buf, blocks[r].clone(), dtype, op, op == ReduceOp::Avg)?;
     // Round 2: this block is reduced (and this rank has read the peers'
     // copies of it: they may overwrite them).
-    for p in peers() {
+    for p in peers(r, n) {
         st.send(p, TAG_REDUCED, &[])?;
     }
-    for p in peers() {
+    for p in peers(r, n) {
         st.recv_exact(p, TAG_REDUCED, 0)?;
         let b = blocks[p].clone();
-        read(p, &b, &mut buf[b.clone()])?;
+        read_peer(st, pids, &addr, p, &b, &mut buf[b.clone()])?;
     }
     // Round 3: the peers have read this rank's block.
-    for p in peers() {
-        st.send(p, TAG_READ, &[])?;
+    round(st, TAG_READ)
+}
+
+/// Reduce-scatter by single-copy reads: `buf` holds one block per rank
+/// ([`even_blocks`]); afterwards this rank's block of it holds the
+/// reduction over every rank (the mean's division left to the caller).
+pub(crate) fn reduce_scatter(
+    st: &Step<'_>,
+    pids: &[i32],
+    buf: &mut [u8],
+    dtype: DType,
+    op: ReduceOp,
+) -> std::result::Result<(), Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let blocks = even_blocks(buf.len() / dtype.element_size(), n, dtype.element_size());
+    let addr = exchange_addresses(st, buf)?;
+    reduce_block(st, pids, &addr, buf, blocks[r].clone(), dtype, op, false)?;
+    round(st, TAG_READ)
+}
+
+/// All-gather by single-copy reads: `out` holds one block per rank (equal
+/// lengths), this rank's already in place; every other block is read
+/// straight from its owner's.
+pub(crate) fn all_gather(st: &Step<'_>, pids: &[i32], out: &mut [u8]) -> std::result::Result<(), Fail> {
+    let (r, n) = (st.mesh.rank(), st.mesh.size());
+    let len = out.len() / n;
+    let addr = exchange_addresses(st, &out[r * len..(r + 1) * len])?;
+    for p in peers(r, n) {
+        read_peer(st, pids, &addr, p, &(0..len), &mut out[p * len..(p + 1) * len])?;
     }
-    for p in peers() {
-        st.recv_exact(p, TAG_READ, 0)?;
-    }
-    Ok(())
+    round(st, TAG_READ)
 }
 
 #[cfg(test)]
@@ -353,6 +428,46 @@ mod tests {
         let first = f32::from_le_bytes(results[0][4..8].try_into().unwrap());
         let want = (0.001f32).sin() + (0.002f32).sin() + (0.003f32).sin();
         assert!((first - want).abs() < 1e-6, "{first} vs {want}");
+    }
+
+    /// Reduce-scatter and all-gather on 2 to 4 ranks, with blocks of odd
+    /// lengths: each rank's block is the exact sum; every rank gathers
+    /// every rank's bytes in rank order.
+    #[test]
+    fn single_copy_reduce_scatter_and_all_gather() {
+        for n in [2usize, 3, 4] {
+            ranks(&format!("cma-rs-ag-{n}"), n, move |mesh| {
+                let r = mesh.rank();
+                let pids = mesh.cma_pids().unwrap().to_vec();
+                for (k, per) in [0usize, 1, 1001, 40_003].into_iter().enumerate() {
+                    let xs: Vec<f64> = (0..per * n).map(|i| value(ReduceOp::Sum, r, i)).collect();
+                    let mut buf = encode(DType::I64, &xs);
+                    reduce_scatter(
+                        &step(&mesh, 2 * k as u64 + 1),
+                        &pids,
+                        &mut buf,
+                        DType::I64,
+                        ReduceOp::Sum,
+                    )
+                    .unwrap();
+                    let want: Vec<f64> = (r * per..(r + 1) * per)
+                        .map(|i| (0..n).map(|p| value(ReduceOp::Sum, p, i)).sum())
+                        .collect();
+                    assert!(buf[r * per * 8..(r + 1) * per * 8] == encode(DType::I64, &want)[..]);
+                    let mine: Vec<u8> = (0..per * 3 + 1).map(|i| (i * 7 + r * 13) as u8).collect();
+                    let mut out = vec![0u8; mine.len() * n];
+                    out[r * mine.len()..(r + 1) * mine.len()].copy_from_slice(&mine);
+                    all_gather(&step(&mesh, 2 * k as u64 + 2), &pids, &mut out).unwrap();
+                    for p in 0..n {
+                        let theirs: Vec<u8> = (0..mine.len()).map(|i| (i * 7 + p * 13) as u8).collect();
+                        assert!(
+                            out[p * mine.len()..(p + 1) * mine.len()] == theirs[..],
+                            "{n} ranks, rank {r} from {p}"
+                        );
+                    }
+                }
+            });
+        }
     }
 
     #[test]

@@ -326,6 +326,32 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
             }
             Ok(outputs.clone())
         }
+        Collective::AllGatherIntoTensor { output, input } if output.is_contiguous() => {
+            // Straight into the output's memory. An input that is this
+            // rank's block of the output (FSDP's flat parameter) is already
+            // in place; any other input is copied in first.
+            let es = output.element_size();
+            let at = output.storage_offset() * es;
+            let range = at..at + output.numel() * es;
+            let block = range.len() / n;
+            let own = at + r * block..at + (r + 1) * block;
+            let in_place = input.is_contiguous()
+                && input.storage().same(output.storage())
+                && input.storage_offset() * es == own.start
+                && input.numel() * es == block;
+            let mine = if in_place { None } else { Some(read(input)?) };
+            output
+                .storage()
+                .with_cpu_bytes_mut(|all| {
+                    let out = &mut all[range];
+                    if let Some(mine) = &mine {
+                        out[r * block..(r + 1) * block].copy_from_slice(mine);
+                    }
+                    gather_in_place(&st, out, es)
+                })
+                .map_err(|e| format!("{op}: {e}"))??;
+            Ok(vec![output.clone()])
+        }
         Collective::AllGatherIntoTensor { output, input } => {
             let buf = gather_all(&st, &read(input)?, input.element_size())?;
             write(output, &buf)?;
@@ -442,7 +468,6 @@ fn run(mesh: &Mesh, job: &Job, p2p: &mut P2pCounters) -> std::result::Result<Vec
     }
 }
 
-/// Ring all-gather of every rank's `mine` (equal sizes).
 /// All-reduce of `buf` in place: by single-copy reads from
 /// [`cma::MIN_BYTES`] up when the group can (every rank on this host,
 /// cross-memory attach allowed), else the ring.
@@ -458,18 +483,33 @@ fn all_reduce(
     }
 }
 
+/// All-gather of every rank's `mine` (equal sizes) into a new buffer.
 fn gather_all(st: &Step<'_>, mine: &[u8], es: usize) -> std::result::Result<Vec<u8>, Fail> {
-    let (r, n) = (st.mesh.rank(), st.mesh.size());
-    let mut buf = vec![0u8; mine.len() * n];
+    let r = st.mesh.rank();
+    let mut buf = vec![0u8; mine.len() * st.mesh.size()];
     buf[r * mine.len()..(r + 1) * mine.len()].copy_from_slice(mine);
-    if n > 1 {
-        let blocks = even_blocks(buf.len() / es, n, es);
-        algorithms::ring_all_gather(st, &mut buf, &blocks, 0, es)?;
-    }
+    gather_in_place(st, &mut buf, es)?;
     Ok(buf)
 }
 
-/// Ring reduce-scatter of `buf` (n equal blocks); this rank's block.
+/// All-gather within `out` (one equal block per rank, this rank's in
+/// place): by single-copy reads from [`cma::MIN_BYTES`] up where the group
+/// can, else the ring.
+fn gather_in_place(st: &Step<'_>, out: &mut [u8], es: usize) -> std::result::Result<(), Fail> {
+    let n = st.mesh.size();
+    match st.mesh.cma_pids() {
+        Some(pids) if out.len() >= cma::MIN_BYTES => cma::all_gather(st, pids, out),
+        _ if n > 1 => {
+            let blocks = even_blocks(out.len() / es, n, es);
+            algorithms::ring_all_gather(st, out, &blocks, 0, es)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Reduce-scatter of `buf` (n equal blocks); this rank's block. By
+/// single-copy reads from [`cma::MIN_BYTES`] up where the group can, else
+/// the ring.
 fn scatter_reduce(
     st: &Step<'_>,
     buf: &mut [u8],
@@ -479,9 +519,13 @@ fn scatter_reduce(
     let (r, n) = (st.mesh.rank(), st.mesh.size());
     let es = dtype.element_size();
     let blocks = even_blocks(buf.len() / es, n, es);
-    if n > 1 {
-        let own = algorithms::ring_reduce_scatter(st, buf, &blocks, n as isize - 1, dtype, op)?;
-        debug_assert_eq!(own, r);
+    match st.mesh.cma_pids() {
+        Some(pids) if buf.len() >= cma::MIN_BYTES => cma::reduce_scatter(st, pids, buf, dtype, op)?,
+        _ if n > 1 => {
+            let own = algorithms::ring_reduce_scatter(st, buf, &blocks, n as isize - 1, dtype, op)?;
+            debug_assert_eq!(own, r);
+        }
+        _ => {}
     }
     let mut mine = buf[blocks[r].clone()].to_vec();
     if op == ReduceOp::Avg {
