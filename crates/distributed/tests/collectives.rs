@@ -371,9 +371,9 @@ fn suite(r: usize, n: usize) {
     wa.wait().unwrap();
     assert!(wa.is_completed() && wa.is_success() && wa.seq() + 1 == wb.seq());
     assert_eq!(vals(&a), [n as f64]);
-    // A blocking call behind a pending asynchronous one (the mpi backend
-    // runs blocking calls on the caller's thread when nothing is pending):
-    // it runs after it, both correct.
+    // A blocking call behind a pending asynchronous one (both backends run
+    // blocking calls on the caller's thread when nothing is pending): it
+    // runs after it, both correct.
     let big = TensorOptions::new().full([1 << 18], 1.0).unwrap();
     let wbig = world.all_reduce(&big, ReduceOp::Sum).unwrap();
     let c = t(DType::F64, &[r as f64]);

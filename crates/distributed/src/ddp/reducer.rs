@@ -12,6 +12,7 @@ use ferrotorch_core::autograd::no_grad;
 use ferrotorch_core::{DType, Tensor, TensorOptions};
 
 use super::options::{CommHook, DdpOptions};
+use crate::collective::Collective;
 use crate::error::{DistError, Result};
 use crate::group::ProcessGroup;
 use crate::reduce_op::ReduceOp;
@@ -36,6 +37,10 @@ struct Bucket {
     /// (set by the backend's thread).
     launched: Option<Instant>,
     completed: Arc<Mutex<Option<Instant>>>,
+    /// The reduction ran on this thread at backward's end (the last
+    /// bucket, nothing else in flight), taking this long: all of it
+    /// exposed.
+    inline: Option<Duration>,
 }
 
 /// How DDP's gradient communication went, summed over the iterations so
@@ -193,6 +198,7 @@ impl Reducer {
         for b in &mut st.buckets {
             b.pending = b.members.len();
             b.work = None;
+            b.inline = None;
         }
         if !st.rebuilt {
             st.arrival.clear();
@@ -306,7 +312,25 @@ impl Reducer {
     fn launch(&self, st: &mut State, k: usize) -> Result<()> {
         let n = self.group.size() as f64;
         let hook = st.hook;
+        // The last bucket, with every earlier one done: backward has no
+        // more work to overlap, so the reduction runs here rather than
+        // being handed to the backend's thread and waited for at once.
+        let last = k + 1 == st.buckets.len()
+            && st.buckets[..k]
+                .iter()
+                .all(|b| b.work.as_ref().is_none_or(|(w, _)| w.is_completed()));
         let bucket = &mut st.buckets[k];
+        bucket.inline = None;
+        if last && hook == CommHook::AllReduce {
+            let start = Instant::now();
+            self.group.run(Collective::AllReduce {
+                tensor: bucket.buffer.clone(),
+                op: ReduceOp::Sum,
+            })?;
+            bucket.inline = Some(start.elapsed());
+            bucket.work = None;
+            return Ok(());
+        }
         let (work, compressed) = match hook {
             CommHook::AllReduce => (self.group.all_reduce(&bucket.buffer, ReduceOp::Sum)?, None),
             CommHook::Fp16Compress | CommHook::Bf16Compress => {
@@ -333,6 +357,10 @@ impl Reducer {
         st.armed = false;
         let (mut comm, mut exposed) = (Duration::ZERO, Duration::ZERO);
         for b in &st.buckets {
+            if let Some(d) = b.inline {
+                comm += d;
+                exposed += d;
+            }
             if let Some((work, compressed)) = &b.work {
                 let already = work.is_completed();
                 let waiting = Instant::now();
@@ -471,6 +499,7 @@ fn make_buckets(params: &[Tensor], order: &[usize], cap_mb: f64) -> Result<Layou
             work: None,
             launched: None,
             completed: Arc::default(),
+            inline: None,
         });
     }
     Ok((buckets, loc))

@@ -16,7 +16,7 @@ mod mesh;
 mod shm;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,12 +41,28 @@ struct Job {
     work: Work,
 }
 
+/// What carrying out calls remembers from one call to the next: the
+/// failure that made the group unusable, the point-to-point counters and
+/// the receives waiting for their message. The worker thread holds it
+/// while it runs a call, and so does a call run on its caller's thread.
+#[derive(Default)]
+struct Runner {
+    broken: Option<String>,
+    p2p: P2pCounters,
+    pending: Vec<PendingRecv>,
+}
+
 /// The `tcp` backend of one group.
 pub struct TcpBackend {
     rank: usize,
     size: usize,
+    /// The worker's queue; sequence numbers are taken under its lock, so
+    /// calls reach the worker in sequence order.
     queue: Mutex<Option<mpsc::Sender<Job>>>,
     next_seq: AtomicU64,
+    /// Calls submitted and not finished yet (receives included).
+    outstanding: Arc<AtomicUsize>,
+    runner: Arc<Mutex<Runner>>,
     mesh: Arc<Mesh>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -78,11 +94,13 @@ impl TcpBackend {
         }
         let mesh = Arc::new(Mesh::connect(store, group_name, rank, size, ip, timeout)?);
         let (tx, rx) = mpsc::channel::<Job>();
+        let outstanding = Arc::new(AtomicUsize::new(0));
+        let runner = Arc::new(Mutex::new(Runner::default()));
         let worker = {
-            let mesh = mesh.clone();
+            let (mesh, outstanding, runner) = (mesh.clone(), outstanding.clone(), runner.clone());
             std::thread::Builder::new()
                 .name(format!("ferro-dist-{group_name}-r{rank}"))
-                .spawn(move || worker_loop(&mesh, &rx))
+                .spawn(move || worker_loop(&mesh, &rx, &runner, &outstanding))
                 .map_err(|e| DistError::io("spawn the group's worker", e))?
         };
         Ok(TcpBackend {
@@ -90,6 +108,8 @@ impl TcpBackend {
             size,
             queue: Mutex::new(Some(tx)),
             next_seq: AtomicU64::new(1),
+            outstanding,
+            runner,
             mesh,
             worker: Mutex::new(Some(worker)),
         })
@@ -110,26 +130,51 @@ impl Backend for TcpBackend {
     }
 
     fn submit(&self, call: Collective) -> Result<Work> {
-        let seq = if call.is_p2p() {
-            0
-        } else {
-            self.next_seq.fetch_add(1, Ordering::SeqCst)
-        };
-        let work = Work::new(call.name(), seq);
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let Some(tx) = queue.as_ref() else {
-            return Err(DistError::Collective(format!(
-                "{}: the process group was destroyed",
-                call.name()
-            )));
+            return Err(destroyed(&call));
         };
+        let seq = self.seq_of(&call);
+        let work = Work::new(call.name(), seq);
+        self.outstanding.fetch_add(1, Ordering::SeqCst);
         tx.send(Job {
             call,
             seq,
             work: work.clone(),
         })
-        .map_err(|_| DistError::Collective("the process group's worker has stopped".into()))?;
+        .map_err(|_| {
+            self.outstanding.fetch_sub(1, Ordering::SeqCst);
+            DistError::Collective("the process group's worker has stopped".into())
+        })?;
         Ok(work)
+    }
+
+    /// On the calling thread when nothing submitted is outstanding (checked
+    /// under the queue's lock, with the runner taken before the lock goes,
+    /// so a call submitted meanwhile gets a later sequence number and waits
+    /// for this one): no hand-off to the worker and back. Otherwise
+    /// submitted and waited for. Receives always wait in the worker.
+    fn run(&self, call: Collective) -> Result<()> {
+        if !matches!(call, Collective::Recv { .. }) {
+            let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            if queue.is_none() {
+                return Err(destroyed(&call));
+            }
+            if self.outstanding.load(Ordering::SeqCst) == 0
+                && let Ok(mut runner) = self.runner.try_lock()
+            {
+                let seq = self.seq_of(&call);
+                drop(queue);
+                let job = Job {
+                    work: Work::new(call.name(), seq),
+                    call,
+                    seq,
+                };
+                carry_out(&self.mesh, &mut runner, &job);
+                return job.work.wait();
+            }
+        }
+        self.submit(call)?.wait()
     }
 
     fn shutdown(&self) {
@@ -139,6 +184,22 @@ impl Backend for TcpBackend {
         }
         self.mesh.shutdown();
     }
+}
+
+impl TcpBackend {
+    /// The call's sequence number (0 for point-to-point calls, which count
+    /// per peer and tag); taken under the queue's lock.
+    fn seq_of(&self, call: &Collective) -> u64 {
+        if call.is_p2p() {
+            0
+        } else {
+            self.next_seq.fetch_add(1, Ordering::SeqCst)
+        }
+    }
+}
+
+fn destroyed(call: &Collective) -> DistError {
+    DistError::Collective(format!("{}: the process group was destroyed", call.name()))
 }
 
 impl Drop for TcpBackend {
@@ -162,60 +223,73 @@ struct PendingRecv {
 /// comes, so `irecv` then `isend` (the peer doing the same) cannot
 /// deadlock, as in PyTorch. Sends never wait for a receiver (shared-memory
 /// slots or the socket's buffer, see `mesh.rs`).
-fn worker_loop(mesh: &Mesh, rx: &mpsc::Receiver<Job>) {
-    let mut broken: Option<String> = None;
-    let mut p2p = P2pCounters::default();
-    let mut pending: Vec<PendingRecv> = Vec::new();
-    while let Some(job) = next_job(rx, !pending.is_empty()) {
+fn worker_loop(mesh: &Mesh, rx: &mpsc::Receiver<Job>, runner: &Mutex<Runner>, outstanding: &AtomicUsize) {
+    let lock = || runner.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let waiting = !lock().pending.is_empty();
+        let Some(job) = next_job(rx, waiting) else { break };
+        let mut runner = lock();
         if let Some(job) = job {
-            if let Some(why) = &broken {
-                job.work.finish(Err(format!(
-                    "{}: the process group is unusable after an earlier failure: {why}",
-                    job.call.name()
-                )));
-            } else if let Collective::Recv { src, tag, .. } = &job.call {
-                let seq = next(&mut p2p.received, (*src, *tag));
+            if let Collective::Recv { src, tag, .. } = &job.call
+                && runner.broken.is_none()
+            {
+                let seq = next(&mut runner.p2p.received, (*src, *tag));
                 let deadline = Instant::now() + mesh.timeout();
-                pending.push(PendingRecv { job, seq, deadline });
+                runner.pending.push(PendingRecv { job, seq, deadline });
             } else {
-                let result = run(mesh, &job, &mut p2p);
-                if !job.call.is_p2p() {
-                    mesh.finished_below(job.seq + 1);
-                }
-                if let Err(why) = &result {
-                    mesh.abort_all(why);
-                    broken = Some(why.clone());
-                }
-                job.work.finish(result);
+                carry_out(mesh, &mut runner, &job);
+                outstanding.fetch_sub(1, Ordering::SeqCst);
             }
         }
         // The pending receives whose message came, or whose time ran out,
         // in the order they were called.
         let mut i = 0;
-        while i < pending.len() {
-            let outcome = match &broken {
+        while i < runner.pending.len() {
+            let outcome = match &runner.broken {
                 Some(why) => Some(Err(format!(
                     "recv: the process group is unusable after an earlier failure: {why}"
                 ))),
-                None => poll_recv(mesh, &pending[i]),
+                None => poll_recv(mesh, &runner.pending[i]),
             };
             let Some(result) = outcome else {
                 i += 1;
                 continue;
             };
-            let done = pending.remove(i);
-            if let (Err(why), None) = (&result, &broken) {
+            let done = runner.pending.remove(i);
+            if let (Err(why), None) = (&result, &runner.broken) {
                 mesh.abort_all(why);
-                broken = Some(why.clone());
+                runner.broken = Some(why.clone());
             }
             done.job.work.finish(result);
+            outstanding.fetch_sub(1, Ordering::SeqCst);
         }
     }
-    for p in pending {
+    for p in std::mem::take(&mut lock().pending) {
         p.job.work.finish(Err(
             "recv: the process group was destroyed while the receive waited".into()
         ));
     }
+}
+
+/// Carries out `job` (not a receive), or fails it at once when the group
+/// broke earlier; a failure breaks the group (every rank is told).
+fn carry_out(mesh: &Mesh, runner: &mut Runner, job: &Job) {
+    if let Some(why) = &runner.broken {
+        job.work.finish(Err(format!(
+            "{}: the process group is unusable after an earlier failure: {why}",
+            job.call.name()
+        )));
+        return;
+    }
+    let result = run(mesh, job, &mut runner.p2p);
+    if !job.call.is_p2p() {
+        mesh.finished_below(job.seq + 1);
+    }
+    if let Err(why) = &result {
+        mesh.abort_all(why);
+        runner.broken = Some(why.clone());
+    }
+    job.work.finish(result);
 }
 
 /// The outcome of the pending receive `p` now: its tensor filled, or why
