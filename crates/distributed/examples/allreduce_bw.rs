@@ -5,7 +5,8 @@
 //! `reduce_scatter_tensor` (size: the whole tensor; bus bandwidth
 //! `bytes / time * (n - 1) / n`). Run under a launcher:
 //!
-//! `ferrorun --nproc-per-node 2 target/release/examples/allreduce_bw [--backend tcp] [--op all_reduce] [--min-bytes 4096] [--max-bytes 268435456]`
+//! `ferrorun --nproc-per-node 2 target/release/examples/allreduce_bw [--backend tcp] [--op all_reduce] [--min-bytes 4096] [--max-bytes 268435456] [--iters N]`
+//! (`--iters`: calls per timed loop; by default about 1 GB moved, 5 to 200 calls)
 //!
 //! Rank 0 prints one line per size: `size_bytes time_us busbw_GB/s`
 //! (and, with `--memcpy`, first the one-core memcpy bandwidth).
@@ -56,7 +57,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         };
         // About 1 GB moved per measurement, 5 to 200 calls.
-        let iters = (1usize << 30).div_ceil(size).clamp(5, 200);
+        let iters = match arg("--iters", "").parse::<usize>() {
+            Ok(n) => n.max(1),
+            Err(_) => (1usize << 30).div_ceil(size).clamp(5, 200),
+        };
         for _ in 0..2 {
             call()?;
         }

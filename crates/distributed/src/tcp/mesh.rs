@@ -166,7 +166,7 @@ pub(crate) struct Mesh {
     segment: usize,
     timeout: Duration,
     /// Every rank's pid when the group's ranks can read one another's
-    /// memory (`cma.rs`).
+    /// memory (`cross_memory.rs`).
     cma: Option<Vec<i32>>,
     /// Payload buffers handed back after use, for the reader threads to
     /// fill again (no allocation and page faults per segment).
@@ -298,7 +298,7 @@ impl Mesh {
             }
         }
         let (shm, all_local) = connect_shm(store, group, rank, size)?;
-        let cma = super::cma::probe(store, rank, size, all_local)?;
+        let cma = super::cross_memory::probe(store, rank, size, all_local)?;
         let inbox = Arc::new((Mutex::new(Inbox::default()), Condvar::new()));
         let pool: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
         let mut writers = Vec::with_capacity(size);

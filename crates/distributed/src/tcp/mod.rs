@@ -12,6 +12,7 @@
 
 mod algorithms;
 mod cma;
+mod cross_memory;
 mod mesh;
 mod shm;
 
