@@ -27,6 +27,7 @@ use ferrotorch_core::backend::TensorExt;
 use ferrotorch_core::{DType, Tensor};
 use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
+use mpi::request::StaticScope;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
@@ -76,18 +77,66 @@ struct Shared {
 /// A receive waiting for its message: its communicator, the call, its work.
 type Waiting = (usize, Collective, Work);
 
+/// A submitted send (`isend`) whose bytes MPI may still be reading: its
+/// request (`MPI_Isend`) and the copy of the tensor it reads, leaked from a
+/// box and freed once the request completes. Its Work completed when the
+/// send was posted (the tensor may change from then on, as with the tcp
+/// backend); the worker tests it between calls, which also lets MPI make
+/// progress on it.
+struct InFlight {
+    request: mpi::request::Request<'static, [u8], StaticScope>,
+    data: &'static [u8],
+}
+
+impl InFlight {
+    /// Posts the send of `tensor`'s bytes to `dst` with `tag`.
+    fn post(comm: &SimpleCommunicator, tensor: &Tensor, dst: usize, tag: u64) -> std::result::Result<Self, String> {
+        let tag = tag_of(tag)?;
+        let data: &'static [u8] = Box::leak(bytes("send", tensor)?.into_boxed_slice());
+        let request = comm
+            .process_at_rank(dst as i32)
+            .immediate_send_with_tag(StaticScope, data, tag);
+        Ok(InFlight { request, data })
+    }
+
+    /// Whether MPI is done with the send (its copy freed then); `Err` gives
+    /// it back while it is not.
+    fn test(self) -> std::result::Result<(), Self> {
+        match self.request.test() {
+            Ok(_) => {
+                let raw = std::ptr::from_ref::<[u8]>(self.data).cast_mut();
+                // SAFETY: `data` came from `Box::leak` in `post` and is
+                // referenced only by the request, which has completed (MPI
+                // reads it no more): the box is rebuilt once and dropped.
+                drop(unsafe { Box::from_raw(raw) });
+                Ok(())
+            }
+            Err(request) => Err(InFlight {
+                request,
+                data: self.data,
+            }),
+        }
+    }
+}
+
 impl Shared {
     fn comms(&self) -> std::sync::MutexGuard<'_, Comms> {
         self.comms.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Completes the waiting receives whose message has come (in the order
-    /// they were called), outside the communicators' lock.
-    fn finish_arrived(&self, waiting: &mut Vec<Waiting>) {
-        if waiting.is_empty() {
+    /// Frees the sends MPI is done with and completes the waiting
+    /// receives whose message has come (in the order they were called),
+    /// outside the communicators' lock.
+    fn finish_arrived(&self, waiting: &mut Vec<Waiting>, sends: &mut Vec<InFlight>) {
+        if waiting.is_empty() && sends.is_empty() {
             return;
         }
         let comms = self.comms();
+        for send in std::mem::take(sends) {
+            if let Err(still) = send.test() {
+                sends.push(still);
+            }
+        }
         let mut done = Vec::new();
         let mut i = 0;
         while i < waiting.len() {
@@ -160,11 +209,29 @@ impl MpiBackend {
                 // Receives waiting for their message (an `irecv` must not
                 // hold up the `isend` after it: see `poll_recv`).
                 let mut waiting: Vec<Waiting> = Vec::new();
-                while let Some(job) = next_job(&rx, !waiting.is_empty()) {
-                    shared.finish_arrived(&mut waiting);
+                // Sends posted and not finished by MPI: never waited for
+                // here, so two ranks that each `isend` a large tensor
+                // before their `irecv` do not deadlock (a blocking
+                // MPI_Send of a large message waits for the receiver).
+                let mut sends: Vec<InFlight> = Vec::new();
+                while let Some(job) = next_job(&rx, !waiting.is_empty() || !sends.is_empty()) {
+                    shared.finish_arrived(&mut waiting, &mut sends);
                     let Some(job) = job else { continue };
                     let mut comms = shared.comms();
                     match job {
+                        Job::Call {
+                            comm,
+                            call: Collective::Send { tensor, dst, tag },
+                            work,
+                        } => {
+                            let result = InFlight::post(&comms.0[comm], &tensor, dst, tag).map(|f| {
+                                sends.push(f);
+                                vec![tensor.clone()]
+                            });
+                            drop(comms);
+                            shared.pending.fetch_sub(1, Ordering::SeqCst);
+                            work.finish(result);
+                        }
                         Job::Call {
                             comm,
                             call: call @ Collective::Recv { .. },
@@ -203,6 +270,16 @@ impl MpiBackend {
                         "recv: the process group was destroyed while the receive waited".into()
                     ));
                 }
+                // Sends no receiver took: their requests and copies are
+                // left to the process's end (a request may not be dropped
+                // while MPI can still read its buffer).
+                let comms = shared.comms();
+                for send in sends {
+                    if let Err(still) = send.test() {
+                        std::mem::forget(still.request);
+                    }
+                }
+                drop(comms);
                 // Communicators are freed before MPI_Finalize; later calls
                 // find none and fail.
                 shared.comms().0.clear();
@@ -684,9 +761,8 @@ fn run(comm: &SimpleCommunicator, call: &Collective) -> std::result::Result<Vec<
 /// A receive submitted to the worker: its tensor filled when its message
 /// has come (`MPI_Iprobe`, then the receive, which then does not block),
 /// `None` while it has not. The worker goes on with later calls meanwhile,
-/// so `irecv` then `isend` on two ranks does not deadlock. (A send is
-/// `MPI_Send`: a large one waits until the peer's worker takes it, which
-/// it does between calls.)
+/// so `irecv` then `isend` on two ranks does not deadlock. (A submitted
+/// send is `MPI_Isend`, tested between calls: see `InFlight`.)
 fn poll_recv(comm: &SimpleCommunicator, call: &Collective) -> Option<std::result::Result<Vec<Tensor>, String>> {
     let Collective::Recv { tensor, src, tag } = call else {
         return Some(Err("internal error: a waiting receive that is not a receive".into()));
