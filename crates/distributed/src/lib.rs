@@ -38,6 +38,8 @@
 pub mod backend;
 pub mod collective;
 pub mod ddp;
+pub mod device_mesh;
+pub mod dtensor;
 pub mod env;
 pub mod error;
 pub mod group;
@@ -54,6 +56,7 @@ pub mod work;
 
 pub use backend::Backend;
 pub use collective::Collective;
+pub use device_mesh::{DeviceMesh, init_device_mesh};
 pub use env::{LaunchEnv, local_rank};
 pub use error::{DistError, Result};
 pub use group::{P2pOp, ProcessGroup};

@@ -1,0 +1,186 @@
+//! DTensor on real processes (4 ranks): distribute_tensor on 1-D and 2-D
+//! meshes with uneven shards, every redistribution between every pair of
+//! placement lists of a 2 x 2 mesh (shards, replicas and partial sums,
+//! nested shards of one dimension included) checked against the whole
+//! tensor, autograd through redistributions, and the errors.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+mod common;
+use common::launch;
+use ferrotorch_core::{DType, Tensor};
+use ferrotorch_distributed::device_mesh::init_device_mesh;
+use ferrotorch_distributed::dtensor::{DTensor, Placement, distribute_tensor, local_shape};
+use ferrotorch_distributed::{self as dist, InitOptions};
+
+#[test]
+#[ignore = "the entry point of the child processes that the other tests start"]
+fn child() {
+    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
+    dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
+    match case.as_str() {
+        "dtensor" => dtensor(),
+        other => panic!("unknown case {other}"),
+    }
+    dist::destroy_process_group();
+    println!("CHILD OK");
+}
+
+/// A 5 x 7 tensor of small integers (exact in every sum), the same on
+/// every rank when `salt` is 0; other ranks' tensors differ otherwise, to
+/// show that rank 0's is the source.
+fn source(salt: usize) -> Tensor {
+    let v: Vec<f32> = (0..35).map(|i| ((i * 3 + salt * 100) % 17) as f32).collect();
+    Tensor::from_vec(v, [5, 7]).unwrap()
+}
+
+/// The expected local tensor: `x` cut left to right by the shards of
+/// `placements`, at this rank's coordinates.
+fn expected_local(x: &Tensor, mesh: &dist::DeviceMesh, placements: &[Placement]) -> Tensor {
+    let mut x = x.clone();
+    for (d, p) in placements.iter().enumerate() {
+        if let Placement::Shard(dim) = p {
+            let n = mesh.size(d).unwrap();
+            let k = mesh.get_local_rank(d).unwrap();
+            let (start, len) = dist::dtensor::chunk_range(x.shape()[*dim], n, k);
+            x = x.narrow(*dim as i64, start as i64, len as i64).unwrap();
+        }
+    }
+    x.contiguous().unwrap()
+}
+
+fn same(a: &Tensor, b: &Tensor) -> bool {
+    a.shape() == b.shape() && a.to_vec::<f32>().unwrap() == b.to_vec::<f32>().unwrap()
+}
+
+fn dtensor() {
+    let r = dist::get_rank().unwrap();
+    let x = source(0);
+    use Placement::{Replicate as R, Shard as S};
+    let p = Placement::PARTIAL_SUM;
+
+    // 1-D over 4 ranks: 5 rows in chunks 2, 2, 1, 0; 7 columns in 2, 2, 2, 1.
+    let line = Arc::new(init_device_mesh("cpu", &[4], None).unwrap());
+    for placement in [S(0), S(1), R] {
+        // Every rank but 0 passes other values: rank 0's are the source.
+        let d = distribute_tensor(&source(r), &line, &[placement]).unwrap();
+        let want = expected_local(&x, &line, &[placement]);
+        assert!(same(&d.to_local(), &want), "{placement} on rank {r}");
+        assert_eq!(d.to_local().shape(), local_shape(&line, &[placement], &[5, 7]).unwrap());
+        assert!(same(&d.full_tensor().unwrap(), &x), "{placement} gathered");
+    }
+    let rows = distribute_tensor(&x, &line, &[S(0)]).unwrap();
+    assert_eq!(rows.to_local().shape(), [[2, 7], [2, 7], [1, 7], [0, 7]][r]);
+    // Shard(0) -> Shard(1): an all-to-all with uneven pieces both ways.
+    let cols = rows.redistribute(&[S(1)]).unwrap();
+    assert!(same(&cols.to_local(), &expected_local(&x, &line, &[S(1)])));
+    assert!(same(&cols.redistribute(&[S(0)]).unwrap().to_local(), &rows.to_local()));
+    // Partial: a replica divided by 4 sums back to the whole.
+    let part = distribute_tensor(&x, &line, &[R]).unwrap().redistribute(&[p]).unwrap();
+    assert!(same(&part.to_local(), &x.div(4.0).unwrap()));
+    assert!(same(
+        &part.redistribute(&[S(1)]).unwrap().to_local(),
+        &expected_local(&x, &line, &[S(1)])
+    ));
+    assert!(same(&part.full_tensor().unwrap(), &x));
+
+    // 2 x 2: every placement list to every other.
+    let mesh = Arc::new(init_device_mesh("cpu", &[2, 2], Some(&["dp", "tp"])).unwrap());
+    let options = [S(0), S(1), R, p];
+    let all: Vec<[Placement; 2]> = options
+        .iter()
+        .flat_map(|&a| options.iter().map(move |&b| [a, b]))
+        .collect();
+    let whole = distribute_tensor(&x, &mesh, &[R, R]).unwrap();
+    let mut checked = 0;
+    for from in &all {
+        let src = whole.redistribute(from).unwrap();
+        assert!(same(&src.full_tensor().unwrap(), &x), "{from:?} gathered");
+        if !from.iter().any(Placement::is_partial) {
+            assert!(
+                same(&src.to_local(), &expected_local(&x, &mesh, from)),
+                "{from:?} local"
+            );
+        }
+        for to in &all {
+            let dst = src.redistribute(to).unwrap();
+            assert_eq!(dst.placements(), to);
+            assert_eq!(
+                dst.to_local().shape(),
+                local_shape(&mesh, to, &[5, 7]).unwrap(),
+                "{from:?} -> {to:?}"
+            );
+            if !to.iter().any(Placement::is_partial) {
+                assert!(
+                    same(&dst.to_local(), &expected_local(&x, &mesh, to)),
+                    "{from:?} -> {to:?} on rank {r}"
+                );
+            }
+            assert!(
+                same(&dst.full_tensor().unwrap(), &x),
+                "{from:?} -> {to:?} gathered on rank {r}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 256);
+
+    // Autograd: the gradient of a sharded leaf through an all-to-all and
+    // an all-gather is its chunk of the upstream gradient.
+    let w = Tensor::from_vec((0..35).map(|i| (i % 5) as f32 - 2.0).collect::<Vec<_>>(), [5, 7]).unwrap();
+    let leaf = distribute_tensor(&x.requires_grad_(true).unwrap(), &mesh, &[S(0), S(1)]).unwrap();
+    assert!(leaf.requires_grad());
+    let full = leaf.redistribute(&[S(1), R]).unwrap().full_tensor().unwrap();
+    full.mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    let g = leaf.to_local().grad().unwrap();
+    assert!(
+        same(&g, &expected_local(&w, &mesh, &[S(0), S(1)])),
+        "gradient on rank {r}"
+    );
+    // Through a partial sum: the gradient of the replica is the whole
+    // upstream gradient (a partial value's gradient is replicated).
+    let rep = distribute_tensor(&x.requires_grad_(true).unwrap(), &mesh, &[R, R]).unwrap();
+    let full = rep.redistribute(&[p, S(0)]).unwrap().full_tensor().unwrap();
+    full.mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    assert!(
+        same(&rep.to_local().grad().unwrap(), &w),
+        "partial gradient on rank {r}"
+    );
+
+    // from_local: even shards by default; uneven ones with the shape.
+    let local = expected_local(&x, &mesh, &[S(0), S(1)]);
+    let d = DTensor::from_local(&local, &mesh, &[S(0), S(1)], Some(&[5, 7])).unwrap();
+    assert!(same(&d.full_tensor().unwrap(), &x));
+    let even = Tensor::from_vec(vec![r as f32; 6], [2, 3]).unwrap();
+    let d = DTensor::from_local(&even, &mesh, &[S(0), S(1)], None).unwrap();
+    assert_eq!(d.shape(), [4, 6]);
+    let want: Vec<f32> = (0..24).map(|i| ((i / 6) / 2 * 2 + (i % 6) / 3) as f32).collect();
+    assert_eq!(d.full_tensor().unwrap().to_vec::<f32>().unwrap(), want);
+
+    // Errors.
+    let e = distribute_tensor(&x, &mesh, &[S(0)]).unwrap_err().to_string();
+    assert!(e.contains("1 placements") && e.contains("2 dimensions"), "{e}");
+    let e = distribute_tensor(&x, &mesh, &[S(2), R]).unwrap_err().to_string();
+    assert!(e.contains("S(2)") && e.contains("[5, 7]"), "{e}");
+    assert!(distribute_tensor(&x, &mesh, &[p, R]).is_err());
+    let e = DTensor::from_local(&even, &mesh, &[S(0), S(1)], Some(&[6, 8]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("[2, 3]") && e.contains("[3, 4]"), "{e}");
+    let ints = distribute_tensor(&Tensor::arange(8).unwrap().view([4, 2]).unwrap(), &mesh, &[S(0), R]).unwrap();
+    assert_eq!(ints.to_local().dtype(), DType::I64);
+    assert_eq!(
+        ints.full_tensor().unwrap().to_vec::<i64>().unwrap(),
+        (0..8).collect::<Vec<_>>()
+    );
+    assert!(
+        ints.redistribute(&[Placement::Partial(dist::ReduceOp::Product), R])
+            .is_err()
+    );
+}
+
+#[test]
+fn distribute_redistribute_and_gradients_on_4_ranks() {
+    launch("dtensor", 4, Duration::from_secs(180));
+}
