@@ -21,6 +21,7 @@ fn child() {
     dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
     match case.as_str() {
         "dtensor" => dtensor(),
+        "ops" => ops(),
         other => panic!("unknown case {other}"),
     }
     dist::destroy_process_group();
@@ -178,6 +179,115 @@ fn dtensor() {
         ints.redistribute(&[Placement::Partial(dist::ReduceOp::Product), R])
             .is_err()
     );
+}
+
+/// A `rows x cols` tensor of small integers from `seed`.
+fn ints(rows: usize, cols: usize, seed: usize) -> Tensor {
+    let v: Vec<f32> = (0..rows * cols).map(|i| ((i * 7 + seed) % 9) as f32 - 4.0).collect();
+    Tensor::from_vec(v, [rows, cols]).unwrap()
+}
+
+/// Ops by sharding rules give the plain ops on the full tensors, for
+/// every placement list of the operands on a 2 x 2 mesh; and a
+/// tensor-parallel MLP's gradients are the plain ones' shards.
+fn ops() {
+    use Placement::{Replicate as R, Shard as S};
+    let p = Placement::PARTIAL_SUM;
+    let mesh = Arc::new(init_device_mesh("cpu", &[2, 2], None).unwrap());
+    let (a, b, c) = (ints(5, 6, 1), ints(6, 7, 2), ints(5, 6, 3));
+    let options = [S(0), S(1), R, p];
+    let all: Vec<[Placement; 2]> = options
+        .iter()
+        .flat_map(|&x| options.iter().map(move |&y| [x, y]))
+        .collect();
+    let whole = |t: &Tensor| distribute_tensor(t, &mesh, &[R, R]).unwrap();
+    let (da, db, dc) = (whole(&a), whole(&b), whole(&c));
+    let (mm, sum, prod) = (a.matmul(&b).unwrap(), a.add(&c).unwrap(), a.mul(&c).unwrap());
+    for pa in &all {
+        let xa = da.redistribute(pa).unwrap();
+        let total = xa.sum().unwrap();
+        assert_eq!(
+            total.full_tensor().unwrap().item::<f32>().unwrap(),
+            a.sum().unwrap().item::<f32>().unwrap()
+        );
+        for pb in &all {
+            let y = xa.matmul(&db.redistribute(pb).unwrap()).unwrap();
+            assert!(same(&y.full_tensor().unwrap(), &mm), "matmul {pa:?} {pb:?}");
+            let xc = dc.redistribute(pb).unwrap();
+            assert!(
+                same(&xa.add(&xc).unwrap().full_tensor().unwrap(), &sum),
+                "add {pa:?} {pb:?}"
+            );
+            assert!(
+                same(&xa.mul(&xc).unwrap().full_tensor().unwrap(), &prod),
+                "mul {pa:?} {pb:?}"
+            );
+            assert!(
+                same(&xa.sub(&xc).unwrap().full_tensor().unwrap(), &a.sub(&c).unwrap()),
+                "sub {pa:?} {pb:?}"
+            );
+        }
+    }
+    // The rules' placements: no communication where none is needed.
+    let cols = db.redistribute(&[R, S(1)]).unwrap();
+    assert_eq!(da.matmul(&cols).unwrap().placements(), [R, S(1)]);
+    let inner = da
+        .redistribute(&[S(1), R])
+        .unwrap()
+        .matmul(&db.redistribute(&[S(0), R]).unwrap())
+        .unwrap();
+    assert_eq!(inner.placements(), [p, R]);
+    assert_eq!(
+        da.redistribute(&[S(0), S(1)]).unwrap().sum().unwrap().placements(),
+        [p, p]
+    );
+
+    // Tensor parallel on mesh dimension 1: x replicated, w1 column-wise
+    // (Shard(1)), w2 row-wise (Shard(0)); the loss's gradients are the
+    // plain MLP's, sharded alike.
+    let x = ints(4, 6, 5);
+    let (w1, w2) = (ints(6, 8, 6), ints(8, 3, 7));
+    let (g1, g2) = {
+        let (w1, w2) = (w1.requires_grad_(true).unwrap(), w2.requires_grad_(true).unwrap());
+        x.matmul(&w1)
+            .unwrap()
+            .relu()
+            .unwrap()
+            .matmul(&w2)
+            .unwrap()
+            .sum()
+            .unwrap()
+            .backward()
+            .unwrap();
+        (w1.grad().unwrap(), w2.grad().unwrap())
+    };
+    let dx = distribute_tensor(&x, &mesh, &[R, R]).unwrap();
+    let d1 = distribute_tensor(&w1.detach().requires_grad_(true).unwrap(), &mesh, &[R, S(1)]).unwrap();
+    let d2 = distribute_tensor(&w2.detach().requires_grad_(true).unwrap(), &mesh, &[R, S(0)]).unwrap();
+    let h = dx.matmul(&d1).unwrap();
+    assert_eq!(h.placements(), [R, S(1)]);
+    let h = DTensor::from_local(&h.to_local().relu().unwrap(), &mesh, h.placements(), Some(h.shape())).unwrap();
+    let out = h.matmul(&d2).unwrap();
+    assert_eq!(out.placements(), [R, p], "row-wise output: a partial sum");
+    out.sum().unwrap().full_tensor().unwrap().backward().unwrap();
+    assert!(same(
+        &d1.to_local().grad().unwrap(),
+        &expected_local(&g1, &mesh, &[R, S(1)])
+    ));
+    assert!(same(
+        &d2.to_local().grad().unwrap(),
+        &expected_local(&g2, &mesh, &[R, S(0)])
+    ));
+
+    // Errors.
+    let e = da.matmul(&da).unwrap_err().to_string();
+    assert!(e.contains("[5, 6]"), "{e}");
+    assert!(da.add(&db).is_err());
+}
+
+#[test]
+fn ops_by_sharding_rules_on_4_ranks() {
+    launch("ops", 4, Duration::from_secs(180));
 }
 
 #[test]

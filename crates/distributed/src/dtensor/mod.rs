@@ -25,6 +25,7 @@
 //! other way, and `from_local` / `to_local` pass gradients straight
 //! through, as in PyTorch.
 
+mod ops;
 pub mod placement;
 mod redistribute;
 
