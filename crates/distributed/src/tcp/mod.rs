@@ -171,7 +171,9 @@ impl Backend for TcpBackend {
                     call,
                     seq,
                 };
-                carry_out(&self.mesh, &mut runner, &job);
+                let result = carry_out(&self.mesh, &mut runner, &job);
+                drop(runner);
+                job.work.finish(result);
                 return job.work.wait();
             }
         }
@@ -229,40 +231,49 @@ fn worker_loop(mesh: &Mesh, rx: &mpsc::Receiver<Job>, runner: &Mutex<Runner>, ou
     loop {
         let waiting = !lock().pending.is_empty();
         let Some(job) = next_job(rx, waiting) else { break };
-        let mut runner = lock();
-        if let Some(job) = job {
-            if let Collective::Recv { src, tag, .. } = &job.call
-                && runner.broken.is_none()
-            {
-                let seq = next(&mut runner.p2p.received, (*src, *tag));
-                let deadline = Instant::now() + mesh.timeout();
-                runner.pending.push(PendingRecv { job, seq, deadline });
-            } else {
-                carry_out(mesh, &mut runner, &job);
-                outstanding.fetch_sub(1, Ordering::SeqCst);
+        // Works finished in this round, completed once the runner is
+        // released: a completion callback may make a blocking call on the
+        // group, which then runs on this thread's caller or is queued.
+        let mut done: Vec<(Work, std::result::Result<Vec<Tensor>, Fail>)> = Vec::new();
+        {
+            let mut runner = lock();
+            if let Some(job) = job {
+                if let Collective::Recv { src, tag, .. } = &job.call
+                    && runner.broken.is_none()
+                {
+                    let seq = next(&mut runner.p2p.received, (*src, *tag));
+                    let deadline = Instant::now() + mesh.timeout();
+                    runner.pending.push(PendingRecv { job, seq, deadline });
+                } else {
+                    let result = carry_out(mesh, &mut runner, &job);
+                    done.push((job.work, result));
+                }
+            }
+            // The pending receives whose message came, or whose time ran
+            // out, in the order they were called.
+            let mut i = 0;
+            while i < runner.pending.len() {
+                let outcome = match &runner.broken {
+                    Some(why) => Some(Err(format!(
+                        "recv: the process group is unusable after an earlier failure: {why}"
+                    ))),
+                    None => poll_recv(mesh, &runner.pending[i]),
+                };
+                let Some(result) = outcome else {
+                    i += 1;
+                    continue;
+                };
+                let received = runner.pending.remove(i);
+                if let (Err(why), None) = (&result, &runner.broken) {
+                    mesh.abort_all(why);
+                    runner.broken = Some(why.clone());
+                }
+                done.push((received.job.work, result));
             }
         }
-        // The pending receives whose message came, or whose time ran out,
-        // in the order they were called.
-        let mut i = 0;
-        while i < runner.pending.len() {
-            let outcome = match &runner.broken {
-                Some(why) => Some(Err(format!(
-                    "recv: the process group is unusable after an earlier failure: {why}"
-                ))),
-                None => poll_recv(mesh, &runner.pending[i]),
-            };
-            let Some(result) = outcome else {
-                i += 1;
-                continue;
-            };
-            let done = runner.pending.remove(i);
-            if let (Err(why), None) = (&result, &runner.broken) {
-                mesh.abort_all(why);
-                runner.broken = Some(why.clone());
-            }
-            done.job.work.finish(result);
+        for (work, result) in done {
             outstanding.fetch_sub(1, Ordering::SeqCst);
+            work.finish(result);
         }
     }
     for p in std::mem::take(&mut lock().pending) {
@@ -273,14 +284,14 @@ fn worker_loop(mesh: &Mesh, rx: &mpsc::Receiver<Job>, runner: &Mutex<Runner>, ou
 }
 
 /// Carries out `job` (not a receive), or fails it at once when the group
-/// broke earlier; a failure breaks the group (every rank is told).
-fn carry_out(mesh: &Mesh, runner: &mut Runner, job: &Job) {
+/// broke earlier; a failure breaks the group (every rank is told). The
+/// caller completes the job's work with the result.
+fn carry_out(mesh: &Mesh, runner: &mut Runner, job: &Job) -> std::result::Result<Vec<Tensor>, Fail> {
     if let Some(why) = &runner.broken {
-        job.work.finish(Err(format!(
+        return Err(format!(
             "{}: the process group is unusable after an earlier failure: {why}",
             job.call.name()
-        )));
-        return;
+        ));
     }
     let result = run(mesh, job, &mut runner.p2p);
     if !job.call.is_p2p() {
@@ -290,7 +301,7 @@ fn carry_out(mesh: &Mesh, runner: &mut Runner, job: &Job) {
         mesh.abort_all(why);
         runner.broken = Some(why.clone());
     }
-    job.work.finish(result);
+    result
 }
 
 /// The outcome of the pending receive `p` now: its tensor filled, or why
