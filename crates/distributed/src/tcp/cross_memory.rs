@@ -29,11 +29,9 @@ pub(crate) fn read_remote(pid: i32, addr: u64, dst: &mut [u8]) -> std::io::Resul
             iov_base: addr.wrapping_add(done as u64) as usize as *mut libc::c_void,
             iov_len: rest.len(),
         };
-        // SAFETY: `local` describes `rest`, memory this function borrows
-        // mutably and exclusively, so the kernel may write its `iov_len`
-        // bytes; `remote` is only read, in the other process, where the
-        // kernel checks the range against that process's mappings (EFAULT
-        // otherwise). One iovec each, as the counts say.
+        // SAFETY: `local` is `rest`, borrowed mutably here (the kernel
+        // writes at most its `iov_len` bytes); `remote` is only read, in the
+        // peer, checked by the kernel against its mappings (EFAULT).
         let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
