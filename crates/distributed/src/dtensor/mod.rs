@@ -32,7 +32,6 @@ mod redistribute;
 use std::sync::Arc;
 
 use ferrotorch_core::Tensor;
-use ferrotorch_core::TensorOptions;
 
 pub use placement::{Placement, chunk_range};
 
@@ -207,13 +206,5 @@ impl DTensor {
     pub fn full_tensor(&self) -> Result<Tensor> {
         let all = vec![Placement::Replicate; self.mesh.ndim()];
         Ok(self.redistribute(&all)?.to_local())
-    }
-
-    /// A DTensor of zeros with this one's mesh, placements and shape.
-    pub fn zeros_like(&self) -> Result<DTensor> {
-        let local = TensorOptions::new()
-            .dtype(self.local.dtype())
-            .zeros(self.local.shape())?;
-        Ok(DTensor { local, ..self.clone() })
     }
 }

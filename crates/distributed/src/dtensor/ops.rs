@@ -78,22 +78,24 @@ fn pointwise(
     [pa, pb, out]
 }
 
+/// The rule of `add` and `sub`: equal placements stay (a partial sum
+/// too, as sums of partial sums add); anything else goes to `Replicate`.
+fn additive(x: Placement, y: Placement) -> Option<Placement> {
+    (x == y && (!x.is_partial() || x == PSUM)).then_some(x)
+}
+
 impl DTensor {
     /// `self + other` (same shape): see the module's rules.
     pub fn add(&self, other: &DTensor) -> Result<DTensor> {
         same_layout(self, other, "add", true)?;
-        let [pa, pb, out] = pointwise(self, other, |x, y| {
-            (x == y && (!x.is_partial() || x == PSUM)).then_some(x)
-        });
+        let [pa, pb, out] = pointwise(self, other, additive);
         binary(self, other, pa, pb, out, self.shape.clone(), |a, b| a.add(b))
     }
 
     /// `self - other` (same shape): see the module's rules.
     pub fn sub(&self, other: &DTensor) -> Result<DTensor> {
         same_layout(self, other, "sub", true)?;
-        let [pa, pb, out] = pointwise(self, other, |x, y| {
-            (x == y && (!x.is_partial() || x == PSUM)).then_some(x)
-        });
+        let [pa, pb, out] = pointwise(self, other, additive);
         binary(self, other, pa, pb, out, self.shape.clone(), |a, b| a.sub(b))
     }
 

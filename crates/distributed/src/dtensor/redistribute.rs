@@ -336,22 +336,22 @@ impl Function for Redistribute {
     }
 
     fn forward(&self, _ctx: &mut FunctionCtx, inputs: &[Tensor]) -> ferrotorch_core::Result<Vec<Tensor>> {
-        transform(&inputs[0], &self.mesh, &self.shape, &self.from, &self.to)
-            .map(|t| vec![t])
-            .map_err(to_core)
+        Ok(vec![transform(
+            &inputs[0],
+            &self.mesh,
+            &self.shape,
+            &self.from,
+            &self.to,
+        )?])
     }
 
     fn backward(&self, _ctx: &FunctionCtx, grads: &[Option<Tensor>]) -> ferrotorch_core::Result<Vec<Option<Tensor>>> {
         let Some(g) = &grads[0] else { return Ok(vec![None]) };
         let from: Vec<Placement> = self.to.iter().map(|p| p.of_gradient()).collect();
         let to: Vec<Placement> = self.from.iter().map(|p| p.of_gradient()).collect();
-        let g = transform(g, &self.mesh, &self.shape, &from, &to).map_err(to_core)?;
+        let g = transform(g, &self.mesh, &self.shape, &from, &to)?;
         Ok(vec![Some(g)])
     }
-}
-
-fn to_core(e: DistError) -> ferrotorch_core::Error {
-    ferrotorch_core::Error::invalid("redistribute", e.to_string())
 }
 
 /// Redistributes `x` from `from` to `to`, recorded for autograd when `x`

@@ -133,10 +133,7 @@ pub(crate) fn all_reduce(
     op: ReduceOp,
 ) -> std::result::Result<(), Fail> {
     let (r, n) = (st.mesh.rank(), st.mesh.size());
-    let es = dtype.element_size();
-    let blocks = even_blocks(buf.len() / es, n, es);
-    let addr = exchange_addresses(st, buf)?;
-    reduce_block(st, pids, &addr, buf, blocks[r].clone(), dtype, op, op == ReduceOp::Avg)?;
+    let (addr, blocks) = reduce_own_block(st, pids, buf, dtype, op, op == ReduceOp::Avg)?;
     // Round 2: this block is reduced (and this rank has read the peers'
     // copies of it: they may overwrite them).
     for p in peers(r, n) {
@@ -151,6 +148,24 @@ pub(crate) fn all_reduce(
     round(st, TAG_READ)
 }
 
+/// Round 1, then this rank's block of `buf` ([`even_blocks`]) reduced over
+/// every rank ([`reduce_block`]): the ranks' buffer addresses and the
+/// blocks.
+fn reduce_own_block(
+    st: &Step<'_>,
+    pids: &[i32],
+    buf: &mut [u8],
+    dtype: DType,
+    op: ReduceOp,
+    avg: bool,
+) -> std::result::Result<(Vec<u64>, Vec<Range<usize>>), Fail> {
+    let es = dtype.element_size();
+    let blocks = even_blocks(buf.len() / es, st.mesh.size(), es);
+    let addr = exchange_addresses(st, buf)?;
+    reduce_block(st, pids, &addr, buf, blocks[st.mesh.rank()].clone(), dtype, op, avg)?;
+    Ok((addr, blocks))
+}
+
 /// Reduce-scatter by single-copy reads: `buf` holds one block per rank
 /// ([`even_blocks`]); afterwards this rank's block of it holds the
 /// reduction over every rank (the mean's division left to the caller).
@@ -161,10 +176,7 @@ pub(crate) fn reduce_scatter(
     dtype: DType,
     op: ReduceOp,
 ) -> std::result::Result<(), Fail> {
-    let (r, n) = (st.mesh.rank(), st.mesh.size());
-    let blocks = even_blocks(buf.len() / dtype.element_size(), n, dtype.element_size());
-    let addr = exchange_addresses(st, buf)?;
-    reduce_block(st, pids, &addr, buf, blocks[r].clone(), dtype, op, false)?;
+    reduce_own_block(st, pids, buf, dtype, op, false)?;
     round(st, TAG_READ)
 }
 
