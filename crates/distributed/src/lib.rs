@@ -42,6 +42,7 @@ pub mod device_mesh;
 pub mod dtensor;
 pub mod env;
 pub mod error;
+pub mod fsdp;
 pub mod group;
 pub mod init;
 pub mod launcher;

@@ -51,5 +51,7 @@ pub use module::state;
 pub use module::{__private, Module, Visitable, Visitor};
 pub use parameter::{Buffer, Parameter};
 pub use repr::repr;
-pub use state::{BackwardHook, ForwardHook, ForwardOutput, ForwardPreHook, HookHandle, ModuleState, call_with_hooks};
+pub use state::{
+    Attachment, BackwardHook, ForwardHook, ForwardOutput, ForwardPreHook, HookHandle, ModuleState, call_with_hooks,
+};
 pub use state_dict::{IncompatibleKeys, StateDict};

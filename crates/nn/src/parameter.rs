@@ -98,6 +98,30 @@ impl Parameter {
         Ok(())
     }
 
+    /// Puts `t` itself in the handle, graph and all (no detach, no
+    /// `requires_grad` change), and returns the tensor it held. For
+    /// wrappers that run a module on other tensors than its own for one
+    /// forward, as FSDP runs it on gathered parameters (PyTorch's FSDP
+    /// registers the unsharded parameter in the module the same way);
+    /// they swap the old tensor back afterwards.
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// use ferrotorch_nn::Parameter;
+    /// let w = Parameter::new(Tensor::ones([2])?)?;
+    /// let gathered = w.tensor().mul(2.0)?; // a non-leaf
+    /// let own = w.swap_tensor(gathered);
+    /// assert!(!w.tensor().is_leaf());
+    /// w.swap_tensor(own);
+    /// assert!(w.tensor().is_leaf());
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn swap_tensor(&self, t: Tensor) -> Tensor {
+        let old = self.tensor();
+        self.0.set(t);
+        old
+    }
+
     /// Its number of elements (`p.numel()`, as on the tensor: counting a
     /// model's parameters is `params.iter().map(Parameter::numel).sum()`).
     pub fn numel(&self) -> usize {

@@ -96,13 +96,18 @@ impl Hooks {
 pub struct ModuleState {
     training: AtomicBool,
     hooks: Arc<Hooks>,
+    attachments: RwLock<Vec<(&'static str, Attachment)>>,
 }
+
+/// A value a wrapper keeps on a module (see [`ModuleState::attach`]).
+pub type Attachment = Arc<dyn std::any::Any + Send + Sync>;
 
 impl Default for ModuleState {
     fn default() -> Self {
         ModuleState {
             training: AtomicBool::new(true),
             hooks: Arc::default(),
+            attachments: RwLock::default(),
         }
     }
 }
@@ -117,7 +122,7 @@ impl std::fmt::Debug for ModuleState {
 }
 
 /// A copy has the same training flag and the same hooks, in lists of its
-/// own (PyTorch's `copy.deepcopy` copies the hook dicts and shares the
+/// own, and none of the original's [attachments](ModuleState::attach) (PyTorch's `copy.deepcopy` copies the hook dicts and shares the
 /// hook functions): hooks registered later on either module stay on that
 /// module, and the handles returned for the original's hooks remove them
 /// from the original only, as PyTorch's `RemovableHandle`s do.
@@ -126,6 +131,7 @@ impl Clone for ModuleState {
         ModuleState {
             training: AtomicBool::new(self.is_training()),
             hooks: Arc::new(self.hooks.copy()),
+            attachments: RwLock::default(),
         }
     }
 }
@@ -139,6 +145,39 @@ impl ModuleState {
     /// Sets the training flag of this module only.
     pub fn set_training(&self, mode: bool) {
         self.training.store(mode, Ordering::Relaxed);
+    }
+
+    /// Keeps `value` on the module under `key`, as PyTorch's wrappers set
+    /// attributes on a module (`fully_shard` keeps its state this way, so
+    /// that an enclosing `fully_shard` or a state-dict function finds it
+    /// by walking the modules). Errors when `key` is taken: a module is
+    /// wrapped once.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use ferrotorch_nn::ModuleState;
+    /// let st = ModuleState::default();
+    /// st.attach("tag", Arc::new(7u32))?;
+    /// assert_eq!(st.attachment("tag").and_then(|a| a.downcast::<u32>().ok()).as_deref(), Some(&7));
+    /// assert!(st.attach("tag", Arc::new(8u32)).is_err() && st.attachment("other").is_none());
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn attach(&self, key: &'static str, value: Attachment) -> Result<()> {
+        let mut list = self.attachments.write().unwrap_or_else(PoisonError::into_inner);
+        if list.iter().any(|(k, _)| *k == key) {
+            return Err(Error::invalid(
+                "ModuleState::attach",
+                format!("the module already has a {key:?} attachment (it was wrapped before)"),
+            ));
+        }
+        list.push((key, value));
+        Ok(())
+    }
+
+    /// The value kept under `key` by [`ModuleState::attach`], if any.
+    pub fn attachment(&self, key: &str) -> Option<Attachment> {
+        let list = self.attachments.read().unwrap_or_else(PoisonError::into_inner);
+        list.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())
     }
 
     /// Whether any hook is registered.

@@ -405,6 +405,83 @@ impl Storage {
         Ok(true)
     }
 
+    /// Frees the host memory of this storage while every tensor and view
+    /// on it stays valid as a handle (PyTorch's
+    /// `untyped_storage().resize_(0)`, which FSDP uses for gathered
+    /// parameters that the autograd graph still refers to). Until
+    /// [`Storage::restore_cpu`] gives it memory again, every read or write
+    /// of a tensor on it fails with [`Error::NoData`]. The version is kept.
+    /// Releasing released storage does nothing; an error for memory that is
+    /// not the CPU's and for read-only storage.
+    ///
+    /// ```
+    /// use ferrotorch_core::Tensor;
+    /// use ferrotorch_core::backend::TensorExt;
+    /// let w = Tensor::new([1.0f32, 2.0])?;
+    /// let view = w.mul(1.0)?; // (a new tensor; `w` itself is released below)
+    /// w.storage().release_cpu()?;
+    /// assert!(w.storage().is_released() && w.to_vec::<f32>().is_err());
+    /// let bytes: Vec<u8> = [3.0f32, 4.0].iter().flat_map(|x| x.to_ne_bytes()).collect();
+    /// w.storage().restore_cpu(|b| b.copy_from_slice(&bytes))?;
+    /// assert_eq!(w.to_vec::<f32>()?, [3.0, 4.0]);
+    /// # let _ = view;
+    /// # Ok::<(), ferrotorch_core::Error>(())
+    /// ```
+    pub fn release_cpu(&self) -> Result<()> {
+        self.check_host_writable("release_cpu")?;
+        let mut guard = self.write();
+        if matches!(*guard, Buffer::Cpu(_)) {
+            // Drops the CpuBuffer, returning its memory to the allocator.
+            *guard = Buffer::Meta;
+        }
+        Ok(())
+    }
+
+    /// Whether this host storage's memory was freed by
+    /// [`Storage::release_cpu`] (and not restored since).
+    pub fn is_released(&self) -> bool {
+        self.0.device == Device::Cpu && matches!(*self.read(), Buffer::Meta)
+    }
+
+    /// Gives storage freed by [`Storage::release_cpu`] fresh memory of its
+    /// size, zeroed, then filled by `f`, without a new version: it brings
+    /// back the same contents, so tensors saved for backward before the
+    /// release still pass autograd's in-place check. On bool storage every
+    /// byte `f` left other than 0 becomes 1. Errors when the storage is not
+    /// released ([`Storage::with_cpu_bytes_mut`] writes live memory) and
+    /// with [`Error::OutOfMemory`] when the memory cannot be had.
+    pub fn restore_cpu(&self, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        self.check_host_writable("restore_cpu")?;
+        let mut buf = CpuBuffer::zeroed(self.0.nbytes)?;
+        let bytes = buf.bytes_mut();
+        f(&mut *bytes);
+        if self.0.bool_typed {
+            bytes.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+        }
+        let mut guard = self.write();
+        if !matches!(*guard, Buffer::Meta) {
+            return Err(Error::invalid(
+                "restore_cpu",
+                "the storage holds memory (only storage freed by release_cpu can be restored)",
+            ));
+        }
+        *guard = Buffer::Cpu(buf);
+        Ok(())
+    }
+
+    fn check_host_writable(&self, op: &'static str) -> Result<()> {
+        if self.0.device != Device::Cpu {
+            return Err(Error::invalid(
+                op,
+                format!("the storage is on {}, not the CPU", self.0.device),
+            ));
+        }
+        if self.0.read_only {
+            return Err(Error::invalid(op, "the storage is read-only (a shared constant)"));
+        }
+        Ok(())
+    }
+
     /// True when both handles share the same memory.
     pub fn same(&self, other: &Storage) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
