@@ -53,6 +53,7 @@ pub mod reduce_op;
 pub mod store;
 pub mod tcp;
 mod tensor_bytes;
+pub mod tensor_parallel;
 pub mod work;
 
 pub use backend::Backend;

@@ -27,7 +27,7 @@
 
 mod ops;
 pub mod placement;
-mod redistribute;
+pub(crate) mod redistribute;
 
 use std::sync::Arc;
 

@@ -36,15 +36,15 @@ use crate::reduce_op::ReduceOp;
 
 /// The group along mesh dimension `d`, its size, this rank's coordinate
 /// on it, and the group rank of each coordinate.
-struct Line {
+pub(crate) struct Line {
     group: Arc<ProcessGroup>,
-    n: usize,
-    me: usize,
+    pub(crate) n: usize,
+    pub(crate) me: usize,
     group_rank: Vec<usize>,
 }
 
 impl Line {
-    fn new(mesh: &DeviceMesh, d: usize) -> Result<Line> {
+    pub(crate) fn new(mesh: &DeviceMesh, d: usize) -> Result<Line> {
         let group = mesh.get_group(d)?;
         let ranks = mesh.line_ranks(d)?;
         let group_rank = ranks
@@ -87,14 +87,14 @@ fn pad(x: &Tensor, dim: usize, len: usize) -> Result<Tensor> {
 }
 
 /// Chunk `k` of `n` of `x` along `dim` (`torch.chunk`), as a view.
-fn chunk(x: &Tensor, dim: usize, n: usize, k: usize) -> Result<Tensor> {
+pub(crate) fn chunk(x: &Tensor, dim: usize, n: usize, k: usize) -> Result<Tensor> {
     let (start, len) = chunk_range(x.shape()[dim], n, k);
     Ok(x.narrow(dim as i64, start as i64, len as i64)?)
 }
 
 /// `Shard(dim)` -> `Replicate` along `line`: the chunks of a dimension of
 /// `logical` elements gathered in coordinate order.
-fn gather(x: &Tensor, line: &Line, dim: usize, logical: usize) -> Result<Tensor> {
+pub(crate) fn gather(x: &Tensor, line: &Line, dim: usize, logical: usize) -> Result<Tensor> {
     let full = full_chunk(logical, line.n);
     let mine = pad(x, dim, full)?;
     let outs: Vec<Tensor> = (0..line.n)
@@ -111,14 +111,14 @@ fn gather(x: &Tensor, line: &Line, dim: usize, logical: usize) -> Result<Tensor>
 }
 
 /// `Partial(op)` -> `Replicate`: the all-reduce of a copy.
-fn reduce(x: &Tensor, line: &Line, op: ReduceOp) -> Result<Tensor> {
+pub(crate) fn reduce(x: &Tensor, line: &Line, op: ReduceOp) -> Result<Tensor> {
     let y = x.contiguous()?.clone_tensor()?;
     line.group.all_reduce(&y, op)?.wait()?;
     Ok(y)
 }
 
 /// `Partial(op)` -> `Shard(dim)`: the reduce-scatter of the chunks.
-fn reduce_scatter(x: &Tensor, line: &Line, op: ReduceOp, dim: usize) -> Result<Tensor> {
+pub(crate) fn reduce_scatter(x: &Tensor, line: &Line, op: ReduceOp, dim: usize) -> Result<Tensor> {
     let full = full_chunk(x.shape()[dim], line.n);
     let coordinate = line.coordinate_of();
     let inputs: Vec<Tensor> = (0..line.n)

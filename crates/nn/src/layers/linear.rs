@@ -145,20 +145,19 @@ impl Linear {
 }
 
 impl Forward for Linear {
-    /// Errors when the last dim of `x` is not `in_features`, naming the
+    /// Errors when the last dim of `x` is not the weight's (`in_features`,
+    /// or this rank's part of it in a row-parallel layer), naming the
     /// layer and both shapes.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        if x.shape().last() != Some(&self.in_features) {
+        let w = self.weight.tensor();
+        let inputs = w.shape().get(1).copied().unwrap_or(self.in_features);
+        if x.shape().last() != Some(&inputs) {
             return Err(Error::module(
                 self.repr(),
-                format!("expected input [*, {}], got {:?}", self.in_features, x.shape()),
+                format!("expected input [*, {inputs}], got {:?}", x.shape()),
             ));
         }
-        F::linear(
-            x,
-            &self.weight.tensor(),
-            self.bias.as_ref().map(Parameter::tensor).as_ref(),
-        )
+        F::linear(x, &w, self.bias.as_ref().map(Parameter::tensor).as_ref())
     }
 }
 
