@@ -51,9 +51,10 @@ pub use style::{ColwiseParallel, LAST, ParallelStyle, RowwiseParallel, SequenceP
 /// `module` whose name matches the pattern (dot-separated; `*` matches one
 /// name, as in `h.*.mlp.c_fc`), over the 1-D `mesh`. Parameters are cut
 /// from rank 0's values (or copied from them, for whole ones), as
-/// `distribute_tensor` does. Errors: a mesh of other than one dimension, a
+/// `distribute_tensor` does; a parameter two layers share (a tied
+/// embedding and head) is cut once. Errors: a mesh of other than one dimension, a
 /// pattern that matches no module, a style on a layer it does not apply
-/// to, an unsupported layout.
+/// to, an unsupported layout, a shared parameter cut two ways.
 pub fn parallelize_module<M: Module + ?Sized>(
     module: &M,
     mesh: &Arc<DeviceMesh>,
@@ -67,11 +68,12 @@ pub fn parallelize_module<M: Module + ?Sized>(
         )));
     }
     let modules = module.named_modules();
+    let mut done = style::Done::default();
     for (pattern, style) in plan {
         let mut hit = false;
         for (name, m) in &modules {
             if matches(pattern, name) {
-                style::apply(name, *m, mesh, *style)?;
+                style::apply(name, *m, mesh, *style, &mut done)?;
                 hit = true;
             }
         }

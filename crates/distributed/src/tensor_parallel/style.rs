@@ -29,12 +29,19 @@ pub const LAST: usize = usize::MAX;
 /// dimension is gathered first). Output layouts: `Shard(LAST)` (PyTorch's `Shard(-1)`, the default:
 /// each rank keeps its features, for a row-wise layer or loss parallel
 /// next) or `Replicate` (gathered).
+///
+/// Beyond PyTorch, `fused` cuts a fused projection (nanoGPT's `c_attn`,
+/// whose outputs are q, k and v one after the other: `fused: 3`) block by
+/// block: each rank's output is its chunk of every block, in order, so
+/// the layer's forward can split it as the whole one's.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ColwiseParallel {
     /// How the input arrives.
     pub input_layouts: Placement,
     /// How the output leaves.
     pub output_layouts: Placement,
+    /// The number of equal blocks the output features consist of (1).
+    pub fused: usize,
 }
 
 impl Default for ColwiseParallel {
@@ -42,6 +49,7 @@ impl Default for ColwiseParallel {
         ColwiseParallel {
             input_layouts: Placement::Replicate,
             output_layouts: Placement::Shard(LAST),
+            fused: 1,
         }
     }
 }
@@ -161,13 +169,59 @@ impl<'a> Target<'a> {
     }
 }
 
-/// Cuts `p` along `dim` from rank 0's values (`distribute_tensor`), or
-/// makes rank 0's whole value every rank's (`None`).
-fn shard_param(p: &Parameter, mesh: &Arc<DeviceMesh>, dim: Option<usize>) -> Result<()> {
-    let placement = dim.map_or(Placement::Replicate, Placement::Shard);
-    let local = no_grad(|| distribute_tensor(&p.tensor().detach(), mesh, &[placement]))?.to_local();
-    p.set_tensor(local.detach())?;
-    Ok(())
+/// The parameters one `parallelize_module` call has cut so far (a tied
+/// weight is met twice): id, dimension (`None`: whole) and blocks.
+#[derive(Default)]
+pub(crate) struct Done(Vec<(usize, Option<usize>, usize)>);
+
+impl Done {
+    /// Cuts `p` along `dim` from rank 0's values (`distribute_tensor`),
+    /// each of its `parts` equal blocks alike, or makes rank 0's whole
+    /// value every rank's (`None`); nothing for a parameter cut the same
+    /// way before, an error for one cut another way.
+    fn shard(
+        &mut self,
+        fqn: &str,
+        p: &Parameter,
+        mesh: &Arc<DeviceMesh>,
+        dim: Option<usize>,
+        parts: usize,
+    ) -> Result<()> {
+        if let Some(&(_, d, k)) = self.0.iter().find(|(id, _, _)| *id == p.id()) {
+            if (d, k) == (dim, parts) {
+                return Ok(());
+            }
+            return Err(DistError::InvalidArgument(format!(
+                "parallelize_module: {fqn} shares a parameter with a layer that cut it another way (along {d:?}, not \
+                 {dim:?})"
+            )));
+        }
+        let full = p.tensor().detach();
+        let local = match dim {
+            None => no_grad(|| distribute_tensor(&full, mesh, &[Placement::Replicate]))?.to_local(),
+            Some(d) => {
+                let len = full.shape()[d];
+                if parts == 0 || !len.is_multiple_of(parts) {
+                    return Err(DistError::InvalidArgument(format!(
+                        "parallelize_module: {fqn}: {len} features are not {parts} equal fused blocks"
+                    )));
+                }
+                let blocks: Vec<Tensor> = (0..parts)
+                    .map(|j| {
+                        let block = full.narrow(d as i64, (j * len / parts) as i64, (len / parts) as i64)?;
+                        Ok(
+                            no_grad(|| distribute_tensor(&block.contiguous()?, mesh, &[Placement::Shard(d)]))?
+                                .to_local(),
+                        )
+                    })
+                    .collect::<Result<_>>()?;
+                Tensor::cat(&blocks, d as i64)?
+            }
+        };
+        p.set_tensor(local.detach())?;
+        self.0.push((p.id(), dim, parts));
+        Ok(())
+    }
 }
 
 /// The layouts a style accepts, checked.
@@ -190,15 +244,21 @@ fn check_layout(fqn: &str, what: &str, got: Placement, allowed: &[Placement]) ->
 }
 
 /// Applies `style` to the module `m` (named `fqn`) over the 1-D `mesh`.
-pub(crate) fn apply(fqn: &str, m: &dyn Module, mesh: &Arc<DeviceMesh>, style: ParallelStyle) -> Result<()> {
+pub(crate) fn apply(
+    fqn: &str,
+    m: &dyn Module,
+    mesh: &Arc<DeviceMesh>,
+    style: ParallelStyle,
+    done: &mut Done,
+) -> Result<()> {
     match style {
-        ParallelStyle::Colwise(s) => colwise(&Target::of(fqn, m)?, mesh, s),
-        ParallelStyle::Rowwise(s) => rowwise(&Target::of(fqn, m)?, mesh, s),
-        ParallelStyle::Sequence(s) => sequence(fqn, m, mesh, s),
+        ParallelStyle::Colwise(s) => colwise(&Target::of(fqn, m)?, mesh, s, done),
+        ParallelStyle::Rowwise(s) => rowwise(&Target::of(fqn, m)?, mesh, s, done),
+        ParallelStyle::Sequence(s) => sequence(fqn, m, mesh, s, done),
     }
 }
 
-fn colwise(t: &Target, mesh: &Arc<DeviceMesh>, s: ColwiseParallel) -> Result<()> {
+fn colwise(t: &Target, mesh: &Arc<DeviceMesh>, s: ColwiseParallel, done: &mut Done) -> Result<()> {
     let seq = Placement::Shard(1);
     check_layout(t.fqn, "input layout", s.input_layouts, &[Placement::Replicate, seq])?;
     check_layout(
@@ -214,9 +274,15 @@ fn colwise(t: &Target, mesh: &Arc<DeviceMesh>, s: ColwiseParallel) -> Result<()>
         "Embedding" => (1, t.weight.shape()[1]),
         _ => return Err(t.unsupported("ColwiseParallel")),
     };
-    shard_param(&t.weight, mesh, Some(dim))?;
+    if s.fused != 1 && (t.kind != "Linear" || s.output_layouts == Placement::Replicate) {
+        return Err(DistError::InvalidArgument(format!(
+            "parallelize_module: {}: fused blocks apply to a Linear whose output stays cut",
+            t.fqn
+        )));
+    }
+    done.shard(t.fqn, &t.weight, mesh, Some(dim), s.fused)?;
     if let Some(b) = &t.bias {
-        shard_param(b, mesh, Some(0))?;
+        done.shard(t.fqn, b, mesh, Some(0), s.fused)?;
     }
     let input = match (t.kind.as_str(), s.input_layouts) {
         ("Embedding", Placement::Replicate) => None,
@@ -245,7 +311,7 @@ fn colwise(t: &Target, mesh: &Arc<DeviceMesh>, s: ColwiseParallel) -> Result<()>
     Ok(())
 }
 
-fn rowwise(t: &Target, mesh: &Arc<DeviceMesh>, s: RowwiseParallel) -> Result<()> {
+fn rowwise(t: &Target, mesh: &Arc<DeviceMesh>, s: RowwiseParallel, done: &mut Done) -> Result<()> {
     check_layout(
         t.fqn,
         "input layout",
@@ -265,9 +331,9 @@ fn rowwise(t: &Target, mesh: &Arc<DeviceMesh>, s: RowwiseParallel) -> Result<()>
     match t.kind.as_str() {
         "Linear" => {
             let in_features = t.weight.shape()[1];
-            shard_param(&t.weight, mesh, Some(1))?;
+            done.shard(t.fqn, &t.weight, mesh, Some(1), 1)?;
             if let Some(b) = &t.bias {
-                shard_param(b, mesh, None)?;
+                done.shard(t.fqn, b, mesh, None, 1)?;
             }
             // The bias is added once, after the partial outputs are summed:
             // the layer runs with a zero bias in its place.
@@ -313,7 +379,7 @@ fn rowwise(t: &Target, mesh: &Arc<DeviceMesh>, s: RowwiseParallel) -> Result<()>
             let vocab = t.weight.shape()[0];
             let n = mesh.size(0)?;
             let (start, len) = chunk_range(vocab, n, mesh.get_local_rank(0)?);
-            shard_param(&t.weight, mesh, Some(0))?;
+            done.shard(t.fqn, &t.weight, mesh, Some(0), 1)?;
             // Ids outside this rank's rows look up row 0 and are zeroed.
             let outside: Arc<Mutex<Option<Tensor>>> = Arc::default();
             let keep = outside.clone();
@@ -342,7 +408,7 @@ fn rowwise(t: &Target, mesh: &Arc<DeviceMesh>, s: RowwiseParallel) -> Result<()>
     Ok(())
 }
 
-fn sequence(fqn: &str, m: &dyn Module, mesh: &Arc<DeviceMesh>, s: SequenceParallel) -> Result<()> {
+fn sequence(fqn: &str, m: &dyn Module, mesh: &Arc<DeviceMesh>, s: SequenceParallel, done: &mut Done) -> Result<()> {
     if s.sequence_dim == 0 {
         return Err(DistError::InvalidArgument(format!(
             "parallelize_module: {fqn}: SequenceParallel's sequence dimension must follow the batch's (got 0)"
@@ -353,7 +419,7 @@ fn sequence(fqn: &str, m: &dyn Module, mesh: &Arc<DeviceMesh>, s: SequenceParall
         .ok_or_else(|| DistError::InvalidArgument(format!("parallelize_module: {fqn} has no ModuleState")))?;
     let params: Vec<Parameter> = m.parameters();
     for p in &params {
-        shard_param(p, mesh, None)?;
+        done.shard(fqn, p, mesh, None, 1)?;
     }
     if params.is_empty() {
         return Ok(());
