@@ -14,12 +14,15 @@ mod model;
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
 use ferrotorch::autograd::no_grad;
 use ferrotorch::distributed::ddp::{DdpOptions, DistributedDataParallel};
-use ferrotorch::distributed::{self as dist, InitOptions};
+use ferrotorch::distributed::dtensor::{DTensor, Placement};
+use ferrotorch::distributed::tensor_parallel::loss_parallel_cross_entropy;
+use ferrotorch::distributed::{self as dist, DeviceMesh, InitOptions};
 use ferrotorch::nn::{Forward, Module};
 use ferrotorch::optim::lr_scheduler::{LambdaLR, LrScheduler};
 use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
@@ -128,12 +131,26 @@ pub(crate) struct Args {
     /// samples (the unwrapped model's state dict, as nanoGPT's `raw_model`).
     #[arg(long)]
     ddp: bool,
-    /// The process group's backend with `--ddp`.
+    /// Fully sharded data parallel (FSDP2's `fully_shard`) on the
+    /// processes a launcher started: each block's parameters, gradients and
+    /// optimizer state cut across the data-parallel ranks. Every rank
+    /// evaluates and samples with the others (the forwards are collective);
+    /// rank 0 prints.
+    #[arg(long)]
+    fsdp: bool,
+    /// Tensor parallelism over groups of this many processes (Megatron's
+    /// layout: attention heads and MLP features cut across them, loss
+    /// parallel on the vocabulary); with `--fsdp`, the processes form a
+    /// data-parallel x tensor-parallel mesh (`--fsdp --tp 2` on 4: 2 x 2).
+    #[arg(long, default_value_t = 1)]
+    tp: usize,
+    /// The process group's backend with `--ddp`, `--fsdp` or `--tp`.
     #[arg(long, default_value = "tcp")]
     dist_backend: String,
 }
 
-/// The model, alone or wrapped for data-parallel training.
+/// The model, alone (or sharded in place by `--fsdp` / `--tp`) or
+/// wrapped for data-parallel training.
 enum Net {
     Plain(Gpt),
     Ddp(DistributedDataParallel<Gpt>),
@@ -154,6 +171,88 @@ impl Net {
             Net::Plain(m) => m,
             Net::Ddp(d) => d,
         }
+    }
+}
+
+/// How the processes share the work: data parallel (`--ddp`), sharded
+/// (`--fsdp`, `--tp`) or one process.
+struct Parallel {
+    rank: usize,
+    world: usize,
+    /// This process's data-parallel rank and their number (ranks of one
+    /// tensor-parallel group draw the same batches).
+    dp_rank: usize,
+    dp: usize,
+    /// The tensor-parallel mesh (`--tp` above 1): loss parallel over it.
+    tp: Option<Arc<DeviceMesh>>,
+    /// Whether forwards are collective (`--fsdp`, `--tp`): every rank
+    /// evaluates and samples.
+    sharded: bool,
+    distributed: bool,
+}
+
+impl Parallel {
+    /// Joins the process group the flags ask for and lays out the mesh.
+    fn init(args: &Args) -> BoxResult<Parallel> {
+        let sharded = args.fsdp || args.tp > 1;
+        if args.ddp && sharded {
+            return Err("--ddp does not combine with --fsdp or --tp (use --fsdp --tp N)".into());
+        }
+        if args.tp == 0 || !args.n_head.is_multiple_of(args.tp) {
+            return Err(format!("--tp {} must divide --n-head {}", args.tp, args.n_head).into());
+        }
+        if !(args.ddp || sharded) {
+            return Ok(Parallel {
+                rank: 0,
+                world: 1,
+                dp_rank: 0,
+                dp: 1,
+                tp: None,
+                sharded: false,
+                distributed: false,
+            });
+        }
+        // init_process_group(backend) with the launcher's variables.
+        dist::init_process_group(InitOptions::new(&args.dist_backend))?;
+        let (rank, world) = (dist::get_rank()?, dist::get_world_size()?);
+        if !world.is_multiple_of(args.tp) {
+            return Err(format!("--tp {} must divide the {world} processes", args.tp).into());
+        }
+        let mut p = Parallel {
+            rank,
+            world,
+            dp_rank: rank / args.tp,
+            dp: world / args.tp,
+            tp: None,
+            sharded,
+            distributed: true,
+        };
+        if args.tp > 1 {
+            let mesh = dist::init_device_mesh("cpu", &[p.dp, args.tp], Some(&["dp", "tp"]))?;
+            p.tp = Some(Arc::new(mesh.submesh(&["tp"])?));
+        }
+        Ok(p)
+    }
+
+    /// The model as the flags want it: wrapped by DDP, cut by `--tp`,
+    /// sharded by `--fsdp` over the data-parallel ranks.
+    fn model(&self, args: &Args, config: &GptConfig) -> BoxResult<Net> {
+        let model = Gpt::new(config)?;
+        if args.ddp {
+            return Ok(Net::Ddp(DistributedDataParallel::new(model, DdpOptions::default())?));
+        }
+        if let Some(tp) = &self.tp {
+            model.parallelize(tp)?;
+        }
+        if args.fsdp {
+            let dp = if self.tp.is_some() {
+                dist::init_device_mesh("cpu", &[self.dp, args.tp], Some(&["dp", "tp"]))?.submesh(&["dp"])?
+            } else {
+                dist::init_device_mesh("cpu", &[self.world], None)?
+            };
+            model.fully_shard(&Arc::new(dp))?;
+        }
+        Ok(Net::Plain(model))
     }
 }
 
@@ -210,27 +309,36 @@ impl Corpus {
     }
 }
 
-/// The mean cross-entropy of next-character prediction.
-fn loss_of(model: &dyn Forward, x: &Tensor, y: &Tensor, amp: Amp) -> ferrotorch::Result<Tensor> {
+/// The mean cross-entropy of next-character prediction (of `vocab`
+/// classes; under tensor parallelism over `tp`, from logits whose classes
+/// are cut across its ranks: loss parallel).
+fn loss_of(model: &dyn Forward, x: &Tensor, y: &Tensor, amp: Amp, tp: Tp) -> ferrotorch::Result<Tensor> {
     // The forward pass and the loss under autocast (with `--amp`); the
     // backward pass runs outside the region, as PyTorch recommends.
     let _region = amp.region()?;
     let logits = model.call(x)?;
     let v = logits.shape()[2];
+    if let Some((mesh, vocab)) = tp {
+        let logits = logits.to_dtype(ferrotorch::DType::F32)?;
+        return Ok(loss_parallel_cross_entropy(&logits, y, vocab, mesh)?);
+    }
     logits
         .view([-1, v as i64])?
         .cross_entropy(&y.view([-1])?, None, Reduction::Mean, -100, 0.0)
 }
 
+/// The tensor-parallel mesh and the vocabulary size, under `--tp`.
+type Tp<'a> = Option<(&'a Arc<DeviceMesh>, usize)>;
+
 /// Mean train and val loss over `iters` batches each, in eval mode.
-fn estimate_loss(model: &Gpt, corpus: &Corpus, args: &Args, g: &Generator) -> BoxResult<(f64, f64)> {
+fn estimate_loss(model: &Gpt, corpus: &Corpus, args: &Args, g: &Generator, tp: Tp) -> BoxResult<(f64, f64)> {
     model.eval();
     let mut out = [0.0; 2];
     no_grad(|| -> BoxResult<()> {
         for (k, val) in [false, true].into_iter().enumerate() {
             for _ in 0..args.eval_iters {
                 let (x, y) = corpus.batch(val, args.batch_size, args.block_size, g)?;
-                out[k] += loss_of(model, &x, &y, args.amp)?.item::<f32>()? as f64 / args.eval_iters as f64;
+                out[k] += loss_of(model, &x, &y, args.amp, tp)?.item::<f32>()? as f64 / args.eval_iters as f64;
             }
         }
         Ok(())
@@ -241,7 +349,14 @@ fn estimate_loss(model: &Gpt, corpus: &Corpus, args: &Args, g: &Generator) -> Bo
 
 /// `n` characters continuing `context`, sampled with `temperature` among
 /// the `top_k` most likely.
-fn generate(model: &Gpt, corpus: &Corpus, context: &str, n: usize, args: &Args, g: &Generator) -> BoxResult<String> {
+fn generate(
+    model: &Gpt,
+    corpus: &Corpus,
+    context: &str,
+    n: usize,
+    (args, g): (&Args, &Generator),
+    tp: Tp,
+) -> BoxResult<String> {
     model.eval();
     let mut ids: Vec<i64> = context
         .chars()
@@ -251,7 +366,12 @@ fn generate(model: &Gpt, corpus: &Corpus, context: &str, n: usize, args: &Args, 
         for _ in 0..n {
             let from = ids.len().saturating_sub(model.block_size());
             let x = Tensor::from_vec(ids[from..].to_vec(), [1, ids.len() - from])?;
-            let logits = model.call(&x)?;
+            let mut logits = model.call(&x)?;
+            if let Some((mesh, vocab)) = tp {
+                // This rank's classes: every rank samples from all of them.
+                let shape = [logits.shape()[0], logits.shape()[1], vocab];
+                logits = DTensor::from_local(&logits, mesh, &[Placement::Shard(2)], Some(&shape))?.full_tensor()?;
+            }
             let last = logits.select(1, -1)?.div(args.temperature)?;
             let last = if args.top_k > 0 && args.top_k < corpus.chars.len() {
                 // logits[logits < v[:, [-1]]] = -inf
@@ -421,40 +541,40 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
             let mut opt = AdamW::new(model.parameters(), AdamWOptions::default())?;
             let x = Tensor::randint(0, config.vocab_size as i64, [args.batch_size, args.block_size])?;
             let y = Tensor::randint(0, config.vocab_size as i64, [args.batch_size, args.block_size])?;
-            loss_of(&model, &x, &y, args.amp)?.backward()?;
+            loss_of(&model, &x, &y, args.amp, None)?.backward()?;
             opt.step()?;
             Ok(())
         });
     }
-    let (rank, world) = if args.ddp {
-        // init_process_group(backend) with the launcher's variables.
-        dist::init_process_group(InitOptions::new(&args.dist_backend))?;
-        (dist::get_rank()?, dist::get_world_size()?)
-    } else {
-        (0, 1)
-    };
+    let par = Parallel::init(&args)?;
+    let (rank, world) = (par.rank, par.world);
     let main = rank == 0;
-    let net = if args.ddp {
-        Net::Ddp(DistributedDataParallel::new(Gpt::new(&config)?, DdpOptions::default())?)
-    } else {
-        Net::Plain(Gpt::new(&config)?)
-    };
+    let net = par.model(&args, &config)?;
     let model = net.raw();
+    let tp: Tp = par.tp.as_ref().map(|m| (m, config.vocab_size));
+    // (this rank's share under --fsdp / --tp)
     let n_params: usize = model.parameters().iter().map(|p| p.tensor().numel()).sum();
     if main {
         println!(
-            "{} characters ({} train, {} val), vocabulary {}, model {:.2}M parameters",
+            "{} characters ({} train, {} val), vocabulary {}, model {:.2}M parameters{}",
             corpus.train.numel() + corpus.val.numel(),
             corpus.train.numel(),
             corpus.val.numel(),
             corpus.chars.len(),
-            n_params as f64 / 1e6
+            n_params as f64 / 1e6,
+            if par.sharded { " on rank 0" } else { "" }
         );
     }
-    if main && args.ddp {
+    if main && par.distributed {
+        let how = match (args.ddp, args.fsdp, args.tp) {
+            (true, _, _) => "DDP".to_string(),
+            (_, true, 1) => "FSDP".to_string(),
+            (_, true, t) => format!("FSDP x TP {t}"),
+            (_, false, t) => format!("TP {t}"),
+        };
         println!(
-            "DDP on {world} processes: {} windows per step in all",
-            args.batch_size * world
+            "{how} on {world} processes: {} windows per step in all",
+            args.batch_size * par.dp
         );
     }
     // nanoGPT's groups: weight decay on matrices and embeddings, none on
@@ -483,12 +603,14 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
         }
     })?;
 
-    let g = Generator::new(args.seed + rank as u64);
+    // One batch stream per data-parallel rank (seed + rank, as nanoGPT's
+    // seed_offset); the ranks of a tensor-parallel group share theirs.
+    let g = Generator::new(args.seed + par.dp_rank as u64);
     let mut scaler = args.amp.scaler()?;
     if let Some(path) = &args.profile {
         return common::profile::profile_steps(path, || {
             let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
-            let loss = loss_of(net.trained(), &x, &y, args.amp)?;
+            let loss = loss_of(net.trained(), &x, &y, args.amp, tp)?;
             opt.zero_grad()?;
             backward_and_step(&mut scaler, &mut opt, &loss)?;
             sched.step(&mut opt)?;
@@ -500,6 +622,13 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
         Some(p) if p.as_os_str() == "auto" => Some(ckpt.clone()).filter(|p| p.exists()),
         other => other.clone(),
     };
+    if par.sharded && resume.is_some() {
+        return Err(
+            "--resume with --fsdp / --tp: their checkpoints (distributed, each rank its shards) are not \
+                    written yet"
+                .into(),
+        );
+    }
     let first = match &resume {
         Some(path) => {
             let step = load_checkpoint(path, &args, model, &mut opt, &mut sched, &g, (rank, world))?;
@@ -526,7 +655,7 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
         // The checkpoint of step `step` holds the state after `step` steps,
         // before that step's evaluation (which draws batches from `g`).
         let stop = args.stop_after > 0 && step == args.stop_after && step < args.max_iters;
-        if step > first && (step % args.eval_interval == 0 || step == args.max_iters || stop) {
+        if !par.sharded && step > first && (step % args.eval_interval == 0 || step == args.max_iters || stop) {
             // Every rank hands its batch generator's state to the save.
             let states = batch_states(&g, world)?;
             if main {
@@ -537,25 +666,35 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
             if main {
                 bar.suspend(|| println!("stopped after {step} steps; --resume {} continues", ckpt.display()));
             }
-            return finish(args.ddp);
+            return finish(par.distributed);
         }
-        if main && (step % args.eval_interval == 0 || step == args.max_iters) {
-            let (train, val) = estimate_loss(model, &corpus, &args, &g)?;
+        // Under --fsdp / --tp every rank evaluates (the forwards are
+        // collective); rank 0 alone otherwise.
+        if (main || par.sharded) && (step % args.eval_interval == 0 || step == args.max_iters) {
+            // Data-parallel ranks but the first evaluate from a copy of
+            // their batch stream, so they train on a DDP run's batches.
+            let kept = (par.dp_rank != 0).then(|| g.get_state());
+            let (train, val) = estimate_loss(model, &corpus, &args, &g, tp)?;
+            if let Some(state) = kept {
+                g.set_state(state);
+            }
             log.push("train (eval)", step as f64, train);
             log.push("val", step as f64, val);
-            bar.suspend(|| println!("step {step:>5}: train loss {train:.4}, val loss {val:.4}"));
+            if main {
+                bar.suspend(|| println!("step {step:>5}: train loss {train:.4}, val loss {val:.4}"));
+            }
         }
         if step == args.max_iters {
             break;
         }
         let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
-        let loss = loss_of(net.trained(), &x, &y, args.amp)?;
+        let loss = loss_of(net.trained(), &x, &y, args.amp, tp)?;
         opt.zero_grad()?;
         backward_and_step(&mut scaler, &mut opt, &loss)?;
         sched.step(&mut opt)?;
         let l = loss.item::<f32>()? as f64;
         log.push("train (batch)", step as f64, l);
-        let tokens = ((step + 1 - first) * args.batch_size * args.block_size * world) as f64;
+        let tokens = ((step + 1 - first) * args.batch_size * args.block_size * par.dp) as f64;
         bar.set_message(format!(
             "loss {l:.4} lr {:.2e} {:.0} tok/s",
             sched.get_last_lr()[0],
@@ -564,14 +703,35 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if !main {
-        return finish(args.ddp);
+    if !main && !par.sharded {
+        return finish(par.distributed);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    if par.sharded {
+        let text = generate(model, &corpus, "\n", args.generate, (&args, &g), tp)?;
+        if main {
+            println!(
+                "trained {} steps in {elapsed:.1} s ({:.1} ms/step, amp {:?}, peak memory of rank 0 {:.1} MiB); no \
+                 checkpoint under --fsdp / --tp yet",
+                args.max_iters - first,
+                elapsed * 1e3 / (args.max_iters - first).max(1) as f64,
+                args.amp,
+                peak_mib(),
+            );
+            log.write_csv(&args.out_dir.join("loss.csv"), "step")?;
+            log.write_png(&args.out_dir.join("loss.png"), "char-level GPT on Shakespeare", "step")?;
+            println!("loss curves: {} and loss.png", args.out_dir.join("loss.csv").display());
+            println!(
+                "--- sample (temperature {}, top-k {}) ---{text}",
+                args.temperature, args.top_k
+            );
+        }
+        return finish(true);
     }
     println!(
-        "trained {} steps in {:.1} s ({:.1} ms/step, amp {:?}, peak memory {:.1} MiB); checkpoint {}",
+        "trained {} steps in {elapsed:.1} s ({:.1} ms/step, amp {:?}, peak memory {:.1} MiB); checkpoint {}",
         args.max_iters - first,
-        start.elapsed().as_secs_f64(),
-        start.elapsed().as_secs_f64() * 1e3 / (args.max_iters - first).max(1) as f64,
+        elapsed * 1e3 / (args.max_iters - first).max(1) as f64,
         args.amp,
         peak_mib(),
         ckpt.display()
@@ -579,17 +739,17 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
     log.write_csv(&args.out_dir.join("loss.csv"), "step")?;
     log.write_png(&args.out_dir.join("loss.png"), "char-level GPT on Shakespeare", "step")?;
     println!("loss curves: {} and loss.png", args.out_dir.join("loss.csv").display());
-    let text = generate(model, &corpus, "\n", args.generate, &args, &g)?;
+    let text = generate(model, &corpus, "\n", args.generate, (&args, &g), None)?;
     println!(
         "--- sample (temperature {}, top-k {}) ---{text}",
         args.temperature, args.top_k
     );
-    finish(args.ddp)
+    finish(par.distributed)
 }
 
-/// Leaves the process group (`destroy_process_group`) under `--ddp`.
-fn finish(ddp: bool) -> BoxResult<()> {
-    if ddp {
+/// Leaves the process group (`destroy_process_group`) when there is one.
+fn finish(distributed: bool) -> BoxResult<()> {
+    if distributed {
         dist::destroy_process_group();
     }
     Ok(())

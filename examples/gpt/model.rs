@@ -3,6 +3,12 @@
 //! self-attention and a GELU MLP, a final LayerNorm and a head whose
 //! weight is the token embedding's (weight tying).
 
+use std::sync::Arc;
+
+use ferrotorch::distributed::DeviceMesh;
+use ferrotorch::distributed::dtensor::Placement;
+use ferrotorch::distributed::fsdp::{FsdpOptions, fully_shard};
+use ferrotorch::distributed::tensor_parallel::{ColwiseParallel, LAST, RowwiseParallel, parallelize_module};
 use ferrotorch::nn::functional::{SdpaOptions, scaled_dot_product_attention};
 use ferrotorch::nn::{Dropout, Embedding, Forward, GELU, LayerNorm, Linear, LinearOptions, Module, ModuleState, init};
 use ferrotorch::{Result, Tensor};
@@ -31,7 +37,7 @@ pub struct CausalSelfAttention {
     c_attn: Linear,
     c_proj: Linear,
     resid_dropout: Dropout,
-    n_head: usize,
+    head_size: usize,
     dropout: f64,
     state: ModuleState,
 }
@@ -42,7 +48,7 @@ impl CausalSelfAttention {
             c_attn: Linear::new(c.n_embd, 3 * c.n_embd)?,
             c_proj: Linear::new(c.n_embd, c.n_embd)?,
             resid_dropout: Dropout::new(c.dropout)?,
-            n_head: c.n_head,
+            head_size: c.n_embd / c.n_head,
             dropout: c.dropout,
             state: ModuleState::default(),
         })
@@ -51,11 +57,12 @@ impl CausalSelfAttention {
 
 impl Forward for CausalSelfAttention {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (b, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
-        let hs = c / self.n_head;
+        let (b, t, hs) = (x.shape()[0], x.shape()[1], self.head_size);
         // q, k, v = self.c_attn(x).split(n_embd, dim=2), each [B, nh, T, hs]
-        let qkv = self.c_attn.call(x)?.split(c as i64, 2)?;
-        let heads = |t_: &Tensor| t_.view([b, t, self.n_head, hs])?.transpose(1, 2);
+        // (under tensor parallelism, this rank's heads of each)
+        let qkv = self.c_attn.call(x)?.chunk(3, 2)?;
+        let (nh, c) = (qkv[0].shape()[2] / hs, qkv[0].shape()[2]);
+        let heads = |t_: &Tensor| t_.view([b, t, nh, hs])?.transpose(1, 2);
         let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
         let opts = SdpaOptions::new()
             .is_causal(true)
@@ -171,6 +178,46 @@ impl Gpt {
                 init::normal_(&t, 0.0, 0.02)?;
             }
         }
+        Ok(())
+    }
+
+    /// Tensor parallelism over the 1-D `tp` mesh, Megatron's layout: each
+    /// rank computes its heads of every attention (the fused q, k, v
+    /// projection cut block by block, the output projection by rows) and
+    /// its part of every MLP's hidden features; the token embedding is cut
+    /// by vocabulary rows, and so is the head tied to it, whose logits stay
+    /// cut for loss parallel. Position embedding and norms stay whole.
+    pub fn parallelize(&self, tp: &Arc<DeviceMesh>) -> Result<()> {
+        let fused = ColwiseParallel {
+            fused: 3,
+            ..Default::default()
+        };
+        let whole = RowwiseParallel {
+            input_layouts: Placement::Replicate,
+            output_layouts: Placement::Replicate,
+        };
+        let cut_logits = ColwiseParallel {
+            output_layouts: Placement::Shard(LAST),
+            ..Default::default()
+        };
+        let plan = [
+            ("wte", whole.into()),
+            ("h.*.attn.c_attn", fused.into()),
+            ("h.*.attn.c_proj", RowwiseParallel::default().into()),
+            ("h.*.mlp.c_fc", ColwiseParallel::default().into()),
+            ("h.*.mlp.c_proj", RowwiseParallel::default().into()),
+            ("lm_head", cut_logits.into()),
+        ];
+        Ok(parallelize_module(self, tp, &plan)?)
+    }
+
+    /// FSDP over the 1-D `dp` mesh: each block a group of its own, the
+    /// embeddings, final norm and head the root's.
+    pub fn fully_shard(&self, dp: &Arc<DeviceMesh>) -> Result<()> {
+        for block in &self.h {
+            fully_shard(block, dp, FsdpOptions::default())?;
+        }
+        fully_shard(self, dp, FsdpOptions::default())?;
         Ok(())
     }
 

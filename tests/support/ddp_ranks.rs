@@ -1,4 +1,4 @@
-//! Running an example's training code on two ranks in child processes:
+//! Running an example's training code on two (or more) ranks in child processes:
 //! the test binary starts itself again once per rank with torchrun's
 //! variables (the child runs `test` with `child_var` set to the flags),
 //! reaps both within a bounded time, and compares checkpoints leaf by
@@ -19,21 +19,27 @@ pub struct RankRun {
 /// Runs test `test` of this binary as ranks 0 and 1 of a 2-rank job (one
 /// thread each), with `child_var` = `flags` and the `extra` variables;
 /// each child is killed after 300 s. Every rank's outcome, in rank order.
+#[allow(dead_code)]
 pub fn run_two_ranks(test: &str, child_var: &str, flags: &str, extra: &[(&str, &str)]) -> Vec<RankRun> {
+    run_ranks(2, test, child_var, flags, extra)
+}
+
+/// [`run_two_ranks`] on `n` ranks.
+pub fn run_ranks(n: usize, test: &str, child_var: &str, flags: &str, extra: &[(&str, &str)]) -> Vec<RankRun> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let children: Vec<_> = (0..2)
+    let children: Vec<_> = (0..n)
         .map(|r| {
             Command::new(std::env::current_exe().unwrap())
                 .args(["--exact", test, "--nocapture"])
                 .env(child_var, flags)
                 .env("RANK", r.to_string())
                 .env("LOCAL_RANK", r.to_string())
-                .env("WORLD_SIZE", "2")
-                .env("LOCAL_WORLD_SIZE", "2")
+                .env("WORLD_SIZE", n.to_string())
+                .env("LOCAL_WORLD_SIZE", n.to_string())
                 .env("MASTER_ADDR", "127.0.0.1")
                 .env("MASTER_PORT", port.to_string())
                 .env("RAYON_NUM_THREADS", "1")
