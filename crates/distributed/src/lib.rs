@@ -49,6 +49,7 @@ pub mod launcher;
 #[cfg(feature = "mpi")]
 pub mod mpi_backend;
 pub mod object;
+pub mod pipelining;
 pub mod reduce_op;
 pub mod store;
 pub mod tcp;

@@ -1,0 +1,223 @@
+//! Pipeline parallelism on real processes (2 and 4 ranks): an 8-layer
+//! model split into stages gives the unsplit model's output, loss and
+//! every gradient (rtol 1e-5) under GPipe, 1F1B and interleaved 1F1B (two
+//! stages per rank), with 4 and 8 microbatches; and the errors.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dist::InitOptions;
+use dist::pipelining::{LossFn, PipelineSchedule, PipelineStage, ScheduleKind};
+use ferrotorch_core::{Tensor, manual_seed};
+use ferrotorch_distributed as dist;
+use ferrotorch_nn::{Forward, Linear, Module, ModuleState};
+
+mod common;
+use common::launch;
+
+const LAYERS: usize = 8;
+const BATCH: usize = 8;
+
+#[derive(Module)]
+#[module(crate = ferrotorch_nn)]
+struct Part {
+    state: ModuleState,
+    layers: Vec<Linear>,
+}
+
+impl Forward for Part {
+    fn forward(&self, x: &Tensor) -> ferrotorch_core::Result<Tensor> {
+        let mut h = x.clone();
+        for l in &self.layers {
+            h = l.call(&h)?.tanh()?;
+        }
+        Ok(h)
+    }
+}
+
+/// The whole model's layers (the same on every rank).
+fn layers() -> Vec<Linear> {
+    manual_seed(11);
+    (0..LAYERS).map(|_| Linear::new(6, 6).unwrap()).collect()
+}
+
+/// The layers of stage `s` of `n`, as a part of their own.
+fn part(s: usize, n: usize) -> Part {
+    let per = LAYERS / n;
+    Part {
+        state: ModuleState::default(),
+        layers: layers().into_iter().skip(s * per).take(per).collect(),
+    }
+}
+
+fn assert_close(a: &Tensor, b: &Tensor, what: &str) {
+    assert_eq!(a.shape(), b.shape(), "{what}: shapes");
+    let (x, y) = (
+        a.to_vec::<f32>().unwrap(),
+        b.contiguous().unwrap().to_vec::<f32>().unwrap(),
+    );
+    let scale = y.iter().fold(0f32, |m, v| m.max(v.abs()));
+    for (i, (u, v)) in x.iter().zip(&y).enumerate() {
+        assert!(
+            (u - v).abs() <= 1e-5 * (v.abs() + scale) + 1e-8,
+            "{what}[{i}]: {u} vs {v}"
+        );
+    }
+}
+
+fn mse() -> LossFn {
+    Arc::new(|y: &Tensor, t: &Tensor| y.sub(t)?.pow(2.0)?.mean())
+}
+
+#[test]
+#[ignore = "the entry point of the child processes that the other tests start"]
+fn child() {
+    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
+    dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
+    match case.as_str() {
+        "schedules" => {
+            for kind in [
+                ScheduleKind::GPipe,
+                ScheduleKind::OneFOneB,
+                ScheduleKind::Interleaved1F1B,
+            ] {
+                for m in [4, 8] {
+                    schedule(kind, m);
+                }
+            }
+        }
+        "errors" => errors(),
+        other => panic!("unknown case {other}"),
+    }
+    dist::destroy_process_group();
+    println!("CHILD OK");
+}
+
+fn schedule(kind: ScheduleKind, m: usize) {
+    let (rank, ranks) = (dist::get_rank().unwrap(), dist::get_world_size().unwrap());
+    let per_rank = if kind == ScheduleKind::Interleaved1F1B { 2 } else { 1 };
+    let n = ranks * per_rank;
+    manual_seed(3);
+    let x = Tensor::randn((BATCH, 6)).unwrap();
+    let target = Tensor::randn((BATCH, 6)).unwrap();
+    // The unsplit model on the whole batch, on every rank.
+    let whole = Part {
+        state: ModuleState::default(),
+        layers: layers(),
+    };
+    let y0 = whole.call(&x).unwrap();
+    let loss0 = y0.sub(&target).unwrap().pow(2.0).unwrap().mean().unwrap();
+    loss0.backward().unwrap();
+    // This rank's stages: s = v * ranks + rank.
+    let group = dist::default_group().unwrap();
+    let parts: Vec<(usize, Arc<Part>)> = (0..per_rank)
+        .map(|v| {
+            let s = v * ranks + rank;
+            (s, Arc::new(part(s, n)))
+        })
+        .collect();
+    let stages = parts
+        .iter()
+        .map(|(s, p)| PipelineStage::new(p.clone(), *s, n, group.clone()).unwrap())
+        .collect();
+    let sched = PipelineSchedule::new(kind, stages, m, Some(mse())).unwrap();
+    let first = rank == 0;
+    let last = (n - 1) % ranks == rank;
+    let out = sched.step(first.then_some(&x), last.then_some(&target)).unwrap();
+    let what = format!("{kind:?} on {ranks} ranks, {m} microbatches");
+    if last {
+        assert_close(out.output.as_ref().unwrap(), &y0.detach(), &format!("{what}: output"));
+        assert_eq!(out.losses.len(), m);
+        let mean = Tensor::stack(&out.losses, 0).unwrap().mean().unwrap();
+        assert_close(&mean, &loss0.detach(), &format!("{what}: loss"));
+    } else {
+        assert!(out.output.is_none() && out.losses.is_empty());
+    }
+    let per = LAYERS / n;
+    for (s, p) in &parts {
+        for (j, l) in p.layers.iter().enumerate() {
+            let w = &whole.layers[s * per + j];
+            assert_close(
+                &l.weight.grad().unwrap(),
+                &w.weight.grad().unwrap(),
+                &format!("{what}: layer {} weight", s * per + j),
+            );
+            let (b, b0) = (l.bias.as_ref().unwrap(), w.bias.as_ref().unwrap());
+            assert_close(
+                &b.grad().unwrap(),
+                &b0.grad().unwrap(),
+                &format!("{what}: layer {} bias", s * per + j),
+            );
+        }
+    }
+    // Forward only (no grad): outputs still flow.
+    let out = ferrotorch_core::autograd::no_grad(|| sched.step(first.then_some(&x), last.then_some(&target))).unwrap();
+    if last {
+        assert_close(
+            out.output.as_ref().unwrap(),
+            &y0.detach(),
+            &format!("{what}: no-grad output"),
+        );
+    }
+}
+
+fn errors() {
+    let (rank, ranks) = (dist::get_rank().unwrap(), dist::get_world_size().unwrap());
+    let group = dist::default_group().unwrap();
+    let p = Arc::new(part(0, ranks));
+    let e = PipelineStage::new(p.clone(), (rank + 1) % ranks, ranks, group.clone())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("belongs on rank"), "{e}");
+    let e = PipelineStage::new(p.clone(), ranks, ranks, group.clone())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains(&format!("stage {ranks} of {ranks}")), "{e}");
+    let stage = || PipelineStage::new(p.clone(), rank, ranks, group.clone()).unwrap();
+    let e = PipelineSchedule::new(ScheduleKind::Interleaved1F1B, vec![stage()], ranks + 1, Some(mse()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains(&format!("is not a multiple of the {ranks} ranks")), "{e}");
+    let e = PipelineSchedule::new(ScheduleKind::GPipe, vec![stage(), stage()], 4, Some(mse()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("2 stages on this rank"), "{e}");
+    let sched = PipelineSchedule::new(ScheduleKind::GPipe, vec![stage()], 3, Some(mse())).unwrap();
+    let x = Tensor::randn((BATCH, 6)).unwrap();
+    // (each rank fails before any message, so no peer waits)
+    let e = match rank {
+        0 => sched.step(None, None),
+        r if r == ranks - 1 => sched.step(None, Some(&x)),
+        _ => sched.step(Some(&x), None),
+    }
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("needs the input")
+            || e.contains("does not cut into 3 equal microbatches")
+            || e.contains("an input given"),
+        "{e}"
+    );
+}
+
+const LIMIT: Duration = Duration::from_secs(240);
+
+#[test]
+fn schedules_give_the_unsplit_models_gradients_on_2_ranks() {
+    launch("schedules", 2, LIMIT);
+}
+
+#[test]
+fn schedules_give_the_unsplit_models_gradients_on_4_ranks() {
+    launch("schedules", 4, LIMIT);
+}
+
+#[test]
+fn pipeline_errors() {
+    launch("errors", 2, LIMIT);
+}
