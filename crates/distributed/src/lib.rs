@@ -37,6 +37,7 @@
 
 pub mod backend;
 pub mod collective;
+pub mod context_parallel;
 pub mod ddp;
 pub mod device_mesh;
 pub mod dtensor;
