@@ -1,6 +1,7 @@
-//! The gpt example under FSDP and tensor parallelism (the example's own
-//! code, in child processes started with torchrun's variables), dropout
-//! off: `--tp 2` trains as one process does, `--fsdp` on 2 processes as
+//! The gpt example under FSDP, tensor and pipeline parallelism (the
+//! example's own code, in child processes started with torchrun's
+//! variables), dropout off: `--tp 2` and `--pp 2` (1F1B, 2 and 4
+//! microbatches) train as one process does, `--fsdp` on 2 processes as
 //! `--ddp` on 2, and `--fsdp --tp 2` on 4 (a 2 x 2 mesh) as `--ddp` on 2;
 //! the evaluated train and val losses agree at every evaluation. Flags
 //! that do not combine are refused.
@@ -86,6 +87,20 @@ fn sharded_and_tensor_parallel_runs_train_as_ddp_does() {
     let tp = run(2, "--tp 2", false);
     assert!(tp.contains("TP 2 on 2 processes") && tp.contains("--- sample"), "{tp}");
     assert_same(&tp, &single, "--tp 2 vs one process");
+    for m in [2, 4] {
+        let pp = run(2, &format!("--pp 2 --microbatches {m}"), false);
+        assert!(
+            pp.contains(&format!("PP 2 (1F1B, {m} microbatches) on 2 processes")),
+            "{pp}"
+        );
+        assert_same(&pp, &single, "--pp 2 vs one process");
+        // The sample too: the last stage's logits reach every process.
+        let sample = |t: &str| {
+            let after = t.split("--- sample").nth(1)?;
+            after.split("\ntest ").next().map(str::to_owned)
+        };
+        assert_eq!(sample(&pp), sample(&single), "--pp 2 samples as one process");
+    }
     let ddp = run(2, "--ddp", false);
     let fsdp = run(2, "--fsdp", false);
     assert!(fsdp.contains("FSDP on 2 processes"), "{fsdp}");
@@ -94,9 +109,11 @@ fn sharded_and_tensor_parallel_runs_train_as_ddp_does() {
     assert!(both.contains("FSDP x TP 2 on 4 processes: 8 windows"), "{both}");
     assert_same(&both, &ddp, "--fsdp --tp 2 on 4 vs --ddp on 2");
     let e = run(2, "--ddp --fsdp", true);
-    assert!(e.contains("--ddp does not combine with --fsdp or --tp"), "{e}");
+    assert!(e.contains("--ddp does not combine with --fsdp, --tp or --pp"), "{e}");
     let e = run(2, "--fsdp --resume ckpt.pt", true);
-    assert!(e.contains("--resume with --fsdp / --tp"), "{e}");
+    assert!(e.contains("--resume with --fsdp / --tp / --pp"), "{e}");
+    let e = run(2, "--pp 2 --fsdp", true);
+    assert!(e.contains("--pp does not combine with --fsdp"), "{e}");
     let e = run(2, "--tp 3", true);
     assert!(e.contains("--tp 3 must divide --n-head 4"), "{e}");
 }

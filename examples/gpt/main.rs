@@ -9,6 +9,7 @@
 //! minutes on 2 cores); `-- --help` lists the flags.
 
 mod model;
+mod pipeline;
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -25,7 +26,7 @@ use ferrotorch::distributed::tensor_parallel::loss_parallel_cross_entropy;
 use ferrotorch::distributed::{self as dist, DeviceMesh, InitOptions};
 use ferrotorch::nn::{Forward, Module};
 use ferrotorch::optim::lr_scheduler::{LambdaLR, LrScheduler};
-use ferrotorch::optim::{AdamW, AdamWOptions, Optimizer};
+use ferrotorch::optim::{AdamW, AdamWOptions, GradScaler, Optimizer};
 use ferrotorch::serialize::{
     Dict, Value, value_to_optimizer_state_dict, value_to_scheduler_state_dict, value_to_state_dict,
 };
@@ -35,6 +36,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use common::amp::{Amp, backward_and_step, peak_mib};
 use common::{Checkpoint, LossLog};
 use model::{Gpt, GptConfig};
+use pipeline::Pipeline;
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -144,6 +146,14 @@ pub(crate) struct Args {
     /// data-parallel x tensor-parallel mesh (`--fsdp --tp 2` on 4: 2 x 2).
     #[arg(long, default_value_t = 1)]
     tp: usize,
+    /// Pipeline parallelism: the blocks cut into this many stages, one per
+    /// process (the launcher's), trained with the 1F1B schedule over
+    /// `--microbatches` microbatches of `--batch-size`.
+    #[arg(long, default_value_t = 1)]
+    pp: usize,
+    /// Microbatches per step with `--pp`.
+    #[arg(long, default_value_t = 4)]
+    microbatches: usize,
     /// The process group's backend with `--ddp`, `--fsdp` or `--tp`.
     #[arg(long, default_value = "tcp")]
     dist_backend: String,
@@ -154,6 +164,7 @@ pub(crate) struct Args {
 enum Net {
     Plain(Gpt),
     Ddp(DistributedDataParallel<Gpt>),
+    Pipelined(Pipeline),
 }
 
 impl Net {
@@ -162,14 +173,25 @@ impl Net {
         match self {
             Net::Plain(m) => m,
             Net::Ddp(d) => d.module(),
+            Net::Pipelined(p) => p.model(),
         }
     }
 
-    /// What training steps call: the wrapper under DDP.
+    /// What training steps call: the wrapper under DDP (a pipeline's
+    /// steps go through [`Net::pipeline`]).
     fn trained(&self) -> &dyn Forward {
         match self {
             Net::Plain(m) => m,
             Net::Ddp(d) => d,
+            Net::Pipelined(p) => p.model(),
+        }
+    }
+
+    /// The pipeline under `--pp`.
+    fn pipeline(&self) -> Option<&Pipeline> {
+        match self {
+            Net::Pipelined(p) => Some(p),
+            _ => None,
         }
     }
 }
@@ -194,9 +216,19 @@ struct Parallel {
 impl Parallel {
     /// Joins the process group the flags ask for and lays out the mesh.
     fn init(args: &Args) -> BoxResult<Parallel> {
-        let sharded = args.fsdp || args.tp > 1;
+        let sharded = args.fsdp || args.tp > 1 || args.pp > 1;
         if args.ddp && sharded {
-            return Err("--ddp does not combine with --fsdp or --tp (use --fsdp --tp N)".into());
+            return Err("--ddp does not combine with --fsdp, --tp or --pp (use --fsdp --tp N)".into());
+        }
+        if args.pp > 1 && (args.fsdp || args.tp > 1 || args.amp != Amp::Off) {
+            return Err("--pp does not combine with --fsdp, --tp or --amp yet".into());
+        }
+        if args.pp == 0 || args.microbatches == 0 || !args.batch_size.is_multiple_of(args.microbatches) {
+            return Err(format!(
+                "--pp {} with --microbatches {}: both positive, and the microbatches must divide --batch-size {}",
+                args.pp, args.microbatches, args.batch_size
+            )
+            .into());
         }
         if args.tp == 0 || !args.n_head.is_multiple_of(args.tp) {
             return Err(format!("--tp {} must divide --n-head {}", args.tp, args.n_head).into());
@@ -218,11 +250,17 @@ impl Parallel {
         if !world.is_multiple_of(args.tp) {
             return Err(format!("--tp {} must divide the {world} processes", args.tp).into());
         }
+        if args.pp > 1 && world != args.pp {
+            return Err(format!("--pp {} needs as many processes, not {world}", args.pp).into());
+        }
+        // The stages of a pipeline, like the ranks of a tensor-parallel
+        // group, work on one batch.
+        let group = args.tp * args.pp;
         let mut p = Parallel {
             rank,
             world,
-            dp_rank: rank / args.tp,
-            dp: world / args.tp,
+            dp_rank: rank / group,
+            dp: world / group,
             tp: None,
             sharded,
             distributed: true,
@@ -238,6 +276,13 @@ impl Parallel {
     /// sharded by `--fsdp` over the data-parallel ranks.
     fn model(&self, args: &Args, config: &GptConfig) -> BoxResult<Net> {
         let model = Gpt::new(config)?;
+        if args.pp > 1 {
+            return Ok(Net::Pipelined(Pipeline::new(
+                model,
+                args.microbatches,
+                config.vocab_size,
+            )?));
+        }
         if args.ddp {
             return Ok(Net::Ddp(DistributedDataParallel::new(model, DdpOptions::default())?));
         }
@@ -330,15 +375,41 @@ fn loss_of(model: &dyn Forward, x: &Tensor, y: &Tensor, amp: Amp, tp: Tp) -> fer
 /// The tensor-parallel mesh and the vocabulary size, under `--tp`.
 type Tp<'a> = Option<(&'a Arc<DeviceMesh>, usize)>;
 
+/// One optimizer step on the batch `(x, y)`; its loss (under `--pp`, the
+/// mean of the microbatches').
+fn train_step(
+    net: &Net,
+    (x, y): (&Tensor, &Tensor),
+    args: &Args,
+    tp: Tp,
+    (scaler, opt): (&mut GradScaler, &mut AdamW),
+) -> BoxResult<f64> {
+    if let Some(p) = net.pipeline() {
+        opt.zero_grad()?;
+        let l = p.loss(x, y)?;
+        opt.step()?;
+        return Ok(l as f64);
+    }
+    let loss = loss_of(net.trained(), x, y, args.amp, tp)?;
+    opt.zero_grad()?;
+    backward_and_step(scaler, opt, &loss)?;
+    Ok(loss.item::<f32>()? as f64)
+}
+
 /// Mean train and val loss over `iters` batches each, in eval mode.
-fn estimate_loss(model: &Gpt, corpus: &Corpus, args: &Args, g: &Generator, tp: Tp) -> BoxResult<(f64, f64)> {
+fn estimate_loss(net: &Net, corpus: &Corpus, args: &Args, g: &Generator, tp: Tp) -> BoxResult<(f64, f64)> {
+    let model = net.raw();
     model.eval();
     let mut out = [0.0; 2];
     no_grad(|| -> BoxResult<()> {
         for (k, val) in [false, true].into_iter().enumerate() {
             for _ in 0..args.eval_iters {
                 let (x, y) = corpus.batch(val, args.batch_size, args.block_size, g)?;
-                out[k] += loss_of(model, &x, &y, args.amp, tp)?.item::<f32>()? as f64 / args.eval_iters as f64;
+                let loss = match net.pipeline() {
+                    Some(p) => p.loss(&x, &y)?,
+                    None => loss_of(model, &x, &y, args.amp, tp)?.item::<f32>()?,
+                };
+                out[k] += loss as f64 / args.eval_iters as f64;
             }
         }
         Ok(())
@@ -350,13 +421,14 @@ fn estimate_loss(model: &Gpt, corpus: &Corpus, args: &Args, g: &Generator, tp: T
 /// `n` characters continuing `context`, sampled with `temperature` among
 /// the `top_k` most likely.
 fn generate(
-    model: &Gpt,
+    net: &Net,
     corpus: &Corpus,
     context: &str,
     n: usize,
     (args, g): (&Args, &Generator),
     tp: Tp,
 ) -> BoxResult<String> {
+    let model = net.raw();
     model.eval();
     let mut ids: Vec<i64> = context
         .chars()
@@ -366,7 +438,10 @@ fn generate(
         for _ in 0..n {
             let from = ids.len().saturating_sub(model.block_size());
             let x = Tensor::from_vec(ids[from..].to_vec(), [1, ids.len() - from])?;
-            let mut logits = model.call(&x)?;
+            let mut logits = match net.pipeline() {
+                Some(p) => p.logits(&x)?,
+                None => model.call(&x)?,
+            };
             if let Some((mesh, vocab)) = tp {
                 // This rank's classes: every rank samples from all of them.
                 let shape = [logits.shape()[0], logits.shape()[1], vocab];
@@ -567,6 +642,7 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
     }
     if main && par.distributed {
         let how = match (args.ddp, args.fsdp, args.tp) {
+            _ if args.pp > 1 => format!("PP {} (1F1B, {} microbatches)", args.pp, args.microbatches),
             (true, _, _) => "DDP".to_string(),
             (_, true, 1) => "FSDP".to_string(),
             (_, true, t) => format!("FSDP x TP {t}"),
@@ -610,9 +686,7 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
     if let Some(path) = &args.profile {
         return common::profile::profile_steps(path, || {
             let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
-            let loss = loss_of(net.trained(), &x, &y, args.amp, tp)?;
-            opt.zero_grad()?;
-            backward_and_step(&mut scaler, &mut opt, &loss)?;
+            train_step(&net, (&x, &y), &args, tp, (&mut scaler, &mut opt))?;
             sched.step(&mut opt)?;
             Ok(())
         });
@@ -624,7 +698,7 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
     };
     if par.sharded && resume.is_some() {
         return Err(
-            "--resume with --fsdp / --tp: their checkpoints (distributed, each rank its shards) are not \
+            "--resume with --fsdp / --tp / --pp: their checkpoints (distributed, each rank its shards) are not \
                     written yet"
                 .into(),
         );
@@ -674,7 +748,7 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
             // Data-parallel ranks but the first evaluate from a copy of
             // their batch stream, so they train on a DDP run's batches.
             let kept = (par.dp_rank != 0).then(|| g.get_state());
-            let (train, val) = estimate_loss(model, &corpus, &args, &g, tp)?;
+            let (train, val) = estimate_loss(&net, &corpus, &args, &g, tp)?;
             if let Some(state) = kept {
                 g.set_state(state);
             }
@@ -688,11 +762,8 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
             break;
         }
         let (x, y) = corpus.batch(false, args.batch_size, args.block_size, &g)?;
-        let loss = loss_of(net.trained(), &x, &y, args.amp, tp)?;
-        opt.zero_grad()?;
-        backward_and_step(&mut scaler, &mut opt, &loss)?;
+        let l = train_step(&net, (&x, &y), &args, tp, (&mut scaler, &mut opt))?;
         sched.step(&mut opt)?;
-        let l = loss.item::<f32>()? as f64;
         log.push("train (batch)", step as f64, l);
         let tokens = ((step + 1 - first) * args.batch_size * args.block_size * par.dp) as f64;
         bar.set_message(format!(
@@ -708,11 +779,11 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
     }
     let elapsed = start.elapsed().as_secs_f64();
     if par.sharded {
-        let text = generate(model, &corpus, "\n", args.generate, (&args, &g), tp)?;
+        let text = generate(&net, &corpus, "\n", args.generate, (&args, &g), tp)?;
         if main {
             println!(
                 "trained {} steps in {elapsed:.1} s ({:.1} ms/step, amp {:?}, peak memory of rank 0 {:.1} MiB); no \
-                 checkpoint under --fsdp / --tp yet",
+                 checkpoint under --fsdp / --tp / --pp yet",
                 args.max_iters - first,
                 elapsed * 1e3 / (args.max_iters - first).max(1) as f64,
                 args.amp,
@@ -739,7 +810,7 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
     log.write_csv(&args.out_dir.join("loss.csv"), "step")?;
     log.write_png(&args.out_dir.join("loss.png"), "char-level GPT on Shakespeare", "step")?;
     println!("loss curves: {} and loss.png", args.out_dir.join("loss.csv").display());
-    let text = generate(model, &corpus, "\n", args.generate, (&args, &g), None)?;
+    let text = generate(&net, &corpus, "\n", args.generate, (&args, &g), None)?;
     println!(
         "--- sample (temperature {}, top-k {}) ---{text}",
         args.temperature, args.top_k

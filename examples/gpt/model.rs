@@ -227,16 +227,40 @@ impl Gpt {
     }
 }
 
+impl Gpt {
+    /// Stage `stage` of the model cut into `stages` pipeline stages by
+    /// blocks: the first takes token ids through the embeddings, the last
+    /// ends with the final norm and the head; each runs its share of the
+    /// blocks. Stage 0 of 1 is the whole forward.
+    pub fn forward_stage(&self, x: &Tensor, stage: usize, stages: usize) -> Result<Tensor> {
+        let n = self.h.len();
+        let mut h = if stage == 0 {
+            let pos = Tensor::arange(x.shape()[1] as i64)?;
+            self.drop.call(&(self.wte.call(x)? + self.wpe.call(&pos)?))?
+        } else {
+            x.clone()
+        };
+        for block in &self.h[stage * n / stages..(stage + 1) * n / stages] {
+            h = block.call(&h)?;
+        }
+        if stage + 1 == stages {
+            self.lm_head.call(&self.ln_f.call(&h)?)
+        } else {
+            Ok(h)
+        }
+    }
+
+    /// The parameter the token embedding and the head share (on the first
+    /// and the last pipeline stage).
+    pub fn tied_weight(&self) -> &ferrotorch::nn::Parameter {
+        &self.wte.weight
+    }
+}
+
 impl Forward for Gpt {
     /// `idx`: token ids `[B, T]` (int64), T at most the block size;
     /// returns the logits `[B, T, vocab]`.
     fn forward(&self, idx: &Tensor) -> Result<Tensor> {
-        let t = idx.shape()[1];
-        let pos = Tensor::arange(t as i64)?;
-        let mut x = self.drop.call(&(self.wte.call(idx)? + self.wpe.call(&pos)?))?;
-        for block in &self.h {
-            x = block.call(&x)?;
-        }
-        self.lm_head.call(&self.ln_f.call(&x)?)
+        self.forward_stage(idx, 0, 1)
     }
 }
