@@ -14,7 +14,7 @@ use ferrotorch_distributed as dist;
 use ferrotorch_nn::functional::{SdpaOptions, scaled_dot_product_attention};
 
 mod common;
-use common::launch;
+use common::{HostPair, launch, launch_across};
 
 fn assert_close(a: &Tensor, b: &Tensor, what: &str) {
     assert_eq!(a.shape(), b.shape(), "{what}: shapes");
@@ -117,4 +117,12 @@ fn ring_attention_matches_sdpa_on_2_and_4_ranks() {
 #[test]
 fn context_parallel_errors() {
     launch("errors", 2, LIMIT);
+}
+
+/// Two hosts made of network namespaces, two ranks on each: the ring
+/// crosses the "network" twice.
+#[test]
+fn ring_attention_across_two_hosts_in_network_namespaces() {
+    let Some(hosts) = HostPair::create("r") else { return };
+    launch_across("ring", 4, LIMIT, &hosts, &[]);
 }

@@ -19,7 +19,7 @@ use ferrotorch_nn::{Forward, Linear, Module, ModuleState, Parameter, StateDict};
 use ferrotorch_optim::{AdamW, AdamWOptions, Optimizer};
 
 mod common;
-use common::{launch, launch_with_env};
+use common::{HostPair, launch, launch_across, launch_with_env};
 
 const B: usize = 4;
 const STEPS: u64 = 50;
@@ -385,4 +385,13 @@ fn bf16_parameters_with_f32_reduction() {
 #[test]
 fn state_dicts_and_errors_on_4_ranks() {
     launch("state", 4, LIMIT);
+}
+
+/// Two hosts made of network namespaces, two ranks on each: FSDP over
+/// all four, and HSDP replicated across the hosts and sharded within each.
+#[test]
+fn fsdp_and_hsdp_across_two_hosts_in_network_namespaces() {
+    let Some(hosts) = HostPair::create("f") else { return };
+    launch_across("vs_ddp", 4, LIMIT, &hosts, &[("FERRO_FSDP_MODE", "reshard")]);
+    launch_across("vs_ddp", 4, LIMIT, &hosts, &[("FERRO_FSDP_MODE", "hsdp")]);
 }

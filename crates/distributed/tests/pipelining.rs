@@ -13,7 +13,7 @@ use ferrotorch_distributed as dist;
 use ferrotorch_nn::{Forward, Linear, Module, ModuleState};
 
 mod common;
-use common::launch;
+use common::{HostPair, launch, launch_across};
 
 const LAYERS: usize = 8;
 const BATCH: usize = 8;
@@ -220,4 +220,12 @@ fn schedules_give_the_unsplit_models_gradients_on_4_ranks() {
 #[test]
 fn pipeline_errors() {
     launch("errors", 2, LIMIT);
+}
+
+/// Two hosts made of network namespaces, two ranks on each: stages 1 and
+/// 2 talk across the "network".
+#[test]
+fn pipeline_across_two_hosts_in_network_namespaces() {
+    let Some(hosts) = HostPair::create("p") else { return };
+    launch_across("schedules", 4, LIMIT, &hosts, &[]);
 }

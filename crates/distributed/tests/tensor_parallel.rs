@@ -20,7 +20,7 @@ use ferrotorch_nn::functional::{CrossEntropyOptions, SdpaOptions, cross_entropy,
 use ferrotorch_nn::{Embedding, Forward, LayerNorm, Linear, Module, ModuleState};
 
 mod common;
-use common::launch;
+use common::{HostPair, launch, launch_across};
 
 #[test]
 #[ignore = "the entry point of the child processes that the other tests start"]
@@ -530,4 +530,13 @@ fn sequence_parallel_with_loss_parallel() {
 #[test]
 fn tensor_parallel_errors() {
     launch("errors", 2, LIMIT);
+}
+
+/// Two hosts made of network namespaces, two ranks on each: the
+/// tensor-parallel group crosses the "network".
+#[test]
+fn tensor_parallel_across_two_hosts_in_network_namespaces() {
+    let Some(hosts) = HostPair::create("t") else { return };
+    launch_across("mlp", 4, LIMIT, &hosts, &[]);
+    launch_across("sequence", 4, LIMIT, &hosts, &[]);
 }

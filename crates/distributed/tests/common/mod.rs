@@ -35,6 +35,14 @@ pub fn launch_in(case: &str, n: usize, limit: Duration, master_addr: &str, prefi
     launch_full(case, n, limit, master_addr, prefix, &[]);
 }
 
+/// [`launch`] on two hosts of `hosts`: the first half of the ranks on
+/// host a (whose address the store takes), the rest on b, with the `env`
+/// variables.
+#[allow(dead_code)]
+pub fn launch_across(case: &str, n: usize, limit: Duration, hosts: &HostPair, env: &[(&str, &str)]) {
+    launch_full(case, n, limit, &hosts.ip_a, |r| hosts.exec(r < n / 2), env);
+}
+
 fn launch_full(
     case: &str,
     n: usize,
