@@ -19,7 +19,7 @@ use ferrotorch_nn::{Forward, Linear, Module, ModuleState, Parameter, StateDict};
 use ferrotorch_optim::{AdamW, AdamWOptions, Optimizer};
 
 mod common;
-use common::{HostPair, launch, launch_across, launch_with_env};
+use common::{HostPair, kill_me, launch, launch_across, launch_with_dead, launch_with_env};
 
 const B: usize = 4;
 const STEPS: u64 = 50;
@@ -130,6 +130,12 @@ fn child() {
         "vs_ddp" => vs_ddp(&std::env::var("FERRO_FSDP_MODE").unwrap()),
         "mixed" => mixed_precision(),
         "state" => state_dicts_and_errors(),
+        "killed" => {
+            killed_mid_step();
+            // (the group cannot be left cleanly with a rank gone)
+            println!("CHILD OK");
+            std::process::exit(0);
+        }
         other => panic!("unknown case {other}"),
     }
     dist::destroy_process_group();
@@ -355,7 +361,58 @@ fn state_dicts_and_errors() {
     assert!(e.contains("got 3"), "{e}");
 }
 
+/// Rank 1 is killed (`kill -9`) as block 1 starts its forward at step 3,
+/// so the other ranks wait in block 1's all-gather: they must fail with
+/// an error naming the lost rank, within seconds, not hang.
+fn killed_mid_step() {
+    let n = dist::get_world_size().unwrap();
+    let r = dist::get_rank().unwrap();
+    let mesh = Arc::new(dist::init_device_mesh("cpu", &[n], None).unwrap());
+    let model = net(9);
+    shard(&model, &mesh, FsdpOptions::default());
+    let step = Arc::new(AtomicUsize::new(0));
+    let at = step.clone();
+    model.blocks[1]
+        .register_forward_pre_hook(move |_, _| {
+            if r == 1 && at.load(Ordering::Relaxed) == 3 {
+                kill_me();
+            }
+            Ok(None)
+        })
+        .unwrap();
+    let mut opt = AdamW::new(model.parameters(), AdamWOptions::new()).unwrap();
+    let start = std::time::Instant::now();
+    for s in 0..10 {
+        step.store(s, Ordering::Relaxed);
+        let (x, y) = batch(s as u64, n, r);
+        let result = (|| -> ferrotorch_core::Result<()> {
+            opt.zero_grad()?;
+            let out = model.call(&x)?;
+            out.sub(&y)?.pow(2.0)?.mean()?.backward()?;
+            opt.step()?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            let e = e.to_string();
+            assert!(s == 3, "failed at step {s}: {e}");
+            assert!(e.contains("rank 1"), "the error names the lost rank: {e}");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "failed only after {:?}",
+                start.elapsed()
+            );
+            return;
+        }
+    }
+    panic!("rank {r} trained on with rank 1 gone");
+}
+
 const LIMIT: Duration = Duration::from_secs(240);
+
+#[test]
+fn a_rank_killed_mid_all_gather_fails_the_others() {
+    launch_with_dead("killed", 3, LIMIT, &[1]);
+}
 
 #[test]
 fn fsdp_matches_ddp_on_2_ranks() {

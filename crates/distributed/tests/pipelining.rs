@@ -13,7 +13,7 @@ use ferrotorch_distributed as dist;
 use ferrotorch_nn::{Forward, Linear, Module, ModuleState};
 
 mod common;
-use common::{HostPair, launch, launch_across};
+use common::{HostPair, kill_me, launch, launch_across, launch_with_dead};
 
 const LAYERS: usize = 8;
 const BATCH: usize = 8;
@@ -87,6 +87,11 @@ fn child() {
             }
         }
         "errors" => errors(),
+        "killed" => {
+            killed_mid_send();
+            println!("CHILD OK");
+            std::process::exit(0);
+        }
         other => panic!("unknown case {other}"),
     }
     dist::destroy_process_group();
@@ -205,7 +210,52 @@ fn errors() {
     );
 }
 
+/// The last stage's rank is killed (`kill -9`) in the middle of its
+/// second step, with microbatch activations on their way to it: the first
+/// stage must fail with an error naming it, within seconds.
+fn killed_mid_send() {
+    let (rank, ranks) = (dist::get_rank().unwrap(), dist::get_world_size().unwrap());
+    let p = Arc::new(part(rank, ranks));
+    if rank == ranks - 1 {
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        p.register_forward_pre_hook(move |_, _| {
+            if calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 5 {
+                kill_me();
+            }
+            Ok(None)
+        })
+        .unwrap();
+    }
+    let stage = PipelineStage::new(p, rank, ranks, dist::default_group().unwrap()).unwrap();
+    let sched = PipelineSchedule::new(ScheduleKind::OneFOneB, vec![stage], 4, Some(mse())).unwrap();
+    let x = Tensor::randn((BATCH, 6)).unwrap();
+    let start = std::time::Instant::now();
+    for step in 0..5 {
+        let r = sched.step((rank == 0).then_some(&x), (rank == ranks - 1).then_some(&x));
+        if let Err(e) = r {
+            let e = e.to_string();
+            assert_eq!(step, 1, "failed at step {step}: {e}");
+            assert!(
+                e.contains(&format!("rank {}", ranks - 1)),
+                "the error names the lost rank: {e}"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "failed only after {:?}",
+                start.elapsed()
+            );
+            return;
+        }
+    }
+    panic!("rank {rank} ran on with the last stage gone");
+}
+
 const LIMIT: Duration = Duration::from_secs(240);
+
+#[test]
+fn a_stage_killed_mid_step_fails_the_others() {
+    launch_with_dead("killed", 2, LIMIT, &[1]);
+}
 
 #[test]
 fn schedules_give_the_unsplit_models_gradients_on_2_ranks() {

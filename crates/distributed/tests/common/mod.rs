@@ -35,6 +35,72 @@ pub fn launch_in(case: &str, n: usize, limit: Duration, master_addr: &str, prefi
     launch_full(case, n, limit, master_addr, prefix, &[]);
 }
 
+/// [`launch`] where the ranks in `dead` kill themselves (`kill -9`): they
+/// must die by a signal, every other rank must print "CHILD OK" and exit 0.
+#[allow(dead_code)]
+pub fn launch_with_dead(case: &str, n: usize, limit: Duration, dead: &[usize]) {
+    let port = free_port().to_string();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<Child> = (0..n)
+        .map(|r| {
+            Command::new(&exe)
+                .args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
+                .env("FERRO_DIST_CASE", case)
+                .env("RANK", r.to_string())
+                .env("LOCAL_RANK", r.to_string())
+                .env("WORLD_SIZE", n.to_string())
+                .env("LOCAL_WORLD_SIZE", n.to_string())
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", &port)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let start = Instant::now();
+    let mut failures = Vec::new();
+    for (r, mut c) in children.into_iter().enumerate() {
+        while c.try_wait().unwrap().is_none() {
+            if start.elapsed() > limit {
+                let _ = c.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = c.wait_with_output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ok = if dead.contains(&r) {
+            std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(9)
+        } else {
+            out.status.success() && text.contains("CHILD OK")
+        };
+        if !ok {
+            failures.push(format!("rank {r} ({}):\n{text}", out.status));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "case {case} on {n} ranks:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// Kills this process with SIGKILL (a rank lost mid-step).
+#[allow(dead_code)]
+pub fn kill_me() -> ! {
+    let _ = Command::new("kill")
+        .args(["-9", &std::process::id().to_string()])
+        .status();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 /// [`launch`] on two hosts of `hosts`: the first half of the ranks on
 /// host a (whose address the store takes), the rest on b, with the `env`
 /// variables.
