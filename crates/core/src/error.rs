@@ -126,6 +126,17 @@ pub enum Error {
         /// The device of the tensor.
         device: Device,
     },
+    /// The tensor's host memory was released
+    /// ([`Storage::release_cpu`](crate::backend::storage::Storage::release_cpu))
+    /// and not restored since.
+    #[error(
+        "{op}: the tensor's memory was released (Storage::release_cpu: FSDP frees gathered parameters between \
+         uses) and not restored"
+    )]
+    Released {
+        /// The operator.
+        op: &'static str,
+    },
     /// A size computation (element count, byte count, stride, range length)
     /// does not fit the machine's sizes.
     #[error("{op}: size overflow: {detail}")]

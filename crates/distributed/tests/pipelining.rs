@@ -13,7 +13,7 @@ use ferrotorch_distributed as dist;
 use ferrotorch_nn::{Forward, Linear, Module, ModuleState};
 
 mod common;
-use common::{HostPair, kill_me, launch, launch_across, launch_with_dead};
+use common::{HostPair, assert_close, kill_me, launch, launch_across, launch_with_dead};
 
 const LAYERS: usize = 8;
 const BATCH: usize = 8;
@@ -47,21 +47,6 @@ fn part(s: usize, n: usize) -> Part {
     Part {
         state: ModuleState::default(),
         layers: layers().into_iter().skip(s * per).take(per).collect(),
-    }
-}
-
-fn assert_close(a: &Tensor, b: &Tensor, what: &str) {
-    assert_eq!(a.shape(), b.shape(), "{what}: shapes");
-    let (x, y) = (
-        a.to_vec::<f32>().unwrap(),
-        b.contiguous().unwrap().to_vec::<f32>().unwrap(),
-    );
-    let scale = y.iter().fold(0f32, |m, v| m.max(v.abs()));
-    for (i, (u, v)) in x.iter().zip(&y).enumerate() {
-        assert!(
-            (u - v).abs() <= 1e-5 * (v.abs() + scale) + 1e-8,
-            "{what}[{i}]: {u} vs {v}"
-        );
     }
 }
 
@@ -131,10 +116,15 @@ fn schedule(kind: ScheduleKind, m: usize) {
     let out = sched.step(first.then_some(&x), last.then_some(&target)).unwrap();
     let what = format!("{kind:?} on {ranks} ranks, {m} microbatches");
     if last {
-        assert_close(out.output.as_ref().unwrap(), &y0.detach(), &format!("{what}: output"));
+        assert_close(
+            out.output.as_ref().unwrap(),
+            &y0.detach(),
+            (1e-5, 1e-8),
+            &format!("{what}: output"),
+        );
         assert_eq!(out.losses.len(), m);
         let mean = Tensor::stack(&out.losses, 0).unwrap().mean().unwrap();
-        assert_close(&mean, &loss0.detach(), &format!("{what}: loss"));
+        assert_close(&mean, &loss0.detach(), (1e-5, 1e-8), &format!("{what}: loss"));
     } else {
         assert!(out.output.is_none() && out.losses.is_empty());
     }
@@ -145,12 +135,14 @@ fn schedule(kind: ScheduleKind, m: usize) {
             assert_close(
                 &l.weight.grad().unwrap(),
                 &w.weight.grad().unwrap(),
+                (1e-5, 1e-8),
                 &format!("{what}: layer {} weight", s * per + j),
             );
             let (b, b0) = (l.bias.as_ref().unwrap(), w.bias.as_ref().unwrap());
             assert_close(
                 &b.grad().unwrap(),
                 &b0.grad().unwrap(),
+                (1e-5, 1e-8),
                 &format!("{what}: layer {} bias", s * per + j),
             );
         }
@@ -161,6 +153,7 @@ fn schedule(kind: ScheduleKind, m: usize) {
         assert_close(
             out.output.as_ref().unwrap(),
             &y0.detach(),
+            (1e-5, 1e-8),
             &format!("{what}: no-grad output"),
         );
     }

@@ -233,7 +233,12 @@ pub(crate) fn tensor_from_bytes(
 pub(crate) fn with_storage_bytes<R>(storage: &Storage, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
     check_host_little_endian()?;
     let guard = storage.read();
+    let released = storage.device() == ferrotorch_core::Device::Cpu;
     let cpu = guard.as_cpu().ok_or_else(|| {
+        if released {
+            // Host storage without memory: freed by release_cpu.
+            return Error::Core(ferrotorch_core::Error::Released { op: "save" });
+        }
         Error::Unsupported(format!(
             "saving a tensor on device {}: move it to the CPU first",
             storage.device()

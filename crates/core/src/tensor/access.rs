@@ -135,9 +135,15 @@ impl Tensor {
         let t = self.to_dtype(T::DTYPE)?.to_device(Device::Cpu)?.contiguous()?;
         let n = t.numel();
         let guard = t.storage().read();
-        let buf = guard.as_cpu().ok_or(Error::NoData {
-            op: "to_vec",
-            device: t.device(),
+        // (a CPU storage without memory was released: release_cpu)
+        let released = matches!(*guard, crate::backend::storage::Buffer::Meta);
+        let buf = guard.as_cpu().ok_or(if released {
+            Error::Released { op: "to_vec" }
+        } else {
+            Error::NoData {
+                op: "to_vec",
+                device: t.device(),
+            }
         })?;
         let mut out = Vec::with_capacity(n);
         // SAFETY: the contiguous tensor's n elements of T start at its offset.

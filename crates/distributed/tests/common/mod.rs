@@ -25,69 +25,21 @@ pub fn launch(case: &str, n: usize, limit: Duration) {
 /// [`launch`] with extra environment variables for every rank.
 #[allow(dead_code)]
 pub fn launch_with_env(case: &str, n: usize, limit: Duration, env: &[(&str, &str)]) {
-    launch_full(case, n, limit, "127.0.0.1", |_| Vec::new(), env);
+    launch_ranks(case, n, limit, ("127.0.0.1", |_| Vec::new()), env, &[]);
 }
 
 /// [`launch`] with rank `r` started under the command `prefix(r)` (such
 /// as `ip netns exec NS`), its store at `master_addr`.
 #[allow(dead_code)]
 pub fn launch_in(case: &str, n: usize, limit: Duration, master_addr: &str, prefix: impl Fn(usize) -> Vec<String>) {
-    launch_full(case, n, limit, master_addr, prefix, &[]);
+    launch_ranks(case, n, limit, (master_addr, prefix), &[], &[]);
 }
 
 /// [`launch`] where the ranks in `dead` kill themselves (`kill -9`): they
 /// must die by a signal, every other rank must print "CHILD OK" and exit 0.
 #[allow(dead_code)]
 pub fn launch_with_dead(case: &str, n: usize, limit: Duration, dead: &[usize]) {
-    let port = free_port().to_string();
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<Child> = (0..n)
-        .map(|r| {
-            Command::new(&exe)
-                .args(["--exact", "child", "--ignored", "--nocapture", "--test-threads=1"])
-                .env("FERRO_DIST_CASE", case)
-                .env("RANK", r.to_string())
-                .env("LOCAL_RANK", r.to_string())
-                .env("WORLD_SIZE", n.to_string())
-                .env("LOCAL_WORLD_SIZE", n.to_string())
-                .env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", &port)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let start = Instant::now();
-    let mut failures = Vec::new();
-    for (r, mut c) in children.into_iter().enumerate() {
-        while c.try_wait().unwrap().is_none() {
-            if start.elapsed() > limit {
-                let _ = c.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = c.wait_with_output().unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let ok = if dead.contains(&r) {
-            std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(9)
-        } else {
-            out.status.success() && text.contains("CHILD OK")
-        };
-        if !ok {
-            failures.push(format!("rank {r} ({}):\n{text}", out.status));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "case {case} on {n} ranks:\n{}",
-        failures.join("\n")
-    );
+    launch_ranks(case, n, limit, ("127.0.0.1", |_| Vec::new()), &[], dead);
 }
 
 /// Kills this process with SIGKILL (a rank lost mid-step).
@@ -106,16 +58,19 @@ pub fn kill_me() -> ! {
 /// variables.
 #[allow(dead_code)]
 pub fn launch_across(case: &str, n: usize, limit: Duration, hosts: &HostPair, env: &[(&str, &str)]) {
-    launch_full(case, n, limit, &hosts.ip_a, |r| hosts.exec(r < n / 2), env);
+    launch_ranks(case, n, limit, (&hosts.ip_a, |r| hosts.exec(r < n / 2)), env, &[]);
 }
 
-fn launch_full(
+/// Starts the ranks (rank `r` under the command `prefix(r)`, the store at
+/// `master_addr`) and checks them: the ranks in `dead` must die by
+/// SIGKILL, the others print "CHILD OK" and exit 0, all within `limit`.
+fn launch_ranks(
     case: &str,
     n: usize,
     limit: Duration,
-    master_addr: &str,
-    prefix: impl Fn(usize) -> Vec<String>,
+    (master_addr, prefix): (&str, impl Fn(usize) -> Vec<String>),
     env: &[(&str, &str)],
+    dead: &[usize],
 ) {
     let port = free_port().to_string();
     let exe = std::env::current_exe().unwrap();
@@ -164,7 +119,12 @@ fn launch_full(
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        if !out.status.success() || !text.contains("CHILD OK") {
+        let ok = if dead.contains(&r) {
+            std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(9)
+        } else {
+            out.status.success() && text.contains("CHILD OK")
+        };
+        if !ok {
             failures.push(format!("rank {r} ({}):\n{text}", out.status));
         }
     }
@@ -173,6 +133,30 @@ fn launch_full(
         "case {case} on {n} ranks:\n{}",
         failures.join("\n")
     );
+}
+
+/// `|a - b| <= rtol * (|b| + max |b|) + atol` element by element (any
+/// floating dtype, compared in f32), shapes equal; `what` names the
+/// failure. The tensor's largest entry sets the scale: sums in another
+/// order move small entries (from cancelling terms) by the tensor's
+/// rounding, not their own.
+#[allow(dead_code)]
+pub fn assert_close(a: &ferrotorch_core::Tensor, b: &ferrotorch_core::Tensor, (rtol, atol): (f32, f32), what: &str) {
+    assert_eq!(a.shape(), b.shape(), "{what}: shapes");
+    let values = |t: &ferrotorch_core::Tensor| {
+        t.to_dtype(ferrotorch_core::DType::F32)
+            .and_then(|t| t.contiguous())
+            .and_then(|t| t.to_vec::<f32>())
+            .unwrap()
+    };
+    let (x, y) = (values(a), values(b));
+    let scale = y.iter().fold(0f32, |m, v| m.max(v.abs()));
+    for (i, (u, v)) in x.iter().zip(&y).enumerate() {
+        assert!(
+            (u - v).abs() <= rtol * (v.abs() + scale) + atol,
+            "{what}[{i}]: {u} vs {v} (rtol {rtol}, atol {atol})"
+        );
+    }
 }
 
 /// Two network namespaces joined by a veth pair, made by the test and

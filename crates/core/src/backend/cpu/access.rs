@@ -127,6 +127,7 @@ fn lock_all<'a>(
 fn cpu_ptr(op: &'static str, st: &crate::storage::Storage, buf: &Buffer) -> Result<*mut u8> {
     match buf {
         Buffer::Cpu(b) => Ok(b.as_ptr()),
+        Buffer::Meta if st.device() == crate::Device::Cpu => Err(Error::Released { op }),
         _ => Err(Error::NoData {
             op,
             device: st.device(),

@@ -410,7 +410,7 @@ impl Storage {
     /// `untyped_storage().resize_(0)`, which FSDP uses for gathered
     /// parameters that the autograd graph still refers to). Until
     /// [`Storage::restore_cpu`] gives it memory again, every read or write
-    /// of a tensor on it fails with [`Error::NoData`]. The version is kept.
+    /// of a tensor on it fails with [`Error::Released`]. The version is kept.
     /// Releasing released storage does nothing; an error for memory that is
     /// not the CPU's and for read-only storage.
     ///
