@@ -313,6 +313,34 @@ fn state_dicts_and_errors() {
     bad.remove("head.weight");
     let e = load_full_state_dict(&sharded, &bad).unwrap_err().to_string();
     assert!(e.contains("missing key \"head.weight\""), "{e}");
+    // Gradient accumulation without communication: a backward without
+    // sync and one with it give the shards the gradients of both losses'
+    // sum in one backward.
+    let accumulated = net(6);
+    shard(&accumulated, &mesh, FsdpOptions::default());
+    let at_once = net(6);
+    shard(&at_once, &mesh, FsdpOptions::default());
+    let ((x1, y1), (x2, y2)) = (batch(1, n, r), batch(2, n, r));
+    dist::fsdp::set_requires_gradient_sync(&accumulated, false);
+    mse(&accumulated.call(&x1).unwrap(), &y1).backward().unwrap();
+    assert!(
+        accumulated.parameters().iter().all(|p| p.grad_opt().is_none()),
+        "no shard gradient without sync"
+    );
+    dist::fsdp::set_requires_gradient_sync(&accumulated, true);
+    mse(&accumulated.call(&x2).unwrap(), &y2).backward().unwrap();
+    let both = mse(&at_once.call(&x1).unwrap(), &y1)
+        .add(&mse(&at_once.call(&x2).unwrap(), &y2))
+        .unwrap();
+    both.backward().unwrap();
+    for (a, b) in accumulated.parameters().iter().zip(at_once.parameters()) {
+        assert_close(
+            &a.grad().unwrap(),
+            &b.grad().unwrap(),
+            (1e-5, 1e-7),
+            "accumulated without sync",
+        );
+    }
     // Errors.
     let e = fully_shard(&sharded, &mesh, FsdpOptions::default())
         .err()

@@ -97,9 +97,31 @@ impl FsdpModule {
             .collect()
     }
 
+    /// Whether this group's backward reduce-scatters its gradients
+    /// (`set_requires_gradient_sync(requires, recurse=False)`). Without,
+    /// each backward adds the gradients of the whole parameters on this
+    /// rank (memory: one unsharded gradient) and the shards' gradients stay
+    /// as they were; the next backward with sync reduce-scatters the sum.
+    /// [`set_requires_gradient_sync`] sets it on every sharded module of a
+    /// model, as gradient accumulation wants.
+    pub fn set_requires_gradient_sync(&self, requires: bool) {
+        self.group.set_requires_gradient_sync(requires);
+    }
+
     /// The mesh the parameters are sharded over.
     pub fn mesh(&self) -> &Arc<DeviceMesh> {
         &self.group.mesh
+    }
+}
+
+/// [`FsdpModule::set_requires_gradient_sync`] on every sharded module of
+/// `module` (PyTorch's default `recurse=True`): gradient accumulation
+/// without communication, then one reduce-scatter of the sum.
+pub fn set_requires_gradient_sync<M: Module + ?Sized>(module: &M, requires: bool) {
+    for (_, m) in module.named_modules() {
+        if let Some(g) = group_of(m) {
+            g.set_requires_gradient_sync(requires);
+        }
     }
 }
 

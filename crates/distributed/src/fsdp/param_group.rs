@@ -77,6 +77,11 @@ struct State {
     /// iteration and the one before (for prefetching).
     order: Vec<Weak<ParamGroup>>,
     prev_order: Vec<Weak<ParamGroup>>,
+    /// Gradients of the gathered parameters summed over backwards run
+    /// without gradient sync, added to the next synced backward's.
+    held_grads: Option<Vec<Option<Tensor>>>,
+    /// Whether backward reduce-scatters (false: `no_sync`).
+    no_sync: bool,
 }
 
 /// The parameters of one `fully_shard` call and their collectives.
@@ -311,6 +316,40 @@ impl ParamGroup {
         }
     }
 
+    /// Whether backward reduce-scatters the gradients (true) or keeps
+    /// them whole on this rank until a backward that does
+    /// (`set_requires_gradient_sync`).
+    pub(crate) fn set_requires_gradient_sync(&self, sync: bool) {
+        self.lock().no_sync = !sync;
+    }
+
+    /// The gradients of a backward: kept whole (summed with earlier ones)
+    /// without gradient sync, else added to the kept ones and
+    /// reduce-scattered.
+    fn on_grads(&self, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (no_sync, held) = {
+            let mut st = self.lock();
+            (st.no_sync, st.held_grads.take())
+        };
+        let summed: Vec<Option<Tensor>> = match held {
+            None => grads.to_vec(),
+            Some(held) => no_grad(|| {
+                held.into_iter()
+                    .zip(grads)
+                    .map(|(h, g)| match (h, g) {
+                        (Some(h), Some(g)) => Ok(Some(h.add(g)?)),
+                        (h, g) => Ok(h.or_else(|| g.clone())),
+                    })
+                    .collect::<ferrotorch_core::Result<Vec<_>>>()
+            })?,
+        };
+        if no_sync {
+            self.lock().held_grads = Some(summed);
+            return Ok(vec![None; grads.len()]);
+        }
+        self.reduce_grads(&summed)
+    }
+
     /// Averages the gradients of the gathered parameters over the ranks
     /// and returns this rank's pieces, in the shards' dtypes.
     fn reduce_grads(&self, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -446,7 +485,7 @@ impl Function for Unshard {
         let group = self.group.upgrade().ok_or_else(|| {
             ferrotorch_core::Error::invalid("fully_shard", "the sharded module was dropped before backward")
         })?;
-        let out = group.reduce_grads(grads)?;
+        let out = group.on_grads(grads)?;
         group.reshard()?;
         Ok(out)
     }
