@@ -228,6 +228,74 @@ fn ops() {
             );
         }
     }
+    // Element-wise maps, softmax, transposes, views and sums over a
+    // dimension, from every placement pair.
+    let check = |x: &DTensor, want: &Tensor, what: &str| {
+        let got = x.full_tensor().unwrap();
+        assert!(
+            same(&got, want),
+            "{what}: {:?} vs {:?}",
+            got.to_vec::<f32>(),
+            want.to_vec::<f32>()
+        );
+    };
+    for pa in &all {
+        let x = da.redistribute(pa).unwrap();
+        let shifted = x
+            .sub(&whole(&Tensor::full([5, 6], 8.0).unwrap()).redistribute(pa).unwrap())
+            .unwrap();
+        check(
+            &shifted.relu().unwrap(),
+            &a.sub(8.0).unwrap().relu().unwrap(),
+            &format!("relu {pa:?}"),
+        );
+        check(&x.neg().unwrap(), &a.neg().unwrap(), &format!("neg {pa:?}"));
+        check(
+            &x.mul_scalar(0.5).unwrap(),
+            &a.mul(0.5).unwrap(),
+            &format!("mul_scalar {pa:?}"),
+        );
+        check(&x.tanh().unwrap(), &a.tanh().unwrap(), &format!("tanh {pa:?}"));
+        check(
+            &x.softmax(1).unwrap(),
+            &a.softmax(1).unwrap(),
+            &format!("softmax {pa:?}"),
+        );
+        check(
+            &x.log_softmax(0).unwrap(),
+            &a.log_softmax(0).unwrap(),
+            &format!("log_softmax {pa:?}"),
+        );
+        check(
+            &x.transpose(0, 1).unwrap(),
+            &a.transpose(0, 1).unwrap(),
+            &format!("transpose {pa:?}"),
+        );
+        for shape in [&[5i64, 2, 3][..], &[30], &[-1, 3], &[1, 5, 6]] {
+            check(
+                &x.view(shape).unwrap(),
+                &a.view(shape).unwrap(),
+                &format!("view {shape:?} {pa:?}"),
+            );
+        }
+        for (d, keep) in [(0, false), (1, false), (1, true), (-2, true)] {
+            check(
+                &x.sum_dim(d, keep).unwrap(),
+                &a.sum_dim([d], keep).unwrap(),
+                &format!("sum_dim {d} {keep} {pa:?}"),
+            );
+        }
+    }
+    // Their rules keep what they can: a shard of a kept dimension follows
+    // the view, a transpose swaps shards, a sum over a shard is partial.
+    let rows = da.redistribute(&[S(0), S(1)]).unwrap();
+    assert_eq!(rows.view(&[5, 2, 3]).unwrap().placements(), [S(0), R]);
+    assert_eq!(rows.view(&[1, 5, 6]).unwrap().placements(), [S(1), S(2)]);
+    assert_eq!(rows.transpose(0, 1).unwrap().placements(), [S(1), S(0)]);
+    assert_eq!(rows.sum_dim(0, false).unwrap().placements(), [p, S(0)]);
+    assert_eq!(rows.softmax(1).unwrap().placements(), [S(0), R]);
+    assert!(rows.view(&[7, 5]).is_err() && rows.softmax(2).is_err());
+
     // The rules' placements: no communication where none is needed.
     let cols = db.redistribute(&[R, S(1)]).unwrap();
     assert_eq!(da.matmul(&cols).unwrap().placements(), [R, S(1)]);

@@ -26,6 +26,7 @@
 //! through, as in PyTorch.
 
 mod ops;
+mod ops_shape;
 pub mod placement;
 pub(crate) mod redistribute;
 
