@@ -1,7 +1,7 @@
 //! The gpt example under FSDP, tensor and pipeline parallelism (the
 //! example's own code, in child processes started with torchrun's
-//! variables), dropout off: `--tp 2` and `--pp 2` (1F1B, 2 and 4
-//! microbatches) train as one process does, `--fsdp` on 2 processes as
+//! variables), dropout off: `--tp 2` and `--pp 2` (1F1B with 2 and 4
+//! microbatches, GPipe, interleaved 1F1B) train as one process does, `--fsdp` on 2 processes as
 //! `--ddp` on 2, and `--fsdp --tp 2` on 4 (a 2 x 2 mesh) as `--ddp` on 2;
 //! the evaluated train and val losses agree at every evaluation. Flags
 //! that do not combine are refused.

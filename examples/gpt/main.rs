@@ -22,6 +22,7 @@ use clap::Parser;
 use ferrotorch::autograd::no_grad;
 use ferrotorch::distributed::ddp::{DdpOptions, DistributedDataParallel};
 use ferrotorch::distributed::dtensor::{DTensor, Placement};
+use ferrotorch::distributed::pipelining::ScheduleKind;
 use ferrotorch::distributed::tensor_parallel::loss_parallel_cross_entropy;
 use ferrotorch::distributed::{self as dist, DeviceMesh, InitOptions};
 use ferrotorch::nn::{Forward, Module};
@@ -154,9 +155,45 @@ pub(crate) struct Args {
     /// Microbatches per step with `--pp`.
     #[arg(long, default_value_t = 4)]
     microbatches: usize,
+    /// The pipeline schedule with `--pp`: `1f1b`, `gpipe`, or
+    /// `interleaved` (interleaved 1F1B, two stages per process; the
+    /// microbatches a multiple of the processes).
+    #[arg(long, value_enum, default_value_t = PpSchedule::OneFOneB)]
+    pp_schedule: PpSchedule,
     /// The process group's backend with `--ddp`, `--fsdp` or `--tp`.
     #[arg(long, default_value = "tcp")]
     dist_backend: String,
+}
+
+/// The pipeline schedules of `--pp-schedule`.
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+pub(crate) enum PpSchedule {
+    /// 1F1B.
+    #[value(name = "1f1b")]
+    OneFOneB,
+    /// GPipe: every forward, then every backward.
+    Gpipe,
+    /// Interleaved 1F1B over two stages per process.
+    Interleaved,
+}
+
+impl PpSchedule {
+    /// Its name in the log.
+    fn label(self) -> &'static str {
+        match self {
+            PpSchedule::OneFOneB => "1F1B",
+            PpSchedule::Gpipe => "GPipe",
+            PpSchedule::Interleaved => "interleaved 1F1B",
+        }
+    }
+
+    fn kind(self) -> ScheduleKind {
+        match self {
+            PpSchedule::OneFOneB => ScheduleKind::OneFOneB,
+            PpSchedule::Gpipe => ScheduleKind::GPipe,
+            PpSchedule::Interleaved => ScheduleKind::Interleaved1F1B,
+        }
+    }
 }
 
 /// The model, alone (or sharded in place by `--fsdp` / `--tp`) or
@@ -277,8 +314,10 @@ impl Parallel {
     fn model(&self, args: &Args, config: &GptConfig) -> BoxResult<Net> {
         let model = Gpt::new(config)?;
         if args.pp > 1 {
+            let kind = args.pp_schedule.kind();
             return Ok(Net::Pipelined(Pipeline::new(
                 model,
+                kind,
                 args.microbatches,
                 config.vocab_size,
             )?));
@@ -642,7 +681,12 @@ pub(crate) fn run(args: Args) -> BoxResult<()> {
     }
     if main && par.distributed {
         let how = match (args.ddp, args.fsdp, args.tp) {
-            _ if args.pp > 1 => format!("PP {} (1F1B, {} microbatches)", args.pp, args.microbatches),
+            _ if args.pp > 1 => format!(
+                "PP {} ({}, {} microbatches)",
+                args.pp,
+                args.pp_schedule.label(),
+                args.microbatches
+            ),
             (true, _, _) => "DDP".to_string(),
             (_, true, 1) => "FSDP".to_string(),
             (_, true, t) => format!("FSDP x TP {t}"),

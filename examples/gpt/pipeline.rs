@@ -1,6 +1,7 @@
-//! `--pp N`: the model cut into N pipeline stages by blocks, one per
-//! process, trained with the 1F1B schedule over `--microbatches`
-//! microbatches. Every process builds the whole model (same seed) and runs
+//! `--pp N`: the model cut into pipeline stages by blocks, trained over
+//! `--microbatches` microbatches with `--pp-schedule`: GPipe or 1F1B
+//! (one stage per process), or interleaved 1F1B (two stages per
+//! process, placed round-robin). Every process builds the whole model (same seed) and runs
 //! its stage; the weight the embedding (first stage) and the head (last
 //! stage) share gets the sum of both stages' gradients, as Megatron-LM's
 //! embedding group does.
@@ -52,43 +53,56 @@ pub struct Pipeline {
     train: PipelineSchedule,
     infer: PipelineSchedule,
     rank: usize,
-    stages: usize,
+    ranks: usize,
     /// The first and last stages' group, for the tied weight's gradient.
     ends: Option<Arc<ProcessGroup>>,
     vocab: usize,
+    /// Whether sampling repeats its input once per process (interleaved).
+    infer_repeats: bool,
 }
 
 impl Pipeline {
-    /// Stage `rank` of `stages` (the world's size) of `gpt`.
-    pub fn new(gpt: Gpt, microbatches: usize, vocab: usize) -> BoxResult<Pipeline> {
+    /// This process's stages of `gpt` (`kind`'s placement over the
+    /// world's processes).
+    pub fn new(gpt: Gpt, kind: ScheduleKind, microbatches: usize, vocab: usize) -> BoxResult<Pipeline> {
         let gpt = Arc::new(gpt);
         let group = dist::default_group()?;
-        let (rank, stages) = (group.rank(), group.size());
-        let stage = || -> BoxResult<PipelineStage> {
-            let part = GptStage {
-                gpt: gpt.clone(),
-                stage: rank,
-                stages,
-            };
-            Ok(PipelineStage::new(Arc::new(part), rank, stages, group.clone())?)
+        let (rank, ranks) = (group.rank(), group.size());
+        let per_rank = if kind == ScheduleKind::Interleaved1F1B { 2 } else { 1 };
+        let stages = ranks * per_rank;
+        let mine = || -> BoxResult<Vec<PipelineStage>> {
+            (0..per_rank)
+                .map(|v| {
+                    let s = v * ranks + rank;
+                    let part = GptStage {
+                        gpt: gpt.clone(),
+                        stage: s,
+                        stages,
+                    };
+                    Ok(PipelineStage::new(Arc::new(part), s, stages, group.clone())?)
+                })
+                .collect()
         };
         let ce: LossFn = Arc::new(move |logits: &Tensor, y: &Tensor| {
             logits
                 .view([-1, vocab as i64])?
                 .cross_entropy(&y.view([-1])?, None, Reduction::Mean, -100, 0.0)
         });
-        let train = PipelineSchedule::new(ScheduleKind::OneFOneB, vec![stage()?], microbatches, Some(ce))?;
-        let infer = PipelineSchedule::new(ScheduleKind::GPipe, vec![stage()?], 1, None)?;
-        // Every process takes part in making the group (new_group).
-        let ends = dist::new_group(&[0, stages - 1])?;
+        let train = PipelineSchedule::new(kind, mine()?, microbatches, Some(ce))?;
+        let infer_kind = if per_rank == 1 { ScheduleKind::GPipe } else { kind };
+        let infer = PipelineSchedule::new(infer_kind, mine()?, if per_rank == 1 { 1 } else { ranks }, None)?;
+        // The first stage is on rank 0, the last on the last rank. Every
+        // process takes part in making the group (new_group).
+        let ends = dist::new_group(&[0, ranks - 1])?;
         Ok(Pipeline {
             gpt,
             train,
             infer,
             rank,
-            stages,
+            ranks,
             ends,
             vocab,
+            infer_repeats: per_rank > 1,
         })
     }
 
@@ -97,8 +111,9 @@ impl Pipeline {
         &self.gpt
     }
 
+    /// Whether this process holds the last stage (the last rank does).
     fn is_last(&self) -> bool {
-        self.rank + 1 == self.stages
+        self.rank + 1 == self.ranks
     }
 
     /// One step's forwards and backwards; the mean microbatch loss, on
@@ -131,14 +146,17 @@ impl Pipeline {
         Ok(t.item::<f32>()?)
     }
 
-    /// The logits of `x` (`[1, t]`), on every process.
+    /// The logits of `x` (`[1, t]`), on every process. (The interleaved
+    /// schedule needs a microbatch per process: `x` is repeated.)
     pub fn logits(&self, x: &Tensor) -> BoxResult<Tensor> {
-        let out = no_grad(|| self.infer.step((self.rank == 0).then_some(x), None))?;
+        let copies = if self.infer_repeats { self.ranks } else { 1 };
+        let xs = x.repeat([copies, 1])?;
+        let out = no_grad(|| self.infer.step((self.rank == 0).then_some(&xs), None))?;
         let logits = match out.output {
-            Some(l) => l.contiguous()?,
+            Some(l) => l.narrow(0, 0, x.shape()[0] as i64)?.contiguous()?,
             None => TensorOptions::new().zeros([x.shape()[0], x.shape()[1], self.vocab])?,
         };
-        dist::broadcast(&logits, self.stages - 1)?;
+        dist::broadcast(&logits, self.ranks - 1)?;
         Ok(logits)
     }
 }
