@@ -244,6 +244,8 @@ struct Parallel {
     dp: usize,
     /// The tensor-parallel mesh (`--tp` above 1): loss parallel over it.
     tp: Option<Arc<DeviceMesh>>,
+    /// The data-parallel mesh `--fsdp` shards over.
+    dp_mesh: Option<Arc<DeviceMesh>>,
     /// Whether forwards are collective (`--fsdp`, `--tp`): every rank
     /// evaluates and samples.
     sharded: bool,
@@ -277,6 +279,7 @@ impl Parallel {
                 dp_rank: 0,
                 dp: 1,
                 tp: None,
+                dp_mesh: None,
                 sharded: false,
                 distributed: false,
             });
@@ -299,12 +302,19 @@ impl Parallel {
             dp_rank: rank / group,
             dp: world / group,
             tp: None,
+            dp_mesh: None,
             sharded,
             distributed: true,
         };
+        // One mesh (one set of groups) for both dimensions.
         if args.tp > 1 {
             let mesh = dist::init_device_mesh("cpu", &[p.dp, args.tp], Some(&["dp", "tp"]))?;
             p.tp = Some(Arc::new(mesh.submesh(&["tp"])?));
+            if args.fsdp {
+                p.dp_mesh = Some(Arc::new(mesh.submesh(&["dp"])?));
+            }
+        } else if args.fsdp {
+            p.dp_mesh = Some(Arc::new(dist::init_device_mesh("cpu", &[world], None)?));
         }
         Ok(p)
     }
@@ -328,13 +338,8 @@ impl Parallel {
         if let Some(tp) = &self.tp {
             model.parallelize(tp)?;
         }
-        if args.fsdp {
-            let dp = if self.tp.is_some() {
-                dist::init_device_mesh("cpu", &[self.dp, args.tp], Some(&["dp", "tp"]))?.submesh(&["dp"])?
-            } else {
-                dist::init_device_mesh("cpu", &[self.world], None)?
-            };
-            model.fully_shard(&Arc::new(dp))?;
+        if let Some(dp) = &self.dp_mesh {
+            model.fully_shard(dp)?;
         }
         Ok(Net::Plain(model))
     }

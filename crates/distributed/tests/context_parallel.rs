@@ -7,20 +7,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dist::InitOptions;
 use dist::context_parallel::{RingAttentionOptions, context_shard, context_unshard, ring_attention};
 use ferrotorch_core::{Tensor, manual_seed};
 use ferrotorch_distributed as dist;
 use ferrotorch_nn::functional::{SdpaOptions, scaled_dot_product_attention};
 
 mod common;
-use common::{HostPair, assert_close, launch, launch_across};
+use common::{HostPair, assert_close, join_as_child, launch, launch_across};
 
 #[test]
 #[ignore = "the entry point of the child processes that the other tests start"]
 fn child() {
-    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
-    dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
+    let case = join_as_child();
     let n = dist::get_world_size().unwrap();
     let mesh = Arc::new(dist::init_device_mesh("cpu", &[n], None).unwrap());
     match case.as_str() {

@@ -6,16 +6,15 @@
 use std::time::Duration;
 
 mod common;
-use common::launch;
+use common::{join_as_child, launch};
 use ferrotorch_core::Tensor;
 use ferrotorch_distributed::device_mesh::{DeviceMesh, MeshDim, init_device_mesh};
-use ferrotorch_distributed::{self as dist, InitOptions, ReduceOp};
+use ferrotorch_distributed::{self as dist, ReduceOp};
 
 #[test]
 #[ignore = "the entry point of the child processes that the other tests start"]
 fn child() {
-    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
-    dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
+    let case = join_as_child();
     let r = dist::get_rank().unwrap();
     match case.as_str() {
         "meshes" => meshes(r),

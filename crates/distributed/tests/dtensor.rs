@@ -8,17 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod common;
-use common::launch;
+use common::{join_as_child, launch};
 use ferrotorch_core::{DType, Tensor};
+use ferrotorch_distributed as dist;
 use ferrotorch_distributed::device_mesh::init_device_mesh;
 use ferrotorch_distributed::dtensor::{DTensor, Placement, distribute_tensor, local_shape};
-use ferrotorch_distributed::{self as dist, InitOptions};
 
 #[test]
 #[ignore = "the entry point of the child processes that the other tests start"]
 fn child() {
-    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
-    dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
+    let case = join_as_child();
     match case.as_str() {
         "dtensor" => dtensor(),
         "ops" => ops(),

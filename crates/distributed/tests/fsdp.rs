@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use dist::InitOptions;
 use dist::ddp::{DdpOptions, DistributedDataParallel};
 use dist::dtensor::Placement;
 use dist::fsdp::{FsdpModule, FsdpOptions, MixedPrecisionPolicy, full_state_dict, fully_shard, load_full_state_dict};
@@ -19,7 +18,10 @@ use ferrotorch_nn::{Forward, Linear, Module, ModuleState, Parameter, StateDict};
 use ferrotorch_optim::{AdamW, AdamWOptions, Optimizer};
 
 mod common;
-use common::{HostPair, assert_close, kill_me, launch, launch_across, launch_with_dead, launch_with_env};
+use common::{
+    HostPair, assert_close, assert_lost_rank, join_as_child, kill_me, launch, launch_across, launch_with_dead,
+    launch_with_env,
+};
 
 const B: usize = 4;
 const STEPS: u64 = 50;
@@ -107,8 +109,7 @@ fn assert_state_close(a: &StateDict, b: &StateDict, rtol: f32, what: &str) {
 #[test]
 #[ignore = "the entry point of the child processes that the other tests start"]
 fn child() {
-    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
-    dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
+    let case = join_as_child();
     match case.as_str() {
         "vs_ddp" => vs_ddp(&std::env::var("FERRO_FSDP_MODE").unwrap()),
         "mixed" => mixed_precision(),
@@ -404,14 +405,7 @@ fn killed_mid_step() {
             Ok(())
         })();
         if let Err(e) = result {
-            let e = e.to_string();
-            assert!(s == 3, "failed at step {s}: {e}");
-            assert!(e.contains("rank 1"), "the error names the lost rank: {e}");
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "failed only after {:?}",
-                start.elapsed()
-            );
+            assert_lost_rank(&e.to_string(), (s, 3), 1, start);
             return;
         }
     }

@@ -6,14 +6,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dist::InitOptions;
 use dist::pipelining::{LossFn, PipelineSchedule, PipelineStage, ScheduleKind};
 use ferrotorch_core::{Tensor, manual_seed};
 use ferrotorch_distributed as dist;
 use ferrotorch_nn::{Forward, Linear, Module, ModuleState};
 
 mod common;
-use common::{HostPair, assert_close, kill_me, launch, launch_across, launch_with_dead};
+use common::{
+    HostPair, assert_close, assert_lost_rank, join_as_child, kill_me, launch, launch_across, launch_with_dead,
+};
 
 const LAYERS: usize = 8;
 const BATCH: usize = 8;
@@ -57,8 +58,7 @@ fn mse() -> LossFn {
 #[test]
 #[ignore = "the entry point of the child processes that the other tests start"]
 fn child() {
-    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
-    dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
+    let case = join_as_child();
     match case.as_str() {
         "schedules" => {
             for kind in [
@@ -226,17 +226,7 @@ fn killed_mid_send() {
     for step in 0..5 {
         let r = sched.step((rank == 0).then_some(&x), (rank == ranks - 1).then_some(&x));
         if let Err(e) = r {
-            let e = e.to_string();
-            assert_eq!(step, 1, "failed at step {step}: {e}");
-            assert!(
-                e.contains(&format!("rank {}", ranks - 1)),
-                "the error names the lost rank: {e}"
-            );
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "failed only after {:?}",
-                start.elapsed()
-            );
+            assert_lost_rank(&e.to_string(), (step, 1), ranks - 1, start);
             return;
         }
     }

@@ -8,25 +8,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use dist::DeviceMesh;
 use dist::dtensor::{DTensor, Placement, chunk_range};
 use dist::tensor_parallel::{
     ColwiseParallel, LAST, ParallelStyle, RowwiseParallel, SequenceParallel, loss_parallel_cross_entropy,
     parallelize_module,
 };
-use dist::{DeviceMesh, InitOptions};
 use ferrotorch_core::{Tensor, manual_seed};
 use ferrotorch_distributed as dist;
 use ferrotorch_nn::functional::{CrossEntropyOptions, SdpaOptions, cross_entropy, scaled_dot_product_attention};
 use ferrotorch_nn::{Embedding, Forward, LayerNorm, Linear, Module, ModuleState};
 
 mod common;
-use common::{HostPair, assert_close, launch, launch_across};
+use common::{HostPair, assert_close, join_as_child, launch, launch_across};
 
 #[test]
 #[ignore = "the entry point of the child processes that the other tests start"]
 fn child() {
-    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
-    dist::init_process_group(InitOptions::new("tcp").timeout(Duration::from_secs(60))).unwrap();
+    let case = join_as_child();
     let n = dist::get_world_size().unwrap();
     let mesh = Arc::new(dist::init_device_mesh("cpu", &[n], None).unwrap());
     match case.as_str() {

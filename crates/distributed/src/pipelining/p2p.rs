@@ -21,7 +21,7 @@ pub(crate) fn send(group: &ProcessGroup, t: &Tensor, dst: usize, tag: u64) -> Re
             t.dim()
         )));
     }
-    let code = ALL_DTYPES.iter().position(|d| *d == t.dtype()).unwrap_or(0) as i64;
+    let code = i64::from(crate::collective::dtype_code(t.dtype()));
     let mut header = vec![t.dim() as i64, code];
     header.extend(t.shape().iter().map(|&s| s as i64));
     header.resize(MAX_DIMS + 2, 0);

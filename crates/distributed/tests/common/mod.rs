@@ -42,6 +42,32 @@ pub fn launch_with_dead(case: &str, n: usize, limit: Duration, dead: &[usize]) {
     launch_ranks(case, n, limit, ("127.0.0.1", |_| Vec::new()), &[], dead);
 }
 
+/// The case this child process runs (`FERRO_DIST_CASE`, set by the
+/// parent test), after it joined the job's tcp group (60 s timeout).
+#[allow(dead_code)]
+pub fn join_as_child() -> String {
+    let case = std::env::var("FERRO_DIST_CASE").expect("started by a parent test");
+    let opts = ferrotorch_distributed::InitOptions::new("tcp").timeout(Duration::from_secs(60));
+    ferrotorch_distributed::init_process_group(opts).unwrap();
+    case
+}
+
+/// Checks the error of a step that lost rank `lost`: at step `want`
+/// (`step` is where it came), naming the rank, within 30 s of `start`.
+#[allow(dead_code)]
+pub fn assert_lost_rank(e: &str, (step, want): (usize, usize), lost: usize, start: Instant) {
+    assert_eq!(step, want, "failed at step {step}: {e}");
+    assert!(
+        e.contains(&format!("rank {lost}")),
+        "the error names the lost rank: {e}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "failed only after {:?}",
+        start.elapsed()
+    );
+}
+
 /// Kills this process with SIGKILL (a rank lost mid-step).
 #[allow(dead_code)]
 pub fn kill_me() -> ! {
